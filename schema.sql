@@ -1,0 +1,220 @@
+-- tgr knowledge store schema (version 1).
+--
+-- This file is the one readable source of the schema. tgr runs it on every open
+-- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
+-- tracked by PRAGMA user_version. The vec0 tables (embeddings) are created in code,
+-- because they need the embedding dimension, which is only known once the embedder is:
+--   vec_entities(id TEXT PRIMARY KEY, embedding float[dim] distance_metric=cosine)
+--   vec_chunks(id TEXT PRIMARY KEY, embedding float[dim] distance_metric=cosine)
+--   vec_reports(id TEXT PRIMARY KEY, embedding float[dim] distance_metric=cosine)
+
+-- Key/value settings the store was built with: schema and tgr version, chat and
+-- embedding model (+ dimension), chunking and clustering settings. A shipped .db
+-- answers questions with no other configuration.
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One row per ingested document; id is a hash of the text, so the same content twice
+-- is one document.
+CREATE TABLE IF NOT EXISTS documents (
+    id       TEXT PRIMARY KEY,
+    source   TEXT NOT NULL,             -- path as given, or '<stdin>'
+    title    TEXT NOT NULL,
+    text     TEXT NOT NULL,
+    chars    INTEGER NOT NULL,
+    added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+
+-- Overlapping windows of a document; the unit of extraction and of provenance.
+-- seq is a stable integer key for the full-text index; id is a content hash.
+CREATE TABLE IF NOT EXISTS chunks (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal     INTEGER NOT NULL,       -- position within the document
+    text        TEXT NOT NULL,
+    char_start  INTEGER NOT NULL,
+    char_end    INTEGER NOT NULL,
+    tokens      INTEGER NOT NULL,       -- estimate, see tgr/text.py
+    embed_hash  TEXT                    -- hash of the text last embedded into vec_chunks
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, ordinal);
+
+-- Full-text index of chunks. Terms are pre-segmented by tgr (jieba for Chinese,
+-- lower-cased words otherwise), so BM25 works for both languages. rowid = chunks.seq.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    terms, content='', contentless_delete=1
+);
+
+-- Output of the extract stage, exactly as parsed from each chunk's model answer.
+-- Everything after extraction (merge, embed, cluster, report) is rebuilt from these
+-- rows, so a shipped .db can rebuild any later stage without the source files.
+CREATE TABLE IF NOT EXISTS extractions (
+    chunk_id     TEXT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    extractor    TEXT NOT NULL,         -- model name or 'offline-heuristic'
+    entities     INTEGER NOT NULL,
+    relations    INTEGER NOT NULL,
+    created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS extracted_entities (
+    chunk_id    TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    type        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    PRIMARY KEY (chunk_id, position)
+);
+CREATE TABLE IF NOT EXISTS extracted_relations (
+    chunk_id    TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    predicate   TEXT NOT NULL,
+    description TEXT NOT NULL,
+    strength    REAL NOT NULL DEFAULT 1,
+    PRIMARY KEY (chunk_id, position)
+);
+
+-- The entity graph (merge stage). id is the normalised name; a same-name entity
+-- split off by LLM disambiguation gets the suffix '#<n>'.
+CREATE TABLE IF NOT EXISTS entities (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,          -- most frequent surface form
+    type        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    degree      INTEGER NOT NULL DEFAULT 0,
+    mentions    INTEGER NOT NULL DEFAULT 0,
+    embed_hash  TEXT                    -- hash of the text last embedded into vec_entities
+);
+CREATE INDEX IF NOT EXISTS entities_by_name ON entities(name);
+
+-- Provenance: which chunks each entity was extracted from.
+CREATE TABLE IF NOT EXISTS entity_mentions (
+    entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    chunk_id  TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    PRIMARY KEY (entity_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS entity_mentions_by_chunk ON entity_mentions(chunk_id);
+
+-- One row per connected pair of entities; weight = how many times it was seen.
+CREATE TABLE IF NOT EXISTS relationships (
+    id          TEXT PRIMARY KEY,
+    source_id   TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    target_id   TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    predicate   TEXT NOT NULL,
+    description TEXT NOT NULL,
+    weight      REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS relationships_by_source ON relationships(source_id);
+CREATE INDEX IF NOT EXISTS relationships_by_target ON relationships(target_id);
+
+CREATE TABLE IF NOT EXISTS relationship_mentions (
+    relationship_id TEXT NOT NULL REFERENCES relationships(id) ON DELETE CASCADE,
+    chunk_id        TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    PRIMARY KEY (relationship_id, chunk_id)
+);
+
+-- Hierarchical Leiden communities. Level 0 is the coarsest; a community larger than
+-- the max cluster size is split again at level + 1 with parent_id pointing up.
+CREATE TABLE IF NOT EXISTS communities (
+    id        TEXT PRIMARY KEY,         -- '<level>.<n>'
+    level     INTEGER NOT NULL,
+    parent_id TEXT REFERENCES communities(id) ON DELETE CASCADE,
+    size      INTEGER NOT NULL,
+    is_leaf   INTEGER NOT NULL          -- 1 when not split further
+);
+CREATE INDEX IF NOT EXISTS communities_by_level ON communities(level);
+
+CREATE TABLE IF NOT EXISTS community_members (
+    community_id TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE,
+    entity_id    TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    PRIMARY KEY (community_id, entity_id)
+);
+CREATE INDEX IF NOT EXISTS community_members_by_entity ON community_members(entity_id);
+
+-- Community reports (GraphRAG format), written bottom-up.
+CREATE TABLE IF NOT EXISTS reports (
+    community_id       TEXT PRIMARY KEY REFERENCES communities(id) ON DELETE CASCADE,
+    title              TEXT NOT NULL,
+    summary            TEXT NOT NULL,
+    rating             REAL NOT NULL,
+    rating_explanation TEXT NOT NULL,
+    findings           TEXT NOT NULL,   -- JSON list of {"summary", "explanation"}
+    full_text          TEXT NOT NULL,   -- markdown rendering used as query context
+    generator          TEXT NOT NULL,   -- model name, 'offline-extractive' or 'fallback'
+    embed_hash         TEXT
+);
+
+-- Every chat answer tgr has paid for, keyed by a hash of model + prompt + parameters.
+-- Re-running an index is free; it doubles as an audit log and a test fixture source.
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key               TEXT PRIMARY KEY,
+    model             TEXT NOT NULL,
+    prompt            TEXT NOT NULL,
+    params            TEXT NOT NULL,    -- JSON
+    response          TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+
+-- One row per index / rebuild run.
+CREATE TABLE IF NOT EXISTS runs (
+    id          INTEGER PRIMARY KEY,
+    command     TEXT NOT NULL,
+    settings    TEXT NOT NULL,          -- JSON
+    status      TEXT NOT NULL,          -- running | done | interrupted | failed
+    counts      TEXT,                   -- JSON summary at the end
+    started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    wall_s      REAL
+);
+
+-- Cost ledger: every model call (and every cache hit) with its stage and usage.
+CREATE TABLE IF NOT EXISTS model_calls (
+    id                INTEGER PRIMARY KEY,
+    run_id            INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    stage             TEXT NOT NULL,
+    kind              TEXT NOT NULL,    -- chat | embed
+    model             TEXT NOT NULL,
+    cache_hit         INTEGER NOT NULL,
+    attempts          INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    usage_source      TEXT NOT NULL,    -- api | estimate
+    latency_ms        REAL NOT NULL,
+    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS model_calls_by_run ON model_calls(run_id, stage);
+
+-- Views for people who open the file with sqlite3.
+CREATE VIEW IF NOT EXISTS entity_overview AS
+    SELECT e.id, e.name, e.type, e.degree, e.mentions,
+           (SELECT group_concat(cm.community_id, ' ')
+              FROM community_members cm WHERE cm.entity_id = e.id) AS communities,
+           e.description
+      FROM entities e
+     ORDER BY e.degree DESC, e.id;
+
+CREATE VIEW IF NOT EXISTS relationship_overview AS
+    SELECT r.id, s.name AS source, r.predicate, t.name AS target, r.weight, r.description
+      FROM relationships r
+      JOIN entities s ON s.id = r.source_id
+      JOIN entities t ON t.id = r.target_id
+     ORDER BY r.weight DESC, r.id;
+
+CREATE VIEW IF NOT EXISTS report_overview AS
+    SELECT c.level, c.id AS community_id, c.parent_id, c.size, r.rating, r.title, r.summary
+      FROM communities c
+      JOIN reports r ON r.community_id = c.id
+     ORDER BY c.level, r.rating DESC, c.id;
+
+CREATE VIEW IF NOT EXISTS cost_by_stage AS
+    SELECT run_id, stage, kind, model,
+           sum(1 - cache_hit) AS calls, sum(cache_hit) AS cache_hits,
+           sum(CASE WHEN cache_hit = 0 THEN prompt_tokens ELSE 0 END) AS prompt_tokens,
+           sum(CASE WHEN cache_hit = 0 THEN completion_tokens ELSE 0 END) AS completion_tokens,
+           round(sum(latency_ms) / 1000.0, 2) AS model_seconds
+      FROM model_calls
+     GROUP BY run_id, stage, kind, model;

@@ -1,0 +1,72 @@
+"""Sliding-window chunking on sentence boundaries, measured in estimated tokens."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .text import content_hash, estimate_tokens, split_sentences
+
+DEFAULT_CHUNK_TOKENS = 1200
+DEFAULT_OVERLAP_TOKENS = 100
+
+
+@dataclass
+class Chunk:
+    id: str
+    ordinal: int
+    text: str
+    start: int
+    end: int
+    tokens: int
+
+
+def chunk_text(text: str, document_id: str, size: int = DEFAULT_CHUNK_TOKENS,
+               overlap: int = DEFAULT_OVERLAP_TOKENS) -> list[Chunk]:
+    """Windows of at most ~size tokens that end on sentence boundaries where possible.
+
+    Consecutive windows share about `overlap` tokens of whole sentences. A sentence longer
+    than a window is cut into window-sized pieces.
+    """
+    if size < 16:
+        raise ValueError("chunk size must be at least 16 tokens")
+    if not 0 <= overlap < size:
+        raise ValueError("chunk overlap must be >= 0 and smaller than the chunk size")
+    pieces = _pieces(text, size)
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(pieces):
+        j, tokens = i, 0
+        while j < len(pieces) and (j == i or tokens + pieces[j][2] <= size):
+            tokens += pieces[j][2]
+            j += 1
+        spans.append((pieces[i][0], pieces[j - 1][1]))
+        if j >= len(pieces):
+            break
+        # step back over whole sentences worth at most `overlap` tokens, but always advance
+        k, back = j, 0
+        while k - 1 > i and back + pieces[k - 1][2] <= overlap:
+            back += pieces[k - 1][2]
+            k -= 1
+        i = k
+    chunks = []
+    for ordinal, (start, end) in enumerate(spans):
+        body = text[start:end]
+        if not body.strip():
+            continue
+        chunks.append(Chunk(id=content_hash(document_id, str(ordinal), body), ordinal=len(chunks),
+                            text=body, start=start, end=end, tokens=estimate_tokens(body)))
+    return chunks
+
+
+def _pieces(text: str, size: int) -> list[tuple[int, int, int]]:
+    """Sentence spans (start, end, tokens); over-long sentences split to fit a window."""
+    pieces = []
+    for start, end in split_sentences(text):
+        tokens = estimate_tokens(text[start:end])
+        if tokens <= size:
+            pieces.append((start, end, tokens))
+            continue
+        step = max(1, int((end - start) * size / tokens))
+        for a in range(start, end, step):
+            b = min(end, a + step)
+            pieces.append((a, b, estimate_tokens(text[a:b])))
+    return pieces

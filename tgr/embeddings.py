@@ -1,0 +1,65 @@
+"""Embed stage: keep vec_entities, vec_chunks and vec_reports in step with their rows.
+
+A row is (re-)embedded only when the text it would embed changed (embed_hash), so the
+vec0 tables double as the embedding cache and re-running an index embeds nothing.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .db import Connection, ensure_vec_tables, serialize, transaction
+from .gateway import Gateway
+from .text import content_hash
+
+Progress = Callable[[str, int, int], None]
+
+# (vec table, source table, key column, SQL for the text to embed)
+TARGETS = {
+    "entities": ("vec_entities", "entities", "id", "name || ': ' || description"),
+    "chunks": ("vec_chunks", "chunks", "id", "text"),
+    "reports": ("vec_reports", "reports", "community_id", "title || ': ' || summary"),
+}
+BATCH = 256
+
+
+def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
+              progress: Progress | None = None) -> int:
+    """Embed every row whose text changed since it was last embedded; returns rows embedded."""
+    ensure_vec_tables(conn, gateway.embedder.dim)
+    total = 0
+    for kind in kinds:
+        total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None))
+    return total
+
+
+def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
+    vec_table, table, key, text_sql = TARGETS[kind]
+    model = gateway.embedder.name
+    rows = conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table} ORDER BY {key}").fetchall()
+    todo = [(rid, text, content_hash(model, text)) for rid, text, old in rows
+            if old != content_hash(model, text)]
+    with transaction(conn):  # vectors of rows that no longer exist
+        conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
+    stage = f"embed-{kind}"
+    report(stage, 0, len(todo))
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        vectors = gateway.embed(stage, [text for _, text, _ in batch])
+        with transaction(conn):
+            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
+            conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, ?)",
+                             [(rid, serialize(v)) for (rid, _, _), v in zip(batch, vectors)])
+            conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
+                             [(h, rid) for rid, _, h in batch])
+        report(stage, min(len(todo), start + BATCH), len(todo))
+    return len(todo)
+
+
+def clear_embeddings(conn: Connection) -> None:
+    """Forget every embedding (used when switching embedding models)."""
+    from .db import drop_vec_tables
+
+    with transaction(conn):
+        drop_vec_tables(conn)
+        for kind, (_, table, _, _) in TARGETS.items():
+            conn.execute(f"UPDATE {table} SET embed_hash = NULL")

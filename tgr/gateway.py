@@ -1,0 +1,355 @@
+"""The one choke point for model calls: cache, retries, concurrency, cost ledger.
+
+Every chat call goes through Gateway.chat_many: answers are looked up in / stored to the
+store's llm_cache table (key = hash of model + prompt + params), transient errors are
+retried with exponential backoff + jitter (honouring Retry-After), calls run on worker
+threads up to `concurrency` at once (optionally capped in requests per minute), and each
+call or cache hit is written to the model_calls ledger. SQLite is only touched from the
+calling thread: workers do network I/O and nothing else.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from .db import Connection
+from .errors import ModelError, TransientModelError
+from .models import ChatModel, Completion, Embedder
+from .text import estimate_tokens
+
+
+@dataclass
+class ChatJob:
+    """One prompt to answer. `tag` is the caller's handle; `validate` rejects bad answers."""
+
+    tag: Any
+    prompt: str
+    params: dict = field(default_factory=dict)
+    validate: Callable[[str], bool] | None = None
+
+
+@dataclass
+class _Outcome:
+    job: ChatJob
+    key: str
+    completion: Completion | None = None
+    attempts: int = 0
+    latency: float = 0.0
+    error: BaseException | None = None
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_chars: int = 0
+
+    def add(self, other: "Usage") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def cache_key(model: str, prompt: str, params: dict) -> str:
+    blob = json.dumps([model, prompt, params], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class _RateLimiter:
+    """Spaces call starts at least 60/rpm seconds apart across all workers."""
+
+    def __init__(self, rpm: float | None):
+        self.interval = 60.0 / rpm if rpm else 0.0
+        self.lock = threading.Lock()
+        self.next_start = 0.0
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next_start)
+            self.next_start = start + self.interval
+        if start > now:
+            time.sleep(start - now)
+
+
+class _Workers:
+    """A small pool of daemon threads (so Ctrl-C never waits for in-flight calls)."""
+
+    def __init__(self, size: int):
+        self.inbox: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue = queue.Queue()
+        self.batches = 0
+        self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(size)]
+        for thread in self.threads:
+            thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            task = self.inbox.get()
+            if task is None:
+                return
+            batch, fn, arg = task
+            self.outbox.put((batch, fn(arg)))
+
+    def new_batch(self) -> int:
+        self.batches += 1
+        return self.batches
+
+    def submit(self, batch: int, fn, arg) -> None:
+        self.inbox.put((batch, fn, arg))
+
+    def next_result(self, batch: int):
+        """The next result of this batch; results of abandoned batches are dropped."""
+        while True:  # a timed get keeps the main thread responsive to Ctrl-C
+            try:
+                owner, result = self.outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if owner == batch:
+                return result
+
+    def drain_pending(self) -> None:
+        while True:
+            try:
+                self.inbox.get_nowait()
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        self.drain_pending()
+        for _ in self.threads:
+            self.inbox.put(None)
+
+
+class Gateway:
+    """Cached, concurrent, retried, metered access to one chat model and one embedder."""
+
+    def __init__(self, conn: Connection, chat: ChatModel | None, embedder: Embedder, *,
+                 concurrency: int = 8, rpm: float | None = None, max_retries: int = 6,
+                 backoff: float = 1.0, max_backoff: float = 30.0, run_id: int | None = None,
+                 write_cache: bool = True):
+        self.conn = conn
+        self.chat_model = chat
+        self.embedder = embedder
+        self.concurrency = max(1, int(concurrency))
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.run_id = run_id
+        self.write_cache = write_cache
+        self.usage: dict[str, Usage] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._limiter = _RateLimiter(rpm)
+        self._workers: _Workers | None = None
+        self._jitter = random.Random(0)
+
+    # -- public API ---------------------------------------------------------------------
+
+    def chat(self, stage: str, prompt: str, **params) -> str:
+        """One chat call (cached, retried, metered)."""
+        for _, text in self.chat_many(stage, [ChatJob(None, prompt, params)]):
+            return text
+        raise ModelError("no answer")  # unreachable: chat_many yields once per job
+
+    def chat_many(self, stage: str, jobs: Iterable[ChatJob]) -> Iterator[tuple[ChatJob, str]]:
+        """Answer every job, yielding (job, text) as answers arrive; cache hits come first.
+
+        The caller should store each result before asking for the next, so that an
+        interrupted run keeps everything already answered.
+        """
+        jobs = list(jobs)
+        if not jobs:
+            return
+        if self.chat_model is None:
+            raise ModelError("this operation needs a chat model, and none is configured")
+        model = self.chat_model.name
+        misses: list[_Outcome] = []
+        for job in jobs:
+            key = cache_key(model, job.prompt, job.params)
+            row = self.conn.execute(
+                "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
+                (key,)).fetchone()
+            if row is not None:
+                self._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
+                yield job, row[0]
+            else:
+                misses.append(_Outcome(job, key))
+        if not misses:
+            return
+        workers = self._pool()
+        batch = workers.new_batch()
+        pending = 0
+        try:
+            for outcome in misses:
+                workers.submit(batch, self._run_chat, outcome)
+                pending += 1
+            while pending:
+                outcome = workers.next_result(batch)
+                pending -= 1
+                if outcome.error is not None:
+                    raise outcome.error
+                self._store(stage, model, outcome)
+                yield outcome.job, outcome.completion.text
+        finally:
+            if pending:
+                workers.drain_pending()
+
+    def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
+        """Embed texts in batches, concurrently, retried and metered (not cached)."""
+        if not texts:
+            return []
+        batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
+        if len(batches) == 1 or self.concurrency == 1:
+            return [v for b in batches for v in self._embed_batch(stage, b)]
+        results: dict[int, list[list[float]]] = {}
+        workers = self._pool()
+        owner = workers.new_batch()
+        for index, batch in enumerate(batches):
+            workers.submit(owner, self._run_embed, (index, batch))
+        try:
+            for _ in batches:
+                index, vectors, attempts, latency, error = workers.next_result(owner)
+                if error is not None:
+                    raise error
+                tokens = sum(estimate_tokens(t) for t in batches[index])
+                self._ledger(stage, "embed", self.embedder.name, False, attempts, tokens, 0,
+                             "estimate", latency, sum(len(t) for t in batches[index]))
+                results[index] = vectors
+        finally:
+            workers.drain_pending()
+        return [v for i in range(len(batches)) for v in results[i]]
+
+    def stage_usage(self, stage: str) -> Usage:
+        return self.usage.setdefault(stage, Usage())
+
+    def total_usage(self) -> Usage:
+        total = Usage()
+        for usage in self.usage.values():
+            total.add(usage)
+        return total
+
+    def close(self) -> None:
+        if self._workers:
+            self._workers.close()
+            self._workers = None
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _pool(self) -> _Workers:
+        if self._workers is None:
+            self._workers = _Workers(self.concurrency)
+        return self._workers
+
+    def _with_retries(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            self._limiter.wait()
+            try:
+                return call(), attempt
+            except TransientModelError as exc:
+                if attempt > self.max_retries:
+                    raise ModelError(f"{exc} (gave up after {attempt} attempts; "
+                                     "re-run to resume: finished calls are cached)") from None
+                delay = exc.retry_after
+                if delay is None:
+                    delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                    delay *= 0.5 + self._jitter.random()
+                time.sleep(delay)
+
+    def _run_chat(self, outcome: _Outcome) -> _Outcome:
+        job = outcome.job
+        start = time.perf_counter()
+        self._enter()
+        try:
+            tries, spent_prompt, spent_completion = 0, 0, 0
+            while True:
+                params = dict(job.params)
+                if tries:  # a rejected answer: ask again with a little sampling
+                    params["temperature"] = 0.3
+                completion, attempts = self._with_retries(
+                    lambda: self.chat_model.complete(job.prompt, **params))
+                outcome.attempts += attempts
+                spent_prompt += completion.prompt_tokens
+                spent_completion += completion.completion_tokens
+                tries += 1
+                if job.validate is None or job.validate(completion.text) or tries > 2:
+                    break
+            completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
+            outcome.completion = completion
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            outcome.error = exc
+        finally:
+            self._leave()
+            outcome.latency = time.perf_counter() - start
+        return outcome
+
+    def _run_embed(self, item):
+        index, batch = item
+        start = time.perf_counter()
+        self._enter()
+        try:
+            vectors, attempts = self._with_retries(lambda: self.embedder.embed(batch))
+            return index, vectors, attempts, time.perf_counter() - start, None
+        except BaseException as exc:
+            return index, None, 0, time.perf_counter() - start, exc
+        finally:
+            self._leave()
+
+    def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
+        start = time.perf_counter()
+        vectors, attempts = self._with_retries(lambda: self.embedder.embed(batch))
+        self._ledger(stage, "embed", self.embedder.name, False, attempts,
+                     sum(estimate_tokens(t) for t in batch), 0, "estimate",
+                     time.perf_counter() - start, sum(len(t) for t in batch))
+        return vectors
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
+        c = outcome.completion
+        if self.write_cache:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
+                "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (outcome.key, model, outcome.job.prompt,
+                 json.dumps(outcome.job.params, sort_keys=True), c.text,
+                 c.prompt_tokens, c.completion_tokens))
+        self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
+                     c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
+
+    def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
+                source, latency, prompt_chars) -> None:
+        usage = self.stage_usage(stage)
+        if hit:
+            usage.cache_hits += 1
+        else:
+            usage.calls += 1
+            usage.prompt_tokens += prompt_tokens
+            usage.completion_tokens += completion_tokens
+            usage.prompt_chars += prompt_chars
+        if self.write_cache:
+            self.conn.execute(
+                "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "
+                "prompt_tokens, completion_tokens, usage_source, latency_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.run_id, stage, kind, model, int(hit), attempts, prompt_tokens,
+                 completion_tokens, source, round(latency * 1000, 2)))

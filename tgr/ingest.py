@@ -1,0 +1,79 @@
+"""Read documents: files, directories (recursive .txt/.md) and stdin."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import InputError
+from .text import content_hash
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
+STDIN = "-"
+
+
+@dataclass
+class Document:
+    id: str
+    source: str
+    title: str
+    text: str
+
+
+def read_documents(paths: Iterable[str], warn: Callable[[str], None] = lambda m: None,
+                   stdin=None) -> list[Document]:
+    """Documents from the given paths, deduplicated by content.
+
+    Empty and binary files are skipped with a warning; a file that is not UTF-8 raises
+    InputError naming it (before anything is stored).
+    """
+    documents: dict[str, Document] = {}
+    for path in paths:
+        for source, raw in _sources(path, warn, stdin):
+            doc = _decode(source, raw, warn)
+            if doc is None:
+                continue
+            if doc.id in documents:
+                warn(f"{source}: same content as {documents[doc.id].source}, skipped")
+                continue
+            documents[doc.id] = doc
+    return list(documents.values())
+
+
+def _sources(path: str, warn, stdin):
+    if path == STDIN:
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        data = stream.read()
+        yield "<stdin>", data.encode("utf-8") if isinstance(data, str) else data
+        return
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES
+                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        if not files:
+            warn(f"{path}: no .txt or .md files found")
+        for f in files:
+            yield str(f), f.read_bytes()
+    else:
+        yield str(p), p.read_bytes()
+
+
+def _decode(source: str, raw: bytes, warn) -> Document | None:
+    if b"\x00" in raw[:8192]:
+        warn(f"{source}: binary file, skipped")
+        return None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{source}: not UTF-8 (invalid byte at offset {exc.start}); "
+            f"convert it first, e.g. iconv -f GB18030 -t UTF-8") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        warn(f"{source}: empty file, skipped")
+        return None
+    title = next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), source)
+    return Document(id=content_hash(text), source=source, title=title[:200], text=text)

@@ -1,0 +1,254 @@
+"""Merge stage: raw per-chunk extractions -> one entity graph with provenance.
+
+Same normalised name -> one entity (optionally split by LLM disambiguation of same-name
+mentions, the seed's ENTITY_DISAMBIGUATION done right); descriptions combined, and
+summarised by the LLM only when they exceed a token budget; a name used in a
+relationship but never extracted as an entity becomes an entity of its own; relationship
+weight = how many times it was seen. The graph is rebuilt from the extraction rows, so it
+is deterministic and always consistent with them.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .db import Connection, get_meta, set_meta, transaction
+from .gateway import ChatJob, Gateway
+from .parsing import parse_transformation
+from .prompts import Prompts
+from .text import content_hash, estimate_tokens, fit_tokens, normalise_name
+
+Progress = Callable[[str, int, int], None]
+MAX_ENTRIES_PER_DISAMBIGUATION = 12
+
+
+@dataclass
+class _Mention:
+    chunk_id: str
+    name: str
+    type: str
+    description: str
+
+
+@dataclass
+class _Entity:
+    id: str
+    mentions: list[_Mention] = field(default_factory=list)
+    extra_descriptions: list[str] = field(default_factory=list)
+    chunks: set[str] = field(default_factory=set)
+
+    def surface(self) -> str:
+        names = Counter(m.name for m in self.mentions)
+        return min(names, key=lambda n: (-names[n], n))
+
+    def type(self) -> str:
+        types = Counter(m.type for m in self.mentions if m.type != "concept") or \
+            Counter(m.type for m in self.mentions)
+        return min(types, key=lambda t: (-types[t], t)) if types else "concept"
+
+    def descriptions(self) -> list[str]:
+        seen, result = set(), []
+        for text in [m.description for m in self.mentions] + self.extra_descriptions:
+            key = " ".join(text.split()).casefold()
+            if key and key not in seen:
+                seen.add(key)
+                result.append(" ".join(text.split()))
+        return result
+
+
+def extraction_signature(conn: Connection) -> str:
+    row = conn.execute("SELECT count(*), coalesce(sum(entities), 0), coalesce(sum(relations), 0) "
+                       "FROM extractions").fetchone()
+    return ":".join(map(str, row))
+
+
+def needs_merge(conn: Connection) -> bool:
+    return get_meta(conn).get("merged_extractions") != extraction_signature(conn)
+
+
+def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
+                summary_tokens: int = 300, progress: Progress | None = None) -> dict:
+    """Rebuild entities, relationships and mentions from the extraction rows."""
+    report = progress or (lambda *a: None)
+    llm = gateway.chat_model is not None
+    mentions = [_Mention(*row) for row in conn.execute(
+        "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
+        "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
+    groups: dict[str, list[_Mention]] = defaultdict(list)
+    for mention in mentions:
+        key = normalise_name(mention.name)
+        if key:
+            groups[key].append(mention)
+
+    entities: dict[str, _Entity] = {}
+    by_key: dict[str, list[_Entity]] = {}
+    splits = _disambiguate(gateway, prompts, groups) if (disambiguate and llm) else {}
+    for key, group in groups.items():
+        parts = splits.get(key, [group])
+        by_key[key] = []
+        for index, part in enumerate(parts):
+            entity_id = key if index == 0 else f"{key}#{index + 1}"
+            entity = _Entity(entity_id, list(part), chunks={m.chunk_id for m in part})
+            entities[entity_id] = entity
+            by_key[key].append(entity)
+
+    relations = conn.execute(
+        "SELECT r.chunk_id, r.source, r.target, r.predicate, r.description FROM extracted_relations r "
+        "JOIN chunks c ON c.id = r.chunk_id ORDER BY c.document_id, c.ordinal, r.position").fetchall()
+    edges: dict[str, dict] = {}
+    for chunk_id, source, target, predicate, description in relations:
+        ends = [_resolve(entities, by_key, name, chunk_id, description) for name in (source, target)]
+        if None in ends or ends[0].id == ends[1].id:
+            continue
+        a, b = ends[0].id, ends[1].id
+        rel_id = content_hash(*sorted((a, b)))
+        edge = edges.setdefault(rel_id, {"source": a, "target": b, "predicates": Counter(),
+                                         "descriptions": [], "chunks": set(), "weight": 0})
+        edge["predicates"][" ".join(predicate.split())] += 1
+        if description and description not in edge["descriptions"]:
+            edge["descriptions"].append(" ".join(description.split()))
+        edge["chunks"].add(chunk_id)
+        edge["weight"] += 1
+        ends[0].chunks.add(chunk_id)
+        ends[1].chunks.add(chunk_id)
+
+    descriptions = _combine(gateway, prompts, entities, summary_tokens, report)
+    degree = Counter()
+    for edge in edges.values():
+        degree[edge["source"]] += 1
+        degree[edge["target"]] += 1
+
+    with transaction(conn):
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids(id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM keep_ids")
+        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in entities])
+        conn.execute("DELETE FROM entities WHERE id NOT IN (SELECT id FROM keep_ids)")
+        conn.executemany(
+            "INSERT INTO entities(id, name, type, description, degree, mentions) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET name = excluded.name, type = excluded.type, "
+            "description = excluded.description, degree = excluded.degree, mentions = excluded.mentions",
+            [(e.id, e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
+             for e in entities.values()])
+        conn.execute("DELETE FROM entity_mentions")
+        conn.executemany("INSERT INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
+                         [(e.id, c) for e in entities.values() for c in sorted(e.chunks)])
+        conn.execute("DELETE FROM keep_ids")
+        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in edges])
+        conn.execute("DELETE FROM relationships WHERE id NOT IN (SELECT id FROM keep_ids)")
+        conn.executemany(
+            "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
+            "target_id = excluded.target_id, predicate = excluded.predicate, "
+            "description = excluded.description, weight = excluded.weight",
+            [(rid, e["source"], e["target"], _top(e["predicates"]),
+              fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+             for rid, e in edges.items()])
+        conn.execute("DELETE FROM relationship_mentions")
+        conn.executemany("INSERT INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
+                         [(rid, c) for rid, e in edges.items() for c in sorted(e["chunks"])])
+        conn.execute("DELETE FROM keep_ids")
+        set_meta(conn, merged_extractions=extraction_signature(conn))
+    return {"entities": len(entities), "relationships": len(edges)}
+
+
+def _top(counter: Counter) -> str:
+    return min(counter, key=lambda p: (-counter[p], p)) if counter else "related to"
+
+
+def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
+    """The entity a relationship end refers to; creates one for a never-extracted name."""
+    key = normalise_name(name)
+    if not key:
+        return None
+    candidates = by_key.get(key)
+    if not candidates:
+        entity = _Entity(key)
+        entity.mentions.append(_Mention(chunk_id, " ".join(name.split()), "concept", ""))
+        entity.extra_descriptions.append(description)
+        entity.chunks.add(chunk_id)
+        entities[key] = entity
+        by_key[key] = [entity]
+        return entity
+    for entity in candidates:  # a split same-name entity: the one mentioned in this chunk
+        if chunk_id in {m.chunk_id for m in entity.mentions}:
+            return entity
+    return candidates[0]
+
+
+def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
+             budget: int, report: Progress) -> dict[str, str]:
+    """Each entity's description: joined, or LLM-summarised when over budget."""
+    combined, jobs = {}, []
+    for entity in entities.values():
+        parts = entity.descriptions()
+        text = " ".join(parts)
+        combined[entity.id] = text
+        if estimate_tokens(text) > budget:
+            if gateway.chat_model is not None and len(parts) > 1:
+                prompt = prompts.summarize_descriptions.format(
+                    name=entity.surface(), type=entity.type(), max_words=max(40, budget // 2),
+                    descriptions="\n".join(f"- {fit_tokens(p, budget)}" for p in parts[:20]))
+                jobs.append(ChatJob(entity.id, prompt, validate=lambda t: bool(t.strip())))
+            else:
+                combined[entity.id] = fit_tokens(text, budget)
+    report("summarize", 0, len(jobs))
+    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs), 1):
+        combined[job.tag] = fit_tokens(" ".join(answer.split()), budget) or combined[job.tag]
+        report("summarize", done, len(jobs))
+    return combined
+
+
+def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Mention]]
+                  ) -> dict[str, list[list[_Mention]]]:
+    """Ask the LLM which same-name mentions are the same thing; returns the splits."""
+    jobs = []
+    for key, group in groups.items():
+        chunks = []
+        for mention in group:  # one entry per chunk: the chunk is the unit of provenance
+            if mention.chunk_id not in [c[0].chunk_id for c in chunks]:
+                chunks.append([mention])
+            else:
+                next(c for c in chunks if c[0].chunk_id == mention.chunk_id).append(mention)
+        distinct = {" ".join(c[0].description.split()).casefold() for c in chunks}
+        if len(chunks) < 2 or len(distinct) < 2:
+            continue
+        chunks = chunks[:MAX_ENTRIES_PER_DISAMBIGUATION]
+        entries = "\n".join(f"m{i + 1}: ({c[0].type}) {fit_tokens(c[0].description, 80)}"
+                            for i, c in enumerate(chunks))
+        prompt = prompts.disambiguate.format(name=group[0].name, entries=entries)
+        jobs.append(ChatJob((key, chunks), prompt))
+    splits = {}
+    for job, answer in gateway.chat_many("disambiguate", jobs):
+        key, chunks = job.tag
+        mapping = parse_transformation(answer)
+        parent = list(range(len(chunks)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for src, dst in mapping.items():
+            a, b = _entry_index(src, len(chunks)), _entry_index(dst, len(chunks))
+            if a is not None and b is not None:
+                ra, rb = find(a), find(b)
+                parent[max(ra, rb)] = min(ra, rb)
+        parts: dict[int, list[_Mention]] = {}
+        for i, chunk_mentions in enumerate(chunks):
+            parts.setdefault(find(i), []).extend(chunk_mentions)
+        covered = {m.chunk_id for c in chunks for m in c}
+        rest = [m for m in groups[key] if m.chunk_id not in covered]
+        ordered = [parts[root] for root in sorted(parts)]
+        ordered[0].extend(rest)  # mentions beyond the prompt's cap join the main entity
+        if len(ordered) > 1:
+            splits[key] = ordered
+    return splits
+
+
+def _entry_index(entry: str, count: int) -> int | None:
+    entry = entry.strip().lower().lstrip("m").strip()
+    if entry.isdigit() and 1 <= int(entry) <= count:
+        return int(entry) - 1
+    return None

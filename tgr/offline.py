@@ -1,0 +1,271 @@
+"""The offline default: everything tgr needs when no model is configured.
+
+- HashEmbedder: a local embedder with no weights to download (signed feature hashing of
+  words, character trigrams and CJK bigrams). Good for lexical similarity, weaker than a
+  neural model on paraphrase.
+- extract_heuristic: entities from capitalised spans (English) or jieba proper-noun POS
+  tags (Chinese); relationships from same-sentence co-occurrence.
+- extractive_report / extractive_answer: community reports and answers assembled from
+  the stored descriptions and source sentences, always with citations.
+All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
+"""
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections import Counter
+from typing import Sequence
+
+from .parsing import RawEntity, RawRelation
+from .text import STOPWORDS, has_cjk, search_terms, shorten, split_sentences
+
+OFFLINE_EXTRACTOR = "offline-heuristic"
+OFFLINE_WRITER = "offline-extractive"
+
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+
+
+class HashEmbedder:
+    """Deterministic local embeddings by signed feature hashing (no model weights)."""
+
+    def __init__(self, dim: int = 384):
+        self.dim = dim
+        self.name = f"tgr:hash-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    def _features(self, text: str) -> Counter:
+        features: Counter = Counter()
+        for term in search_terms(text):
+            features["w:" + term] += 1.0
+            if not has_cjk(term) and len(term) > 3:
+                padded = f" {term} "
+                for i in range(len(padded) - 2):
+                    features["t:" + padded[i:i + 3]] += 0.25
+        for run in _CJK_RUN.findall(text):
+            for i in range(len(run) - 1):
+                features["b:" + run[i:i + 2]] += 0.5
+        return features
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for feature, count in self._features(text).items():
+            digest = zlib.crc32(feature.encode("utf-8"))
+            sign = 1.0 if digest & 0x80000000 else -1.0
+            vector[digest % self.dim] += sign * math.log1p(count)
+        norm = math.sqrt(sum(x * x for x in vector))
+        if norm == 0:
+            vector[0] = 1.0  # an empty text still needs a valid unit vector
+            return vector
+        return [x / norm for x in vector]
+
+
+# --- heuristic extraction ------------------------------------------------------------
+
+_HONORIFICS = {"mr", "mrs", "ms", "miss", "dr", "mister", "madam"}
+_CONNECTORS = {"of", "the", "de", "van", "von", "la", "le", "du"}
+_NOT_NAMES = {
+    "i", "oh", "ah", "yes", "no", "o", "ay", "aye", "well", "now", "then", "there", "here",
+    "what", "why", "how", "who", "where", "when", "this", "that", "these", "those", "it",
+    "he", "she", "we", "they", "you", "his", "her", "my", "our", "their", "your", "the", "a",
+    "an", "but", "and", "or", "if", "so", "for", "in", "on", "at", "to", "of", "as", "by",
+    "all", "not", "nor", "yet", "nay", "let", "come", "chapter", "book", "project", "hark",
+}
+_PERSON_VERBS = {"said", "cried", "replied", "asked", "exclaimed", "answered", "thought"}
+_PLACE_PREPOSITIONS = {"in", "at", "from", "to", "into", "near", "towards"}
+_CN_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
+             "nt": "organization", "nz": "concept"}
+
+
+def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
+    """Entities and co-occurrence relationships from one chunk, with no model."""
+    sentences = [text[a:b].strip() for a, b in split_sentences(text)]
+    sentences = [s for s in sentences if s]
+    if has_cjk(text):
+        found = [_chinese_names(s) for s in sentences]
+    else:
+        found = _english_names(sentences)
+    counts: Counter = Counter()
+    types: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    for index, names in enumerate(found):
+        for name, kind in names:
+            counts[name] += 1
+            first_seen.setdefault(name, index)
+            if kind != "concept" or name not in types:
+                types[name] = kind
+    keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
+    keep_set = set(keep)
+    entities = []
+    for name in sorted(keep, key=lambda n: (first_seen[n], n)):
+        evidence = [s for s, names in zip(sentences, found) if any(n == name for n, _ in names)]
+        description = shorten(" ".join(evidence[:2]), 300)
+        entities.append(RawEntity(name=name, type=types[name], description=description))
+    relations = []
+    seen_pairs: set[tuple[str, str]] = set()
+    for sentence, names in zip(sentences, found):
+        present = sorted({n for n, _ in names if n in keep_set}, key=lambda n: sentence.find(n))
+        for i, source in enumerate(present):
+            for target in present[i + 1:]:
+                pair = (source, target)
+                if pair in seen_pairs or (target, source) in seen_pairs:
+                    continue
+                seen_pairs.add(pair)
+                relations.append(RawRelation(
+                    source=source, target=target,
+                    predicate=_between(sentence, source, target),
+                    description=shorten(sentence, 240), strength=1.0))
+    return entities, relations
+
+
+def _english_names(sentences: list[str]) -> list[list[tuple[str, str]]]:
+    spans_per_sentence = [_capitalised_spans(s) for s in sentences]
+    # a single word at the start of a sentence counts only if it is capitalised elsewhere too
+    mid_sentence = {name for spans in spans_per_sentence for name, _, start in spans if start}
+    result = []
+    for spans in spans_per_sentence:
+        names = []
+        for name, kind, start in spans:
+            if not start and " " not in name and name not in mid_sentence:
+                continue
+            names.append((name, kind))
+        result.append(names)
+    return result
+
+
+def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
+    """(name, type, not-at-sentence-start) for each run of capitalised words."""
+    words = list(_WORD.finditer(sentence))
+    spans, i = [], 0
+    while i < len(words):
+        word = words[i].group()
+        if not word[0].isupper():
+            i += 1
+            continue
+        run = [i]
+        j = i + 1
+        while j < len(words):
+            nxt = words[j].group()
+            gap = sentence[words[j - 1].end():words[j].start()]
+            if gap.strip(" .") != "" or "\n" in gap:
+                break
+            if nxt[0].isupper():
+                run.append(j)
+                j += 1
+            elif nxt.lower() in _CONNECTORS and j + 1 < len(words) and words[j + 1].group()[0].isupper():
+                run.extend([j, j + 1])
+                j += 2
+            else:
+                break
+        tokens = [words[k].group() for k in run]
+        previous = words[i - 1].group().lower() if i else ""
+        kind = "concept"
+        while tokens and tokens[0].lower().rstrip(".") in _HONORIFICS:
+            tokens.pop(0)
+            kind = "person"
+        while tokens and tokens[0].lower() in _NOT_NAMES:
+            tokens.pop(0)
+        while tokens and tokens[-1].lower() in _CONNECTORS | _NOT_NAMES:
+            tokens.pop()
+        if tokens and not all(t.lower() in STOPWORDS or t.lower() in _NOT_NAMES for t in tokens):
+            name = " ".join(tokens).strip("'’-")
+            after = words[j].group().lower() if j < len(words) else ""
+            if kind == "concept" and (after in _PERSON_VERBS or previous in _PERSON_VERBS):
+                kind = "person"
+            elif kind == "concept" and previous in _PLACE_PREPOSITIONS:
+                kind = "location"
+            if len(name) > 1 and not name.isupper() or len(name) > 3:
+                spans.append((name, kind, i > 0 and words[run[0]].start() > 0 and previous != ""))
+        i = j
+    return spans
+
+
+def _chinese_names(sentence: str) -> list[tuple[str, str]]:
+    import jieba.posseg as posseg  # lazy: loads a dictionary
+
+    names = []
+    for pair in posseg.lcut(sentence):
+        kind = _CN_TYPES.get(pair.flag)
+        if kind and len(pair.word) >= 2:
+            names.append((pair.word, kind))
+    return names
+
+
+def _between(sentence: str, source: str, target: str) -> str:
+    start = sentence.find(source) + len(source)
+    end = sentence.find(target, start)
+    middle = sentence[start:end].strip(" ,;:，、；：") if end > start else ""
+    if middle and len(middle.split()) <= 5 and len(middle) <= 30:
+        return middle
+    return "appears with" if not has_cjk(sentence) else "同现于"
+
+
+# --- extractive reports and answers --------------------------------------------------
+
+def extractive_report(entities: list[dict], relationships: list[dict]) -> dict:
+    """A community report built from stored descriptions (no LLM)."""
+    top = entities[:3]
+    chinese = any(has_cjk(e["name"]) for e in entities)
+    joiner = "、" if chinese else ", "
+    title = joiner.join(e["name"] for e in top)
+    weight = sum(r.get("weight", 1) for r in relationships)
+    summary_parts = [
+        (f"{len(entities)} 个实体，核心为{title}。" if chinese else
+         f"A community of {len(entities)} entities centred on {title}.")
+    ]
+    summary_parts += [shorten(r["description"], 220) for r in relationships[:2]]
+    findings = [
+        {"summary": f"{e['name']} ({e['type']})", "explanation": shorten(e["description"], 400)}
+        for e in entities[:5]
+    ]
+    return {
+        "title": title,
+        "summary": " ".join(summary_parts),
+        "rating": round(min(10.0, 1.0 + math.log2(1 + weight + len(entities))), 1),
+        "rating_explanation": "Offline heuristic: grows with the community's size and "
+                              "relationship weight (no LLM was used).",
+        "findings": findings,
+    }
+
+
+def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | None = None) -> float:
+    """Weighted share of the question's terms that occur in text."""
+    if not question_terms:
+        return 0.0
+    present = set(search_terms(text))
+    weights = {t: (idf or {}).get(t, 1.0) for t in set(question_terms)}
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
+
+
+def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 4,
+                   boost_terms: Sequence[str] = ()) -> list[tuple[str, str, float]]:
+    """The sentences of (citation, text) passages that best match the question."""
+    q_terms = search_terms(question)
+    boost = {t for name in boost_terms for t in search_terms(name)}
+    docs = [set(search_terms(text)) for _, text in passages]
+    idf = {t: math.log(1 + len(docs) / (1 + sum(t in d for d in docs))) + 0.5 for t in set(q_terms)}
+    scored = []
+    for order, (cite, text) in enumerate(passages):
+        for a, b in split_sentences(text):
+            sentence = " ".join(text[a:b].split())
+            if len(sentence) < 15:
+                continue
+            terms = set(search_terms(sentence))
+            score = sum(idf[t] for t in set(q_terms) if t in terms)
+            score += 0.3 * len(boost & terms)
+            if score > 0:
+                scored.append((score, -order, sentence, cite))
+    scored.sort(key=lambda s: (-s[0], -s[1]))
+    chosen, seen = [], set()
+    for score, _, sentence, cite in scored:
+        if sentence in seen:
+            continue
+        seen.add(sentence)
+        chosen.append((sentence, cite, score))
+        if len(chosen) == limit:
+            break
+    return chosen

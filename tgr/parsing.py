@@ -1,0 +1,231 @@
+"""Tolerant parsers for model output: XML-ish tags, JSON reports, scored points.
+
+Models wrap answers in code fences, add chatter, drop closing tags, or get cut off at the
+token limit. These parsers take what is usable and say (by returning None or empty) when
+nothing is.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass
+class RawEntity:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass
+class RawRelation:
+    source: str
+    target: str
+    predicate: str
+    description: str
+    strength: float = 1.0
+
+
+def strip_fences(text: str) -> str:
+    return _FENCE.sub("", text or "")
+
+
+def tag_contents(text: str, tag: str) -> list[str]:
+    """Contents of every <tag>...</tag>; an unclosed last tag runs to the next sibling or the end."""
+    text = text or ""
+    opener = re.compile(rf"<\s*{tag}\b[^>/]*>", re.IGNORECASE)
+    closer = re.compile(rf"<\s*/\s*{tag}\s*>", re.IGNORECASE)
+    results, pos = [], 0
+    while True:
+        start = opener.search(text, pos)
+        if not start:
+            break
+        close = closer.search(text, start.end())
+        following = opener.search(text, start.end())
+        if close and (not following or close.start() < following.start()):
+            results.append(text[start.end():close.start()])
+            pos = close.end()
+        else:  # unclosed: take up to the next opener of the same tag, or the end
+            end = following.start() if following else len(text)
+            results.append(text[start.end():end])
+            pos = end
+    return results
+
+
+def first_tag(text: str, *tags: str) -> str:
+    """Cleaned content of the first of these tags present, or ''."""
+    for tag in tags:
+        found = tag_contents(text, tag)
+        if found:
+            return _clean(re.sub(r"<[^>]*>.*", "", found[0], flags=re.DOTALL) or found[0])
+    return ""
+
+
+def _clean(value: str) -> str:
+    value = " ".join(value.split())
+    return value.strip().strip("\"'").strip()
+
+
+def _number(text: str, default: float) -> float:
+    match = _NUMBER.search(text or "")
+    return float(match.group()) if match else default
+
+
+def says_none(text: str) -> bool:
+    """True when the model explicitly answered that there is nothing to extract."""
+    body = strip_fences(text).strip().lower()
+    return bool(re.search(r"<\s*none\s*/?\s*>", body)) or body in {"none", "none.", "无", "没有", "n/a"}
+
+
+def parse_entities(text: str) -> list[RawEntity]:
+    """<entity> (or the seed's <concept>) blocks with name, type and description."""
+    text = strip_fences(text)
+    entities = []
+    for block in tag_contents(text, "entity") + tag_contents(text, "concept"):
+        name = first_tag(block, "name")
+        if not name or len(name) > 200:
+            continue
+        entities.append(RawEntity(
+            name=name,
+            type=(first_tag(block, "type") or "concept").lower()[:40],
+            description=first_tag(block, "description", "desc"),
+        ))
+    return entities
+
+
+def parse_relations(text: str) -> list[RawRelation]:
+    """<relation> (source/target) or the seed's <triplet> (subject/object) blocks."""
+    text = strip_fences(text)
+    relations = []
+    for block in tag_contents(text, "relation") + tag_contents(text, "triplet"):
+        source = first_tag(block, "source", "subject")
+        target = first_tag(block, "target", "object")
+        if not source or not target or source == target:
+            continue
+        predicate = first_tag(block, "predicate") or "related to"
+        strength = first_tag(block, "strength")
+        relations.append(RawRelation(
+            source=source, target=target, predicate=predicate[:120],
+            description=first_tag(block, "description") or predicate,
+            strength=min(10.0, max(0.0, _number(strength, 1.0))) if strength else 1.0,
+        ))
+    return relations
+
+
+def extraction_is_valid(text: str) -> bool:
+    """An answer worth keeping: it has entities or relations, or says there are none."""
+    return bool(parse_entities(text) or parse_relations(text) or says_none(text))
+
+
+def parse_json_object(text: str) -> dict | None:
+    """The outermost JSON object in text, repairing common damage; None if hopeless."""
+    text = strip_fences(text)
+    start = text.find("{")
+    if start < 0:
+        return None
+    end = text.rfind("}")
+    candidates = []
+    if end > start:
+        candidates.append(text[start:end + 1])
+    candidates.append(_close_brackets(text[start:]))
+    for candidate in candidates:
+        for attempt in (candidate, _repair(candidate)):
+            try:
+                value = json.loads(attempt)
+            except (json.JSONDecodeError, ValueError):
+                try:
+                    value = ast.literal_eval(attempt)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    continue
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _repair(text: str) -> str:
+    text = text.replace("“", '"').replace("”", '"')
+    text = re.sub(r",\s*([}\]])", r"\1", text)  # trailing commas
+    text = re.sub(r"\bNone\b", "null", text)
+    text = re.sub(r"\bTrue\b", "true", text)
+    return re.sub(r"\bFalse\b", "false", text)
+
+
+def _close_brackets(text: str) -> str:
+    """Close the strings, lists and objects a truncated JSON answer left open."""
+    stack, in_string, escaped = [], False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+    tail = '"' if in_string else ""
+    body = re.sub(r",\s*$", "", text + tail)
+    return body + "".join(reversed(stack))
+
+
+def parse_report(text: str) -> dict | None:
+    """A community report with title, summary, rating (0-10), rating_explanation, findings."""
+    data = parse_json_object(text)
+    if not data:
+        return None
+    title = _clean(str(data.get("title") or ""))
+    summary = " ".join(str(data.get("summary") or "").split())
+    if not title or not summary:
+        return None
+    findings = []
+    for item in data.get("findings") or []:
+        if isinstance(item, dict):
+            head = " ".join(str(item.get("summary") or "").split())
+            body = " ".join(str(item.get("explanation") or "").split())
+        else:
+            head, body = " ".join(str(item).split()), ""
+        if head or body:
+            findings.append({"summary": head, "explanation": body})
+    rating = data.get("rating", 0)
+    rating = rating if isinstance(rating, (int, float)) else _number(str(rating), 0.0)
+    return {
+        "title": title,
+        "summary": summary,
+        "rating": float(min(10.0, max(0.0, rating))),
+        "rating_explanation": " ".join(str(data.get("rating_explanation") or "").split()),
+        "findings": findings,
+    }
+
+
+def parse_points(text: str) -> list[tuple[str, int]]:
+    """Scored key points (description, score 0-100) from a global-search map answer."""
+    points = []
+    for block in tag_contents(strip_fences(text), "point"):
+        description = first_tag(block, "description")
+        score_text = first_tag(block, "score")
+        if not description or not score_text:
+            continue
+        score = int(round(min(100.0, max(0.0, _number(score_text, 0.0)))))
+        points.append((description, score))
+    return points
+
+
+def parse_transformation(text: str) -> dict[str, str]:
+    """The id -> id merge map of a disambiguation answer ({} for None or garbage)."""
+    found = tag_contents(strip_fences(text), "transformation") or tag_contents(text, "transform")
+    body = (found[0] if found else text).strip()
+    if not body or body.lower().startswith("none"):
+        return {}
+    data = parse_json_object(body)
+    if not data:
+        return {}
+    return {str(k).strip(): str(v).strip() for k, v in data.items() if isinstance(v, (str, int))}

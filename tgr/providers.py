@@ -1,0 +1,93 @@
+"""Choose the chat model and embedder from options, the environment and the store's meta.
+
+Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
+(the offline embedder), "offline" (no chat model: extractive mode). A bare name goes to
+the OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
+With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default.
+A store always queries with the embedder it was built with, or says which one it needs.
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import ModelError, ModelMismatch
+from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
+                     OpenAIEmbedder, ZhipuChat, ZhipuEmbedder)
+from .offline import HashEmbedder
+
+OFFLINE_NAMES = {"offline", "none", "extractive", "offline-extractive"}
+
+
+def _split(spec: str, base_url: str | None) -> tuple[str, str]:
+    if ":" in spec:
+        provider, _, name = spec.partition(":")
+        return provider.lower(), name
+    return ("openai" if base_url else "zhipuai"), spec
+
+
+def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
+              timeout: float = 120.0) -> ChatModel | None:
+    """A chat model for the spec, or None for the offline (extractive) mode."""
+    base_url = base_url or os.environ.get("TGR_BASE_URL")
+    if spec is None:
+        if base_url:
+            spec = os.environ.get("TGR_CHAT_MODEL")
+            if not spec:
+                raise ModelError("a base URL needs a chat model: pass --chat-model NAME")
+        elif api_key or os.environ.get("ZHIPUAI_API_KEY"):
+            spec = f"zhipuai:{ZHIPU_CHAT_DEFAULT}"
+        else:
+            return None
+    if spec.lower() in OFFLINE_NAMES:
+        return None
+    provider, name = _split(spec, base_url)
+    if provider == "zhipuai":
+        return ZhipuChat(name, api_key=api_key, timeout=timeout)
+    if provider == "openai":
+        if not base_url:
+            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
+        return OpenAIChat(name, base_url, api_key=api_key, timeout=timeout)
+    raise ModelError(f"unknown chat provider in {spec!r} (use zhipuai:, openai: or offline)")
+
+
+def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
+                  timeout: float = 120.0, dim: int | None = None) -> Embedder:
+    """An embedder for the spec; with no spec, zhipuai if a key is set, else the offline one."""
+    base_url = base_url or os.environ.get("TGR_BASE_URL")
+    if spec is None:
+        spec = os.environ.get("TGR_EMBED_MODEL")
+    if spec is None:
+        if api_key or os.environ.get("ZHIPUAI_API_KEY"):
+            spec = f"zhipuai:{ZHIPU_EMBED_DEFAULT}"
+        else:
+            return HashEmbedder()
+    provider, name = _split(spec, base_url)
+    if provider == "tgr":
+        size = name.rsplit("-", 1)[-1]
+        return HashEmbedder(int(size) if size.isdigit() else 384)
+    if provider == "zhipuai":
+        return ZhipuEmbedder(name, dim=dim, api_key=api_key, timeout=timeout)
+    if provider == "openai":
+        if not base_url:
+            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
+        return OpenAIEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
+    raise ModelError(f"unknown embedding provider in {spec!r} (use zhipuai:, openai: or tgr:hash-384)")
+
+
+def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
+    """The embedder to use with an existing store: the one it was built with."""
+    built = meta.get("embed_model")
+    if not built:
+        return make_embedder(spec, **kwargs)
+    dim = int(meta.get("embed_dim", 0)) or None
+    wanted = spec or built
+    try:
+        embedder = make_embedder(wanted, dim=dim, **kwargs)
+    except ModelError as exc:
+        raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
+                            f"it cannot be queried without it: {exc}") from None
+    if embedder.name != built or (dim and embedder.dim != dim):
+        raise ModelMismatch(f"this store was built with the embedding model {built} (dim {dim}), "
+                            f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
+                            f"it with `tgr rebuild STORE embeddings --embed-model {embedder.name}`")
+    return embedder

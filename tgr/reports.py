@@ -1,0 +1,200 @@
+"""Report stage: a GraphRAG-style JSON report for every community worth one.
+
+Context for a community: its entities and internal relationships, most connected first
+(relationships ordered by the combined degree of their ends), under a token budget. When
+that raw material does not fit and the community has sub-communities, their reports are
+substituted for their members' material, largest sub-community first, until it fits
+(the GraphRAG method). Communities whose raw material fits are all written in the first
+wave; only those that need sub-community reports wait for them, level by level, deepest
+first. Malformed JSON is repaired, then asked again; as a last resort the report is
+assembled extractively, so a bad answer never stops the run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .db import Connection, transaction
+from .gateway import ChatJob, Gateway
+from .offline import OFFLINE_WRITER, extractive_report
+from .parsing import parse_report
+from .prompts import Prompts
+from .text import estimate_tokens, shorten
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class _Community:
+    id: str
+    level: int
+    parent_id: str | None
+    members: list[str]
+    children: list[str] = field(default_factory=list)
+
+
+def report_text(report: dict) -> str:
+    """The markdown rendering of a report used as query context."""
+    lines = [f"# {report['title']}", "", report["summary"], ""]
+    for finding in report["findings"]:
+        lines.append(f"## {finding['summary']}")
+        if finding.get("explanation"):
+            lines.append(finding["explanation"])
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+class _Graph:
+    """Entities and relationships of the store, loaded once for all reports."""
+
+    def __init__(self, conn: Connection):
+        self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
+                         for r in conn.execute("SELECT id, name, type, description, degree FROM entities")}
+        self.edges = [{"id": r[0], "source": r[1], "target": r[2], "description": r[3], "weight": r[4]}
+                      for r in conn.execute("SELECT id, source_id, target_id, description, weight "
+                                            "FROM relationships ORDER BY id")]
+        self.edges_of: dict[str, list[dict]] = {}
+        for edge in self.edges:
+            self.edges_of.setdefault(edge["source"], []).append(edge)
+            self.edges_of.setdefault(edge["target"], []).append(edge)
+
+    def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
+        """Entities by degree, internal edges by combined degree (then weight)."""
+        inside = set(members)
+        entities = sorted((self.entities[m] for m in members if m in self.entities),
+                          key=lambda e: (-e["degree"], e["id"]))
+        seen, edges = set(), []
+        for member in members:
+            for edge in self.edges_of.get(member, []):
+                if edge["id"] not in seen and edge["source"] in inside and edge["target"] in inside:
+                    seen.add(edge["id"])
+                    edges.append(edge)
+        degree = lambda e: self.entities[e["source"]]["degree"] + self.entities[e["target"]]["degree"]
+        edges.sort(key=lambda e: (-degree(e), -e["weight"], e["id"]))
+        return entities, edges
+
+
+def _entity_rows(entities: list[dict]) -> list[str]:
+    return [f"{e['name']}|{e['type']}|{shorten(e['description'], 600)}|{e['degree']}" for e in entities]
+
+
+def _edge_rows(graph: _Graph, edges: list[dict]) -> list[str]:
+    name = lambda i: graph.entities[i]["name"]
+    return [f"{name(e['source'])}|{name(e['target'])}|{shorten(e['description'], 400)}|{e['weight']:g}"
+            for e in edges]
+
+
+def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, int]:
+    """A '|'-separated table with as many rows as fit in budget tokens."""
+    lines = [f"-----{title}-----", "id|" + header]
+    used = estimate_tokens("\n".join(lines))
+    for n, row in enumerate(rows, 1):
+        line = f"{n}|{row}"
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    return ("\n".join(lines), used) if len(lines) > 2 else ("", 0)
+
+
+def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
+    """The community's own material under budget; second value: did all of it fit?"""
+    entities, edges = graph.material(members)
+    entity_rows, edge_rows = _entity_rows(entities), _edge_rows(graph, edges)
+    full = "\n".join(["-----Entities-----", *entity_rows, "-----Relationships-----", *edge_rows])
+    fits = estimate_tokens(full) + 2 * (len(entity_rows) + len(edge_rows)) + 20 <= budget
+    # entities get up to half the budget; relationships take the rest
+    ent_text, used = _table("Entities", "entity|type|description|degree", entity_rows, budget // 2)
+    rel_text, _ = _table("Relationships", "source|target|description|weight", edge_rows, budget - used)
+    return "\n".join(t for t in (ent_text, rel_text) if t), fits
+
+
+def substituted_context(graph: _Graph, community: _Community, child_reports: dict[str, tuple[str, list[str]]],
+                        budget: int) -> str:
+    """Replace the largest sub-communities' material by their reports until the context fits."""
+    children = sorted((c for c in community.children if c in child_reports),
+                      key=lambda c: (-len(child_reports[c][1]), c))
+    covered: set[str] = set()
+    used_reports: list[str] = []
+    for child in children:
+        used_reports.append(child)
+        covered.update(child_reports[child][1])
+        remaining = [m for m in community.members if m not in covered]
+        report_rows = [f"{c}|{shorten(child_reports[c][0], 1500)}" for c in used_reports]
+        rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
+        rest, fits = raw_context(graph, remaining, max(0, budget - used))
+        if fits or child == children[-1]:
+            return "\n".join(t for t in (rep_text, rest) if t)
+    return raw_context(graph, community.members, budget)[0]
+
+
+def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
+                  min_size: int = 2, progress: Progress | None = None) -> int:
+    """Write a report for every community of min_size or more that has none; returns how many."""
+    report = progress or (lambda *a: None)
+    rows = conn.execute("SELECT id, level, parent_id FROM communities ORDER BY level DESC, id").fetchall()
+    members: dict[str, list[str]] = {}
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+        members.setdefault(cid, []).append(eid)
+    communities = {cid: _Community(cid, level, parent, members.get(cid, [])) for cid, level, parent in rows}
+    for c in communities.values():
+        if c.parent_id in communities:
+            communities[c.parent_id].children.append(c.id)
+    done_reports = {r[0]: (r[1], None) for r in conn.execute("SELECT community_id, full_text FROM reports")}
+    todo = [c for c in communities.values() if len(c.members) >= min_size and c.id not in done_reports]
+    total = len(todo)
+    report("report", 0, total)
+    if not todo:
+        return 0
+    graph = _Graph(conn)
+    child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in done_reports.items()
+                     if cid in communities}
+    written = 0
+
+    def save(community: _Community, parsed: dict, generator: str) -> None:
+        nonlocal written
+        full = report_text(parsed)
+        with transaction(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO reports(community_id, title, summary, rating, rating_explanation, "
+                "findings, full_text, generator) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (community.id, parsed["title"], parsed["summary"], parsed["rating"],
+                 parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
+                 full, generator))
+        child_reports[community.id] = (full, community.members)
+        written += 1
+        report("report", written, total)
+
+    def offline(community: _Community) -> dict:
+        entities, edges = graph.material(community.members)
+        return extractive_report(entities, edges)
+
+    if gateway.chat_model is None:
+        for community in todo:
+            save(community, offline(community), OFFLINE_WRITER)
+        return written
+
+    # wave 0: everything whose raw material fits (or that has no sub-reports to use)
+    waves: dict[int, list[_Community]] = {}
+    ready: list[tuple[_Community, str]] = []
+    for community in todo:
+        context, fits = raw_context(graph, community.members, budget)
+        if fits or not community.children:
+            ready.append((community, context))
+        else:
+            waves.setdefault(community.level, []).append(community)
+    model = gateway.chat_model.name
+
+    def run(batch: list[tuple[_Community, str]]) -> None:
+        jobs = [ChatJob(c, prompts.community_report.format(context=ctx),
+                        validate=lambda t: parse_report(t) is not None) for c, ctx in batch]
+        for job, answer in gateway.chat_many("report", jobs):
+            parsed = parse_report(answer)
+            save(job.tag, parsed or offline(job.tag), model if parsed else "fallback")
+
+    run(ready)
+    for level in sorted(waves, reverse=True):  # deepest first: children are done before parents
+        run([(c, substituted_context(graph, c, child_reports, budget)) for c in waves[level]])
+    return written

@@ -1,0 +1,461 @@
+"""KnowledgeBase: the facade over one .db file (index, ask, info, stats, rebuild)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import __version__
+from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
+from .communities import cluster
+from .db import Connection, connect, get_meta, has_table, set_meta, transaction
+from .embeddings import clear_embeddings, embed_all
+from .errors import ModelError, StoreError
+from .extract import extract_chunks
+from .gateway import Gateway, Usage, cache_key
+from .ingest import Document, read_documents
+from .merge import merge_graph, needs_merge
+from .models import ChatModel, Embedder
+from .offline import OFFLINE_EXTRACTOR
+from .prompts import DEFAULT_ENTITY_TYPES, Prompts
+from .providers import embedder_for_store, make_chat, make_embedder
+from .query import Answer, QuerySettings, Searcher
+from .reports import build_reports
+from .text import estimate_tokens, search_terms
+
+Progress = Callable[[str, int, int], None]
+Warn = Callable[[str], None]
+# Observed on the benchmark corpora with 1,200-token chunks; used only by estimate().
+REPORT_CALLS_PER_CHUNK = 0.8
+COMPLETION_TOKENS_PER_EXTRACTION = 450
+REPORT_PROMPT_TOKENS = 2200
+REPORT_COMPLETION_TOKENS = 500
+
+
+@dataclass
+class IndexSettings:
+    """How a store is built; recorded in meta and reused by later runs on the same file."""
+
+    chunk_size: int = DEFAULT_CHUNK_TOKENS
+    chunk_overlap: int = DEFAULT_OVERLAP_TOKENS
+    two_step: bool = False           # the seed's entities-then-triplets prompts (2 calls/chunk)
+    gleanings: int = 0               # extra "what did you miss" rounds per chunk
+    disambiguate: bool = False       # LLM check of same-name entities
+    summary_tokens: int = 300        # descriptions longer than this are summarised
+    max_cluster_size: int = 10
+    seed: int = 42
+    resolution: float = 1.0
+    min_community_size: int = 2      # smaller communities get no report
+    report_tokens: int = 3000        # context budget of one community report
+    entity_types: str = DEFAULT_ENTITY_TYPES
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> "IndexSettings":
+        settings = cls()
+        for f in fields(cls):
+            raw = meta.get(f"setting.{f.name}")
+            if raw is not None:
+                value = json.loads(raw)
+                setattr(settings, f.name, value)
+        return settings
+
+    def to_meta(self) -> dict:
+        return {f"setting.{k}": json.dumps(v) for k, v in asdict(self).items()}
+
+
+@dataclass
+class IndexSummary:
+    documents_added: int = 0
+    documents: int = 0
+    chunks: int = 0
+    chunks_extracted: int = 0
+    entities: int = 0
+    relationships: int = 0
+    communities: dict = field(default_factory=dict)
+    reports: int = 0
+    model_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_chars: int = 0
+    max_in_flight: int = 0
+    stage_seconds: dict = field(default_factory=dict)
+    calls_by_stage: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class KnowledgeBase:
+    """One tgr store. Use tgr.open(path) to get one; close() it (or use `with`)."""
+
+    def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
+                 embedder: Embedder | str | None = None, base_url: str | None = None,
+                 api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
+                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | None = None,
+                 create: bool = True):
+        self.path = Path(path)
+        self.conn: Connection = connect(self.path, create=create)
+        self.readonly = not os.access(self.path, os.W_OK)
+        self.prompts = prompts or Prompts()
+        self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
+        self._chat_spec = chat
+        self._embed_spec = embedder
+        self._gateway_options = dict(concurrency=concurrency, rpm=rpm, max_retries=max_retries)
+        self._gateway: Gateway | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._gateway:
+            self._gateway.close()
+        self.conn.close()
+
+    @property
+    def meta(self) -> dict:
+        return get_meta(self.conn)
+
+    def _models(self) -> tuple[ChatModel | None, Embedder]:
+        chat = self._chat_spec
+        if chat is None or isinstance(chat, str):
+            chat = make_chat(chat, **self._model_options)
+        embedder = self._embed_spec
+        if embedder is None or isinstance(embedder, str):
+            embedder = embedder_for_store(self.meta, embedder, **self._model_options)
+        else:
+            built = self.meta.get("embed_model")
+            if built and built != embedder.name:
+                from .errors import ModelMismatch
+                raise ModelMismatch(f"this store was built with the embedding model {built}, not {embedder.name}")
+        return chat, embedder
+
+    def gateway(self, run_id: int | None = None) -> Gateway:
+        if self._gateway is None:
+            chat, embedder = self._models()
+            self._gateway = Gateway(self.conn, chat, embedder, write_cache=not self.readonly,
+                                    **self._gateway_options)
+        self._gateway.run_id = run_id
+        return self._gateway
+
+    # -- indexing -------------------------------------------------------------------------
+
+    def settings(self, **overrides) -> IndexSettings:
+        """The store's settings (from meta), with overrides applied and checked."""
+        settings = IndexSettings.from_meta(self.meta)
+        has_chunks = self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+        for name, value in overrides.items():
+            if value is None:
+                continue
+            if name not in IndexSettings.__dataclass_fields__:
+                raise TypeError(f"unknown index setting {name!r}")
+            if has_chunks and name in ("chunk_size", "chunk_overlap") and getattr(settings, name) != value:
+                raise StoreError(f"{self.path}: chunked with {name.replace('_', ' ')} "
+                                 f"{getattr(settings, name)}; use a new store for {value}")
+            setattr(settings, name, value)
+        return settings
+
+    def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
+              stdin=None, **overrides) -> IndexSummary:
+        """Ingest documents and bring every stage up to date; returns a summary.
+
+        Safe to interrupt: everything committed is kept, and the same call resumes.
+        """
+        warnings: list[str] = []
+
+        def on_warning(message: str) -> None:
+            warnings.append(message)
+            (warn or (lambda m: None))(message)
+
+        documents = read_documents(list(paths), on_warning, stdin=stdin)
+        settings = self.settings(**overrides)
+        summary = self._run("index", settings, lambda gw, s: self._index(gw, settings, documents, s, progress))
+        summary.warnings = warnings
+        return summary
+
+    def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
+        started = time.perf_counter()
+        if self.readonly:
+            raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        chat, embedder = self._models()
+        with transaction(self.conn):
+            run_id = self.conn.execute(
+                "INSERT INTO runs(command, settings, status) VALUES (?, ?, 'running')",
+                (command, json.dumps(asdict(settings)))).lastrowid
+        gateway = self.gateway(run_id)
+        before = {k: Usage(**asdict(v)) for k, v in gateway.usage.items()}
+        summary = IndexSummary()
+        status = "failed"
+        try:
+            self._record_models(settings, chat, embedder)
+            body(gateway, summary)
+            status = "done"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            summary.wall_s = round(time.perf_counter() - started, 3)
+            self._fill_summary(summary, gateway, before)
+            with transaction(self.conn):
+                self.conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
+                                  (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
+        return summary
+
+    def _record_models(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
+        meta = self.meta
+        values = {**settings.to_meta(), "tgr_version": __version__,
+                  "chat_model": chat.name if chat else "offline-extractive",
+                  "extractor": chat.name if chat else OFFLINE_EXTRACTOR}
+        if "embed_model" not in meta:
+            values.update(embed_model=embedder.name, embed_dim=embedder.dim)
+        if "created_with" not in meta:
+            values["created_with"] = values["chat_model"]
+        with transaction(self.conn):
+            set_meta(self.conn, **values)
+
+    def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
+               summary: IndexSummary, progress: Progress | None) -> None:
+        timer = _stage_timer(summary)
+        with timer("ingest"):
+            summary.documents_added = self._store_documents(documents, settings, progress)
+        prompts = _with_types(self.prompts, settings.entity_types)
+        with timer("extract"):
+            summary.chunks_extracted = extract_chunks(self.conn, gateway, prompts, two_step=settings.two_step,
+                                                      gleanings=settings.gleanings, progress=progress)
+        self._derive(gateway, settings, summary, progress, timer, force_merge=False)
+
+    def _derive(self, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
+                progress: Progress | None, timer, force_merge: bool,
+                force_cluster: bool = False) -> None:
+        """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
+        prompts = _with_types(self.prompts, settings.entity_types)
+        if force_merge or needs_merge(self.conn):
+            with timer("merge"):
+                merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
+                            summary_tokens=settings.summary_tokens, progress=progress)
+        with timer("embed"):
+            embed_all(self.conn, gateway, ("chunks", "entities"), progress)
+        with timer("cluster"):
+            cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
+                    resolution=settings.resolution, force=force_cluster)
+        with timer("report"):
+            build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
+                          min_size=settings.min_community_size, progress=progress)
+        with timer("embed"):
+            embed_all(self.conn, gateway, ("reports",), progress)
+
+    def _store_documents(self, documents: list[Document], settings: IndexSettings,
+                         progress: Progress | None) -> int:
+        known = {r[0] for r in self.conn.execute("SELECT id FROM documents")}
+        new = [d for d in documents if d.id not in known]
+        report = progress or (lambda *a: None)
+        report("ingest", 0, len(new))
+        for done, doc in enumerate(new, 1):
+            chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
+            with transaction(self.conn):
+                self.conn.execute("INSERT INTO documents(id, source, title, text, chars) VALUES (?, ?, ?, ?, ?)",
+                                  (doc.id, doc.source, doc.title, doc.text, len(doc.text)))
+                for c in chunks:
+                    seq = self.conn.execute(
+                        "INSERT INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens)).lastrowid
+                    self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
+                                      (seq, " ".join(search_terms(c.text))))
+            report("ingest", done, len(new))
+        return len(new)
+
+    def _fill_summary(self, summary: IndexSummary, gateway: Gateway, before: dict) -> None:
+        count = lambda sql: self.conn.execute(sql).fetchone()[0]
+        summary.documents = count("SELECT count(*) FROM documents")
+        summary.chunks = count("SELECT count(*) FROM chunks")
+        summary.entities = count("SELECT count(*) FROM entities")
+        summary.relationships = count("SELECT count(*) FROM relationships")
+        summary.communities = {str(level): n for level, n in self.conn.execute(
+            "SELECT level, count(*) FROM communities GROUP BY level ORDER BY level")}
+        summary.reports = count("SELECT count(*) FROM reports")
+        total = Usage()
+        for stage, usage in gateway.usage.items():
+            delta = Usage(**{k: getattr(usage, k) - getattr(before.get(stage, Usage()), k)
+                             for k in Usage.__dataclass_fields__})
+            if delta.calls or delta.cache_hits:
+                summary.calls_by_stage[stage] = delta.calls
+            total.add(delta)
+        summary.model_calls = total.calls
+        summary.cache_hits = total.cache_hits
+        summary.prompt_tokens = total.prompt_tokens
+        summary.completion_tokens = total.completion_tokens
+        summary.prompt_chars = total.prompt_chars
+        summary.max_in_flight = gateway.max_in_flight
+
+    def rebuild(self, stage: str, *, progress: Progress | None = None, **overrides) -> IndexSummary:
+        """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports."""
+        stages = ("graph", "embeddings", "communities", "reports")
+        if stage not in stages:
+            raise ValueError(f"stage must be one of {', '.join(stages)}")
+        settings = self.settings(**overrides)
+        if stage == "embeddings":
+            # re-embedding is how a store moves to another embedding model
+            embedder = self._embed_spec
+            if embedder is None or isinstance(embedder, str):
+                embedder = make_embedder(embedder, **self._model_options)
+            self._embed_spec = embedder
+            clear_embeddings(self.conn)
+            with transaction(self.conn):
+                set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
+            self._gateway = None
+
+        def body(gateway: Gateway, summary: IndexSummary) -> None:
+            timer = _stage_timer(summary)
+            if stage == "reports":
+                with transaction(self.conn):
+                    self.conn.execute("DELETE FROM reports")
+            self._derive(gateway, settings, summary, progress, timer, force_merge=stage == "graph",
+                         force_cluster=stage == "communities")
+
+        return self._run(f"rebuild {stage}", settings, body)
+
+    def estimate(self, paths: Iterable[str], **overrides) -> dict:
+        """Expected model calls and tokens of indexing these paths, before spending anything."""
+        settings = self.settings(**overrides)
+        chat = self._chat_spec if not isinstance(self._chat_spec, (str, type(None))) else \
+            make_chat(self._chat_spec, **self._model_options)
+        documents = read_documents(list(paths))
+        known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
+                                                        "ON x.chunk_id = c.id")}
+        prompts = _with_types(self.prompts, settings.entity_types)
+        new_chunks, cached, prompt_tokens = 0, 0, 0
+        for doc in documents:
+            for chunk in chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap):
+                if chunk.id in known_chunks:
+                    continue
+                template = prompts.extract_entities if settings.two_step else prompts.extract
+                prompt = template.format(entity_types=prompts.entity_types, text=chunk.text)
+                if chat and self.conn.execute("SELECT 1 FROM llm_cache WHERE key = ?",
+                                              (cache_key(chat.name, prompt, {}),)).fetchone():
+                    cached += 1
+                    continue
+                new_chunks += 1
+                prompt_tokens += estimate_tokens(prompt)
+        rounds = 1 + int(settings.two_step) + settings.gleanings
+        extraction_calls = new_chunks * rounds if chat else 0
+        extraction_prompt = prompt_tokens * rounds if chat else 0
+        report_calls = int(round(new_chunks * REPORT_CALLS_PER_CHUNK)) if chat else 0
+        return {
+            "model": chat.name if chat else "offline (no model calls)",
+            "documents": len(documents),
+            "new_chunks": new_chunks,
+            "cached_chunks": cached,
+            "extraction_calls": extraction_calls,
+            "report_calls_estimate": report_calls,
+            "calls": extraction_calls + report_calls,
+            "prompt_tokens": extraction_prompt + report_calls * REPORT_PROMPT_TOKENS,
+            "completion_tokens": extraction_calls * COMPLETION_TOKENS_PER_EXTRACTION
+            + report_calls * REPORT_COMPLETION_TOKENS,
+        }
+
+    # -- querying -------------------------------------------------------------------------
+
+    def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
+            **query_settings) -> Answer:
+        """Answer a question: mode 'local' (default), 'global' or 'naive'."""
+        if not question or not question.strip():
+            raise ValueError("the question is empty")
+        if not self.meta.get("embed_model"):
+            raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
+        gateway = self.gateway()
+        searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
+        return searcher.ask(question.strip(), mode, context_only=context_only)
+
+    # -- inspection -----------------------------------------------------------------------
+
+    def info(self) -> dict:
+        """Counts, models, settings, levels and size of the store."""
+        meta = self.meta
+        count = lambda sql: self.conn.execute(sql).fetchone()[0]
+        levels = {str(level): {"communities": n, "reports": r} for level, n, r in self.conn.execute(
+            "SELECT c.level, count(*), count(r.community_id) FROM communities c "
+            "LEFT JOIN reports r ON r.community_id = c.id GROUP BY c.level ORDER BY c.level")}
+        chat = meta.get("chat_model", "-")
+        offline = chat == "offline-extractive"
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        return {
+            "path": str(self.path),
+            "size_bytes": size,
+            "tgr_version": meta.get("tgr_version"),
+            "schema_version": int(meta.get("schema_version", 0)),
+            "chat_model": chat,
+            "embed_model": meta.get("embed_model", "-"),
+            "embed_dim": int(meta.get("embed_dim", 0) or 0),
+            "quality": ("offline default: heuristic extraction, hashed embeddings, extractive "
+                        "reports and answers (lower quality than an LLM)") if offline else "LLM-built",
+            "documents": count("SELECT count(*) FROM documents"),
+            "chunks": count("SELECT count(*) FROM chunks"),
+            "chunks_extracted": count("SELECT count(*) FROM extractions"),
+            "entities": count("SELECT count(*) FROM entities"),
+            "relationships": count("SELECT count(*) FROM relationships"),
+            "levels": levels,
+            "reports": count("SELECT count(*) FROM reports"),
+            "cached_answers": count("SELECT count(*) FROM llm_cache"),
+            "runs": count("SELECT count(*) FROM runs"),
+            "settings": asdict(IndexSettings.from_meta(meta)),
+        }
+
+    def stats(self) -> dict:
+        """The cost ledger: calls and tokens per stage, and per run."""
+        by_stage = [dict(zip(("stage", "kind", "calls", "cache_hits", "prompt_tokens", "completion_tokens",
+                              "model_seconds"), row)) for row in self.conn.execute(
+            "SELECT stage, kind, sum(1 - cache_hit), sum(cache_hit), "
+            "sum(CASE WHEN cache_hit = 0 THEN prompt_tokens ELSE 0 END), "
+            "sum(CASE WHEN cache_hit = 0 THEN completion_tokens ELSE 0 END), "
+            "round(sum(latency_ms) / 1000.0, 2) FROM model_calls GROUP BY stage, kind ORDER BY min(id)")]
+        runs = []
+        for run_id, command, status, started, wall in self.conn.execute(
+                "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):
+            calls, hits, pt, ct = self.conn.execute(
+                "SELECT coalesce(sum(1 - cache_hit), 0), coalesce(sum(cache_hit), 0), "
+                "coalesce(sum(CASE WHEN cache_hit = 0 THEN prompt_tokens END), 0), "
+                "coalesce(sum(CASE WHEN cache_hit = 0 THEN completion_tokens END), 0) "
+                "FROM model_calls WHERE run_id = ?", (run_id,)).fetchone()
+            runs.append({"run": run_id, "command": command, "status": status, "started_at": started,
+                         "wall_s": wall, "calls": calls, "cache_hits": hits, "prompt_tokens": pt,
+                         "completion_tokens": ct})
+        return {"by_stage": by_stage, "runs": runs}
+
+
+def _stage_timer(summary: IndexSummary):
+    """timer(stage) -> a context manager adding the block's wall time to the summary."""
+
+    @contextmanager
+    def timed(stage: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = summary.stage_seconds
+            seconds[stage] = round(seconds.get(stage, 0) + time.perf_counter() - start, 4)
+
+    return timed
+
+
+def _with_types(prompts: Prompts, entity_types: str) -> Prompts:
+    from dataclasses import replace
+
+    return prompts if prompts.entity_types == entity_types else replace(prompts, entity_types=entity_types)
+
+
+def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
+    """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
+    concurrency, rpm, timeout, max_retries, prompts, create."""
+    return KnowledgeBase(path, **options)

@@ -1,0 +1,103 @@
+"""Language-neutral text helpers: token estimates, sentence splitting, search terms.
+
+tgr counts "tokens" without a tokenizer download: a CJK character counts as one token,
+and other text as one token per four characters (the usual BPE average for English).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_RE = re.compile(f"[{_CJK}]")
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；…])[\"'”’」』)\]]*\s*|\n\s*\n")
+_WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
+
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he
+    her hers him his how i if in into is it its me my no not of on or our she so than that
+    the their them then there these they this those to was we were what when where which
+    who whom why will with would you your about all also any because before after upon
+    very more most much many one two such only own same other some up down out over under
+    again further once here said say says tell told shall should may might must""".split()
+)
+
+
+def content_hash(*parts: str, length: int = 16) -> str:
+    """Stable short hex id for a piece of content."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()[:length]
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RE.search(text) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count that works for Chinese and English alike."""
+    cjk = len(_CJK_RE.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans (start, end) covering the text, for English and Chinese."""
+    spans, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if end > start:
+            spans.append((start, end))
+            start = end
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def normalise_name(name: str) -> str:
+    """The merge key of an entity name: NFKC, case-folded, quotes and spaces tidied."""
+    name = unicodedata.normalize("NFKC", name)
+    name = name.strip().strip("\"'“”‘’「」『』《》()[]").strip()
+    name = re.sub(r"\s+", " ", name)
+    return name.casefold()
+
+
+def search_terms(text: str) -> list[str]:
+    """Terms for full-text search and lexical scoring: jieba words for CJK, words otherwise."""
+    terms: list[str] = []
+    if has_cjk(text):
+        import jieba  # imported lazily: loading its dictionary takes about a second
+
+        for word in jieba.lcut_for_search(text):
+            word = word.strip().lower()
+            if word and (has_cjk(word) or _WORD_RE.fullmatch(word)) and word not in STOPWORDS:
+                terms.append(word)
+        return terms
+    for word in _WORD_RE.findall(text):
+        word = word.lower()
+        if word not in STOPWORDS:
+            terms.append(word)
+    return terms
+
+
+def shorten(text: str, max_chars: int) -> str:
+    """Cut text at a word boundary near max_chars, marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    space = cut.rfind(" ")
+    if space > max_chars * 0.6:
+        cut = cut[:space]
+    return cut + "…"
+
+
+def fit_tokens(text: str, max_tokens: int) -> str:
+    """Trim text so that estimate_tokens(text) <= max_tokens (roughly)."""
+    if estimate_tokens(text) <= max_tokens:
+        return text
+    ratio = max_tokens / max(1, estimate_tokens(text))
+    return shorten(text, max(1, int(len(text) * ratio) - 1))
