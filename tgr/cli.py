@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 
 import click
@@ -22,6 +24,8 @@ def _model_options(fn):
                      help="Model calls in flight at once."),
         click.option("--rpm", type=float, help="Cap on model requests per minute."),
         click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per model call."),
+        click.option("--retries", type=click.IntRange(0, 20), default=6, show_default=True,
+                     help="Retries of a failing model call (429, 5xx, timeouts), with backoff."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -29,11 +33,12 @@ def _model_options(fn):
 
 
 def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
-          concurrency=8, rpm=None, timeout=120.0) -> KnowledgeBase:
+          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False) -> KnowledgeBase:
     if offline:  # no model at all: extractive answers and the offline embedder
         chat_model, embed_model = "offline", embed_model or "tgr:hash-384"
     return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
-                         concurrency=concurrency, rpm=rpm, timeout=timeout, create=create)
+                         concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
+                         create=create, readonly=readonly)
 
 
 class _Bars:
@@ -100,13 +105,14 @@ def main() -> None:
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, chunk_size,
+def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, estimate, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE."""
     settings = dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap, two_step=two_step,
                     gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed)
-    with _open(store, create=not estimate, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout) as kb:
+    target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
+    with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
@@ -143,10 +149,11 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @_model_options
 def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
-        offline, concurrency, rpm, timeout):
+        offline, concurrency, rpm, timeout, retries):
     """Answer QUESTION from STORE."""
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout) as kb:
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               readonly=True) as kb:
         result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k)
     if as_json:
         click.echo(result.to_json())
@@ -167,7 +174,7 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
 @click.option("--json", "as_json", is_flag=True)
 def info(store, as_json):
     """Counts, models, settings, levels and size of STORE."""
-    with KnowledgeBase(store, create=False) as kb:
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
         _print_mapping(kb.info(), as_json)
 
 
@@ -176,7 +183,7 @@ def info(store, as_json):
 @click.option("--json", "as_json", is_flag=True)
 def stats(store, as_json):
     """The cost ledger: model calls and tokens per stage and per run."""
-    with KnowledgeBase(store, create=False) as kb:
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
         data = kb.stats()
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -198,11 +205,11 @@ def stats(store, as_json):
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))
 @click.option("-q", "--quiet", is_flag=True)
-def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout,
+def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
             max_cluster_size, quiet):
     """Rebuild one derived STAGE of STORE from what the file holds."""
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout) as kb:
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
         bars = _Bars(quiet)
         try:
             summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size)
@@ -223,5 +230,12 @@ def _print_mapping(data: dict, as_json: bool) -> None:
         click.echo(f"{key:<18}{value}")
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console entry point: like main(), but quiet when the output pipe closes (| head)."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()
+
+
+if __name__ == "__main__":
+    run()

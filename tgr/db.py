@@ -18,8 +18,12 @@ from . import __version__
 from .errors import StoreError
 
 SCHEMA_VERSION = 1
+MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
+# vec0 preallocates storage in chunks of this many vectors; its default (1024) would make
+# a small store several megabytes of zeros.
+VEC_CHUNK_ROWS = 128
 
 # Numbered migrations: MIGRATIONS[n] upgrades a store from user_version n-1 to n.
 # Version 1 is schema.sql itself.
@@ -43,6 +47,12 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     an SQLite file that is not a tgr store, or a store written by a newer tgr.
     """
     path = Path(path)
+    if str(path) == MEMORY:
+        conn = sqlite3.connect(MEMORY, isolation_level=None)
+        _load_vec(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
+        _ensure_schema(conn, fresh=True)
+        return conn
     exists = path.exists() and path.stat().st_size > 0
     if not exists and not create:
         raise StoreError(f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)")
@@ -95,8 +105,6 @@ def _check_is_tgr(conn: Connection, path: Path) -> None:
 
 
 def _ensure_schema(conn: Connection, fresh: bool) -> None:
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
     if fresh:
         with transaction(conn):
             _run_script(conn, schema_sql())
@@ -153,6 +161,25 @@ class transaction:
             self.conn.execute("ROLLBACK")
 
 
+def begin_writing(conn: Connection) -> None:
+    """WAL for the duration of an indexing run: readers are never blocked, commits are cheap."""
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def settle(conn: Connection) -> None:
+    """Leave one self-contained file: fold the WAL back in and use a rollback journal.
+
+    A WAL-mode file cannot be read from a read-only directory, and a shipped .db should
+    be a single file; the next indexing run switches to WAL again.
+    """
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")
+    except DatabaseError:  # another connection has it open: it stays in WAL, which is fine
+        pass
+
+
 def get_meta(conn: Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta"))
 
@@ -170,7 +197,8 @@ def ensure_vec_tables(conn: Connection, dim: int) -> None:
     for table in VEC_TABLES:
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
-            f"id TEXT PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine)"
+            f"id TEXT PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
+            f"chunk_size={VEC_CHUNK_ROWS})"
         )
 
 

@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
-from .text import STOPWORDS, has_cjk, search_terms, shorten, split_sentences
+from .text import STOPWORDS, has_cjk, jieba, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -184,8 +184,9 @@ def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
 
 
 def _chinese_names(sentence: str) -> list[tuple[str, str]]:
-    import jieba.posseg as posseg  # lazy: loads a dictionary
+    import jieba.posseg as posseg
 
+    jieba()  # quiet logging before the dictionary loads
     names = []
     for pair in posseg.lcut(sentence):
         kind = _CN_TYPES.get(pair.flag)

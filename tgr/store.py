@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
-from .db import Connection, connect, get_meta, has_table, set_meta, transaction
+from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import clear_embeddings, embed_all
 from .errors import ModelError, StoreError
 from .extract import extract_chunks
@@ -99,16 +99,17 @@ class KnowledgeBase:
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | None = None,
-                 create: bool = True):
+                 create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        self.conn: Connection = connect(self.path, create=create)
-        self.readonly = not os.access(self.path, os.W_OK)
+        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly)
+        self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
         self.prompts = prompts or Prompts()
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
         self._chat_spec = chat
         self._embed_spec = embedder
         self._gateway_options = dict(concurrency=concurrency, rpm=rpm, max_retries=max_retries)
         self._gateway: Gateway | None = None
+        self._reader: Gateway | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -119,8 +120,9 @@ class KnowledgeBase:
         self.close()
 
     def close(self) -> None:
-        if self._gateway:
-            self._gateway.close()
+        for gateway in (self._gateway, self._reader):
+            if gateway:
+                gateway.close()
         self.conn.close()
 
     @property
@@ -142,12 +144,19 @@ class KnowledgeBase:
         return chat, embedder
 
     def gateway(self, run_id: int | None = None) -> Gateway:
+        """The model gateway for indexing: reads and writes the cache and the ledger."""
         if self._gateway is None:
             chat, embedder = self._models()
-            self._gateway = Gateway(self.conn, chat, embedder, write_cache=not self.readonly,
-                                    **self._gateway_options)
+            self._gateway = Gateway(self.conn, chat, embedder, **self._gateway_options)
         self._gateway.run_id = run_id
         return self._gateway
+
+    def _query_gateway(self) -> Gateway:
+        """Queries read the cache but never write: asking leaves the file untouched."""
+        if self._reader is None:
+            chat, embedder = self._models()
+            self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
+        return self._reader
 
     # -- indexing -------------------------------------------------------------------------
 
@@ -189,6 +198,7 @@ class KnowledgeBase:
         if self.readonly:
             raise StoreError(f"{self.path}: read-only file, cannot {command}")
         chat, embedder = self._models()
+        begin_writing(self.conn)
         with transaction(self.conn):
             run_id = self.conn.execute(
                 "INSERT INTO runs(command, settings, status) VALUES (?, ?, 'running')",
@@ -210,6 +220,7 @@ class KnowledgeBase:
             with transaction(self.conn):
                 self.conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
                                   (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
+            settle(self.conn)
         return summary
 
     def _record_models(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
@@ -314,7 +325,7 @@ class KnowledgeBase:
             clear_embeddings(self.conn)
             with transaction(self.conn):
                 set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
-            self._gateway = None
+            self._gateway = self._reader = None
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
@@ -374,7 +385,7 @@ class KnowledgeBase:
             raise ValueError("the question is empty")
         if not self.meta.get("embed_model"):
             raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
-        gateway = self.gateway()
+        gateway = self._query_gateway()
         searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
         return searcher.ask(question.strip(), mode, context_only=context_only)
 

@@ -24,6 +24,16 @@ STOPWORDS = frozenset(
 )
 
 
+def jieba():
+    """The jieba module, imported on first use (its dictionary takes a second to load)."""
+    import logging
+
+    import jieba as module
+
+    module.setLogLevel(logging.WARNING)
+    return module
+
+
 def content_hash(*parts: str, length: int = 16) -> str:
     """Stable short hex id for a piece of content."""
     h = hashlib.sha256()
@@ -69,9 +79,7 @@ def search_terms(text: str) -> list[str]:
     """Terms for full-text search and lexical scoring: jieba words for CJK, words otherwise."""
     terms: list[str] = []
     if has_cjk(text):
-        import jieba  # imported lazily: loading its dictionary takes about a second
-
-        for word in jieba.lcut_for_search(text):
+        for word in jieba().lcut_for_search(text):
             word = word.strip().lower()
             if word and (has_cjk(word) or _WORD_RE.fullmatch(word)) and word not in STOPWORDS:
                 terms.append(word)

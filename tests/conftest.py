@@ -1,0 +1,109 @@
+"""Shared test fixtures: the fixture corpora, a scripted chat model, the fake server.
+
+The scripted model is fixtures/fakellm.FakeLLM behind tgr's ChatModel seam: it answers
+tgr's real prompts deterministically, so the full LLM pipeline runs offline. Tests of
+the HTTP providers use FakeServer (a loopback OpenAI-compatible server) instead.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+
+from fakellm import FakeLLM, FakeServer, fake_embedding  # noqa: E402
+
+from tgr.models import Completion  # noqa: E402
+from tgr.text import estimate_tokens  # noqa: E402
+
+EN_CORPUS = FIXTURES / "corpus_en"
+ZH_CORPUS = FIXTURES / "corpus_zh"
+SMALL = dict(chunk_size=300, chunk_overlap=40)  # small chunks keep the fixture runs quick
+
+
+class ScriptedChat:
+    """A ChatModel answering from FakeLLM; records prompts and concurrency.
+
+    delay: seconds each call takes (to observe overlap); fail: callable(prompt, n) that
+    may raise to inject errors on the n-th call of a prompt.
+    """
+
+    def __init__(self, name: str = "scripted:fake", delay: float = 0.0, fail=None, llm=None):
+        self.name = name
+        self.delay = delay
+        self.fail = fail
+        self.llm = llm or FakeLLM()
+        self.prompts: list[str] = []
+        self.attempts: dict[str, int] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    def complete(self, prompt: str, **params) -> Completion:
+        with self._lock:
+            self.prompts.append(prompt)
+            n = self.attempts[prompt] = self.attempts.get(prompt, 0) + 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            if self.fail:
+                self.fail(prompt, n)
+            text = self.llm.answer(prompt)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        return Completion(text, estimate_tokens(prompt), estimate_tokens(text), "estimate")
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+
+class ScriptedEmbedder:
+    """The fake server's 64-dim hashed embeddings, in process."""
+
+    name = "scripted:embed"
+    dim = 64
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, texts):
+        self.calls += 1
+        return [fake_embedding(t, self.dim) for t in texts]
+
+
+@pytest.fixture
+def scripted_chat():
+    return ScriptedChat()
+
+
+@pytest.fixture
+def scripted_embedder():
+    return ScriptedEmbedder()
+
+
+@pytest.fixture
+def fake_server():
+    with FakeServer() as server:
+        yield server
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "store.db"
+
+
+@pytest.fixture(autouse=True)
+def _no_model_environment(monkeypatch):
+    """Tests never see a developer's real keys or endpoints."""
+    for name in ("ZHIPUAI_API_KEY", "TGR_BASE_URL", "TGR_API_KEY", "TGR_CHAT_MODEL", "TGR_EMBED_MODEL"):
+        monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,138 @@
+"""The click CLI, driven through CliRunner, checking the files it leaves behind."""
+from __future__ import annotations
+
+import json
+
+import sqlean as sqlite3
+from click.testing import CliRunner
+
+from conftest import EN_CORPUS, ZH_CORPUS
+from tgr.cli import main
+
+SMALL_ARGS = ["--chunk-size", "300", "--chunk-overlap", "40", "-q"]
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=input)
+
+
+def rows(path, sql):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_index_prints_summary_and_writes_the_store(db_path):
+    result = run("index", db_path, EN_CORPUS, *SMALL_ARGS)
+    assert result.exit_code == 0, result.output
+    for label in ("documents", "chunks", "entities", "relationships", "communities", "reports",
+                  "model calls", "tokens", "wall time"):
+        assert label in result.output
+    assert rows(db_path, "SELECT count(*) FROM documents")[0][0] == 2
+    assert rows(db_path, "SELECT count(*) FROM entities")[0][0] > 10
+    assert rows(db_path, "SELECT status FROM runs")[0][0] == "done"
+    assert rows(db_path, "SELECT value FROM meta WHERE key = 'chat_model'")[0][0] == "offline-extractive"
+
+
+def test_index_json_and_stdin(db_path):
+    result = run("index", db_path, "-", "--json", *SMALL_ARGS,
+                 input="Captain Ahab commands the Pequod. Ishmael sails on the Pequod with Queequeg.")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["documents"] == 1 and summary["entities"] >= 3
+    assert rows(db_path, "SELECT source FROM documents")[0][0] == "<stdin>"
+
+
+def test_ask_modes_json_and_context_only(db_path):
+    assert run("index", db_path, ZH_CORPUS, *SMALL_ARGS).exit_code == 0
+    for mode in ("local", "global", "naive"):
+        result = run("ask", db_path, "孙悟空拜谁为师？", "--mode", mode, "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["mode"] == mode and data["answer"]
+        assert set(data) >= {"answer", "mode", "sources", "model_calls", "prompt_tokens", "timings", "context"}
+    context = run("ask", db_path, "孙悟空", "--context-only")
+    assert context.exit_code == 0 and "-----Entities-----" in context.output
+    plain = run("ask", db_path, "孙悟空")
+    assert "Sources:" in plain.output and "[1]" in plain.output
+
+
+def test_info_and_stats(db_path):
+    run("index", db_path, EN_CORPUS, *SMALL_ARGS)
+    info = run("info", db_path, "--json")
+    assert info.exit_code == 0
+    data = json.loads(info.output)
+    assert data["documents"] == 2 and data["embed_model"] == "tgr:hash-384"
+    assert "0" in data["levels"] and data["size_bytes"] > 0
+    text = run("info", db_path)
+    assert "offline default" in text.output
+    stats = run("stats", db_path)
+    assert stats.exit_code == 0 and "embed-chunks" in stats.output and "index" in stats.output
+
+
+def test_estimate_spends_nothing(db_path, fake_server):
+    result = run("index", db_path, EN_CORPUS, "--estimate", "--json", "--base-url", fake_server.url,
+                 "--chat-model", "openai:fake", "--chunk-size", "300", "--chunk-overlap", "40")
+    assert result.exit_code == 0, result.output
+    estimate = json.loads(result.output)
+    assert estimate["extraction_calls"] == estimate["new_chunks"] > 0
+    assert estimate["prompt_tokens"] > 0
+    assert fake_server.stats.chat_calls == 0
+    assert not db_path.exists()
+
+
+def test_index_through_an_openai_compatible_endpoint(db_path, fake_server):
+    result = run("index", db_path, EN_CORPUS / "carol_stave1_part1.txt", "--base-url", fake_server.url,
+                 "--chat-model", "fake-chat", "--embed-model", "openai:fake-embed", "--concurrency", "4",
+                 *SMALL_ARGS)
+    assert result.exit_code == 0, result.output
+    assert rows(db_path, "SELECT value FROM meta WHERE key = 'chat_model'")[0][0] == "openai:fake-chat"
+    assert rows(db_path, "SELECT value FROM meta WHERE key = 'embed_model'")[0][0] == "openai:fake-embed"
+    calls = fake_server.stats.chat_calls
+    assert calls > 0
+    answer = run("ask", db_path, "Who is Marley?", "--base-url", fake_server.url, "--chat-model", "fake-chat")
+    assert answer.exit_code == 0, answer.output
+    assert fake_server.stats.chat_calls == calls + 1
+    again = run("index", db_path, EN_CORPUS / "carol_stave1_part1.txt", "--base-url", fake_server.url,
+                "--chat-model", "fake-chat", "--embed-model", "openai:fake-embed", "-q")
+    assert again.exit_code == 0 and fake_server.stats.chat_calls == calls + 1
+
+
+def test_errors_are_one_line_and_non_zero(tmp_path, db_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"\x00garbage" * 200)
+    result = run("ask", junk, "anything")
+    assert result.exit_code == 1 and "not a usable SQLite database" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+    result = run("ask", tmp_path / "absent.db", "anything")
+    assert result.exit_code == 1 and "no such tgr store" in result.output
+    assert not (tmp_path / "absent.db").exists()
+
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("na\xefve caf\xe9".encode("latin-1"))
+    result = run("index", db_path, bad, "-q")
+    assert result.exit_code == 1 and "not UTF-8" in result.output
+
+    run("index", db_path, EN_CORPUS / "carol_stave1_part1.txt", *SMALL_ARGS)
+    result = run("ask", db_path, "Who?", "--embed-model", "openai:other", "--base-url", "http://127.0.0.1:9",
+                 "--chat-model", "offline")
+    assert result.exit_code == 1 and "tgr:hash-384" in result.output
+
+    result = run("ask", db_path, "Who?", "--mode", "sideways")
+    assert result.exit_code == 2
+
+
+def test_model_errors_do_not_leak_the_key(db_path, monkeypatch):
+    secret = "sk-cli-secret-98765"
+    monkeypatch.setenv("TGR_API_KEY", secret)
+    # nothing listens on port 9: a connection error, retried, then reported
+    result = run("index", db_path, EN_CORPUS / "carol_stave1_part1.txt", "--base-url", "http://127.0.0.1:9/v1",
+                 "--chat-model", "x", "--embed-model", "tgr:hash-384", "--timeout", "0.5", *SMALL_ARGS,
+                 "--concurrency", "2", "--retries", "1")
+    assert result.exit_code == 1
+    assert secret not in result.output
+    assert "re-run to resume" in result.output or "127.0.0.1:9" in result.output
+    assert rows(db_path, "SELECT count(*) FROM documents")[0][0] == 1  # what was ingested stays

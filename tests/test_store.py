@@ -1,0 +1,222 @@
+"""The .db file itself: schema, migrations, meta, bad files, bad inputs, read-only use."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import sqlean as sqlite3
+
+import tgr
+from conftest import EN_CORPUS, ROOT, SMALL, ScriptedChat, ScriptedEmbedder
+from tgr import db
+from tgr.errors import InputError, StoreError
+
+
+def offline_store(path):
+    return tgr.open(path, chat="offline", embedder="tgr:hash-384")
+
+
+def test_packaged_schema_is_the_top_level_schema():
+    assert db.schema_sql() == (ROOT / "schema.sql").read_text(encoding="utf-8")
+
+
+def test_new_store_has_schema_views_meta_and_user_version(db_path):
+    conn = db.connect(db_path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"meta", "documents", "chunks", "chunks_fts", "extractions", "entities", "entity_mentions",
+            "relationships", "relationship_mentions", "communities", "community_members", "reports",
+            "llm_cache", "runs", "model_calls"} <= names
+    assert {"entity_overview", "relationship_overview", "report_overview", "cost_by_stage"} <= names
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.get_meta(conn)["format"] == "tgr"
+    conn.close()
+
+
+def test_vec_tables_follow_the_embedder_dimension(db_path):
+    with tgr.open(db_path, chat="offline", embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        sql = kb.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vec_entities'").fetchone()[0]
+        assert "float[64]" in sql
+        assert kb.meta["embed_model"] == "scripted:embed" and kb.meta["embed_dim"] == "64"
+        n = kb.conn.execute("SELECT count(*) FROM vec_entities").fetchone()[0]
+        assert n == kb.conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
+
+
+def test_not_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are not the bytes of a database" * 100)
+    with pytest.raises(StoreError, match="not a usable SQLite database"):
+        tgr.open(path)
+    assert path.read_bytes().startswith(b"these are not")  # untouched
+
+
+def test_foreign_sqlite_database_is_refused_untouched(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a tgr store"):
+        tgr.open(path)
+    assert path.read_bytes() == before
+
+
+def test_truncated_store_is_refused(tmp_path, db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(db_path.read_bytes()[:4096 * 3])
+    with pytest.raises(StoreError):
+        with tgr.open(broken) as kb:
+            kb.ask("Who is Scrooge?")
+
+
+def test_newer_schema_is_refused(db_path):
+    conn = db.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer tgr"):
+        tgr.open(db_path)
+
+
+def test_missing_store_is_not_created_for_queries(tmp_path):
+    path = tmp_path / "absent.db"
+    with pytest.raises(StoreError, match="no such tgr store"):
+        tgr.open(path, create=False)
+    assert not path.exists()
+
+
+def test_migrations_run_in_order_and_record_the_version(db_path):
+    conn = db.connect(db_path)
+    conn.execute("PRAGMA user_version = 0")
+    applied = []
+    migrations = {1: lambda c: applied.append(1) or c.execute("CREATE TABLE m1(x)"),
+                  2: lambda c: applied.append(2) or c.execute("CREATE TABLE m2(x)")}
+    assert db.migrate(conn, migrations, target=2) == 2
+    assert applied == [1, 2]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.get_meta(conn)["schema_version"] == "2"
+    conn.close()
+
+
+def test_failed_migration_rolls_back(db_path):
+    conn = db.connect(db_path)
+    conn.execute("PRAGMA user_version = 0")
+
+    def broken(c):
+        c.execute("CREATE TABLE half_done(x)")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        db.migrate(conn, {1: broken}, target=1)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert not db.has_table(conn, "half_done")
+    conn.close()
+
+
+def test_round_trip_reopen_keeps_everything(db_path):
+    with offline_store(db_path) as kb:
+        summary = kb.index([str(EN_CORPUS)], **SMALL)
+        first = kb.ask("Who is Marley?").answer
+    assert summary.entities > 10 and summary.reports > 0
+    assert not os.path.exists(f"{db_path}-wal")  # one self-contained file after a run
+    with tgr.open(db_path) as kb:  # no options: the store knows how it was built
+        info = kb.info()
+        assert info["entities"] == summary.entities
+        assert info["settings"]["chunk_size"] == SMALL["chunk_size"]
+        assert kb.ask("Who is Marley?").answer == first
+
+
+def test_chunk_settings_cannot_change_on_an_existing_store(db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        with pytest.raises(StoreError, match="chunk size 300"):
+            kb.index([str(EN_CORPUS)], chunk_size=500)
+
+
+def test_bad_inputs(tmp_path, db_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "empty.txt").write_text("   \n")
+    (tmp_path / "docs" / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR")
+    (tmp_path / "docs" / "good.md").write_text("Captain Ahab commands the Pequod. Ishmael sails with him.")
+    (tmp_path / "docs" / "copy.txt").write_text("Captain Ahab commands the Pequod. Ishmael sails with him.")
+    warnings = []
+    with offline_store(db_path) as kb:
+        summary = kb.index([str(tmp_path / "docs")], warn=warnings.append, **SMALL)
+        assert summary.documents == 1
+        assert any("empty" in w for w in warnings)
+        assert any("binary" in w for w in warnings)
+        assert any("same content" in w for w in warnings)
+        (tmp_path / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
+        with pytest.raises(InputError, match="latin1.txt: not UTF-8"):
+            kb.index([str(tmp_path / "latin1.txt")])
+        with pytest.raises(InputError, match="no such file"):
+            kb.index([str(tmp_path / "missing.txt")])
+        assert kb.info()["documents"] == 1  # nothing lost, nothing half-written
+
+
+def test_stdin_document(db_path):
+    import io
+
+    with offline_store(db_path) as kb:
+        summary = kb.index(["-"], stdin=io.BytesIO("Queequeg is a harpooner. Queequeg befriends Ishmael.".encode()),
+                           **SMALL)
+        assert summary.documents == 1
+        assert kb.conn.execute("SELECT source FROM documents").fetchone()[0] == "<stdin>"
+
+
+def test_asking_never_modifies_the_file(tmp_path):
+    path = tmp_path / "shipped.db"
+    with offline_store(path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    before = path.read_bytes()
+    with tgr.open(path, create=False) as kb:
+        for mode in ("local", "global", "naive"):
+            assert kb.ask("Who is Scrooge?", mode).answer
+    with tgr.open(path, create=False, readonly=True) as kb:
+        assert "Scrooge" in kb.ask("Who is Scrooge?").answer
+        with pytest.raises(StoreError, match="read-only"):
+            kb.index([str(EN_CORPUS)])
+    assert path.read_bytes() == before
+    assert not os.path.exists(f"{path}-wal")
+
+
+def test_read_only_directory(tmp_path):
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    path = folder / "shipped.db"
+    with offline_store(path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    os.chmod(path, stat.S_IRUSR)
+    os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with tgr.open(path, create=False) as kb:  # read-only access is detected, no -wal or -journal needed
+            assert "Scrooge" in kb.ask("Who is Scrooge?").answer
+        assert sorted(os.listdir(folder)) == ["shipped.db"]
+    finally:
+        os.chmod(folder, stat.S_IRWXU)
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_secrets_never_reach_the_store(db_path, monkeypatch):
+    secret = "sk-very-secret-key-123"
+    monkeypatch.setenv("TGR_API_KEY", secret)
+    with tgr.open(db_path, chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    assert secret.encode() not in db_path.read_bytes()
+
+
+def test_views_answer_plain_sql(db_path):
+    with tgr.open(db_path, chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(EN_CORPUS)], **SMALL)
+        top = kb.conn.execute("SELECT name, degree FROM entity_overview LIMIT 1").fetchone()
+        assert top[1] == kb.conn.execute("SELECT max(degree) FROM entities").fetchone()[0]
+        rel = kb.conn.execute("SELECT source, target FROM relationship_overview LIMIT 1").fetchone()
+        assert all(isinstance(x, str) for x in rel)
+        levels = [r[0] for r in kb.conn.execute("SELECT level FROM report_overview")]
+        assert levels == sorted(levels) and levels
+        stages = {r[0] for r in kb.conn.execute("SELECT stage FROM cost_by_stage")}
+        assert {"extract", "report"} <= stages
