@@ -136,3 +136,17 @@ def test_model_errors_do_not_leak_the_key(db_path, monkeypatch):
     assert secret not in result.output
     assert "re-run to resume" in result.output or "127.0.0.1:9" in result.output
     assert rows(db_path, "SELECT count(*) FROM documents")[0][0] == 1  # what was ingested stays
+
+
+def test_export_graphml(db_path, tmp_path):
+    import networkx as nx
+
+    run("index", db_path, EN_CORPUS, *SMALL_ARGS)
+    out = tmp_path / "graph.graphml"
+    result = run("export", db_path, out)
+    assert result.exit_code == 0, result.output
+    graph = nx.read_graphml(out)
+    assert graph.number_of_nodes() == rows(db_path, "SELECT count(*) FROM entities")[0][0]
+    assert graph.number_of_edges() == rows(db_path, "SELECT count(*) FROM relationships")[0][0]
+    top = rows(db_path, "SELECT id, name FROM entities ORDER BY degree DESC, id LIMIT 1")[0]
+    assert graph.nodes[top[0]]["name"] == top[1] and graph.nodes[top[0]]["community"].startswith("0.")

@@ -201,6 +201,19 @@ def stats(store, as_json):
 
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.argument("output", type=click.Path(dir_okay=False, writable=True))
+def export(store, output):
+    """Write STORE's entity graph to OUTPUT as GraphML (for Gephi, Cytoscape, networkx)."""
+    import networkx as nx
+
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
+        graph = kb.graph()
+    nx.write_graphml(graph, output)
+    click.echo(f"wrote {graph.number_of_nodes()} entities and {graph.number_of_edges()} relationships to {output}")
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))

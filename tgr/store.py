@@ -391,6 +391,23 @@ class KnowledgeBase:
 
     # -- inspection -----------------------------------------------------------------------
 
+    def graph(self):
+        """The entity graph as a networkx.Graph (node and edge attributes from the store)."""
+        import networkx as nx
+
+        graph = nx.Graph()
+        level0 = dict(self.conn.execute(
+            "SELECT m.entity_id, m.community_id FROM community_members m "
+            "JOIN communities c ON c.id = m.community_id WHERE c.level = 0"))
+        for eid, name, etype, desc, degree, mentions in self.conn.execute(
+                "SELECT id, name, type, description, degree, mentions FROM entities ORDER BY id"):
+            graph.add_node(eid, name=name, type=etype, description=desc, degree=degree,
+                           mentions=mentions, community=level0.get(eid, ""))
+        for rid, src, dst, predicate, desc, weight in self.conn.execute(
+                "SELECT id, source_id, target_id, predicate, description, weight FROM relationships ORDER BY id"):
+            graph.add_edge(src, dst, id=rid, predicate=predicate, description=desc, weight=weight)
+        return graph
+
     def info(self) -> dict:
         """Counts, models, settings, levels and size of the store."""
         meta = self.meta
