@@ -17,7 +17,7 @@ from .db import Connection, get_meta, set_meta, transaction
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
-from .text import content_hash, estimate_tokens, fit_tokens, normalise_name
+from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, split_sentences
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
@@ -48,12 +48,20 @@ class _Entity:
         return min(types, key=lambda t: (-types[t], t)) if types else "concept"
 
     def descriptions(self) -> list[str]:
+        """Distinct descriptions, each without sentences an earlier one already said
+        (overlapping chunks often repeat the same sentence)."""
         seen, result = set(), []
         for text in [m.description for m in self.mentions] + self.extra_descriptions:
-            key = " ".join(text.split()).casefold()
-            if key and key not in seen:
-                seen.add(key)
-                result.append(" ".join(text.split()))
+            text = " ".join(text.split())
+            fresh = []
+            for a, b in split_sentences(text):
+                sentence = text[a:b].strip()
+                key = sentence.casefold()
+                if key and key not in seen:
+                    seen.add(key)
+                    fresh.append(sentence)
+            if fresh:
+                result.append(" ".join(fresh))
         return result
 
 

@@ -73,6 +73,7 @@ _NOT_NAMES = {
     "he", "she", "we", "they", "you", "his", "her", "my", "our", "their", "your", "the", "a",
     "an", "but", "and", "or", "if", "so", "for", "in", "on", "at", "to", "of", "as", "by",
     "all", "not", "nor", "yet", "nay", "let", "come", "chapter", "book", "project", "hark",
+    "bah", "ha", "eh", "hem", "hallo", "halloa", "hollo", "hush", "alas", "pooh", "mind", "see",
 }
 _PERSON_VERBS = {"said", "cried", "replied", "asked", "exclaimed", "answered", "thought"}
 _PLACE_PREPOSITIONS = {"in", "at", "from", "to", "into", "near", "towards"}

@@ -154,7 +154,7 @@ class Searcher:
         marks = ",".join("?" * len(grams))
         rows = self.conn.execute(
             f"SELECT id FROM entities WHERE id IN ({marks}) OR lower(name) IN ({marks}) "
-            f"ORDER BY degree DESC, id", grams + grams).fetchall()
+            f"ORDER BY length(name) DESC, degree DESC, id", grams + grams).fetchall()
         return [r[0] for r in rows]
 
     def _local(self, question: str, context_only: bool) -> Answer:
@@ -326,6 +326,10 @@ class Searcher:
         if not kept:
             result.answer = (f"I don't know: none of the {len(reports)} community reports at level "
                              f"{s.level} is relevant to the question.")
+            if not self.gateway.chat_model and reports:  # offline: point to the main communities
+                top = sorted(reports, key=lambda r: (-r[3], r[0]))[:3]
+                result.answer += " The most prominent communities are: " + "; ".join(
+                    f"{title} [Reports: {cid}]" for cid, title, _, _ in top) + "."
         elif self.gateway.chat_model:
             key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(kept, 1))
             prompt = self.prompts.reduce_answer.format(question=question, context=key_points,
