@@ -42,6 +42,7 @@ class _Outcome:
     attempts: int = 0
     latency: float = 0.0
     error: BaseException | None = None
+    valid: bool = True
 
 
 @dataclass
@@ -55,6 +56,9 @@ class Usage:
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
 
 
 def cache_key(model: str, prompt: str, params: dict) -> str:
@@ -262,7 +266,7 @@ class Gateway:
                 if attempt > self.max_retries:
                     raise ModelError(f"{exc} (gave up after {attempt} attempts; "
                                      "re-run to resume: finished calls are cached)") from None
-                delay = exc.retry_after
+                delay = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER)
                 if delay is None:
                     delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
                     delay *= 0.5 + self._jitter.random()
@@ -284,7 +288,8 @@ class Gateway:
                 spent_prompt += completion.prompt_tokens
                 spent_completion += completion.completion_tokens
                 tries += 1
-                if job.validate is None or job.validate(completion.text) or tries > 2:
+                outcome.valid = job.validate is None or job.validate(completion.text)
+                if outcome.valid or tries > 2:
                     break
             completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
             outcome.completion = completion
@@ -326,7 +331,7 @@ class Gateway:
 
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
         c = outcome.completion
-        if self.write_cache:
+        if self.write_cache and outcome.valid:  # a rejected answer is used once, never cached
             self.conn.execute(
                 "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
                 "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -17,7 +17,7 @@ from .db import Connection, get_meta, set_meta, transaction
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
-from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, split_sentences
+from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, search_terms, split_sentences
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
@@ -197,14 +197,30 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
                 prompt = prompts.summarize_descriptions.format(
                     name=entity.surface(), type=entity.type(), max_words=max(40, budget // 2),
                     descriptions="\n".join(f"- {fit_tokens(p, budget)}" for p in parts[:20]))
-                jobs.append(ChatJob(entity.id, prompt, validate=lambda t: bool(t.strip())))
+                jobs.append(ChatJob(entity.id, prompt, validate=_summary_check(entity.surface(), parts)))
             else:
                 combined[entity.id] = fit_tokens(text, budget)
     report("summarize", 0, len(jobs))
     for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs), 1):
-        combined[job.tag] = fit_tokens(" ".join(answer.split()), budget) or combined[job.tag]
+        if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
+            combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)
+        else:
+            combined[job.tag] = fit_tokens(combined[job.tag], budget)
         report("summarize", done, len(jobs))
     return combined
+
+
+def _summary_check(name: str, descriptions: list[str]):
+    """A summary must be plain text that talks about the entity's own material."""
+    known = set(search_terms(name + " " + " ".join(descriptions)))
+
+    def valid(text: str) -> bool:
+        text = text.strip()
+        if not text or "<" in text[:20] or text.lower().startswith(("sorry", "i cannot", "i can't")):
+            return False
+        return len(known & set(search_terms(text))) >= 2 or len(known) < 2
+
+    return valid
 
 
 def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Mention]]
