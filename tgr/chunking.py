@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .text import content_hash, estimate_tokens, split_sentences
+from .text import content_hash, estimate_tokens, has_cjk, split_sentences
 
 DEFAULT_CHUNK_TOKENS = 1200
 DEFAULT_OVERLAP_TOKENS = 100
@@ -41,9 +41,11 @@ def chunk_text(text: str, document_id: str, size: int = DEFAULT_CHUNK_TOKENS,
         spans.append((pieces[i][0], pieces[j - 1][1]))
         if j >= len(pieces):
             break
-        # step back over whole sentences worth at most `overlap` tokens, but always advance
+        # step back over whole sentences worth about `overlap` tokens (at least one
+        # sentence, if it is under half a window), but always advance
         k, back = j, 0
-        while k - 1 > i and back + pieces[k - 1][2] <= overlap:
+        while k - 1 > i and (back + pieces[k - 1][2] <= overlap
+                             or (overlap and k == j and pieces[k - 1][2] <= size // 2)):
             back += pieces[k - 1][2]
             k -= 1
         i = k
@@ -65,8 +67,12 @@ def _pieces(text: str, size: int) -> list[tuple[int, int, int]]:
         if tokens <= size:
             pieces.append((start, end, tokens))
             continue
-        step = max(1, int((end - start) * size / tokens))
-        for a in range(start, end, step):
-            b = min(end, a + step)
-            pieces.append((a, b, estimate_tokens(text[a:b])))
+        a, acc = start, 0.0  # cut by accumulated tokens: scripts differ in density
+        for position in range(start, end):
+            weight = 1.0 if has_cjk(text[position]) else 0.25
+            if acc + weight > size - 1 and position > a:
+                pieces.append((a, position, estimate_tokens(text[a:position])))
+                a, acc = position, 0.0
+            acc += weight
+        pieces.append((a, end, estimate_tokens(text[a:end])))
     return pieces

@@ -74,7 +74,8 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
         groups: dict[int, list[int]] = {}
         for vertex, label in enumerate(partition.membership):
             groups.setdefault(label, []).append(local[vertex])
-        if len(groups) > 1 or whole:
+        # a split into nothing but single nodes is no structure: treat as unsplittable
+        if whole or (len(groups) > 1 and any(len(g) > 1 for g in groups.values())):
             return list(groups.values())
     return [local]
 

@@ -39,7 +39,7 @@ class _Entity:
     chunks: set[str] = field(default_factory=set)
 
     def surface(self) -> str:
-        names = Counter(m.name for m in self.mentions)
+        names = Counter(" ".join(m.name.split()) for m in self.mentions)
         return min(names, key=lambda n: (-names[n], n))
 
     def type(self) -> str:

@@ -18,13 +18,14 @@ from collections import Counter
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
-from .text import STOPWORDS, has_cjk, jieba, search_terms, shorten, split_sentences
+from .text import STOPWORDS, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
 
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 class HashEmbedder:
@@ -162,16 +163,17 @@ def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
             else:
                 break
         tokens = [words[k].group() for k in run]
+        tokens[-1] = _POSSESSIVE.sub("", tokens[-1])  # "Scrooge's office": the name is Scrooge
         previous = words[i - 1].group().lower() if i else ""
         kind = "concept"
         while tokens and tokens[0].lower().rstrip(".") in _HONORIFICS:
             tokens.pop(0)
             kind = "person"
-        while tokens and tokens[0].lower() in _NOT_NAMES:
+        while tokens and _bare(tokens[0]) in _NOT_NAMES:
             tokens.pop(0)
-        while tokens and tokens[-1].lower() in _CONNECTORS | _NOT_NAMES:
+        while tokens and _bare(tokens[-1]) in _CONNECTORS | _NOT_NAMES:
             tokens.pop()
-        if tokens and not all(t.lower() in STOPWORDS or t.lower() in _NOT_NAMES for t in tokens):
+        if tokens and not all(_bare(t) in STOPWORDS or _bare(t) in _NOT_NAMES for t in tokens):
             name = " ".join(tokens).strip("'’-")
             after = words[j].group().lower() if j < len(words) else ""
             if kind == "concept" and (after in _PERSON_VERBS or previous in _PERSON_VERBS):
@@ -182,6 +184,11 @@ def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
                 spans.append((name, kind, i > 0 and words[run[0]].start() > 0 and previous != ""))
         i = j
     return spans
+
+
+def _bare(word: str) -> str:
+    """Lower-cased word without a contraction: "I'll" -> "i"."""
+    return re.split(r"['’]", word, maxsplit=1)[0].lower()
 
 
 def _chinese_names(sentence: str) -> list[tuple[str, str]]:
@@ -254,7 +261,7 @@ def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 
     for order, (cite, text) in enumerate(passages):
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
-            if len(sentence) < 15:
+            if estimate_tokens(sentence) < 4:
                 continue
             terms = set(search_terms(sentence))
             score = sum(idf[t] for t in set(q_terms) if t in terms)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_PARTIAL_KEY = re.compile(r'([,{])\s*"[^"]*"?\s*:?\s*$')
 
 
 @dataclass
@@ -123,28 +124,43 @@ def extraction_is_valid(text: str) -> bool:
 
 
 def parse_json_object(text: str) -> dict | None:
-    """The outermost JSON object in text, repairing common damage; None if hopeless."""
-    text = strip_fences(text)
+    """The first JSON object in text, repairing common damage; None if hopeless."""
+    text = strip_fences(text or "")
     start = text.find("{")
     if start < 0:
         return None
-    end = text.rfind("}")
-    candidates = []
-    if end > start:
-        candidates.append(text[start:end + 1])
-    candidates.append(_close_brackets(text[start:]))
+    body = text[start:]
+    try:  # the object itself, ignoring any chatter after it
+        value, _ = json.JSONDecoder().raw_decode(body)
+        if isinstance(value, dict):
+            return value
+    except ValueError:
+        pass
+    end = body.rfind("}")
+    candidates = [body[:end + 1]] if end > 0 else []
+    candidates.append(_close_brackets(_drop_partial_key(body)))
     for candidate in candidates:
         for attempt in (candidate, _repair(candidate)):
-            try:
-                value = json.loads(attempt)
-            except (json.JSONDecodeError, ValueError):
-                try:
-                    value = ast.literal_eval(attempt)
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    continue
+            value = _load(attempt)
             if isinstance(value, dict):
                 return value
     return None
+
+
+def _load(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:  # single quotes, Python literals
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _drop_partial_key(text: str) -> str:
+    """Remove an object key (and colon) that a truncated answer left without a value."""
+    return _PARTIAL_KEY.sub(lambda m: "" if m.group(1) == "," else "{", text)
 
 
 def _repair(text: str) -> str:
@@ -187,7 +203,10 @@ def parse_report(text: str) -> dict | None:
     if not title or not summary:
         return None
     findings = []
-    for item in data.get("findings") or []:
+    raw_findings = data.get("findings") or []
+    if isinstance(raw_findings, (str, dict)):
+        raw_findings = [raw_findings]
+    for item in raw_findings:
         if isinstance(item, dict):
             head = " ".join(str(item.get("summary") or "").split())
             body = " ".join(str(item.get("explanation") or "").split())
@@ -214,6 +233,8 @@ def parse_points(text: str) -> list[tuple[str, int]]:
         score_text = first_tag(block, "score")
         if not description or not score_text:
             continue
+        if not _NUMBER.search(score_text):
+            continue  # "high" is not a score
         score = int(round(min(100.0, max(0.0, _number(score_text, 0.0)))))
         points.append((description, score))
     return points
@@ -221,7 +242,8 @@ def parse_points(text: str) -> list[tuple[str, int]]:
 
 def parse_transformation(text: str) -> dict[str, str]:
     """The id -> id merge map of a disambiguation answer ({} for None or garbage)."""
-    found = tag_contents(strip_fences(text), "transformation") or tag_contents(text, "transform")
+    text = strip_fences(text or "")
+    found = tag_contents(text, "transformation") or tag_contents(text, "transform")
     body = (found[0] if found else text).strip()
     if not body or body.lower().startswith("none"):
         return {}

@@ -11,7 +11,11 @@ import unicodedata
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK}]")
-_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；…])[\"'”’」』)\]]*\s*|\n\s*\n")
+# a run of end marks, closing quotes/brackets, then space (or a blank line)
+_SENTENCE_END = re.compile(r"[.!?;。！？；…]+[\"'”’」』)\]]*\s*|\n\s*\n")
+# words after which a full stop does not end the sentence
+_ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr prof rev capt col gen sgt lt vs etc".split())
+_LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(
@@ -59,6 +63,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
         end = match.end()
+        word = _LAST_WORD.search(text, max(start, match.start() - 6), match.start() + 1)
+        if word and match.group().rstrip() == "." and word.group(1).lower() in _ABBREVIATIONS:
+            continue  # "Mr. Scrooge": an abbreviation, not the end of a sentence
         if end > start:
             spans.append((start, end))
             start = end

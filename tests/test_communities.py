@@ -1,0 +1,238 @@
+"""tgr/communities.py: hierarchical Leiden, and cluster() on a real store."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+import tgr
+from conftest import EN_CORPUS, SMALL, ScriptedChat, ScriptedEmbedder
+from tgr.communities import _split, cluster, hierarchical_leiden, stored_communities
+
+
+def clique(prefix: str, n: int) -> tuple[list[str], list[tuple[str, str, float]]]:
+    nodes = [f"{prefix}{i}" for i in range(n)]
+    return nodes, [(a, b, 1.0) for i, a in enumerate(nodes) for b in nodes[i + 1:]]
+
+
+def two_cliques():
+    a_nodes, a_edges = clique("a", 5)
+    b_nodes, b_edges = clique("b", 5)
+    return a_nodes + b_nodes, a_edges + b_edges + [("a0", "b0", 1.0)]
+
+
+def random_graph(seed: int = 7, n: int = 200, groups: int = 6, p_in: float = 0.12, p_out: float = 0.01):
+    """A seeded planted-partition graph with unique undirected edges."""
+    rng = random.Random(seed)
+    nodes = [f"n{i:03d}" for i in range(n)]
+    edges = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            p = p_in if i % groups == j % groups else p_out
+            if rng.random() < p:
+                edges[(nodes[i], nodes[j])] = float(rng.randint(1, 3))
+    return nodes, [(a, b, w) for (a, b), w in edges.items()]
+
+
+def as_tuples(communities):
+    return [(c.id, c.level, c.parent_id, tuple(c.members), c.is_leaf) for c in communities]
+
+
+def check_hierarchy(nodes, edges, communities, max_size):
+    by_id = {c.id: c for c in communities}
+    assert len(by_id) == len(communities), "community ids are unique"
+    level0 = [c for c in communities if c.level == 0]
+    assert all(c.parent_id is None for c in level0)
+    counts = Counter(m for c in level0 for m in c.members)
+    assert set(counts) == set(nodes) and set(counts.values()) == {1}, \
+        "every node is in exactly one level-0 community"
+    children: dict[str, list] = {}
+    for c in communities:
+        assert c.members == sorted(c.members) and c.members
+        assert c.id.startswith(f"{c.level}.")
+        if c.parent_id is not None:
+            parent = by_id[c.parent_id]
+            assert c.level == parent.level + 1
+            children.setdefault(parent.id, []).append(c)
+    for c in communities:
+        kids = children.get(c.id, [])
+        if c.is_leaf:
+            assert not kids
+        else:
+            assert len(c.members) > max_size, "only communities above the max are split"
+            assert len(kids) >= 2
+            member_counts = Counter(m for k in kids for m in k.members)
+            assert set(member_counts) == set(c.members) and set(member_counts.values()) == {1}, \
+                "children partition the parent's members exactly"
+    return children
+
+
+# -- hierarchical_leiden ---------------------------------------------------------------
+
+def test_empty_graph_has_no_communities():
+    assert hierarchical_leiden([], []) == []
+    assert hierarchical_leiden([], [("a", "b", 1.0)]) == []  # edges to unknown nodes are ignored
+
+
+def test_isolated_nodes_are_singletons():
+    communities = hierarchical_leiden(["c", "a", "b"], [])
+    assert [(c.level, c.parent_id, c.members, c.is_leaf) for c in communities] == [
+        (0, None, ["a"], True), (0, None, ["b"], True), (0, None, ["c"], True)]
+    assert [c.id for c in communities] == ["0.0", "0.1", "0.2"]
+
+
+def test_isolated_nodes_next_to_a_connected_part():
+    nodes, edges = clique("k", 4)
+    communities = hierarchical_leiden(nodes + ["lonely", "alone"], edges)
+    members = sorted(tuple(c.members) for c in communities)
+    assert members == [("alone",), ("k0", "k1", "k2", "k3"), ("lonely",)]
+
+
+def test_self_loops_duplicates_and_unknown_endpoints_are_ignored():
+    nodes, edges = two_cliques()
+    noisy = edges + [("a1", "a1", 5.0), ("a2", "ghost", 9.0), ("ghost", "b3", 9.0)]
+    assert as_tuples(hierarchical_leiden(nodes, noisy)) == as_tuples(hierarchical_leiden(nodes, edges))
+
+
+def test_two_cliques_joined_by_one_edge():
+    nodes, edges = two_cliques()
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=10)
+    assert all(c.level == 0 and c.is_leaf for c in communities)
+    assert sorted(c.members for c in communities) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]
+
+
+def test_two_cliques_split_again_when_above_the_max():
+    nodes, edges = two_cliques()
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=3)
+    level0 = [c for c in communities if c.level == 0]
+    assert sorted(c.members for c in level0) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]
+    check_hierarchy(nodes, edges, communities, 3)
+
+
+def test_deterministic_for_the_same_input():
+    nodes, edges = random_graph()
+    first = hierarchical_leiden(nodes, edges, max_cluster_size=8)
+    second = hierarchical_leiden(list(nodes), list(edges), max_cluster_size=8)
+    assert as_tuples(first) == as_tuples(second)
+
+
+@pytest.mark.parametrize("shuffle_seed", [1, 2, 3])
+def test_deterministic_for_shuffled_input(shuffle_seed):
+    nodes, edges = random_graph()
+    expected = as_tuples(hierarchical_leiden(nodes, edges, max_cluster_size=8))
+    rng = random.Random(shuffle_seed)
+    shuffled_nodes = nodes[:]
+    rng.shuffle(shuffled_nodes)
+    # shuffle the edge order and flip the direction of some edges
+    shuffled_edges = [(b, a, w) if rng.random() < 0.5 else (a, b, w) for a, b, w in edges]
+    rng.shuffle(shuffled_edges)
+    assert as_tuples(hierarchical_leiden(shuffled_nodes, shuffled_edges, max_cluster_size=8)) == expected
+
+
+@pytest.mark.parametrize("seed", [1, 1234])
+def test_other_seeds_are_deterministic_and_valid(seed):
+    nodes, edges = random_graph()
+    a = hierarchical_leiden(nodes, edges, max_cluster_size=8, seed=seed)
+    assert as_tuples(a) == as_tuples(hierarchical_leiden(nodes, edges, max_cluster_size=8, seed=seed))
+    check_hierarchy(nodes, edges, a, 8)
+
+
+@pytest.mark.parametrize("max_size", [4, 8, 20])
+def test_hierarchy_on_a_random_graph(max_size):
+    nodes, edges = random_graph()
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_size)
+    children = check_hierarchy(nodes, edges, communities, max_size)
+    assert children, "a 200-node graph with small max has a second level"
+    assert max(c.level for c in communities) >= 1
+    index = {n: i for i, n in enumerate(sorted(nodes))}
+    from tgr import communities as module
+    import igraph
+    graph = igraph.Graph(n=len(nodes))
+    clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w for a, b, w in edges}.items())
+    graph.add_edges([p for p, _ in clean])
+    graph.es["weight"] = [w for _, w in clean]
+    for c in communities:
+        if c.is_leaf and len(c.members) > max_size and c.level < module.MAX_LEVELS - 1:
+            # a leaf above the max must be one Leiden cannot split any further
+            parts = _split(graph, [index[m] for m in c.members], 42, 1.0, whole=False)
+            assert len(parts) == 1, f"{c.id} ({len(c.members)} members) could have been split"
+
+
+def test_every_level_nests_in_the_one_above():
+    nodes, edges = random_graph(seed=11, n=150, groups=3)
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=5)
+    by_id = {c.id: c for c in communities}
+    for c in communities:
+        if c.parent_id:
+            assert set(c.members) <= set(by_id[c.parent_id].members)
+    # within one level no node appears twice
+    for level in {c.level for c in communities}:
+        counts = Counter(m for c in communities if c.level == level for m in c.members)
+        assert max(counts.values()) == 1
+
+
+@pytest.mark.parametrize("n, max_size", [(2, 1), (3, 1), (12, 10)])
+def test_clique_above_the_max_keeps_a_valid_hierarchy(n, max_size):
+    nodes, edges = clique("k", n)
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_size)
+    assert [c.members for c in communities if c.level == 0] == [sorted(nodes)]
+    check_hierarchy(nodes, edges, communities, max_size)
+
+
+# -- cluster() on a real store ---------------------------------------------------------
+
+@pytest.fixture
+def store(db_path):
+    kb = tgr.open(db_path, chat=ScriptedChat(), embedder=ScriptedEmbedder())
+    kb.index([str(EN_CORPUS)], **SMALL)
+    yield kb
+    kb.close()
+
+
+def test_cluster_writes_tables_consistent_with_the_result(store):
+    conn = store.conn
+    result = cluster(conn, max_cluster_size=4)
+    assert result["changed"] is True
+    rows = conn.execute("SELECT id, level, parent_id, size, is_leaf FROM communities").fetchall()
+    assert len(rows) == result["communities"]
+    assert dict(Counter(level for _, level, _, _, _ in rows)) == result["levels"]
+    assert max(result["levels"]) >= 1, "max 4 on the fixture graph gives a second level"
+    members = {}
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members"):
+        members.setdefault(cid, set()).add(eid)
+    for cid, level, parent, size, leaf in rows:
+        assert len(members[cid]) == size
+    entities = [r[0] for r in conn.execute("SELECT id FROM entities")]
+    edges = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
+    expected = hierarchical_leiden(entities, edges, max_cluster_size=4)
+    assert as_tuples(stored_communities(conn)) == sorted(as_tuples(expected), key=lambda t: (t[1], t[0]))
+    check_hierarchy(entities, edges, expected, 4)
+    # orphan references are impossible: every member is an entity, every parent a community
+    assert conn.execute("SELECT count(*) FROM community_members WHERE entity_id NOT IN "
+                        "(SELECT id FROM entities)").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM communities WHERE parent_id IS NOT NULL AND parent_id "
+                        "NOT IN (SELECT id FROM communities)").fetchone()[0] == 0
+    assert store.meta["max_cluster_size"] == "4"
+
+
+def test_cluster_again_is_unchanged(store):
+    first = cluster(store.conn, max_cluster_size=4)
+    before = stored_communities(store.conn)
+    second = cluster(store.conn, max_cluster_size=4)
+    assert second == {**first, "changed": False}
+    assert as_tuples(stored_communities(store.conn)) == as_tuples(before)
+    assert cluster(store.conn, max_cluster_size=4, force=True)["changed"] is True
+
+
+def test_cluster_with_the_index_settings_is_unchanged(store):
+    # index() already clustered with max_cluster_size=10
+    assert cluster(store.conn, max_cluster_size=10)["changed"] is False
+
+
+def test_cluster_change_drops_old_reports(store):
+    conn = store.conn
+    assert conn.execute("SELECT count(*) FROM reports").fetchone()[0] > 0
+    assert cluster(conn, max_cluster_size=4)["changed"] is True
+    # reports described the old communities; the same ids now name other member sets
+    assert conn.execute("SELECT count(*) FROM reports").fetchone()[0] == 0

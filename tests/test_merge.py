@@ -1,0 +1,385 @@
+"""tgr/merge.py through a real store: raw extraction rows in, entity graph out."""
+from __future__ import annotations
+
+import pytest
+
+import tgr
+from conftest import ScriptedChat, ScriptedEmbedder
+from fakellm import FakeLLM
+from tgr.extract import save_extraction
+from tgr.merge import merge_graph, needs_merge
+from tgr.parsing import RawEntity as E
+from tgr.parsing import RawRelation as R
+from tgr.prompts import Prompts
+from tgr.text import estimate_tokens
+
+
+class Disambiguator(FakeLLM):
+    """FakeLLM with a fixed answer to same-name disambiguation prompts."""
+
+    def __init__(self, answer: str):
+        self.fixed = answer
+
+    def answer(self, prompt: str) -> str:
+        if "share the name" in prompt:
+            return self.fixed
+        return super().answer(prompt)
+
+
+def open_store(path, chat="scripted"):
+    chat = ScriptedChat() if chat == "scripted" else chat
+    return tgr.open(path, chat=chat, embedder=ScriptedEmbedder())
+
+
+def load(kb, chunks, document="doc"):
+    """chunks: [(chunk_id, [RawEntity], [RawRelation])] stored as one document's chunks."""
+    conn = kb.conn
+    conn.execute("INSERT INTO documents(id, source, title, text, chars) VALUES (?, ?, ?, ?, ?)",
+                 (document, f"{document}.txt", document, "text", 4))
+    for ordinal, (chunk_id, entities, relations) in enumerate(chunks):
+        conn.execute("INSERT INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (chunk_id, document, ordinal, f"text of {chunk_id}",
+                                                      0, 10, 3))
+        save_extraction(conn, chunk_id, "test", entities, relations)
+
+
+def merge(kb, **options):
+    return merge_graph(kb.conn, kb.gateway(), Prompts(), **options)
+
+
+def entities(kb):
+    return {r[0]: dict(name=r[1], type=r[2], description=r[3], degree=r[4], mentions=r[5])
+            for r in kb.conn.execute("SELECT id, name, type, description, degree, mentions FROM entities")}
+
+
+def entity_chunks(kb, entity_id):
+    return {r[0] for r in kb.conn.execute("SELECT chunk_id FROM entity_mentions WHERE entity_id = ?",
+                                          (entity_id,))}
+
+
+def relationships(kb):
+    rows = kb.conn.execute("SELECT id, source_id, target_id, predicate, description, weight FROM relationships")
+    result = {}
+    for rid, source, target, predicate, description, weight in rows:
+        chunks = {r[0] for r in kb.conn.execute(
+            "SELECT chunk_id FROM relationship_mentions WHERE relationship_id = ?", (rid,))}
+        result[frozenset((source, target))] = dict(source=source, target=target, predicate=predicate,
+                                                   description=description, weight=weight, chunks=chunks)
+    return result
+
+
+def dump(kb):
+    q = lambda sql: kb.conn.execute(sql).fetchall()
+    return (q("SELECT * FROM entities ORDER BY id"), q("SELECT * FROM entity_mentions ORDER BY 1, 2"),
+            q("SELECT * FROM relationships ORDER BY id"), q("SELECT * FROM relationship_mentions ORDER BY 1, 2"))
+
+
+def summarize_prompts(chat):
+    return [p for p in chat.prompts if "Write one description of the entity" in p]
+
+
+def disambiguate_prompts(chat):
+    return [p for p in chat.prompts if "share the name" in p]
+
+
+CAROL = [
+    ("c1", [E("Scrooge", "person", "A covetous old miser."), E("Marley", "person", "Scrooge's dead partner.")],
+     [R("Scrooge", "Marley", "partner of", "Scrooge and Marley were partners.")]),
+    ("c2", [E("  SCROOGE ", "person", "He keeps his office cold."), E("Bob Cratchit", "person", "The clerk.")],
+     [R("Bob Cratchit", "Scrooge", "works for", "Bob is Scrooge's clerk."),
+      R("Marley", "scrooge", "haunts", "Marley's ghost visits Scrooge.")]),
+    ("c3", [E("Fred", "person", "Scrooge's nephew.")],
+     [R("Fred", "Scrooge", "nephew of", "Fred invites his uncle."),
+      R("scrooge", "MARLEY", "mourned", "Scrooge was the sole mourner."),
+      R("Fred", "Christmas", "celebrates", "Fred loves Christmas."),
+      R("Scrooge", "Scrooge", "talks to", "Scrooge talks to himself."),
+      R("scrooge", "Scrooge ", "answers", "A self-relation by case and space.")]),
+]
+
+
+# -- merging names, relations, weights, degrees ----------------------------------------
+
+def test_same_name_different_case_and_space_is_one_entity(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb)
+        found = entities(kb)
+        assert "scrooge" in found and "  scrooge " not in found
+        assert [k for k in found if k.strip().casefold() == "scrooge"] == ["scrooge"]
+        scrooge = found["scrooge"]
+        assert scrooge["name"].strip() in ("Scrooge", "SCROOGE")
+        assert "A covetous old miser." in scrooge["description"]
+        assert "He keeps his office cold." in scrooge["description"]
+        assert scrooge["type"] == "person"
+        assert entity_chunks(kb, "scrooge") == {"c1", "c2", "c3"}
+        assert scrooge["mentions"] == 3
+        assert entity_chunks(kb, "marley") == {"c1", "c2", "c3"}
+
+
+def test_entity_display_name_has_tidy_whitespace(db_path):
+    # a surface form with stray spaces must not become the display name as-is (names
+    # created from relations are already tidied the same way in merge._resolve)
+    with open_store(db_path) as kb:
+        load(kb, [("c1", [E("Scrooge", "person", "A miser.")], []),
+                  ("c2", [E("  SCROOGE ", "person", "Cold.")], []),
+                  ("c3", [E("Jacob  Marley", "person", "Dead.")], [])])
+        merge(kb)
+        names = {k: v["name"] for k, v in entities(kb).items()}
+        assert set(names) == {"scrooge", "jacob marley"}
+        for name in names.values():
+            assert name == " ".join(name.split()), repr(name)
+
+
+def test_relation_naming_an_unextracted_entity_creates_it(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb)
+        christmas = entities(kb)["christmas"]
+        assert christmas["name"] == "Christmas"
+        assert christmas["type"] == "concept"
+        assert christmas["description"] == "Fred loves Christmas."
+        assert christmas["degree"] == 1
+        assert entity_chunks(kb, "christmas") == {"c3"}
+        assert relationships(kb)[frozenset(("fred", "christmas"))]["weight"] == 1
+
+
+def test_weight_counts_sightings_in_either_direction(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb)
+        rels = relationships(kb)
+        pair = rels[frozenset(("scrooge", "marley"))]
+        assert pair["weight"] == 3  # c1 forwards, c2 backwards, c3 with other case
+        assert pair["chunks"] == {"c1", "c2", "c3"}
+        assert (pair["source"], pair["target"]) == ("scrooge", "marley")  # first sighting's direction
+        assert "Scrooge and Marley were partners." in pair["description"]
+        assert "Marley's ghost visits Scrooge." in pair["description"]
+        assert pair["predicate"] in ("partner of", "haunts", "mourned")
+        assert kb.conn.execute("SELECT count(*) FROM relationships").fetchone()[0] == len(rels) == 4
+
+
+def test_repeated_relation_in_one_chunk_counts_twice_but_one_mention(db_path):
+    with open_store(db_path) as kb:
+        load(kb, [("c1", [E("A", "person", "a"), E("B", "person", "b")],
+                   [R("A", "B", "knows", "A knows B."), R("B", "A", "knows", "B knows A."),
+                    R("A", "B", "likes", "A likes B.")])])
+        merge(kb)
+        (edge,) = relationships(kb).values()
+        assert edge["weight"] == 3
+        assert edge["chunks"] == {"c1"}
+        assert edge["predicate"] == "knows"  # the most frequent predicate
+
+
+def test_self_relations_are_dropped(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb)
+        rels = relationships(kb)
+        assert all(len(pair) == 2 for pair in rels)
+        assert kb.conn.execute("SELECT count(*) FROM relationships WHERE source_id = target_id").fetchone()[0] == 0
+
+
+def test_degree(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL + [("c4", [E("Belle", "person", "Someone Scrooge once loved.")], [])])
+        merge(kb)
+        degree = {k: v["degree"] for k, v in entities(kb).items()}
+        assert degree == {"scrooge": 3, "marley": 1, "bob cratchit": 1, "fred": 2, "christmas": 1, "belle": 0}
+        for entity_id, d in degree.items():
+            count = kb.conn.execute("SELECT count(*) FROM relationships WHERE source_id = ? OR target_id = ?",
+                                    (entity_id, entity_id)).fetchone()[0]
+            assert count == d
+
+
+def test_merge_is_deterministic(tmp_path):
+    dumps = []
+    for name in ("one.db", "two.db"):
+        with open_store(tmp_path / name) as kb:
+            load(kb, CAROL)
+            merge(kb)
+            first = dump(kb)
+            merge(kb)  # and merging again gives the same tables
+            assert dump(kb) == first
+            dumps.append(first)
+    assert dumps[0] == dumps[1]
+    assert dumps[0][0], "entities were written"
+
+
+def test_merge_follows_the_extraction_rows(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb)
+        assert not needs_merge(kb.conn)
+        assert "christmas" in entities(kb)
+        kb.conn.execute("DELETE FROM chunks WHERE id = 'c3'")  # cascades to its extraction rows
+        assert needs_merge(kb.conn)
+        merge(kb)
+        found = entities(kb)
+        assert "christmas" not in found and "fred" not in found
+        assert entity_chunks(kb, "scrooge") == {"c1", "c2"}
+        assert relationships(kb)[frozenset(("scrooge", "marley"))]["weight"] == 2
+
+
+# -- long descriptions -----------------------------------------------------------------
+
+def long_descriptions(n=3, words=120):
+    return [("c%d" % i, [E("Marley", "person", " ".join([f"fact{i}x{j}" for j in range(words)]) + ".")], [])
+            for i in range(n)]
+
+
+def test_long_combined_description_is_summarised_once(db_path):
+    chat = ScriptedChat()
+    with open_store(db_path, chat) as kb:
+        load(kb, long_descriptions() + [("c9", [E("Fred", "person", "Short.")], [])])
+        merge(kb, summary_tokens=300)
+        assert kb.gateway().usage["summarize"].calls == 1
+        (prompt,) = summarize_prompts(chat)
+        assert '"Marley"' in prompt
+        found = entities(kb)
+        assert estimate_tokens(found["marley"]["description"]) <= 300
+        assert found["marley"]["description"].startswith("fact0x0")
+        assert found["fred"]["description"] == "Short."
+        # merging again answers from the cache
+        calls = chat.calls
+        merge(kb, summary_tokens=300)
+        assert chat.calls == calls
+        assert kb.gateway().usage["summarize"].calls == 1
+        assert kb.gateway().usage["summarize"].cache_hits == 1
+
+
+def test_single_long_description_is_trimmed_without_a_call(db_path):
+    chat = ScriptedChat()
+    with open_store(db_path, chat) as kb:
+        load(kb, long_descriptions(n=1, words=600))
+        merge(kb, summary_tokens=100)
+        assert summarize_prompts(chat) == []
+        assert 0 < estimate_tokens(entities(kb)["marley"]["description"]) <= 101
+
+
+def test_long_description_is_trimmed_without_a_chat_model(db_path):
+    with tgr.open(db_path, chat="offline", embedder=ScriptedEmbedder()) as kb:
+        load(kb, long_descriptions())
+        assert kb.gateway().chat_model is None
+        merge(kb, summary_tokens=120)
+        description = entities(kb)["marley"]["description"]
+        assert 0 < estimate_tokens(description) <= 121
+        assert description.startswith("fact0x0")
+        assert "summarize" not in kb.gateway().usage or kb.gateway().usage["summarize"].calls == 0
+
+
+def test_relationship_descriptions_are_trimmed(db_path):
+    with open_store(db_path) as kb:
+        long = " ".join(["word"] * 800)
+        load(kb, [("c1", [E("A", "person", "a"), E("B", "person", "b")], [R("A", "B", "knows", long)])])
+        merge(kb, summary_tokens=100)
+        (edge,) = relationships(kb).values()
+        assert estimate_tokens(edge["description"]) <= 101
+
+
+# -- disambiguation --------------------------------------------------------------------
+
+APPLES = [
+    ("c1", [E("Apple", "organization", "A technology company in Cupertino."), E("Steve Jobs", "person", "Founder.")],
+     [R("Apple", "Steve Jobs", "founded by", "Jobs founded Apple.")]),
+    ("c2", [E("apple", "food", "A red fruit that grows on trees."), E("Orchard", "location", "Where fruit grows.")],
+     [R("Orchard", "apple", "grows", "Apples grow in orchards.")]),
+]
+
+
+def test_disambiguation_none_splits_same_name_entities(db_path):
+    chat = ScriptedChat(llm=Disambiguator("<transformation>None</transformation>"))
+    with open_store(db_path, chat) as kb:
+        load(kb, APPLES)
+        merge(kb, disambiguate=True)
+        found = entities(kb)
+        assert {"apple", "apple#2"} <= set(found)
+        assert found["apple"]["type"] == "organization" and found["apple#2"]["type"] == "food"
+        assert found["apple"]["description"] == "A technology company in Cupertino."
+        assert found["apple#2"]["description"] == "A red fruit that grows on trees."
+        assert entity_chunks(kb, "apple") == {"c1"} and entity_chunks(kb, "apple#2") == {"c2"}
+        rels = relationships(kb)
+        assert frozenset(("apple", "steve jobs")) in rels
+        assert frozenset(("orchard", "apple#2")) in rels
+        assert frozenset(("orchard", "apple")) not in rels
+        (prompt,) = disambiguate_prompts(chat)
+        assert "m1:" in prompt and "m2:" in prompt
+        assert kb.gateway().usage["disambiguate"].calls == 1
+
+
+def test_disambiguation_mapping_merges(db_path):
+    chat = ScriptedChat(llm=Disambiguator('<transformation>{"m2": "m1"}</transformation>'))
+    with open_store(db_path, chat) as kb:
+        load(kb, APPLES)
+        merge(kb, disambiguate=True)
+        found = entities(kb)
+        assert "apple" in found and "apple#2" not in found
+        assert entity_chunks(kb, "apple") == {"c1", "c2"}
+        assert "technology company" in found["apple"]["description"]
+        assert "red fruit" in found["apple"]["description"]
+        assert frozenset(("orchard", "apple")) in relationships(kb)
+        assert len(disambiguate_prompts(chat)) == 1
+
+
+@pytest.mark.parametrize("answer", ["Sorry, I cannot help with that.", "<transformation>{broken",
+                                    '<transformation>{"m7": "m1", "x": "y"}</transformation>', ""])
+def test_disambiguation_garbage_means_no_merges(db_path, answer):
+    chat = ScriptedChat(llm=Disambiguator(answer))
+    with open_store(db_path, chat) as kb:
+        load(kb, APPLES)
+        merge(kb, disambiguate=True)
+        found = entities(kb)
+        assert {"apple", "apple#2"} <= set(found)
+        assert entity_chunks(kb, "apple") == {"c1"} and entity_chunks(kb, "apple#2") == {"c2"}
+
+
+def test_disambiguation_is_cached(db_path):
+    chat = ScriptedChat(llm=Disambiguator("<transformation>None</transformation>"))
+    with open_store(db_path, chat) as kb:
+        load(kb, APPLES)
+        merge(kb, disambiguate=True)
+        first, calls = dump(kb), chat.calls
+        assert calls == 1
+        merge(kb, disambiguate=True)
+        assert chat.calls == calls
+        assert kb.gateway().usage["disambiguate"].cache_hits == 1
+        assert dump(kb) == first
+
+
+def test_no_disambiguation_call_when_not_needed(db_path):
+    chat = ScriptedChat(llm=Disambiguator("<transformation>None</transformation>"))
+    with open_store(db_path, chat) as kb:
+        same = [("c1", [E("Apple", "organization", "A company.")], []),
+                ("c2", [E("apple", "organization", "A  company.")], []),   # same description
+                ("c3", [E("Pear", "food", "A fruit.")], [])]              # one chunk only
+        load(kb, same)
+        merge(kb, disambiguate=True)
+        assert chat.calls == 0
+        assert set(entities(kb)) == {"apple", "pear"}
+
+
+def test_disambiguation_off_by_default(db_path):
+    chat = ScriptedChat(llm=Disambiguator("<transformation>None</transformation>"))
+    with open_store(db_path, chat) as kb:
+        load(kb, APPLES)
+        merge(kb)
+        assert disambiguate_prompts(chat) == []
+        assert "apple#2" not in entities(kb)
+        assert entity_chunks(kb, "apple") == {"c1", "c2"}
+
+
+def test_disambiguation_without_a_chat_model_is_skipped(db_path):
+    with tgr.open(db_path, chat="offline", embedder=ScriptedEmbedder()) as kb:
+        load(kb, APPLES)
+        merge(kb, disambiguate=True)
+        assert "apple#2" not in entities(kb)
+
+
+def test_mentions_beyond_the_prompt_cap_join_the_first_entity(db_path):
+    chat = ScriptedChat(llm=Disambiguator("<transformation>None</transformation>"))
+    with open_store(db_path, chat) as kb:
+        load(kb, [(f"c{i:02d}", [E("Mercury", "concept", f"Meaning number {i}.")], []) for i in range(14)])
+        merge(kb, disambiguate=True)
+        found = entities(kb)
+        assert set(found) == {"mercury"} | {f"mercury#{i}" for i in range(2, 13)}
+        assert entity_chunks(kb, "mercury") == {"c00", "c12", "c13"}
+        assert entity_chunks(kb, "mercury#12") == {"c11"}

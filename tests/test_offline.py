@@ -1,0 +1,309 @@
+"""tgr/offline.py: heuristic extraction, the hash embedder, extractive reports and answers."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS
+from tgr.chunking import chunk_text
+from tgr.offline import HashEmbedder, best_sentences, extract_heuristic, extractive_report
+from tgr.parsing import parse_report
+
+
+def corpus_names(corpus) -> dict[str, set[str]]:
+    """name -> types found by extract_heuristic over every SMALL chunk of a fixture corpus."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(corpus.glob("*.txt")):
+        for chunk in chunk_text(path.read_text(encoding="utf-8"), path.name,
+                                SMALL["chunk_size"], SMALL["chunk_overlap"]):
+            entities, relations = extract_heuristic(chunk.text)
+            kept = {e.name for e in entities}
+            for r in relations:
+                assert r.source in kept and r.target in kept and r.source != r.target
+            for e in entities:
+                found.setdefault(e.name, set()).add(e.type)
+    return found
+
+
+@pytest.fixture(scope="module")
+def en_names():
+    return corpus_names(EN_CORPUS)
+
+
+@pytest.fixture(scope="module")
+def zh_names():
+    return corpus_names(ZH_CORPUS)
+
+
+def names(text):
+    return [e.name for e in extract_heuristic(text)[0]]
+
+
+def by_name(text):
+    return {e.name: e for e in extract_heuristic(text)[0]}
+
+
+# -- English heuristic extraction ------------------------------------------------------
+
+def test_english_corpus_names(en_names):
+    assert {"Scrooge", "Marley", "Jacob Marley"} <= set(en_names)
+    assert "person" in en_names["Scrooge"]
+
+
+@pytest.mark.parametrize("word", ["The", "But", "Nothing", "And", "It", "He", "There", "This", "Of",
+                                  "Oh", "No", "Yes", "Now", "What", "If", "A", "I", "Mr", "Mr."])
+def test_english_corpus_sentence_initial_common_words_are_not_names(en_names, word):
+    assert word not in en_names
+    assert not any(name.startswith(word + " ") for name in en_names), \
+        [name for name in en_names if name.startswith(word + " ")]
+
+
+def test_multiword_names_and_cooccurrence():
+    text = "Bob Cratchit worked for Scrooge. Scrooge paid Bob Cratchit fifteen shillings."
+    entities, relations = extract_heuristic(text)
+    assert [e.name for e in entities] == ["Bob Cratchit", "Scrooge"]
+    assert "Bob Cratchit worked for Scrooge." in entities[0].description
+    assert [(r.source, r.target, r.predicate) for r in relations] == [("Bob Cratchit", "Scrooge", "worked for")]
+    assert relations[0].description == "Bob Cratchit worked for Scrooge."
+
+
+def test_sentence_initial_common_words_are_not_names():
+    text = ("The night was cold and Scrooge sat alone. But the fire was small. Nothing was said. "
+            "It was Christmas Eve, and Jacob Marley had been dead seven years.")
+    found = names(text)
+    assert "Scrooge" in found and "Jacob Marley" in found and "Christmas Eve" in found
+    for word in ("The", "But", "Nothing", "It"):
+        assert word not in found
+        assert not any(n.startswith(word + " ") for n in found)
+
+
+def test_single_word_at_sentence_start_needs_a_second_capitalised_sighting():
+    assert "Fezziwig" not in names("Fezziwig laughed. The room was warm.")
+    assert "Fezziwig" in names("Fezziwig laughed. Everybody loved old Fezziwig.")
+
+
+def test_honorific_without_a_period_is_stripped_and_typed_person():
+    found = by_name("The office belonged to Mister Scrooge and nobody else.")
+    assert list(found) == ["Scrooge"]
+    assert found["Scrooge"].type == "person"
+
+
+def test_honorific_mr_is_stripped_and_typed_person():
+    text = "The office belonged to Mr. Scrooge and the clerk feared Mr. Scrooge."
+    found = by_name(text)
+    assert "Scrooge" in found, list(found)
+    assert found["Scrooge"].type == "person"
+    assert not any(n.startswith(("Mr", "Mr.")) for n in found)
+
+
+def test_honorific_mrs_single_mention_is_found():
+    found = by_name("After dinner Mrs. Cratchit brought in the pudding.")
+    assert list(found) == ["Cratchit"]
+    assert found["Cratchit"].type == "person"
+
+
+def test_speech_verbs_and_place_prepositions_type_entities():
+    found = by_name('"Humbug," said Scrooge. He walked to London with Marley.')
+    assert found["Scrooge"].type == "person"
+    assert found["London"].type == "location"
+
+
+def test_possessive_is_not_a_separate_entity():
+    found = names("In the evening Scrooge's office was cold. The clerk watched Scrooge all day.")
+    assert "Scrooge" in found
+    assert "Scrooge's" not in found
+
+
+def test_pronoun_contractions_are_not_names():
+    found = names("He said that I'll go to Bedlam, and Scrooge said I'd better.")
+    assert "Bedlam" in found and "Scrooge" in found
+    assert "I'll" not in found and "I'd" not in found
+
+
+def test_max_entities_and_determinism():
+    people = [c.upper() + "olton" for c in "abcdefghijklmnopqrstuvwxyz"]
+    text = " ".join(f"Then {a} met {b} in the square." for a, b in zip(people, people[1:]))
+    entities, relations = extract_heuristic(text, max_entities=7)
+    assert len(entities) == 7
+    kept = {e.name for e in entities}
+    assert all(r.source in kept and r.target in kept for r in relations)
+    assert extract_heuristic(text, max_entities=7) == (entities, relations)
+
+
+def test_no_names_gives_nothing():
+    assert extract_heuristic("it was cold. nobody came. the fire went out.") == ([], [])
+    assert extract_heuristic("") == ([], [])
+
+
+def test_relations_only_within_a_sentence():
+    _, relations = extract_heuristic("Later that night Scrooge sat with Marley. Everybody liked young Fred.")
+    assert [(r.source, r.target) for r in relations] == [("Scrooge", "Marley")]
+
+
+# -- Chinese heuristic extraction ------------------------------------------------------
+
+def test_chinese_names_and_cooccurrence():
+    entities, relations = extract_heuristic("孙悟空住在花果山。唐僧在长安收孙悟空为徒弟。")
+    found = {e.name: e for e in entities}
+    assert {"孙悟空", "花果山", "唐僧"} <= set(found)
+    assert found["孙悟空"].type == "person"
+    pairs = {frozenset((r.source, r.target)): r for r in relations}
+    assert frozenset(("孙悟空", "花果山")) in pairs
+    assert pairs[frozenset(("孙悟空", "花果山"))].predicate == "住在"
+    assert frozenset(("唐僧", "孙悟空")) in pairs
+    # names from different sentences are not related
+    assert frozenset(("花果山", "唐僧")) not in pairs
+
+
+def test_chinese_corpus_names(zh_names):
+    assert {"孙悟空", "花果山", "美猴王"} <= set(zh_names)
+    assert all(len(n) >= 2 for n in zh_names)
+
+
+# -- HashEmbedder ----------------------------------------------------------------------
+
+def dot(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+
+TEXTS = ["Scrooge was a covetous old miser.", "Scrooge was a greedy old miser.",
+         "The ship sailed across the Pacific.", "孙悟空住在花果山水帘洞。", "孙悟空住在花果山。",
+         "唐僧去西天取经。", "", "   ", "the of and", "!!!"]
+
+
+def test_hash_embedder_is_deterministic():
+    a = HashEmbedder().embed(TEXTS)
+    b = HashEmbedder().embed(TEXTS)
+    assert a == b
+    assert HashEmbedder().embed(TEXTS[:1]) == a[:1]  # independent of the batch
+
+
+@pytest.mark.parametrize("dim", [8, 64, 384, 1024])
+def test_hash_embedder_dim_and_unit_norm(dim):
+    embedder = HashEmbedder(dim)
+    assert embedder.dim == dim and str(dim) in embedder.name
+    for vector in embedder.embed(TEXTS):
+        assert len(vector) == dim
+        assert all(math.isfinite(x) for x in vector)
+        assert math.isclose(math.sqrt(dot(vector, vector)), 1.0, rel_tol=1e-9)
+
+
+def test_hash_embedder_default_dim():
+    assert HashEmbedder().dim == 384
+    assert len(HashEmbedder().embed(["x"])[0]) == 384
+
+
+def test_hash_embedder_similar_texts_are_closer():
+    v = dict(zip(TEXTS, HashEmbedder().embed(TEXTS)))
+    assert dot(v[TEXTS[0]], v[TEXTS[1]]) > dot(v[TEXTS[0]], v[TEXTS[2]]) + 0.3
+    assert dot(v[TEXTS[3]], v[TEXTS[4]]) > dot(v[TEXTS[3]], v[TEXTS[5]]) + 0.3
+    assert dot(v[TEXTS[0]], v[TEXTS[0]]) == pytest.approx(1.0)
+
+
+def test_hash_embedder_empty_text_is_a_valid_vector():
+    empty, blank = HashEmbedder(32).embed(["", "   "])
+    assert empty == blank
+    assert sum(x * x for x in empty) == pytest.approx(1.0)
+
+
+# -- extractive reports ----------------------------------------------------------------
+
+MEMBERS = [
+    {"name": "Scrooge", "type": "person", "description": "A covetous old miser."},
+    {"name": "Marley", "type": "person", "description": "Scrooge's partner, dead seven years."},
+    {"name": "Bob Cratchit", "type": "person", "description": "Scrooge's clerk."},
+    {"name": "Fred", "type": "person", "description": "Scrooge's nephew."},
+    {"name": "Counting-house", "type": "location", "description": "Where Scrooge works."},
+    {"name": "Belle", "type": "person", "description": "Someone Scrooge once loved."},
+]
+EDGES = [{"description": "Scrooge and Marley were partners.", "weight": 3.0},
+         {"description": "Bob Cratchit works for Scrooge.", "weight": 1.0},
+         {"description": "Fred visits his uncle.", "weight": 1.0}]
+
+
+def test_extractive_report_has_every_field():
+    report = extractive_report(MEMBERS, EDGES)
+    assert set(report) == {"title", "summary", "rating", "rating_explanation", "findings"}
+    assert isinstance(report["rating"], float) and 0.0 <= report["rating"] <= 10.0
+    assert report["rating_explanation"]
+    assert all(set(f) == {"summary", "explanation"} for f in report["findings"])
+    # a report that tgr's own report parser accepts unchanged
+    assert parse_report(json.dumps(report)) == report
+
+
+def test_extractive_report_cites_members():
+    report = extractive_report(MEMBERS, EDGES)
+    assert report["title"] == "Scrooge, Marley, Bob Cratchit"
+    assert "6 entities" in report["summary"]
+    assert "Scrooge and Marley were partners." in report["summary"]
+    findings = " ".join(f["summary"] + " " + f["explanation"] for f in report["findings"])
+    for member in MEMBERS[:5]:
+        assert member["name"] in findings
+        assert member["description"] in findings
+    assert len(report["findings"]) == 5
+
+
+def test_extractive_report_rating_grows_with_size_and_weight():
+    small = extractive_report(MEMBERS[:2], EDGES[:1])["rating"]
+    large = extractive_report(MEMBERS, EDGES)["rating"]
+    heavy = extractive_report(MEMBERS, [dict(e, weight=200.0) for e in EDGES])["rating"]
+    assert small < large < heavy <= 10.0
+
+
+def test_extractive_report_chinese():
+    members = [{"name": "孙悟空", "type": "person", "description": "石猴出世。"},
+               {"name": "花果山", "type": "location", "description": "孙悟空的家。"}]
+    report = extractive_report(members, [{"description": "孙悟空住在花果山。", "weight": 1}])
+    assert report["title"] == "孙悟空、花果山"
+    assert "孙悟空住在花果山。" in report["summary"]
+    assert "2 个实体" in report["summary"]
+
+
+# -- best_sentences --------------------------------------------------------------------
+
+PASSAGES = [
+    ("1", "Scrooge was a miser who worked late every night. Scrooge kept the fire very small."),
+    ("2", "Scrooge once worked for old Fezziwig in a warehouse. Scrooge was young then and happy."),
+    ("3", "Scrooge walked home through the fog. Scrooge ate his supper alone in the tavern."),
+]
+
+
+def test_best_sentences_ranks_rare_terms_first():
+    picked = best_sentences("Did Scrooge work for Fezziwig?", PASSAGES, limit=3)
+    assert picked[0] == ("Scrooge once worked for old Fezziwig in a warehouse.", "2", picked[0][2])
+    assert [p[2] for p in picked] == sorted((p[2] for p in picked), reverse=True)
+    assert len(picked) == 3
+
+
+def test_best_sentences_limit_dedupe_and_no_match():
+    doubled = PASSAGES + [("4", PASSAGES[1][1])]
+    picked = best_sentences("Fezziwig warehouse", doubled, limit=10)
+    sentences = [p[0] for p in picked]
+    assert len(sentences) == len(set(sentences))
+    assert picked[0][1] == "2"  # the earlier passage wins a tie
+    assert best_sentences("Fezziwig warehouse", doubled, limit=1) == picked[:1]
+    assert best_sentences("submarine periscope", PASSAGES) == []
+    assert best_sentences("", PASSAGES) == []
+    assert best_sentences("Scrooge", []) == []
+
+
+def test_best_sentences_boost_terms_break_ties():
+    passages = [("1", "Scrooge sat alone by the small fire."), ("2", "Scrooge sat with Marley by the fire.")]
+    plain = best_sentences("Where did Scrooge sit?", passages, limit=2)
+    boosted = best_sentences("Where did Scrooge sit?", passages, limit=2, boost_terms=["Marley"])
+    assert plain[0][1] == "1"
+    assert boosted[0][1] == "2"
+
+
+def test_best_sentences_chinese():
+    passages = [("1", "美猴王在花果山称王，群猴拜他为王。孙悟空住在花果山水帘洞里面的一个大石洞里。")]
+    picked = best_sentences("孙悟空住在哪里？", passages)
+    assert picked and picked[0][0].startswith("孙悟空住在花果山水帘洞")
+
+
+def test_best_sentences_keeps_short_chinese_sentences():
+    # nine Chinese characters are a full sentence (about nine tokens), not noise
+    picked = best_sentences("孙悟空住在哪里？", [("1", "美猴王在花果山。孙悟空住在水帘洞。")])
+    assert [p[0] for p in picked][:1] == ["孙悟空住在水帘洞。"]
