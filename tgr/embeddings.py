@@ -61,5 +61,5 @@ def clear_embeddings(conn: Connection) -> None:
 
     with transaction(conn):
         drop_vec_tables(conn)
-        for kind, (_, table, _, _) in TARGETS.items():
+        for _, table, _, _ in TARGETS.values():
             conn.execute(f"UPDATE {table} SET embed_hash = NULL")

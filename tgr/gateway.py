@@ -9,6 +9,7 @@ calling thread: workers do network I/O and nothing else.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import queue
@@ -283,7 +284,7 @@ class Gateway:
                 if tries:  # a rejected answer: ask again with a little sampling
                     params["temperature"] = 0.3
                 completion, attempts = self._with_retries(
-                    lambda: self.chat_model.complete(job.prompt, **params))
+                    functools.partial(self.chat_model.complete, job.prompt, **params))
                 outcome.attempts += attempts
                 spent_prompt += completion.prompt_tokens
                 spent_completion += completion.completion_tokens
@@ -305,7 +306,7 @@ class Gateway:
         start = time.perf_counter()
         self._enter()
         try:
-            vectors, attempts = self._with_retries(lambda: self.embedder.embed(batch))
+            vectors, attempts = self._with_retries(functools.partial(self.embedder.embed, batch))
             return index, vectors, attempts, time.perf_counter() - start, None
         except BaseException as exc:
             return index, None, 0, time.perf_counter() - start, exc
@@ -314,7 +315,7 @@ class Gateway:
 
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
-        vectors, attempts = self._with_retries(lambda: self.embedder.embed(batch))
+        vectors, attempts = self._with_retries(functools.partial(self.embedder.embed, batch))
         self._ledger(stage, "embed", self.embedder.name, False, attempts,
                      sum(estimate_tokens(t) for t in batch), 0, "estimate",
                      time.perf_counter() - start, sum(len(t) for t in batch))

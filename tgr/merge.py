@@ -245,23 +245,12 @@ def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Me
     splits = {}
     for job, answer in gateway.chat_many("disambiguate", jobs):
         key, chunks = job.tag
-        mapping = parse_transformation(answer)
-        parent = list(range(len(chunks)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for src, dst in mapping.items():
-            a, b = _entry_index(src, len(chunks)), _entry_index(dst, len(chunks))
-            if a is not None and b is not None:
-                ra, rb = find(a), find(b)
-                parent[max(ra, rb)] = min(ra, rb)
+        pairs = [(_entry_index(src, len(chunks)), _entry_index(dst, len(chunks)))
+                 for src, dst in parse_transformation(answer).items()]
+        root = _union(len(chunks), [(a, b) for a, b in pairs if a is not None and b is not None])
         parts: dict[int, list[_Mention]] = {}
         for i, chunk_mentions in enumerate(chunks):
-            parts.setdefault(find(i), []).extend(chunk_mentions)
+            parts.setdefault(root[i], []).extend(chunk_mentions)
         covered = {m.chunk_id for c in chunks for m in c}
         rest = [m for m in groups[key] if m.chunk_id not in covered]
         ordered = [parts[root] for root in sorted(parts)]
@@ -269,6 +258,22 @@ def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Me
         if len(ordered) > 1:
             splits[key] = ordered
     return splits
+
+
+def _union(count: int, pairs: list[tuple[int, int]]) -> list[int]:
+    """Union-find: for each of count items, the smallest index of its merged group."""
+    parent = list(range(count))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        parent[max(ra, rb)] = min(ra, rb)
+    return [find(i) for i in range(count)]
 
 
 def _entry_index(entry: str, count: int) -> int | None:

@@ -14,7 +14,7 @@ from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import clear_embeddings, embed_all
-from .errors import ModelError, StoreError
+from .errors import ModelMismatch, StoreError
 from .extract import extract_chunks
 from .gateway import Gateway, Usage, cache_key
 from .ingest import Document, read_documents
@@ -139,7 +139,6 @@ class KnowledgeBase:
         else:
             built = self.meta.get("embed_model")
             if built and built != embedder.name:
-                from .errors import ModelMismatch
                 raise ModelMismatch(f"this store was built with the embedding model {built}, not {embedder.name}")
         return chat, embedder
 
@@ -340,8 +339,9 @@ class KnowledgeBase:
     def estimate(self, paths: Iterable[str], **overrides) -> dict:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
         settings = self.settings(**overrides)
-        chat = self._chat_spec if not isinstance(self._chat_spec, (str, type(None))) else \
-            make_chat(self._chat_spec, **self._model_options)
+        chat = self._chat_spec
+        if chat is None or isinstance(chat, str):
+            chat = make_chat(chat, **self._model_options)
         documents = read_documents(list(paths))
         known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
                                                         "ON x.chunk_id = c.id")}
