@@ -1,0 +1,85 @@
+"""Community reports: token budget, bottom-up order, sub-community substitution."""
+from __future__ import annotations
+
+import re
+
+import tgr
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
+from tgr.text import estimate_tokens
+
+
+def report_prompts(chat: ScriptedChat) -> list[str]:
+    return [p for p in chat.prompts if chat.llm.kind(p) == "community_report"]
+
+
+def data_section(prompt: str) -> str:
+    return prompt.split("-Data-\n", 1)[1].rsplit("\n-Output-", 1)[0]
+
+
+def build(db_path, corpus, delay=0.0, **settings):
+    chat = ScriptedChat(delay=delay)
+    kb = tgr.open(db_path, chat=chat, embedder=ScriptedEmbedder(), concurrency=4)
+    kb.index([str(corpus)], **SMALL, **settings)
+    return kb, chat
+
+
+def test_every_report_context_fits_the_budget(db_path):
+    budget = 400
+    kb, chat = build(db_path, ZH_CORPUS, report_tokens=budget, max_cluster_size=6)
+    with kb:
+        prompts = report_prompts(chat)
+        assert len(prompts) == kb.conn.execute("SELECT count(*) FROM reports").fetchone()[0]
+        for prompt in prompts:
+            assert estimate_tokens(data_section(prompt)) <= budget + 20
+
+
+def test_parents_substitute_sub_community_reports_after_the_children(db_path):
+    kb, chat = build(db_path, ZH_CORPUS, report_tokens=400, max_cluster_size=6)
+    with kb:
+        titles = dict(kb.conn.execute("SELECT community_id, title FROM reports"))
+        parents = kb.conn.execute(
+            "SELECT DISTINCT parent_id FROM communities WHERE parent_id IS NOT NULL").fetchall()
+        assert parents, "the fixture should produce a hierarchy"
+        prompts = report_prompts(chat)
+        substituted = [p for p in prompts if "-----Sub-community reports-----" in p]
+        assert substituted, "a parent too big for the budget must use its children's reports"
+        for prompt in substituted:
+            cited = re.findall(r"^\d+\|(\d+\.\d+)\|", data_section(prompt), re.MULTILINE)
+            assert cited
+            for child in cited:
+                # the child's finished report (so written before this prompt) stands in the prompt
+                assert f"# {titles[child]}" in prompt
+                assert kb.conn.execute("SELECT parent_id FROM communities WHERE id = ?",
+                                       (child,)).fetchone()[0] is not None
+
+
+def test_small_communities_fit_without_substitution(db_path):
+    kb, chat = build(db_path, EN_CORPUS, delay=0.02, report_tokens=20000)
+    with kb:
+        assert not any("-----Sub-community reports-----" in p for p in report_prompts(chat))
+        # with a generous budget every report is in the first, concurrent wave
+        assert chat.max_in_flight > 1
+
+
+def test_entities_and_relationships_are_ordered_by_degree(db_path):
+    kb, chat = build(db_path, EN_CORPUS, report_tokens=20000)
+    with kb:
+        for prompt in report_prompts(chat):
+            data = data_section(prompt)
+            entities = data.split("-----Entities-----")[1].split("-----Relationships-----")[0]
+            rows = [line.split("|") for line in entities.splitlines() if re.match(r"^\d+\|", line)]
+            degrees = [int(r[-1]) for r in rows]  # id|entity|type|description|degree
+            assert degrees == sorted(degrees, reverse=True)
+
+
+def test_reports_are_rebuilt_only_when_communities_change(db_path):
+    kb, chat = build(db_path, EN_CORPUS)
+    with kb:
+        asked = len(report_prompts(chat))
+        kb.index([str(EN_CORPUS)])
+        assert len(report_prompts(chat)) == asked
+        summary = kb.rebuild("communities", max_cluster_size=3)
+        changed = summary.reports
+        assert changed > 0
+        # new communities need new prompts; unchanged ones came from the cache
+        assert len(report_prompts(chat)) > asked
