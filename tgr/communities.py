@@ -7,12 +7,13 @@ gives the same communities. Isolated entities form singleton communities.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import igraph
 import leidenalg
 
-from .db import Connection, set_meta, transaction
+from .db import Connection, get_meta, set_meta, transaction
 
 MAX_LEVELS = 8
 
@@ -93,6 +94,11 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     """Recompute communities; rewrites the tables only when the result changed."""
     nodes = [r[0] for r in conn.execute("SELECT id FROM entities")]
     edges = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
+    digest = hashlib.sha256(repr((max_cluster_size, seed, resolution, sorted(nodes), sorted(edges))).encode())
+    signature = digest.hexdigest()
+    if not force and get_meta(conn).get("clustered_graph") == signature:
+        levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
+        return {"communities": sum(levels.values()), "levels": levels, "changed": False}  # same graph
     communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
                                       seed=seed, resolution=resolution)
     key = lambda cs: sorted((c.id, c.level, c.parent_id or "", tuple(c.members), c.is_leaf) for c in cs)
@@ -107,7 +113,10 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
                 "INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
                 [(c.id, m) for c in communities for m in c.members])
             set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
-                     cluster_resolution=resolution)
+                     cluster_resolution=resolution, clustered_graph=signature)
+    else:
+        with transaction(conn):
+            set_meta(conn, clustered_graph=signature)
     levels: dict[int, int] = {}
     for c in communities:
         levels[c.level] = levels.get(c.level, 0) + 1

@@ -17,7 +17,7 @@ from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
-from .text import estimate_tokens, has_cjk, search_terms, shorten
+from .text import estimate_tokens, has_cjk, index_terms, search_terms, shorten
 
 MODES = ("local", "global", "naive")
 RESPONSE_TYPE = "a few concise paragraphs"
@@ -239,7 +239,7 @@ class Searcher:
                 (self._vector(question), k)).fetchall()
             for rank, (cid,) in enumerate(rows):
                 scores[cid] = scores.get(cid, 0) + 1 / (60 + rank)
-        terms = sorted(set(search_terms(question)))
+        terms = sorted(set(index_terms(question)))
         if terms:
             match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
             rows = self.conn.execute(

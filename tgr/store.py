@@ -25,7 +25,7 @@ from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
-from .text import estimate_tokens, search_terms
+from .text import estimate_tokens, index_terms
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -282,7 +282,7 @@ class KnowledgeBase:
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens)).lastrowid
                     self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                                      (seq, " ".join(search_terms(c.text))))
+                                      (seq, " ".join(index_terms(c.text))))
             report("ingest", done, len(new))
         return len(new)
 

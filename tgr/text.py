@@ -11,6 +11,7 @@ import unicodedata
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK}]")
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 # a run of end marks, closing quotes/brackets, then space (or a blank line)
 _SENTENCE_END = re.compile(r"[.!?;。！？；…]+[\"'”’」』)\]]*\s*|\n\s*\n")
 # words after which a full stop does not end the sentence
@@ -95,6 +96,18 @@ def search_terms(text: str) -> list[str]:
         word = word.lower()
         if word not in STOPWORDS:
             terms.append(word)
+    return terms
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms for the FTS5 index and its queries: words, and character bigrams of CJK runs.
+
+    Bigrams need no segmentation (fast on whole books) and match any Chinese word of two
+    or more characters; BM25 does the ranking.
+    """
+    terms = [w.lower() for w in _WORD_RE.findall(text) if w.lower() not in STOPWORDS]
+    for run in _CJK_RUN_RE.findall(text):
+        terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
     return terms
 
 
