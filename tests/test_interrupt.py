@@ -1,0 +1,98 @@
+"""Ctrl-C and kill -9 in the middle of a real `tgr index` process, then resume."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import sqlean as sqlite3
+
+from conftest import EN_CORPUS, ROOT, FakeServer
+
+CORPUS = EN_CORPUS / "carol_stave1_part1.txt"
+
+
+def index_command(db_path, url):
+    return [sys.executable, "-m", "tgr.cli", "index", str(db_path), str(CORPUS), "--base-url", url,
+            "--chat-model", "fake-chat", "--embed-model", "openai:fake-embed", "--concurrency", "2",
+            "--chunk-size", "300", "--chunk-overlap", "40", "-q"]
+
+
+def count(db_path, sql):
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def start_and_interrupt(db_path, server, sig):
+    """Start an index, wait until some chunks are stored, then send sig."""
+    env = {**os.environ, "TGR_API_KEY": "test-key", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(index_command(db_path, server.url), cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if db_path.exists():
+            try:
+                if count(db_path, "SELECT count(*) FROM extractions") >= 2:
+                    break
+            except sqlite3.OperationalError:  # schema not there yet
+                pass
+        time.sleep(0.05)
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=30)
+    return process.returncode, out, err, env
+
+
+def finish(db_path, server, env):
+    result = subprocess.run(index_command(db_path, server.url), cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_ctrl_c_exits_cleanly_and_resumes(tmp_path):
+    db_path = tmp_path / "store.db"
+    with FakeServer(latency=0.15) as server:
+        code, _, err, env = start_and_interrupt(db_path, server, signal.SIGINT)
+        assert code == 130
+        assert "interrupted" in err and "run the same command again" in err
+        assert "Traceback" not in err
+        done = count(db_path, "SELECT count(*) FROM extractions")
+        total = count(db_path, "SELECT count(*) FROM chunks")
+        cached = count(db_path, "SELECT count(*) FROM llm_cache")
+        assert 0 < done < total and cached >= done
+        assert count(db_path, "SELECT status FROM runs ORDER BY id LIMIT 1") == "interrupted"
+
+        calls_before = server.stats.chat_calls
+        finish(db_path, server, env)
+        resumed_calls = server.stats.chat_calls - calls_before
+        # the finished extractions were not asked again
+        assert resumed_calls == count(db_path, "SELECT count(*) FROM llm_cache") - cached
+        assert count(db_path, "SELECT count(*) FROM extractions") == total
+        assert count(db_path, "SELECT count(*) FROM reports") > 0
+
+
+def test_kill_9_loses_nothing_committed(tmp_path):
+    db_path = tmp_path / "store.db"
+    with FakeServer(latency=0.15) as server:
+        code, _, _, env = start_and_interrupt(db_path, server, signal.SIGKILL)
+        assert code == -signal.SIGKILL
+        done = count(db_path, "SELECT count(*) FROM extractions")
+        cached = count(db_path, "SELECT count(*) FROM llm_cache")
+        assert done >= 2 and cached >= done
+        calls_before = server.stats.chat_calls
+        finish(db_path, server, env)
+        assert server.stats.chat_calls - calls_before == count(db_path, "SELECT count(*) FROM llm_cache") - cached
+        assert count(db_path, "SELECT count(*) FROM extractions") == count(db_path, "SELECT count(*) FROM chunks")
+
+        # and the result is the same as an uninterrupted run
+        clean = tmp_path / "clean.db"
+        finish(clean, server, env)
+        for table, key in (("entities", "id, description"), ("relationships", "id, weight"),
+                           ("communities", "id, size"), ("reports", "community_id, title")):
+            sql = f"SELECT group_concat(x, ';') FROM (SELECT {key.replace(', ', ' || ')} AS x FROM {table} ORDER BY 1)"
+            assert count(db_path, sql) == count(clean, sql), table
