@@ -158,6 +158,15 @@ def test_bad_inputs(tmp_path, db_path):
         assert kb.info()["documents"] == 1  # nothing lost, nothing half-written
 
 
+def test_only_unreadable_files_is_an_error(tmp_path, db_path):
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02" * 100)
+    with offline_store(db_path) as kb:
+        with pytest.raises(InputError, match="nothing to index.*empty.txt: empty file.*blob.txt: binary"):
+            kb.index([str(tmp_path / "empty.txt"), str(tmp_path / "blob.txt")])
+        assert kb.info()["documents"] == 0
+
+
 def test_stdin_document(db_path):
     import io
 

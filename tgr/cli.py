@@ -238,7 +238,12 @@ def _print_mapping(data: dict, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     for key, value in data.items():
-        if isinstance(value, dict):
+        if key == "levels":
+            value = "; ".join(f"L{level}: {v['communities']} communities, {v['reports']} reports"
+                              for level, v in value.items()) or "none"
+        elif key == "size_bytes":
+            key, value = "size", f"{value / 1e6:.1f} MB"
+        elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
         click.echo(f"{key:<18}{value}")
 

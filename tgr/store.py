@@ -14,7 +14,7 @@ from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import clear_embeddings, embed_all
-from .errors import ModelMismatch, StoreError
+from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
 from .gateway import Gateway, Usage, cache_key
 from .ingest import Document, read_documents
@@ -188,6 +188,8 @@ class KnowledgeBase:
             (warn or (lambda m: None))(message)
 
         documents = read_documents(list(paths), on_warning, stdin=stdin)
+        if not documents:
+            raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
         settings = self.settings(**overrides)
         summary = self._run("index", settings, lambda gw, s: self._index(gw, settings, documents, s, progress))
         summary.warnings = warnings
