@@ -156,6 +156,20 @@ def test_rebuild_embeddings_switches_model(db_path):
         assert kb.ask("Who is Scrooge?").sources
 
 
+def test_rebuild_embeddings_with_an_unusable_model_keeps_the_old_vectors(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        vectors = kb.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
+    with tgr.open(db_path, chat="offline", embedder="openai:nomic", base_url="http://127.0.0.1:9/v1",
+                  max_retries=0, timeout=0.5) as kb:
+        with pytest.raises(tgr.TgrError):
+            kb.rebuild("embeddings")
+    with tgr.open(db_path) as kb:
+        assert kb.meta["embed_model"] == "tgr:hash-384"
+        assert kb.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == vectors
+        assert kb.ask("Who is Scrooge?").sources
+
+
 def test_malformed_reports_never_stop_the_run(db_path):
     class BrokenReports(ScriptedChat):
         def complete(self, prompt, **params):

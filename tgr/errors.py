@@ -21,10 +21,11 @@ class ModelError(TgrError):
     """A model call failed for good (bad key, bad request, retries exhausted)."""
 
 
-class TransientModelError(Exception):
+class TransientModelError(ModelError):
     """A model call failed in a way worth retrying (429, 5xx, timeout, connection).
 
-    retry_after is the server's Retry-After hint in seconds, when it gave one.
+    The gateway retries these; one that escapes (a probe outside the gateway) is reported
+    like any ModelError. retry_after is the server's Retry-After hint in seconds.
     """
 
     def __init__(self, message: str, retry_after: float | None = None):

@@ -323,10 +323,14 @@ class KnowledgeBase:
             embedder = self._embed_spec
             if embedder is None or isinstance(embedder, str):
                 embedder = make_embedder(embedder, **self._model_options)
+            embedder.embed(["embedding probe"])  # fail here, before the old vectors are dropped
             self._embed_spec = embedder
             clear_embeddings(self.conn)
             with transaction(self.conn):
                 set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
+            for gateway in (self._gateway, self._reader):
+                if gateway:
+                    gateway.close()
             self._gateway = self._reader = None
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
