@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import sqlean as sqlite3
 from click.testing import CliRunner
@@ -56,7 +57,10 @@ def test_ask_modes_json_and_context_only(db_path):
     context = run("ask", db_path, "孙悟空", "--context-only")
     assert context.exit_code == 0 and "-----Entities-----" in context.output
     plain = run("ask", db_path, "孙悟空")
-    assert "Sources:" in plain.output and "[1]" in plain.output
+    answer, listing = plain.output.split("\nSources:\n")
+    cited = set(re.findall(r"\[Sources: (\d+)\]", answer))
+    assert cited and all(f"[{n}] " in listing for n in cited)  # the cited passages are listed
+    assert "passages in the context" in listing
 
 
 def test_info_and_stats(db_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 
@@ -162,9 +163,13 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
     else:
         click.echo(result.answer)
         if result.sources:
+            cited = _cited_sources(result.answer)
+            shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
             click.echo("\nSources:")
-            for s in result.sources:
+            for s in shown:
                 click.echo(f"  [{s['ref']}] {s['source']} (chunk {s['ordinal']}, {s['chunk_id']})")
+            if len(shown) < len(result.sources):
+                click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
         if result.reports and mode == "global":
             click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
 
@@ -231,6 +236,14 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
+
+
+def _cited_sources(answer: str) -> set[int]:
+    """The source refs an answer cites as [Sources: 1, 3] (or [Data: Sources (1, 3)])."""
+    cited = set()
+    for group in re.findall(r"Sources?\s*[:(]\s*([\d,\s+]+)", answer):
+        cited.update(int(n) for n in re.findall(r"\d+", group))
+    return cited
 
 
 def _print_mapping(data: dict, as_json: bool) -> None:
