@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-from .db import Connection
+from .db import Connection, transaction
 from .errors import ModelError, TransientModelError
 from .models import ChatModel, Completion, Embedder
 from .text import estimate_tokens
@@ -331,16 +331,22 @@ class Gateway:
             self.in_flight -= 1
 
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
+        """Cache the answer and record the call, in one transaction (one commit per call)."""
         c = outcome.completion
-        if self.write_cache and outcome.valid:  # a rejected answer is used once, never cached
-            self.conn.execute(
-                "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
-                "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (outcome.key, model, outcome.job.prompt,
-                 json.dumps(outcome.job.params, sort_keys=True), c.text,
-                 c.prompt_tokens, c.completion_tokens))
-        self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
-                     c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
+        if not self.write_cache:
+            self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
+                         c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
+            return
+        with transaction(self.conn):
+            if outcome.valid:  # a rejected answer is used once, never cached
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
+                    "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (outcome.key, model, outcome.job.prompt,
+                     json.dumps(outcome.job.params, sort_keys=True), c.text,
+                     c.prompt_tokens, c.completion_tokens))
+            self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
+                         c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
 
     def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
                 source, latency, prompt_chars) -> None:
