@@ -89,6 +89,8 @@ def test_offline_pipeline(db_path, corpus, question, expect):
         assert "[Reports:" in glob.answer
         context = kb.ask(question, context_only=True)
         assert context.answer == "" and "-----Entities-----" in context.context
+        for unrelated in ("What is quantum chromodynamics?", "???", "the of and"):
+            assert kb.ask(unrelated).answer.startswith("I don't know"), unrelated
 
 
 def test_same_input_gives_same_store(tmp_path):

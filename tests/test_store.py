@@ -64,6 +64,23 @@ def test_foreign_sqlite_database_is_refused_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_awkward_paths_and_empty_sqlite_files(tmp_path):
+    odd = tmp_path / "a#1?%20.db"
+    with offline_store(odd) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    with tgr.open(odd, create=False, readonly=True) as kb:
+        assert kb.ask("Who is Scrooge?").sources
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a#1?%20.db"]  # nothing else created
+    blank = tmp_path / "blank.db"
+    conn = sqlite3.connect(blank)
+    conn.execute("CREATE TABLE t(x)")
+    conn.execute("DROP TABLE t")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="empty SQLite database"):
+        tgr.open(blank, create=False, readonly=True)
+
+
 def test_truncated_store_is_refused(tmp_path, db_path):
     with offline_store(db_path) as kb:
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)

@@ -162,7 +162,7 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
         click.echo(result.context)
     else:
         click.echo(result.answer)
-        if result.sources:
+        if result.sources and not result.answer.startswith("I don't know"):
             cited = _cited_sources(result.answer)
             shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
             click.echo("\nSources:")

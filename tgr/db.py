@@ -32,7 +32,6 @@ MIGRATIONS: dict[int, Migration] = {}
 
 Connection = sqlite3.Connection
 DatabaseError = sqlite3.DatabaseError
-IntegrityError = sqlite3.IntegrityError
 
 
 def schema_sql() -> str:
@@ -58,15 +57,15 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         raise StoreError(f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)")
     if exists and not os.access(path, os.W_OK):
         readonly = True
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
     else:
         conn = sqlite3.connect(str(path), isolation_level=None)
     try:
         _load_vec(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 5000")
-        _check_is_tgr(conn, path)
+        _check_is_tgr(conn, path, readonly)
         if not readonly:
             _ensure_schema(conn, fresh=not exists)
     except sqlite3.DatabaseError as exc:
@@ -86,10 +85,12 @@ def _load_vec(conn: Connection) -> None:
         conn.enable_load_extension(False)
 
 
-def _check_is_tgr(conn: Connection, path: Path) -> None:
+def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables:
+        if readonly:
+            raise StoreError(f"{path}: an empty SQLite database, not a tgr store")
         return  # a new, empty database becomes a tgr store
     tag = None
     if "meta" in tables:

@@ -122,12 +122,15 @@ class _Workers:
             if owner == batch:
                 return result
 
-    def drain_pending(self) -> None:
+    def drain_pending(self) -> int:
+        """Drop the tasks not yet started; returns how many."""
+        dropped = 0
         while True:
             try:
                 self.inbox.get_nowait()
+                dropped += 1
             except queue.Empty:
-                return
+                return dropped
 
     def close(self) -> None:
         self.drain_pending()
@@ -179,9 +182,12 @@ class Gateway:
         if self.chat_model is None:
             raise ModelError("this operation needs a chat model, and none is configured")
         model = self.chat_model.name
-        misses: list[_Outcome] = []
+        misses: dict[str, list[ChatJob]] = {}  # identical prompts are asked once
         for job in jobs:
             key = cache_key(model, job.prompt, job.params)
+            if key in misses:
+                misses[key].append(job)
+                continue
             row = self.conn.execute(
                 "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
                 (key,)).fetchone()
@@ -189,26 +195,33 @@ class Gateway:
                 self._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
                 yield job, row[0]
             else:
-                misses.append(_Outcome(job, key))
+                misses[key] = [job]
         if not misses:
             return
         workers = self._pool()
         batch = workers.new_batch()
-        pending = 0
+        pending, error = 0, None
         try:
-            for outcome in misses:
-                workers.submit(batch, self._run_chat, outcome)
+            for key, same in misses.items():
+                workers.submit(batch, self._run_chat, _Outcome(same[0], key))
                 pending += 1
             while pending:
                 outcome = workers.next_result(batch)
                 pending -= 1
                 if outcome.error is not None:
-                    raise outcome.error
+                    if error is None:  # stop asking, but keep what is already paid for
+                        error = outcome.error
+                        pending -= workers.drain_pending()
+                    continue
                 self._store(stage, model, outcome)
-                yield outcome.job, outcome.completion.text
+                if error is None:
+                    for job in misses[outcome.key]:
+                        yield job, outcome.completion.text
         finally:
-            if pending:
+            if pending:  # closed early (Ctrl-C, or the caller stopped): calls in flight are dropped
                 workers.drain_pending()
+        if error is not None:
+            raise error
 
     def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
         """Embed texts in batches, concurrently, retried and metered (not cached)."""

@@ -265,8 +265,8 @@ def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 
                 continue
             terms = set(search_terms(sentence))
             score = sum(idf[t] for t in set(q_terms) if t in terms)
-            score += 0.3 * len(boost & terms)
-            if score > 0:
+            if score > 0:  # entity names only break ties between sentences that match
+                score += 0.3 * len(boost & terms)
                 scored.append((score, -order, sentence, cite))
     scored.sort(key=lambda s: (-s[0], -s[1]))
     chosen, seen = [], set()

@@ -222,7 +222,8 @@ class Searcher:
         else:
             names = [entities[i][1] for i in ids[:5]]
             top = entities[ids[0]]
-            lead = f"{top[1]} ({top[2]}): {shorten(top[3], 300)} [Entities: 1]"
+            relevant = set(search_terms(question)) & set(search_terms(f"{top[1]} {top[3]}"))
+            lead = f"{top[1]} ({top[2]}): {shorten(top[3], 300)} [Entities: 1]" if relevant else ""
             passages = [(str(n), self._chunk_text(c)) for n, c in enumerate(chunk_ids, 1)]
             result.answer = _extractive(question, lead, passages, names)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
