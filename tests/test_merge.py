@@ -209,10 +209,12 @@ def test_merge_follows_the_extraction_rows(db_path):
     with open_store(db_path) as kb:
         load(kb, CAROL)
         merge(kb)
-        assert not needs_merge(kb.conn)
+        assert not needs_merge(kb.conn, 300, False)
+        assert needs_merge(kb.conn, 40, False)  # another description budget: merge again
+        assert needs_merge(kb.conn, 300, True)  # disambiguation switched on: merge again
         assert "christmas" in entities(kb)
         kb.conn.execute("DELETE FROM chunks WHERE id = 'c3'")  # cascades to its extraction rows
-        assert needs_merge(kb.conn)
+        assert needs_merge(kb.conn, 300, False)
         merge(kb)
         found = entities(kb)
         assert "christmas" not in found and "fred" not in found

@@ -172,6 +172,29 @@ def test_rebuild_embeddings_with_an_unusable_model_keeps_the_old_vectors(db_path
         assert kb.ask("Who is Scrooge?").sources
 
 
+def test_chat_model_does_not_change_silently(db_path, monkeypatch):
+    with tgr.open(db_path, chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    # no chat model configured now: the LLM-built store is not continued offline by accident
+    with tgr.open(db_path, embedder=ScriptedEmbedder()) as kb:
+        with pytest.raises(tgr.ModelMismatch, match="built with the chat model scripted:fake"):
+            kb.index([str(EN_CORPUS)])
+        assert kb.info()["documents"] == 1
+    # naming a model is a deliberate choice
+    with tgr.open(db_path, chat="offline", embedder=ScriptedEmbedder()) as kb:
+        assert kb.index([str(EN_CORPUS)]).documents == 2
+
+
+def test_merge_settings_take_effect_on_an_existing_store(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS)], **SMALL)
+        longest = kb.conn.execute("SELECT max(length(description)) FROM entities").fetchone()[0]
+        summary = kb.index([str(EN_CORPUS)], summary_tokens=40)
+        assert "merge" in summary.stage_seconds
+        shorter = kb.conn.execute("SELECT max(length(description)) FROM entities").fetchone()[0]
+        assert shorter < longest and shorter <= 40 * 4 + 10
+
+
 def test_malformed_reports_never_stop_the_run(db_path):
     class BrokenReports(ScriptedChat):
         def complete(self, prompt, **params):

@@ -71,8 +71,13 @@ def extraction_signature(conn: Connection) -> str:
     return ":".join(map(str, row))
 
 
-def needs_merge(conn: Connection) -> bool:
-    return get_meta(conn).get("merged_extractions") != extraction_signature(conn)
+def merge_signature(conn: Connection, summary_tokens: int, disambiguate: bool) -> str:
+    """What the graph was merged from: the extractions and the merge settings."""
+    return f"{extraction_signature(conn)}:{summary_tokens}:{int(disambiguate)}"
+
+
+def needs_merge(conn: Connection, summary_tokens: int, disambiguate: bool) -> bool:
+    return get_meta(conn).get("merged_extractions") != merge_signature(conn, summary_tokens, disambiguate)
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
@@ -156,7 +161,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         conn.executemany("INSERT INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
                          [(rid, c) for rid, e in edges.items() for c in sorted(e["chunks"])])
         conn.execute("DELETE FROM keep_ids")
-        set_meta(conn, merged_extractions=extraction_signature(conn))
+        set_meta(conn, merged_extractions=merge_signature(conn, summary_tokens, disambiguate and llm))
     return {"entities": len(entities), "relationships": len(edges)}
 
 

@@ -89,6 +89,9 @@ class _ZhipuBase:
         self._client = ZhipuAI(api_key=self._key, base_url=base_url, timeout=timeout,
                                max_retries=0, http_client=http_client)
 
+    def close(self) -> None:
+        self._client.close()
+
     def _translate(self, exc: Exception) -> Exception:
         from zhipuai.core import _errors as zerr
 
@@ -160,8 +163,13 @@ class _OpenAIBase:
         self.base_url = base_url.rstrip("/")
         self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
+        self._owns_http = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
         self._http.headers.update(headers)
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
 
     def _post(self, path: str, body: dict) -> dict:
         url = f"{self.base_url}{path}"

@@ -111,6 +111,7 @@ class KnowledgeBase:
         self._gateway_options = dict(concurrency=concurrency, rpm=rpm, max_retries=max_retries)
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
+        self._resolved: tuple[ChatModel | None, Embedder] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -124,6 +125,9 @@ class KnowledgeBase:
         for gateway in (self._gateway, self._reader):
             if gateway:
                 gateway.close()
+        for model in self._resolved or ():
+            if model is not None and hasattr(model, "close") and model not in (self._chat_spec, self._embed_spec):
+                model.close()  # only what this store created; models passed in belong to the caller
         self.conn.close()
 
     @property
@@ -131,17 +135,21 @@ class KnowledgeBase:
         return get_meta(self.conn)
 
     def _models(self) -> tuple[ChatModel | None, Embedder]:
-        chat = self._chat_spec
-        if chat is None or isinstance(chat, str):
-            chat = make_chat(chat, **self._model_options)
-        embedder = self._embed_spec
-        if embedder is None or isinstance(embedder, str):
-            embedder = embedder_for_store(self.meta, embedder, **self._model_options)
-        else:
-            built = self.meta.get("embed_model")
-            if built and built != embedder.name:
-                raise ModelMismatch(f"this store was built with the embedding model {built}, not {embedder.name}")
-        return chat, embedder
+        """The chat model and embedder, built once per KnowledgeBase from the specs."""
+        if self._resolved is None:
+            chat = self._chat_spec
+            if chat is None or isinstance(chat, str):
+                chat = make_chat(chat, **self._model_options)
+            embedder = self._embed_spec
+            if embedder is None or isinstance(embedder, str):
+                embedder = embedder_for_store(self.meta, embedder, **self._model_options)
+            else:
+                built = self.meta.get("embed_model")
+                if built and built != embedder.name:
+                    raise ModelMismatch(f"this store was built with the embedding model {built}, "
+                                        f"not {embedder.name}")
+            self._resolved = (chat, embedder)
+        return self._resolved
 
     def gateway(self, run_id: int | None = None) -> Gateway:
         """The model gateway for indexing: reads and writes the cache and the ledger."""
@@ -191,6 +199,8 @@ class KnowledgeBase:
         if not documents:
             raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
         settings = self.settings(**overrides)
+        if settings.disambiguate and self._models()[0] is None:
+            on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
         summary = self._run("index", settings, lambda gw, s: self._index(gw, settings, documents, s, progress))
         summary.warnings = warnings
         return summary
@@ -200,6 +210,7 @@ class KnowledgeBase:
         if self.readonly:
             raise StoreError(f"{self.path}: read-only file, cannot {command}")
         chat, embedder = self._models()
+        self._check_chat_model(chat)
         begin_writing(self.conn)
         with transaction(self.conn):
             run_id = self.conn.execute(
@@ -224,6 +235,20 @@ class KnowledgeBase:
                                   (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
             settle(self.conn)
         return summary
+
+    def _check_chat_model(self, chat: ChatModel | None) -> None:
+        """Refuse to continue a store with another chat model than it was built with,
+        unless one was asked for explicitly (a missing key must not silently switch an
+        LLM-built store to the offline extractor, or the other way round)."""
+        built = self.meta.get("chat_model")
+        current = chat.name if chat else "offline-extractive"
+        if self._chat_spec is not None or not built or built == current:
+            return
+        if self.conn.execute("SELECT 1 FROM extractions LIMIT 1").fetchone() is None:
+            return
+        raise ModelMismatch(f"{self.path} was built with the chat model {built}, but {current} is what is "
+                            f"configured now; pass --chat-model {built} (with its key or endpoint) to "
+                            f"continue, or name another model with --chat-model to mix them on purpose")
 
     def _record_models(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
         meta = self.meta
@@ -253,7 +278,8 @@ class KnowledgeBase:
                 force_cluster: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
-        if force_merge or needs_merge(self.conn):
+        disambiguate = settings.disambiguate and gateway.chat_model is not None
+        if force_merge or needs_merge(self.conn, settings.summary_tokens, disambiguate):
             with timer("merge"):
                 merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                             summary_tokens=settings.summary_tokens, progress=progress)
@@ -332,6 +358,7 @@ class KnowledgeBase:
                 if gateway:
                     gateway.close()
             self._gateway = self._reader = None
+            self._resolved = None
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
@@ -347,7 +374,7 @@ class KnowledgeBase:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
         settings = self.settings(**overrides)
         chat = self._chat_spec
-        if chat is None or isinstance(chat, str):
+        if chat is None or isinstance(chat, str):  # the embedder is not needed for an estimate
             chat = make_chat(chat, **self._model_options)
         documents = read_documents(list(paths))
         known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
