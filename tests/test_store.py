@@ -246,3 +246,29 @@ def test_views_answer_plain_sql(db_path):
         assert levels == sorted(levels) and levels
         stages = {r[0] for r in kb.conn.execute("SELECT stage FROM cost_by_stage")}
         assert {"extract", "report"} <= stages
+
+
+def test_utf16_files_are_read(tmp_path, db_path):
+    path = tmp_path / "notepad.txt"
+    path.write_bytes("Scrooge met Marley in the counting-house.".encode("utf-16"))
+    with offline_store(db_path) as kb:
+        assert kb.index([str(path)], **SMALL).documents == 1
+        assert kb.conn.execute("SELECT text FROM documents").fetchone()[0].startswith("Scrooge met")
+
+
+def test_two_index_processes_on_one_store(tmp_path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "shared.db"
+    command = [sys.executable, "-m", "tgr.cli", "index", str(db), str(EN_CORPUS), "--offline",
+               "--chunk-size", "300", "--chunk-overlap", "40", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in runs]
+    assert all(code == 0 for code, _ in results), results
+    with tgr.open(db, create=False, readonly=True) as kb:
+        info = kb.info()
+        assert info["documents"] == 2 and info["chunks"] == info["chunks_extracted"]
+        assert kb.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == info["chunks"]

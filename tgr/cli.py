@@ -10,6 +10,7 @@ import sys
 import click
 
 from . import __version__
+from .db import DatabaseError
 from .errors import TgrError
 from .query import MODES
 from .store import KnowledgeBase
@@ -82,7 +83,7 @@ class _Group(click.Group):
             click.echo("\ninterrupted: everything finished so far is saved in the store; "
                        "run the same command again to resume", err=True)
             ctx.exit(130)
-        except (TgrError, ValueError, OSError) as exc:
+        except (TgrError, ValueError, OSError, DatabaseError) as exc:
             raise click.ClickException(str(exc)) from None
 
 
@@ -145,7 +146,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
 @click.argument("question")
 @click.option("--mode", type=click.Choice(MODES), default="local", show_default=True)
 @click.option("--level", type=click.IntRange(0), default=0, show_default=True, help="Community level (global).")
-@click.option("--top-k", type=click.IntRange(1), default=10, show_default=True, help="Entities / chunks retrieved.")
+@click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
 @click.option("--context-only", is_flag=True, help="Print the retrieved context; no LLM call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @_model_options

@@ -93,7 +93,9 @@ def _save_state(conn: Connection, state: _ChunkState, extractor: str) -> None:
 def save_extraction(conn: Connection, chunk_id: str, extractor: str,
                     entities: list[RawEntity], relations: list[RawRelation]) -> None:
     """Store one chunk's parsed extraction atomically."""
-    with transaction(conn):
+    with transaction(conn):  # replaces an earlier result (e.g. from a concurrent run)
+        for table in ("extracted_entities", "extracted_relations", "extractions"):
+            conn.execute(f"DELETE FROM {table} WHERE chunk_id = ?", (chunk_id,))
         conn.executemany(
             "INSERT INTO extracted_entities(chunk_id, position, name, type, description) "
             "VALUES (?, ?, ?, ?, ?)",

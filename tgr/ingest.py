@@ -1,6 +1,7 @@
 """Read documents: files, directories (recursive .txt/.md) and stdin."""
 from __future__ import annotations
 
+import codecs
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,12 @@ def _sources(path: str, warn, stdin):
 
 
 def _decode(source: str, raw: bytes, warn) -> Document | None:
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # what Windows Notepad ("Unicode") and PowerShell 5 redirection write
+        try:
+            return _document(source, raw.decode("utf-16"), warn)
+        except UnicodeDecodeError:
+            raise InputError(f"{source}: starts like UTF-16 but does not decode; convert it to UTF-8") from None
     if b"\x00" in raw[:8192]:
         warn(f"{source}: binary file, skipped")
         return None
@@ -71,6 +78,10 @@ def _decode(source: str, raw: bytes, warn) -> Document | None:
         raise InputError(
             f"{source}: not UTF-8 (invalid byte at offset {exc.start}); "
             f"convert it first, e.g. iconv -f GB18030 -t UTF-8") from None
+    return _document(source, text, warn)
+
+
+def _document(source: str, text: str, warn) -> Document | None:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         warn(f"{source}: empty file, skipped")

@@ -17,9 +17,10 @@ from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
-from .text import estimate_tokens, has_cjk, index_terms, search_terms, shorten
+from .text import estimate_tokens, has_cjk, index_terms, normalise_name, search_terms, shorten
 
 MODES = ("local", "global", "naive")
+MAX_KNN = 4096  # the most neighbours one sqlite-vec KNN query returns
 RESPONSE_TYPE = "a few concise paragraphs"
 
 
@@ -139,22 +140,27 @@ class Searcher:
         if has_table(self.conn, "vec_entities"):
             rows = self.conn.execute(
                 "SELECT id FROM vec_entities WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (self._vector(question), k)).fetchall()
+                (self._vector(question), min(k, MAX_KNN))).fetchall()
             found += [r[0] for r in rows if r[0] not in named]
         return found[:max(k, len(named))]
 
     def _named_entities(self, question: str) -> list[str]:
-        words = search_terms(question) if has_cjk(question) else re.findall(r"[\w'’-]+", question.lower())
+        """Entities whose (normalised) name is a 1-3 word n-gram of the question."""
+        question = question.replace("’", "'")
+        if has_cjk(question):
+            words = search_terms(question)
+        else:  # "Scrooge's clerk" names both "scrooge's clerk" and "scrooge"
+            words = re.findall(r"[\w'-]+", question.lower())
+            words += [re.sub(r"'s?$", "", w) for w in words if "'" in w]
         grams = {" ".join(words[i:i + n]) for n in (3, 2, 1) for i in range(len(words) - n + 1)}
         if has_cjk(question):  # Chinese names may span jieba words
             grams |= {question[i:i + n] for n in (2, 3, 4) for i in range(len(question) - n + 1)}
-        grams = [g for g in grams if g and (len(g) > 2 or has_cjk(g))]
-        if not grams:
+        keys = sorted({normalise_name(g) for g in grams if g and (len(g) > 2 or has_cjk(g))})
+        if not keys:
             return []
-        marks = ",".join("?" * len(grams))
-        rows = self.conn.execute(
-            f"SELECT id FROM entities WHERE id IN ({marks}) OR lower(name) IN ({marks}) "
-            f"ORDER BY length(name) DESC, degree DESC, id", grams + grams).fetchall()
+        rows = self.conn.execute(  # json_each: no limit on how many names a long question has
+            "SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY length(name) DESC, degree DESC, id", (json.dumps(keys, ensure_ascii=False),)).fetchall()
         return [r[0] for r in rows]
 
     def _local(self, question: str, context_only: bool) -> Answer:
@@ -237,7 +243,7 @@ class Searcher:
         if has_table(self.conn, "vec_chunks"):
             rows = self.conn.execute(
                 "SELECT id FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (self._vector(question), k)).fetchall()
+                (self._vector(question), min(k, MAX_KNN))).fetchall()
             for rank, (cid,) in enumerate(rows):
                 scores[cid] = scores.get(cid, 0) + 1 / (60 + rank)
         terms = sorted(set(index_terms(question)))

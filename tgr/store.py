@@ -303,15 +303,17 @@ class KnowledgeBase:
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
             with transaction(self.conn):
-                self.conn.execute("INSERT INTO documents(id, source, title, text, chars) VALUES (?, ?, ?, ?, ?)",
-                                  (doc.id, doc.source, doc.title, doc.text, len(doc.text)))
+                # OR IGNORE: another tgr process may have stored the same document meanwhile
+                self.conn.execute("INSERT OR IGNORE INTO documents(id, source, title, text, chars) "
+                                  "VALUES (?, ?, ?, ?, ?)", (doc.id, doc.source, doc.title, doc.text, len(doc.text)))
                 for c in chunks:
-                    seq = self.conn.execute(
-                        "INSERT INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
+                    cursor = self.conn.execute(
+                        "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens)).lastrowid
-                    self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                                      (seq, " ".join(index_terms(c.text))))
+                        (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens))
+                    if cursor.rowcount:
+                        self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
+                                          (cursor.lastrowid, " ".join(index_terms(c.text))))
             report("ingest", done, len(new))
         return len(new)
 
