@@ -1,4 +1,4 @@
--- tgr knowledge store schema (version 1).
+-- tgr knowledge store schema (version 2).
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
 -- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
@@ -144,7 +144,8 @@ CREATE TABLE IF NOT EXISTS reports (
     findings           TEXT NOT NULL,   -- JSON list of {"summary", "explanation"}
     full_text          TEXT NOT NULL,   -- markdown rendering used as query context
     generator          TEXT NOT NULL,   -- model name, 'offline-extractive' or 'fallback'
-    embed_hash         TEXT
+    embed_hash         TEXT,
+    context_hash       TEXT             -- hash of writer + the context it was written from
 );
 
 -- Every chat answer tgr has paid for, keyed by a hash of model + prompt + parameters.

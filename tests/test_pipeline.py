@@ -233,7 +233,7 @@ def test_demo_db_is_reproducible_and_answers_the_same(tmp_path, monkeypatch):
     args = [a.format(db=rebuilt) for a in DEMO_COMMAND]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    with tgr.open(DEMO, create=False) as shipped, tgr.open(rebuilt, create=False) as fresh:
+    with tgr.open(DEMO, readonly=True) as shipped, tgr.open(rebuilt, readonly=True) as fresh:
         assert content(fresh.conn) == content(shipped.conn)
         for question, mode in DEMO_QUESTIONS:
             a, b = shipped.ask(question, mode), fresh.ask(question, mode)

@@ -83,3 +83,20 @@ def test_reports_are_rebuilt_only_when_communities_change(db_path):
         assert changed > 0
         # new communities need new prompts; unchanged ones came from the cache
         assert len(report_prompts(chat)) > asked
+
+
+def test_incremental_index_refreshes_reports_whose_material_changed(db_path, tmp_path):
+    extra = tmp_path / "extra.txt"
+    kb, chat = build(db_path, EN_CORPUS)
+    with kb:
+        asked = set(report_prompts(chat))
+        extra.write_text("The Three Spirits wore purple umbrellas. The Ghost saw the Three Spirits.")
+        kb.index([str(extra)])
+        after = dict(kb.conn.execute("SELECT community_id, full_text FROM reports"))
+        new = [p for p in report_prompts(chat) if p not in asked]
+        # the communities whose material changed were asked again; the others came from the cache
+        assert new and any("purple umbrellas" in p for p in new)
+        assert len(new) < len(after)
+        # the store is up to date: rebuilding every report from scratch changes nothing
+        kb.rebuild("reports")
+        assert dict(kb.conn.execute("SELECT community_id, full_text FROM reports")) == after

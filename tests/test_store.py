@@ -272,3 +272,21 @@ def test_two_index_processes_on_one_store(tmp_path):
         info = kb.info()
         assert info["documents"] == 2 and info["chunks"] == info["chunks_extracted"]
         assert kb.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == info["chunks"]
+
+
+def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    conn = sqlite3.connect(db_path)  # make it look like a store written by schema version 1
+    conn.execute("ALTER TABLE reports DROP COLUMN context_hash")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with tgr.open(db_path, readonly=True) as kb:  # a read-only open does not migrate, and still answers
+        assert kb.ask("Who is Scrooge?").sources
+    with tgr.open(db_path) as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 2
+        columns = [r[1] for r in kb.conn.execute("PRAGMA table_info(reports)")]
+        assert "context_hash" in columns
+        kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
+        assert kb.conn.execute("SELECT count(*) FROM reports WHERE context_hash IS NULL").fetchone()[0] == 0

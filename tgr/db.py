@@ -17,7 +17,7 @@ import sqlite_vec
 from . import __version__
 from .errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
@@ -26,9 +26,16 @@ VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
 VEC_CHUNK_ROWS = 128
 
 # Numbered migrations: MIGRATIONS[n] upgrades a store from user_version n-1 to n.
-# Version 1 is schema.sql itself.
+# schema.sql always describes the newest version; a new store gets it directly.
 Migration = Callable[["sqlite3.Connection"], None]
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _add_report_context_hash(conn: "sqlite3.Connection") -> None:
+    """2: reports remember the context they were written from, to notice stale ones."""
+    conn.execute("ALTER TABLE reports ADD COLUMN context_hash TEXT")
+
+
+MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash}
 
 Connection = sqlite3.Connection
 DatabaseError = sqlite3.DatabaseError

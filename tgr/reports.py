@@ -20,7 +20,7 @@ from .gateway import ChatJob, Gateway
 from .offline import OFFLINE_WRITER, extractive_report
 from .parsing import parse_report
 from .prompts import Prompts
-from .text import estimate_tokens, shorten
+from .text import content_hash, estimate_tokens, shorten
 
 Progress = Callable[[str, int, int], None]
 
@@ -131,8 +131,12 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
 
 
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
-                  min_size: int = 2, progress: Progress | None = None) -> int:
-    """Write a report for every community of min_size or more that has none; returns how many."""
+                  min_size: int = 2, refresh: bool = False, progress: Progress | None = None) -> int:
+    """Write a report for every community of min_size or more that has none; returns how many.
+
+    refresh: also rewrite reports whose context changed since they were written (after
+    the graph or the communities changed); a report whose context is the same is kept.
+    """
     report = progress or (lambda *a: None)
     rows = conn.execute("SELECT id, level, parent_id FROM communities ORDER BY level DESC, id").fetchall()
     members: dict[str, list[str]] = {}
@@ -142,30 +146,40 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     for c in communities.values():
         if c.parent_id in communities:
             communities[c.parent_id].children.append(c.id)
-    done_reports = {r[0]: (r[1], None) for r in conn.execute("SELECT community_id, full_text FROM reports")}
-    todo = [c for c in communities.values() if len(c.members) >= min_size and c.id not in done_reports]
+    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT community_id, full_text, context_hash FROM reports")}
+    todo = [c for c in communities.values() if len(c.members) >= min_size and (refresh or c.id not in existing)]
     total = len(todo)
     report("report", 0, total)
     if not todo:
         return 0
     graph = _Graph(conn)
-    child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in done_reports.items()
+    child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    written = 0
+    writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
+    written = checked = 0
 
-    def save(community: _Community, parsed: dict, generator: str) -> None:
+    def unchanged(community: _Community, context: str) -> bool:
+        nonlocal checked
+        same = existing.get(community.id, (None, None))[1] == content_hash(writer, context)
+        if same:
+            checked += 1
+            report("report", written + checked, total)
+        return same
+
+    def save(community: _Community, parsed: dict, generator: str, context: str) -> None:
         nonlocal written
         full = report_text(parsed)
         with transaction(conn):
             conn.execute(
                 "INSERT OR REPLACE INTO reports(community_id, title, summary, rating, rating_explanation, "
-                "findings, full_text, generator) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (community.id, parsed["title"], parsed["summary"], parsed["rating"],
                  parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-                 full, generator))
+                 full, generator, content_hash(writer, context)))
         child_reports[community.id] = (full, community.members)
         written += 1
-        report("report", written, total)
+        report("report", written + checked, total)
 
     def offline(community: _Community) -> dict:
         entities, edges = graph.material(community.members)
@@ -173,7 +187,9 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
 
     if gateway.chat_model is None:
         for community in todo:
-            save(community, offline(community), OFFLINE_WRITER)
+            context = raw_context(graph, community.members, budget)[0]
+            if not unchanged(community, context):
+                save(community, offline(community), OFFLINE_WRITER, context)
         return written
 
     # wave 0: everything whose raw material fits (or that has no sub-reports to use)
@@ -185,14 +201,15 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
             ready.append((community, context))
         else:
             waves.setdefault(community.level, []).append(community)
-    model = gateway.chat_model.name
 
     def run(batch: list[tuple[_Community, str]]) -> None:
-        jobs = [ChatJob(c, prompts.community_report.format(context=ctx),
-                        validate=lambda t: parse_report(t) is not None) for c, ctx in batch]
+        jobs = [ChatJob((c, ctx), prompts.community_report.format(context=ctx),
+                        validate=lambda t: parse_report(t) is not None)
+                for c, ctx in batch if not unchanged(c, ctx)]
         for job, answer in gateway.chat_many("report", jobs):
+            community, context = job.tag
             parsed = parse_report(answer)
-            save(job.tag, parsed or offline(job.tag), model if parsed else "fallback")
+            save(community, parsed or offline(community), writer if parsed else "fallback", context)
 
     run(ready)
     for level in sorted(waves, reverse=True):  # deepest first: children are done before parents

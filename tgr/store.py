@@ -279,18 +279,20 @@ class KnowledgeBase:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
         disambiguate = settings.disambiguate and gateway.chat_model is not None
-        if force_merge or needs_merge(self.conn, settings.summary_tokens, disambiguate):
+        merged = force_merge or needs_merge(self.conn, settings.summary_tokens, disambiguate)
+        if merged:
             with timer("merge"):
                 merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                             summary_tokens=settings.summary_tokens, progress=progress)
         with timer("embed"):
             embed_all(self.conn, gateway, ("chunks", "entities"), progress)
         with timer("cluster"):
-            cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
-                    resolution=settings.resolution, force=force_cluster)
-        with timer("report"):
+            clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
+                                resolution=settings.resolution, force=force_cluster)
+        with timer("report"):  # after a new graph, reports whose material changed are rewritten
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
-                          min_size=settings.min_community_size, progress=progress)
+                          min_size=settings.min_community_size, refresh=merged or clustered["changed"],
+                          progress=progress)
         with timer("embed"):
             embed_all(self.conn, gateway, ("reports",), progress)
 
