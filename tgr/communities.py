@@ -112,11 +112,14 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             conn.executemany(
                 "INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
                 [(c.id, m) for c in communities for m in c.members])
+            # what produced the stored communities, for people reading meta with sqlite3
             set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
                      cluster_resolution=resolution, clustered_graph=signature)
     else:
         with transaction(conn):
-            set_meta(conn, clustered_graph=signature)
+            # what produced the stored communities, for people reading meta with sqlite3
+            set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
+                     cluster_resolution=resolution, clustered_graph=signature)
     levels: dict[int, int] = {}
     for c in communities:
         levels[c.level] = levels.get(c.level, 0) + 1

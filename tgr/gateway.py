@@ -240,9 +240,7 @@ class Gateway:
                 index, vectors, attempts, latency, error = workers.next_result(owner)
                 if error is not None:
                     raise error
-                tokens = sum(estimate_tokens(t) for t in batches[index])
-                self._ledger(stage, "embed", self.embedder.name, False, attempts, tokens, 0,
-                             "estimate", latency, sum(len(t) for t in batches[index]))
+                self._record_embed(stage, batches[index], attempts, latency)
                 results[index] = vectors
         finally:
             workers.drain_pending()
@@ -329,10 +327,14 @@ class Gateway:
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
         vectors, attempts = self._with_retries(functools.partial(self.embedder.embed, batch))
-        self._ledger(stage, "embed", self.embedder.name, False, attempts,
-                     sum(estimate_tokens(t) for t in batch), 0, "estimate",
-                     time.perf_counter() - start, sum(len(t) for t in batch))
+        self._record_embed(stage, batch, attempts, time.perf_counter() - start)
         return vectors
+
+    def _record_embed(self, stage: str, batch: list[str], attempts: int, latency: float) -> None:
+        """Ledger row of one embedding request (tokens estimated: the APIs report totals only)."""
+        self._ledger(stage, "embed", self.embedder.name, False, attempts,
+                     sum(estimate_tokens(t) for t in batch), 0, "estimate", latency,
+                     sum(len(t) for t in batch))
 
     def _enter(self) -> None:
         with self._lock:

@@ -5,8 +5,9 @@
   neural model on paraphrase.
 - extract_heuristic: entities from capitalised spans (English) or jieba proper-noun POS
   tags (Chinese); relationships from same-sentence co-occurrence.
-- extractive_report / extractive_answer: community reports and answers assembled from
-  the stored descriptions and source sentences, always with citations.
+- extractive_report / best_sentences: community reports, and the sentences that
+  tgr.query turns into answers, assembled from stored descriptions and source text,
+  always with citations.
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
 """
 from __future__ import annotations
@@ -18,12 +19,11 @@ from collections import Counter
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
-from .text import STOPWORDS, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
+from .text import CJK_RUN, STOPWORDS, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
 
-_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 
@@ -46,7 +46,7 @@ class HashEmbedder:
                 padded = f" {term} "
                 for i in range(len(padded) - 2):
                     features["t:" + padded[i:i + 3]] += 0.25
-        for run in _CJK_RUN.findall(text):
+        for run in CJK_RUN.findall(text):
             for i in range(len(run) - 1):
                 features["b:" + run[i:i + 2]] += 0.5
         return features

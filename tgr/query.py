@@ -17,7 +17,7 @@ from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
-from .text import estimate_tokens, has_cjk, index_terms, normalise_name, search_terms, shorten
+from .text import ContextTable, estimate_tokens, has_cjk, index_terms, normalise_name, search_terms, shorten
 
 MODES = ("local", "global", "naive")
 MAX_KNN = 4096  # the most neighbours one sqlite-vec KNN query returns
@@ -55,28 +55,6 @@ class Answer:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
-
-class _Table:
-    """A '|'-separated context table filled row by row under a token budget."""
-
-    def __init__(self, title: str, header: str, budget: int):
-        self.lines = [f"-----{title}-----", header]
-        self.used = estimate_tokens("\n".join(self.lines))
-        self.budget = budget
-        self.rows = 0
-
-    def add(self, row: str) -> bool:
-        cost = estimate_tokens(row) + 1
-        if self.used + cost > self.budget:
-            return False
-        self.lines.append(row)
-        self.used += cost
-        self.rows += 1
-        return True
-
-    def text(self) -> str:
-        return "\n".join(self.lines) if self.rows else ""
 
 
 class Searcher:
@@ -189,21 +167,21 @@ class Searcher:
             f"ORDER BY hits DESC, c.document_id, c.ordinal", ids).fetchall()
 
         budget = s.context_tokens
-        ent = _Table("Entities", "id|entity|type|description|degree", int(budget * 0.15))
+        ent = ContextTable("Entities", "id|entity|type|description|degree", int(budget * 0.15))
         for n, eid in enumerate(ids, 1):
             _, name, etype, desc, degree = entities[eid]
             ent.add(f"{n}|{name}|{etype}|{shorten(desc, 500)}|{degree}")
-        rel = _Table("Relationships", "id|source|target|description|weight", int(budget * 0.25))
+        rel = ContextTable("Relationships", "id|source|target|description|weight", int(budget * 0.25))
         for n, (_, src, dst, pred, desc, weight, _) in enumerate(relationships, 1):
             if not rel.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
                 break
-        rep = _Table("Reports", "id|title|content", int(budget * 0.2))
+        rep = ContextTable("Reports", "id|title|content", int(budget * 0.2))
         used_reports = []
         for cid, _, title, full, _ in communities:
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
         src_budget = budget - ent.used - rel.used - rep.used
-        src = _Table("Sources", "id|text", src_budget)
+        src = ContextTable("Sources", "id|text", src_budget)
         chunk_ids = []
         for chunk_id, _ in chunk_rank:
             text = " ".join(self._chunk_text(chunk_id).split())
@@ -259,7 +237,7 @@ class Searcher:
     def _naive(self, question: str, context_only: bool) -> Answer:
         t0 = time.perf_counter()
         chunk_ids = self.find_chunks(question, self.settings.top_k)
-        src = _Table("Sources", "id|text", self.settings.context_tokens)
+        src = ContextTable("Sources", "id|text", self.settings.context_tokens)
         used = []
         for chunk_id in chunk_ids:
             if not src.add(f"{len(used) + 1}|{' '.join(self._chunk_text(chunk_id).split())}"):

@@ -20,7 +20,7 @@ from .gateway import ChatJob, Gateway
 from .offline import OFFLINE_WRITER, extractive_report
 from .parsing import parse_report
 from .prompts import Prompts
-from .text import content_hash, estimate_tokens, shorten
+from .text import ContextTable, content_hash, estimate_tokens, shorten
 
 Progress = Callable[[str, int, int], None]
 
@@ -86,17 +86,12 @@ def _edge_rows(graph: _Graph, edges: list[dict]) -> list[str]:
 
 
 def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, int]:
-    """A '|'-separated table with as many rows as fit in budget tokens."""
-    lines = [f"-----{title}-----", "id|" + header]
-    used = estimate_tokens("\n".join(lines))
+    """A numbered table with as many rows as fit in budget tokens, and the tokens it used."""
+    table = ContextTable(title, "id|" + header, budget)
     for n, row in enumerate(rows, 1):
-        line = f"{n}|{row}"
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget:
+        if not table.add(f"{n}|{row}"):
             break
-        lines.append(line)
-        used += cost
-    return ("\n".join(lines), used) if len(lines) > 2 else ("", 0)
+    return (table.text(), table.used) if table.rows else ("", 0)
 
 
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:

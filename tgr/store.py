@@ -482,10 +482,9 @@ class KnowledgeBase:
         """The cost ledger: calls and tokens per stage, and per run."""
         by_stage = [dict(zip(("stage", "kind", "calls", "cache_hits", "prompt_tokens", "completion_tokens",
                               "model_seconds"), row)) for row in self.conn.execute(
-            "SELECT stage, kind, sum(1 - cache_hit), sum(cache_hit), "
-            "sum(CASE WHEN cache_hit = 0 THEN prompt_tokens ELSE 0 END), "
-            "sum(CASE WHEN cache_hit = 0 THEN completion_tokens ELSE 0 END), "
-            "round(sum(latency_ms) / 1000.0, 2) FROM model_calls GROUP BY stage, kind ORDER BY min(id)")]
+            "SELECT stage, kind, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens), "
+            "round(sum(model_seconds), 2) FROM cost_by_stage GROUP BY stage, kind "
+            "ORDER BY (SELECT min(id) FROM model_calls m WHERE m.stage = cost_by_stage.stage)")]
         runs = []
         for run_id, command, status, started, wall in self.conn.execute(
                 "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):

@@ -11,7 +11,7 @@ import unicodedata
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK}]")
-_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+CJK_RUN = re.compile(f"[{_CJK}]+")
 # a run of end marks, closing quotes/brackets, then space (or a blank line)
 _SENTENCE_END = re.compile(r"[.!?;。！？；…]+[\"'”’」』)\]]*\s*|\n\s*\n")
 # words after which a full stop does not end the sentence
@@ -106,9 +106,32 @@ def index_terms(text: str) -> list[str]:
     or more characters; BM25 does the ranking.
     """
     terms = [w.lower() for w in _WORD_RE.findall(text) if w.lower() not in STOPWORDS]
-    for run in _CJK_RUN_RE.findall(text):
+    for run in CJK_RUN.findall(text):
         terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
     return terms
+
+
+class ContextTable:
+    """A '|'-separated table of a model's context, filled row by row under a token budget."""
+
+    def __init__(self, title: str, header: str, budget: int):
+        self.lines = [f"-----{title}-----", header]
+        self.used = estimate_tokens("\n".join(self.lines))
+        self.budget = budget
+        self.rows = 0
+
+    def add(self, row: str) -> bool:
+        """Append a row if it fits; False (and nothing added) when it does not."""
+        cost = estimate_tokens(row) + 1
+        if self.used + cost > self.budget:
+            return False
+        self.lines.append(row)
+        self.used += cost
+        self.rows += 1
+        return True
+
+    def text(self) -> str:
+        return "\n".join(self.lines) if self.rows else ""
 
 
 def shorten(text: str, max_chars: int) -> str:
