@@ -17,7 +17,8 @@ from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
-from .text import ContextTable, estimate_tokens, has_cjk, index_terms, normalise_name, search_terms, shorten
+from .text import (ContextTable, estimate_tokens, has_cjk, index_terms, normalise_name, search_terms,
+                   shorten, split_sentences)
 
 MODES = ("local", "global", "naive")
 MAX_KNN = 4096  # the most neighbours one sqlite-vec KNN query returns
@@ -207,7 +208,8 @@ class Searcher:
             names = [entities[i][1] for i in ids[:5]]
             top = entities[ids[0]]
             relevant = set(search_terms(question)) & set(search_terms(f"{top[1]} {top[3]}"))
-            lead = f"{top[1]} ({top[2]}): {shorten(top[3], 300)} [Entities: 1]" if relevant else ""
+            first = top[3][slice(*split_sentences(top[3])[0])] if top[3].strip() else ""
+            lead = f"{top[1]} ({top[2]}): {shorten(first, 200)} [Entities: 1]" if relevant else ""
             passages = [(str(n), self._chunk_text(c)) for n, c in enumerate(chunk_ids, 1)]
             result.answer = _extractive(question, lead, passages, names)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
@@ -355,9 +357,10 @@ class Searcher:
 
 def _extractive(question: str, lead: str, passages: list[tuple[str, str]], names: list[str]) -> str:
     """An answer made of the best-matching source sentences, each with its citation."""
-    picked = best_sentences(question, passages, limit=4, boost_terms=names)
+    picked = best_sentences(question, passages, limit=5, boost_terms=names)
     lines = [lead] if lead else []
-    lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked]
+    lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
+              if sentence not in lead][:4]  # the lead already says it
     if not lines:
         return "I don't know: the retrieved passages do not mention the question's terms."
     return "\n".join(lines)
