@@ -170,6 +170,7 @@ class BatchTrace:
         self.batches: list[dict] = []
         self.t0 = time.perf_counter()
         self.wait_s = 0.0
+        self.inside_wait = False
         self._original = Gateway.chat_many
         self._next_result = _Workers.next_result
         self._embed = OpenAIEmbedder.embed
@@ -180,10 +181,13 @@ class BatchTrace:
         main = threading.main_thread()
 
         def timed_next_result(workers, *args, **kwargs):
+            # includes the idle work tgr does while it waits (embedding): it is off the critical path
             start = time.perf_counter()
+            trace.inside_wait = True
             try:
                 return next_result(workers, *args, **kwargs)
             finally:
+                trace.inside_wait = False
                 trace.wait_s += time.perf_counter() - start
 
         def timed_embed(embedder, texts):
@@ -191,18 +195,18 @@ class BatchTrace:
             try:
                 return embed(embedder, texts)
             finally:  # the gateway embeds a single batch on the calling thread
-                if threading.current_thread() is main:
+                if threading.current_thread() is main and not trace.inside_wait:
                     trace.wait_s += time.perf_counter() - start
 
         _Workers.next_result = timed_next_result
         OpenAIEmbedder.embed = timed_embed
 
-        def traced(gateway, stage, jobs):
+        def traced(gateway, stage, jobs, *args, **kwargs):
             jobs = list(jobs)
             before = gateway.stage_usage(stage).calls
             start = time.perf_counter()
             try:
-                yield from original(gateway, stage, jobs)
+                yield from original(gateway, stage, jobs, *args, **kwargs)
             finally:
                 calls = gateway.stage_usage(stage).calls - before
                 trace.batches.append({"stage": stage, "jobs": len(jobs), "calls": calls,

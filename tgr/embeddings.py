@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .db import Connection, ensure_vec_tables, serialize, transaction
+from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction
 from .gateway import Gateway
 from .text import content_hash
 
@@ -20,6 +20,7 @@ TARGETS = {
     "reports": ("vec_reports", "reports", "community_id", "title || ': ' || summary"),
 }
 BATCH = 256
+EMBED_REQUEST = 64  # one embedding request: what an idle step may do between answers
 
 
 def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
@@ -32,33 +33,63 @@ def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "
     return total
 
 
-def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
-    vec_table, table, key, text_sql = TARGETS[kind]
+def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str, str]]:
+    """(id, text, hash) of the rows whose text changed since it was last embedded."""
+    _, table, key, text_sql = TARGETS[kind]
     model = gateway.embedder.name
     rows = conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table} ORDER BY {key}").fetchall()
-    todo = [(rid, text, content_hash(model, text)) for rid, text, old in rows
-            if old != content_hash(model, text)]
+    return [(rid, text, h) for rid, text, old in rows if old != (h := content_hash(model, text))]
+
+
+def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors) -> None:
+    vec_table, table, key, _ = TARGETS[kind]
+    with transaction(conn):
+        conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
+        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, ?)",
+                         [(rid, serialize(v)) for (rid, _, _), v in zip(batch, vectors)])
+        conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
+                         [(h, rid) for rid, _, h in batch])
+
+
+def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
+    vec_table, table, key, _ = TARGETS[kind]
+    todo = _todo(conn, gateway, kind)
     with transaction(conn):  # vectors of rows that no longer exist
         conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
     stage = f"embed-{kind}"
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        vectors = gateway.embed(stage, [text for _, text, _ in batch])
-        with transaction(conn):
-            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
-            conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, ?)",
-                             [(rid, serialize(v)) for (rid, _, _), v in zip(batch, vectors)])
-            conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
-                             [(h, rid) for rid, _, h in batch])
+        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]))
         report(stage, min(len(todo), start + BATCH), len(todo))
     return len(todo)
 
 
+class EmbedWhileWaiting:
+    """An idle step for Gateway.chat_many: each call embeds one request's worth of rows, so
+    that embedding overlaps the wait for chat answers. Returns False when nothing is left."""
+
+    def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities")):
+        ensure_vec_tables(conn, gateway.embedder.dim)
+        self.conn, self.gateway = conn, gateway
+        self.kinds = list(kinds)
+        self.kind = ""
+        self.todo: list[tuple[str, str, str]] = []
+
+    def __call__(self) -> bool:
+        while not self.todo:
+            if not self.kinds:
+                return False
+            self.kind = self.kinds.pop(0)
+            self.todo = _todo(self.conn, self.gateway, self.kind)
+        batch, self.todo = self.todo[:EMBED_REQUEST], self.todo[EMBED_REQUEST:]
+        vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)
+        _write(self.conn, self.kind, batch, vectors)
+        return True
+
+
 def clear_embeddings(conn: Connection) -> None:
     """Forget every embedding (used when switching embedding models)."""
-    from .db import drop_vec_tables
-
     with transaction(conn):
         drop_vec_tables(conn)
         for _, table, _, _ in TARGETS.values():

@@ -35,8 +35,11 @@ def pending_chunks(conn: Connection) -> list[tuple[str, str]]:
 
 
 def extract_chunks(conn: Connection, gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
-                   gleanings: int = 0, progress: Progress | None = None) -> int:
-    """Extract every pending chunk; returns how many chunks were extracted."""
+                   gleanings: int = 0, progress: Progress | None = None, idle=None) -> int:
+    """Extract every pending chunk; returns how many chunks were extracted.
+
+    idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
+    """
     chunks = pending_chunks(conn)
     total = len(chunks)
     report = progress or (lambda *a: None)
@@ -59,7 +62,7 @@ def extract_chunks(conn: Connection, gateway: Gateway, prompts: Prompts, *, two_
                 done += 1
                 report("extract", done, total)
         jobs = [_job(kind, state, prompts, two_step) for state in states.values()]
-        for job, text in gateway.chat_many("extract", jobs):
+        for job, text in gateway.chat_many("extract", jobs, idle):
             state: _ChunkState = job.tag
             state.answers.append(text)
             if last:

@@ -112,12 +112,20 @@ class _Workers:
     def submit(self, batch: int, fn, arg) -> None:
         self.inbox.put((batch, fn, arg))
 
-    def next_result(self, batch: int):
-        """The next result of this batch; results of abandoned batches are dropped."""
+    def next_result(self, batch: int, idle: Callable[[], bool] | None = None):
+        """The next result of this batch; results of abandoned batches are dropped.
+
+        While none is ready, idle() runs (on this thread) until it returns False.
+        """
         while True:  # a timed get keeps the main thread responsive to Ctrl-C
             try:
-                owner, result = self.outbox.get(timeout=0.2)
+                if idle is not None:
+                    owner, result = self.outbox.get_nowait()
+                else:
+                    owner, result = self.outbox.get(timeout=0.2)
             except queue.Empty:
+                if idle is not None and not idle():
+                    idle = None
                 continue
             if owner == batch:
                 return result
@@ -170,11 +178,14 @@ class Gateway:
             return text
         raise ModelError("no answer")  # unreachable: chat_many yields once per job
 
-    def chat_many(self, stage: str, jobs: Iterable[ChatJob]) -> Iterator[tuple[ChatJob, str]]:
+    def chat_many(self, stage: str, jobs: Iterable[ChatJob],
+                  idle: Callable[[], bool] | None = None) -> Iterator[tuple[ChatJob, str]]:
         """Answer every job, yielding (job, text) as answers arrive; cache hits come first.
 
         The caller should store each result before asking for the next, so that an
-        interrupted run keeps everything already answered.
+        interrupted run keeps everything already answered. idle, if given, is a small
+        step of other main-thread work, run while no answer is ready; it returns False
+        when it has nothing left (it may use SQLite and single-batch embed(), never chat).
         """
         jobs = list(jobs)
         if not jobs:
@@ -206,7 +217,7 @@ class Gateway:
                 workers.submit(batch, self._run_chat, _Outcome(same[0], key))
                 pending += 1
             while pending:
-                outcome = workers.next_result(batch)
+                outcome = workers.next_result(batch, idle)
                 pending -= 1
                 if outcome.error is not None:
                     if error is None:  # stop asking, but keep what is already paid for

@@ -126,11 +126,13 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
 
 
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
-                  min_size: int = 2, refresh: bool = False, progress: Progress | None = None) -> int:
+                  min_size: int = 2, refresh: bool = False, progress: Progress | None = None,
+                  idle=None) -> int:
     """Write a report for every community of min_size or more that has none; returns how many.
 
     refresh: also rewrite reports whose context changed since they were written (after
     the graph or the communities changed); a report whose context is the same is kept.
+    idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     report = progress or (lambda *a: None)
     rows = conn.execute("SELECT id, level, parent_id FROM communities ORDER BY level DESC, id").fetchall()
@@ -201,7 +203,7 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
         jobs = [ChatJob((c, ctx), prompts.community_report.format(context=ctx),
                         validate=lambda t: parse_report(t) is not None)
                 for c, ctx in batch if not unchanged(c, ctx)]
-        for job, answer in gateway.chat_many("report", jobs):
+        for job, answer in gateway.chat_many("report", jobs, idle):
             community, context = job.tag
             parsed = parse_report(answer)
             save(community, parsed or offline(community), writer if parsed else "fallback", context)

@@ -13,7 +13,7 @@ from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
-from .embeddings import clear_embeddings, embed_all
+from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
 from .gateway import Gateway, Usage, cache_key
@@ -268,9 +268,10 @@ class KnowledgeBase:
         with timer("ingest"):
             summary.documents_added = self._store_documents(documents, settings, progress)
         prompts = _with_types(self.prompts, settings.entity_types)
-        with timer("extract"):
-            summary.chunks_extracted = extract_chunks(self.conn, gateway, prompts, two_step=settings.two_step,
-                                                      gleanings=settings.gleanings, progress=progress)
+        with timer("extract"):  # chunk vectors are made while extraction answers are awaited
+            summary.chunks_extracted = extract_chunks(
+                self.conn, gateway, prompts, two_step=settings.two_step, gleanings=settings.gleanings,
+                progress=progress, idle=EmbedWhileWaiting(self.conn, gateway, ("chunks",)))
         self._derive(gateway, settings, summary, progress, timer, force_merge=False)
 
     def _derive(self, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
@@ -284,17 +285,15 @@ class KnowledgeBase:
             with timer("merge"):
                 merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                             summary_tokens=settings.summary_tokens, progress=progress)
-        with timer("embed"):
-            embed_all(self.conn, gateway, ("chunks", "entities"), progress)
         with timer("cluster"):
             clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
                                 resolution=settings.resolution, force=force_cluster)
         with timer("report"):  # after a new graph, reports whose material changed are rewritten
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
                           min_size=settings.min_community_size, refresh=merged or clustered["changed"],
-                          progress=progress)
-        with timer("embed"):
-            embed_all(self.conn, gateway, ("reports",), progress)
+                          progress=progress, idle=EmbedWhileWaiting(self.conn, gateway))
+        with timer("embed"):  # whatever the waits left over, and the reports
+            embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
                          progress: Progress | None) -> int:
