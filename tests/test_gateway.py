@@ -465,3 +465,26 @@ def test_identical_prompts_in_one_batch_are_asked_once(db_path):
     assert sorted(answers) == [0, 1, 2, 3]
     assert answers[0] == answers[1] == answers[2]
     assert chat.calls == 2
+
+
+def test_idle_work_runs_while_answers_are_awaited(db_path):
+    chat = ScriptedChat(delay=0.05)
+    steps = []
+
+    def idle():
+        steps.append(time.perf_counter())
+        return len(steps) < 5  # five steps of work, then nothing left
+
+    with tgr.open(db_path, chat=chat, embedder=ScriptedEmbedder(), concurrency=2) as kb:
+        jobs = [ChatJob(n, f"prompt {n}") for n in range(4)]
+        answers = [job.tag for job, _ in kb.gateway().chat_many("extract", jobs, idle)]
+    assert sorted(answers) == [0, 1, 2, 3]
+    assert len(steps) == 5  # ran, and stopped asking once it said it was done
+
+
+def test_index_embeds_everything_with_the_overlap(db_path):
+    with tgr.open(db_path, chat=ScriptedChat(delay=0.01), embedder=ScriptedEmbedder(), concurrency=4) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)
+        for table, source in (("vec_chunks", "chunks"), ("vec_entities", "entities"), ("vec_reports", "reports")):
+            assert kb.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == \
+                kb.conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0] > 0

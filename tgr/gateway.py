@@ -86,6 +86,18 @@ class _RateLimiter:
             time.sleep(start - now)
 
 
+class _UntilDone:
+    """Calls an idle step until it first returns False, then never again."""
+
+    def __init__(self, step: Callable[[], bool]):
+        self.step, self.done = step, False
+
+    def __call__(self) -> bool:
+        if not self.done:
+            self.done = not self.step()
+        return not self.done
+
+
 class _Workers:
     """A small pool of daemon threads (so Ctrl-C never waits for in-flight calls)."""
 
@@ -212,6 +224,7 @@ class Gateway:
         workers = self._pool()
         batch = workers.new_batch()
         pending, error = 0, None
+        idle = _UntilDone(idle) if idle is not None else None
         try:
             for key, same in misses.items():
                 workers.submit(batch, self._run_chat, _Outcome(same[0], key))
