@@ -9,6 +9,7 @@ calling thread: workers do network I/O and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -372,12 +373,8 @@ class Gateway:
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
         """Cache the answer and record the call, in one transaction (one commit per call)."""
         c = outcome.completion
-        if not self.write_cache:
-            self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
-                         c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
-            return
-        with transaction(self.conn):
-            if outcome.valid:  # a rejected answer is used once, never cached
+        with transaction(self.conn) if self.write_cache else contextlib.nullcontext():
+            if self.write_cache and outcome.valid:  # a rejected answer is used once, never cached
                 self.conn.execute(
                     "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
                     "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",

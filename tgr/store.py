@@ -122,13 +122,18 @@ class KnowledgeBase:
         self.close()
 
     def close(self) -> None:
+        self._release_models()
+        self.conn.close()
+
+    def _release_models(self) -> None:
+        """Close the gateways and the model clients this store created; they are rebuilt on use."""
         for gateway in (self._gateway, self._reader):
             if gateway:
                 gateway.close()
         for model in self._resolved or ():
             if model is not None and hasattr(model, "close") and model not in (self._chat_spec, self._embed_spec):
                 model.close()  # only what this store created; models passed in belong to the caller
-        self.conn.close()
+        self._gateway = self._reader = self._resolved = None
 
     @property
     def meta(self) -> dict:
@@ -137,9 +142,7 @@ class KnowledgeBase:
     def _models(self) -> tuple[ChatModel | None, Embedder]:
         """The chat model and embedder, built once per KnowledgeBase from the specs."""
         if self._resolved is None:
-            chat = self._chat_spec
-            if chat is None or isinstance(chat, str):
-                chat = make_chat(chat, **self._model_options)
+            chat = self._chat_model()
             embedder = self._embed_spec
             if embedder is None or isinstance(embedder, str):
                 embedder = embedder_for_store(self.meta, embedder, **self._model_options)
@@ -150,6 +153,11 @@ class KnowledgeBase:
                                         f"not {embedder.name}")
             self._resolved = (chat, embedder)
         return self._resolved
+
+    def _chat_model(self) -> ChatModel | None:
+        """The chat model from its spec (None: the offline default)."""
+        chat = self._chat_spec
+        return make_chat(chat, **self._model_options) if chat is None or isinstance(chat, str) else chat
 
     def gateway(self, run_id: int | None = None) -> Gateway:
         """The model gateway for indexing: reads and writes the cache and the ledger."""
@@ -357,11 +365,7 @@ class KnowledgeBase:
             clear_embeddings(self.conn)
             with transaction(self.conn):
                 set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
-            for gateway in (self._gateway, self._reader):
-                if gateway:
-                    gateway.close()
-            self._gateway = self._reader = None
-            self._resolved = None
+            self._release_models()
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
@@ -376,9 +380,7 @@ class KnowledgeBase:
     def estimate(self, paths: Iterable[str], **overrides) -> dict:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
         settings = self.settings(**overrides)
-        chat = self._chat_spec
-        if chat is None or isinstance(chat, str):  # the embedder is not needed for an estimate
-            chat = make_chat(chat, **self._model_options)
+        chat = self._chat_model()  # the embedder is not needed for an estimate
         documents = read_documents(list(paths))
         known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
                                                         "ON x.chunk_id = c.id")}
