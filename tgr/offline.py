@@ -19,7 +19,8 @@ from collections import Counter
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
-from .text import CJK_RUN, STOPWORDS, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
+from .text import (CJK_RUN, STOPWORDS, estimate_tokens, has_cjk, jieba, match_terms, search_terms, shorten,
+                   split_sentences)
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -244,7 +245,7 @@ def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | 
     """Weighted share of the question's terms that occur in text."""
     if not question_terms:
         return 0.0
-    present = set(search_terms(text))
+    present = set(match_terms(text))
     weights = {t: (idf or {}).get(t, 1.0) for t in set(question_terms)}
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
@@ -253,9 +254,9 @@ def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | 
 def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 4,
                    boost_terms: Sequence[str] = ()) -> list[tuple[str, str, float]]:
     """The sentences of (citation, text) passages that best match the question."""
-    q_terms = search_terms(question)
-    boost = {t for name in boost_terms for t in search_terms(name)}
-    docs = [set(search_terms(text)) for _, text in passages]
+    q_terms = match_terms(question)
+    boost = {t for name in boost_terms for t in match_terms(name)}
+    docs = [set(match_terms(text)) for _, text in passages]
     idf = {t: math.log(1 + len(docs) / (1 + sum(t in d for d in docs))) + 0.5 for t in set(q_terms)}
     scored = []
     for order, (cite, text) in enumerate(passages):
@@ -263,7 +264,7 @@ def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 
             sentence = " ".join(text[a:b].split())
             if estimate_tokens(sentence) < 4:
                 continue
-            terms = set(search_terms(sentence))
+            terms = set(match_terms(sentence))
             score = sum(idf[t] for t in set(q_terms) if t in terms)
             if score > 0:  # entity names only break ties between sentences that match
                 score += 0.3 * len(boost & terms)

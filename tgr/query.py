@@ -1,13 +1,15 @@
 """Query: local (entity-centred), global (map-reduce over community reports), naive.
 
-Every mode returns an Answer: the answer text, the context tables the model saw, the
-sources (chunk -> document) behind them, model calls, tokens and timings. Without a chat
-model the answer is extractive (best-matching source sentences / report findings, with
-citations); with context_only no answer is generated at all.
+Every mode sits on tgr.retrieve: the context is cut from a ranking, never from an unordered
+set. Every mode returns an Answer: the answer text, the context tables the model saw, the
+ranked sources (passages with text, score and document), model calls, tokens and timings.
+Without a chat model the answer is extractive (best-matching source sentences / report
+findings, with citations); with context_only no answer is generated at all.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -17,11 +19,11 @@ from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
-from .text import (ContextTable, estimate_tokens, has_cjk, index_terms, normalise_name, search_terms,
-                   shorten, split_sentences)
+from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
+from .text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
 
-MODES = ("local", "global", "naive")
-MAX_KNN = 4096  # the most neighbours one sqlite-vec KNN query returns
+LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
+SOURCES_PER_REPORT = 3  # chunks shown behind each report a global answer used
 RESPONSE_TYPE = "a few concise paragraphs"
 
 
@@ -67,6 +69,8 @@ class Searcher:
         self.gateway = gateway
         self.prompts = prompts
         self.settings = settings or QuerySettings()
+        self.dense = not is_lexical_embedder(gateway.embedder.name)
+        self.retriever = Retriever(conn, self._embed, dense=self.dense)
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:
         if mode not in MODES:
@@ -84,8 +88,8 @@ class Searcher:
 
     # -- shared pieces --------------------------------------------------------------------
 
-    def _vector(self, question: str) -> bytes:
-        return serialize(self.gateway.embed("query", [question])[0])
+    def _embed(self, text: str) -> list[float]:
+        return self.gateway.embed("query", [text])[0]
 
     def _model_name(self, context_only: bool) -> str:
         if context_only:
@@ -97,75 +101,52 @@ class Searcher:
                                             response_type=self.settings.response_type)
         return self.gateway.chat("query", prompt).strip()
 
-    def _sources(self, chunk_ids: list[str]) -> list[dict]:
-        sources = []
-        for ref, chunk_id in enumerate(chunk_ids, 1):
-            row = self.conn.execute(
-                "SELECT c.document_id, d.source, d.title, c.ordinal, c.char_start, c.char_end "
-                "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?", (chunk_id,)).fetchone()
-            sources.append({"ref": ref, "chunk_id": chunk_id, "document_id": row[0], "source": row[1],
-                            "title": row[2], "ordinal": row[3], "char_start": row[4], "char_end": row[5]})
-        return sources
+    @staticmethod
+    def _sources(passages: list[Passage]) -> list[dict]:
+        """The ranked passages as numbered source records (ref n = row n of Sources)."""
+        return [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]
 
-    def _chunk_text(self, chunk_id: str) -> str:
-        return self.conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()[0]
+    def _fill_sources(self, passages: list[Passage], budget: int) -> tuple[ContextTable, list[Passage]]:
+        """The best passages that fit the budget, in rank order (at least one, trimmed)."""
+        table = ContextTable("Sources", "id|text", budget)
+        used: list[Passage] = []
+        for passage in passages:
+            text = " ".join(passage.text.split())
+            if not table.add(f"{len(used) + 1}|{text}"):
+                if not used:  # always give at least one (trimmed) source
+                    table.add(f"1|{shorten(text, max(200, budget * 3))}")
+                    used.append(passage)
+                break
+            used.append(passage)
+        return table, used
 
     # -- local ----------------------------------------------------------------------------
-
-    def find_entities(self, question: str, k: int) -> list[str]:
-        """Entities named in the question first, then nearest by embedding (vec0 KNN)."""
-        named = self._named_entities(question)
-        found = list(named)
-        if has_table(self.conn, "vec_entities"):
-            rows = self.conn.execute(
-                "SELECT id FROM vec_entities WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (self._vector(question), min(k, MAX_KNN))).fetchall()
-            found += [r[0] for r in rows if r[0] not in named]
-        return found[:max(k, len(named))]
-
-    def _named_entities(self, question: str) -> list[str]:
-        """Entities whose (normalised) name is a 1-3 word n-gram of the question."""
-        question = question.replace("’", "'")
-        if has_cjk(question):
-            words = search_terms(question)
-        else:  # "Scrooge's clerk" names both "scrooge's clerk" and "scrooge"
-            words = re.findall(r"[\w'-]+", question.lower())
-            words += [re.sub(r"'s?$", "", w) for w in words if "'" in w]
-        grams = {" ".join(words[i:i + n]) for n in (3, 2, 1) for i in range(len(words) - n + 1)}
-        if has_cjk(question):  # Chinese names may span jieba words
-            grams |= {question[i:i + n] for n in (2, 3, 4) for i in range(len(question) - n + 1)}
-        keys = sorted({normalise_name(g) for g in grams if g and (len(g) > 2 or has_cjk(g))})
-        if not keys:
-            return []
-        rows = self.conn.execute(  # json_each: no limit on how many names a long question has
-            "SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?)) "
-            "ORDER BY length(name) DESC, degree DESC, id", (json.dumps(keys, ensure_ascii=False),)).fetchall()
-        return [r[0] for r in rows]
 
     def _local(self, question: str, context_only: bool) -> Answer:
         s = self.settings
         t0 = time.perf_counter()
-        ids = self.find_entities(question, s.top_k)
-        marks = ",".join("?" * len(ids)) or "''"
+        retrieval = self.retriever.retrieve(question, "local", max(LOCAL_PASSAGES, s.top_k))
+        scores = retrieval.entity_scores
+        ids = sorted(scores, key=lambda e: (-scores[e], e))[:s.top_k]
         entities = {r[0]: r for r in self.conn.execute(
-            f"SELECT id, name, type, description, degree FROM entities WHERE id IN ({marks})", ids)}
+            "SELECT id, name, type, description, degree FROM entities "
+            "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids, ensure_ascii=False),))}
         ids = [i for i in ids if i in entities]
-        marks = ",".join("?" * len(ids)) or "''"
-        relationships = self.conn.execute(
-            f"SELECT r.id, s.name, t.name, r.predicate, r.description, r.weight, "
-            f"(r.source_id IN ({marks})) + (r.target_id IN ({marks})) AS hits "
-            f"FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
-            f"WHERE r.source_id IN ({marks}) OR r.target_id IN ({marks}) "
-            f"ORDER BY hits DESC, r.weight DESC, s.degree + t.degree DESC, r.id", ids * 4).fetchall()
-        communities = self.conn.execute(
-            f"SELECT m.community_id, count(*) AS hits, r.title, r.full_text, r.rating FROM community_members m "
-            f"JOIN reports r ON r.community_id = m.community_id JOIN communities c ON c.id = m.community_id "
-            f"WHERE m.entity_id IN ({marks}) GROUP BY m.community_id "
-            f"ORDER BY hits DESC, c.level DESC, r.rating DESC, m.community_id", ids).fetchall()
-        chunk_rank = self.conn.execute(
-            f"SELECT em.chunk_id, count(*) AS hits FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-            f"WHERE em.entity_id IN ({marks}) GROUP BY em.chunk_id "
-            f"ORDER BY hits DESC, c.document_id, c.ordinal", ids).fetchall()
+        chosen = json.dumps(ids, ensure_ascii=False)
+        relationships = sorted(self.conn.execute(
+            "SELECT r.id, s.name, t.name, r.predicate, r.description, r.weight, r.source_id, r.target_id "
+            "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+            "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
+            "OR r.target_id IN (SELECT value FROM json_each(?1))", (chosen,)).fetchall(),
+            key=lambda r: (-(scores.get(r[6], 0.0) + scores.get(r[7], 0.0)), -r[5], r[0]))
+        communities: dict[str, float] = {}
+        for cid, eid in self.conn.execute(
+                "SELECT community_id, entity_id FROM community_members "
+                "WHERE entity_id IN (SELECT value FROM json_each(?))", (chosen,)):
+            communities[cid] = communities.get(cid, 0.0) + scores.get(eid, 0.0)
+        reports = {r[0]: r for r in self.conn.execute(
+            "SELECT community_id, title, full_text FROM reports "
+            "WHERE community_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(communities)),))}
 
         budget = s.context_tokens
         ent = ContextTable("Entities", "id|entity|type|description|degree", int(budget * 0.15))
@@ -173,89 +154,60 @@ class Searcher:
             _, name, etype, desc, degree = entities[eid]
             ent.add(f"{n}|{name}|{etype}|{shorten(desc, 500)}|{degree}")
         rel = ContextTable("Relationships", "id|source|target|description|weight", int(budget * 0.25))
-        for n, (_, src, dst, pred, desc, weight, _) in enumerate(relationships, 1):
+        for n, (_, src, dst, pred, desc, weight, _, _) in enumerate(relationships, 1):
             if not rel.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
                 break
         rep = ContextTable("Reports", "id|title|content", int(budget * 0.2))
         used_reports = []
-        for cid, _, title, full, _ in communities:
+        for cid in sorted(reports, key=lambda c: (-communities[c], c)):
+            _, title, full = reports[cid]
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
-        src_budget = budget - ent.used - rel.used - rep.used
-        src = ContextTable("Sources", "id|text", src_budget)
-        chunk_ids = []
-        for chunk_id, _ in chunk_rank:
-            text = " ".join(self._chunk_text(chunk_id).split())
-            if not src.add(f"{len(chunk_ids) + 1}|{text}"):
-                if src.rows == 0:  # always give at least one (trimmed) source
-                    src.add(f"1|{shorten(text, max(200, src_budget * 3))}")
-                    chunk_ids.append(chunk_id)
-                break
-            chunk_ids.append(chunk_id)
+        src, passages = self._fill_sources(retrieval.passages, budget - ent.used - rel.used - rep.used)
         context = "\n\n".join(t for t in (ent.text(), rel.text(), rep.text(), src.text()) if t)
-        retrieve = time.perf_counter() - t0
         result = Answer(question, "local", "", context, self._model_name(context_only),
-                        sources=self._sources(chunk_ids), entities=ids, reports=used_reports,
-                        timings={"retrieve_s": round(retrieve, 4)})
+                        sources=self._sources(passages), entities=ids, reports=used_reports,
+                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
             return result
         t1 = time.perf_counter()
-        if not ids:
-            result.answer = "I don't know: no entity in this store matches the question."
+        if not passages:
+            result.answer = "I don't know: nothing in this store matches the question."
         elif self.gateway.chat_model:
             result.answer = self._generate(question, context)
         else:
             names = [entities[i][1] for i in ids[:5]]
-            top = entities[ids[0]]
-            relevant = set(search_terms(question)) & set(search_terms(f"{top[1]} {top[3]}"))
-            first = top[3][slice(*split_sentences(top[3])[0])] if top[3].strip() else ""
-            lead = f"{top[1]} ({top[2]}): {shorten(first, 200)} [Entities: 1]" if relevant else ""
-            passages = [(str(n), self._chunk_text(c)) for n, c in enumerate(chunk_ids, 1)]
-            result.answer = _extractive(question, lead, passages, names)
+            named = [i for i in ids if i in retrieval.named_entities]
+            result.answer = _extractive(question, self._lead(question, entities[named[0]], ids.index(named[0]) + 1)
+                                        if named else "", passages, names)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
-    # -- naive ----------------------------------------------------------------------------
+    @staticmethod
+    def _lead(question: str, entity: tuple, ref: int) -> str:
+        """The opening line of an offline answer: what the store says of the entity asked about."""
+        _, name, etype, description, _ = entity
+        if not description.strip() or not set(match_terms(question)) & set(match_terms(f"{name} {description}")):
+            return ""
+        first = description[slice(*split_sentences(description)[0])]
+        return f"{name} ({etype}): {shorten(first, 200)} [Entities: {ref}]"
 
-    def find_chunks(self, question: str, k: int) -> list[str]:
-        """Chunks by reciprocal-rank fusion of vec0 KNN and FTS5 BM25."""
-        scores: dict[str, float] = {}
-        if has_table(self.conn, "vec_chunks"):
-            rows = self.conn.execute(
-                "SELECT id FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (self._vector(question), min(k, MAX_KNN))).fetchall()
-            for rank, (cid,) in enumerate(rows):
-                scores[cid] = scores.get(cid, 0) + 1 / (60 + rank)
-        terms = sorted(set(index_terms(question)))
-        if terms:
-            match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
-            rows = self.conn.execute(
-                "SELECT c.id FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
-                "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT ?", (match, k)).fetchall()
-            for rank, (cid,) in enumerate(rows):
-                scores[cid] = scores.get(cid, 0) + 1 / (60 + rank)
-        return sorted(scores, key=lambda c: (-scores[c], c))[:k]
+    # -- naive ----------------------------------------------------------------------------
 
     def _naive(self, question: str, context_only: bool) -> Answer:
         t0 = time.perf_counter()
-        chunk_ids = self.find_chunks(question, self.settings.top_k)
-        src = ContextTable("Sources", "id|text", self.settings.context_tokens)
-        used = []
-        for chunk_id in chunk_ids:
-            if not src.add(f"{len(used) + 1}|{' '.join(self._chunk_text(chunk_id).split())}"):
-                break
-            used.append(chunk_id)
+        ranked = self.retriever.retrieve(question, "naive", self.settings.top_k).passages
+        src, passages = self._fill_sources(ranked, self.settings.context_tokens)
         result = Answer(question, "naive", "", src.text(), self._model_name(context_only),
-                        sources=self._sources(used), timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
+                        sources=self._sources(passages), timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
             return result
         t1 = time.perf_counter()
-        if not used:
+        if not passages:
             result.answer = "I don't know: no passage in this store matches the question."
         elif self.gateway.chat_model:
             result.answer = self._generate(question, result.context)
         else:
-            passages = [(str(n), self._chunk_text(c)) for n, c in enumerate(used, 1)]
             result.answer = _extractive(question, "", passages, [])
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
@@ -263,18 +215,26 @@ class Searcher:
     # -- global ---------------------------------------------------------------------------
 
     def candidate_reports(self, question: str, level: int) -> list[tuple[str, str, str, float]]:
-        """(community id, title, full text, rating) at `level` (plus shallower leaves),
-        most similar to the question first, cut to global_top."""
+        """(community id, title, full text, rating) at `level` (plus shallower leaves), best
+        first: similarity to the question, then centrality (size and rating); cut to global_top."""
         rows = self.conn.execute(
-            "SELECT c.id, r.title, r.full_text, r.rating FROM communities c JOIN reports r ON r.community_id = c.id "
+            "SELECT c.id, r.title, r.full_text, r.rating, c.size, r.summary FROM communities c "
+            "JOIN reports r ON r.community_id = c.id "
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
-        if len(rows) > self.settings.global_top and has_table(self.conn, "vec_reports"):
-            vector = self._vector(question)
-            distance = dict(self.conn.execute(
-                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (vector,)).fetchall())
-            rows.sort(key=lambda r: (distance.get(r[0], 2.0), -r[3], r[0]))
-            rows = rows[:self.settings.global_top]
-        return rows
+        if not rows:
+            return []
+        similarity = self._report_similarity(question, rows)
+        centrality = _centrality(rows)
+        rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
+        return [r[:4] for r in rows[:self.settings.global_top]]
+
+    def _report_similarity(self, question: str, rows: list[tuple]) -> dict[str, float]:
+        if self.dense and has_table(self.conn, "vec_reports"):
+            vector = serialize(self._embed(question))
+            return {cid: 1.0 - d for cid, d in self.conn.execute(
+                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (vector,))}
+        terms = match_terms(question)
+        return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
 
     def _global(self, question: str, context_only: bool) -> Answer:
         s = self.settings
@@ -296,6 +256,7 @@ class Searcher:
                         reports=[r[0] for r in reports],
                         timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
+            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]]))
             return result
         t1 = time.perf_counter()
         points = self._map(question, batches)
@@ -310,13 +271,14 @@ class Searcher:
             kept.append((score, text))
             used += cost
         t2 = time.perf_counter()
-        if not kept:
+        if not kept and self.gateway.chat_model:
             result.answer = (f"I don't know: none of the {len(reports)} community reports at level "
                              f"{s.level} is relevant to the question.")
-            if not self.gateway.chat_model and reports:  # offline: point to the main communities
-                top = sorted(reports, key=lambda r: (-r[3], r[0]))[:3]
-                result.answer += " The most prominent communities are: " + "; ".join(
-                    f"{title} [Reports: {cid}]" for cid, title, _, _ in top) + "."
+        elif not kept:  # offline: a corpus-wide question gets the most central communities
+            kept = [(0, self._overview_point(r)) for r in reports[:5]]
+            result.answer = ("The store's most central communities (no report mentions the question's terms):\n"
+                             if reports else "I don't know: this store has no community reports yet.")
+            result.answer += "\n".join(f"- {text}" for _, text in kept)
         elif self.gateway.chat_model:
             key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(kept, 1))
             prompt = self.prompts.reduce_answer.format(question=question, context=key_points,
@@ -324,9 +286,30 @@ class Searcher:
             result.answer = self.gateway.chat("query", prompt).strip()
         else:
             result.answer = "\n".join(f"- {text}" for _, text in kept[:6])
+        cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
+        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited]))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
         result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
         return result
+
+    def _overview_point(self, report: tuple) -> str:
+        cid, title, _, _ = report
+        summary = self.conn.execute("SELECT summary FROM reports WHERE community_id = ?", (cid,)).fetchone()[0]
+        return f"{title}: {shorten(summary, 300)} [Reports: {cid}]"
+
+    def _report_sources(self, community_ids: list[str]) -> list[Passage]:
+        """The chunks behind reports: those mentioning the most members of each community."""
+        ranked: list[tuple[str, float]] = []
+        seen = set()
+        for rank, cid in enumerate(community_ids):
+            for chunk_id, members in self.conn.execute(
+                    "SELECT em.chunk_id, count(*) AS n FROM community_members m "
+                    "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
+                    "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
+                if chunk_id not in seen:
+                    seen.add(chunk_id)
+                    ranked.append((chunk_id, members / (1 + rank)))
+        return self.retriever.passages(ranked)
 
     def _map(self, question: str, batches: list[list[tuple[str, str]]]) -> list[tuple[int, str]]:
         if self.gateway.chat_model is None:
@@ -341,7 +324,7 @@ class Searcher:
 
     def _map_offline(self, question: str, batches) -> list[tuple[int, str]]:
         """Score each report's summary and findings by term overlap with the question."""
-        terms = search_terms(question)
+        terms = match_terms(question)
         points = []
         for batch in batches:
             for cid, _ in batch:
@@ -355,9 +338,24 @@ class Searcher:
         return points
 
 
-def _extractive(question: str, lead: str, passages: list[tuple[str, str]], names: list[str]) -> str:
+def _centrality(rows: list[tuple]) -> dict[str, float]:
+    """0..1 per report: the community's size and rating, each relative to the largest."""
+    biggest = max(r[4] for r in rows) or 1
+    best = max(r[3] for r in rows) or 1
+    return {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
+
+
+def _cited_reports(text: str) -> set[str]:
+    cited = set()
+    for group in re.findall(r"Reports?\s*[:(]\s*([^\]\)]+)", text):
+        cited.update(part.strip() for part in group.split(","))
+    return cited
+
+
+def _extractive(question: str, lead: str, passages: list[Passage], names: list[str]) -> str:
     """An answer made of the best-matching source sentences, each with its citation."""
-    picked = best_sentences(question, passages, limit=5, boost_terms=names)
+    picked = best_sentences(question, [(str(n), p.text) for n, p in enumerate(passages, 1)],
+                            limit=5, boost_terms=names)
     lines = [lead] if lead else []
     lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
               if sentence not in lead][:4]  # the lead already says it

@@ -25,6 +25,7 @@ from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
+from .retrieve import Passage, Retriever, is_lexical_embedder
 from .text import estimate_tokens, index_terms
 
 Progress = Callable[[str, int, int], None]
@@ -320,9 +321,9 @@ class KnowledgeBase:
                         "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens))
-                    if cursor.rowcount:
+                    if cursor.rowcount:  # a document's title is part of what each chunk is about
                         self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                                          (cursor.lastrowid, " ".join(index_terms(c.text))))
+                                          (cursor.lastrowid, " ".join(index_terms(f"{doc.title}\n{c.text}"))))
             report("ingest", done, len(new))
         return len(new)
 
@@ -427,6 +428,19 @@ class KnowledgeBase:
         gateway = self._query_gateway()
         searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
         return searcher.ask(question.strip(), mode, context_only=context_only)
+
+    def retrieve(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
+        """The k passages that best answer the question, best first, with scores and metadata."""
+        if not question or not question.strip():
+            raise ValueError("the question is empty")
+        if not self.meta.get("embed_model"):
+            raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
+        return self._retriever().retrieve(question.strip(), mode, k).passages
+
+    def _retriever(self) -> Retriever:
+        gateway = self._query_gateway()
+        return Retriever(self.conn, lambda text: gateway.embed("query", [text])[0],
+                         dense=not is_lexical_embedder(self.meta.get("embed_model")))
 
     # -- inspection -----------------------------------------------------------------------
 

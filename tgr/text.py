@@ -17,6 +17,7 @@ _SENTENCE_END = re.compile(r"[.!?;。！？；…]+[\"'”’」』)\]]*\s*|\n\s
 # words after which a full stop does not end the sentence
 _ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr prof rev capt col gen sgt lt vs etc".split())
 _LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
+_INDEX_WORD = re.compile(f"[^\\W_{_CJK}]+")
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(
@@ -100,12 +101,42 @@ def search_terms(text: str) -> list[str]:
 
 
 def index_terms(text: str) -> list[str]:
-    """Terms for the FTS5 index and its queries: words, and character bigrams of CJK runs.
+    """Terms of a chunk for the FTS5 index.
 
-    Bigrams need no segmentation (fast on whole books) and match any Chinese word of two
-    or more characters; BM25 does the ranking.
+    Lower-cased words of any script ("hall's" gives "hall" and "s", so a possessive still
+    matches its name); stopwords stay, as in plain BM25. Chinese runs give their character
+    bigrams (they match any word of two or more characters with no segmentation) plus jieba's
+    search-engine words (a real word of two characters counts twice: it outweighs a bigram that
+    straddles two words; longer words become terms of their own); a
+    question needs no jieba to match them (see query_terms).
     """
-    terms = [w.lower() for w in _WORD_RE.findall(text) if w.lower() not in STOPWORDS]
+    terms = [w.lower() for w in _INDEX_WORD.findall(text)]
+    runs = CJK_RUN.findall(text)
+    for run in runs:
+        terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+    if runs:
+        cut = jieba().cut_for_search
+        terms.extend(w for run in runs for w in cut(run) if len(w) > 1)
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """Terms of a question for an FTS5 query (OR-ed): its words, the bigrams of its Chinese
+    runs, and every 3-6 character substring of those runs. A substring that is no indexed
+    word matches nothing and costs nothing, so the index itself acts as the dictionary and
+    a question is segmented without loading jieba."""
+    terms = [w.lower() for w in _INDEX_WORD.findall(text)]
+    for run in CJK_RUN.findall(text):
+        terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+        terms.extend(run[i:i + n] for n in range(3, min(len(run), 6) + 1) for i in range(len(run) - n + 1))
+    return list(dict.fromkeys(terms))
+
+
+def match_terms(text: str) -> list[str]:
+    """Terms for scoring how well a sentence or report matches a question, without jieba
+    (a question must not pay for loading its dictionary): words that are not stopwords,
+    and the bigrams of Chinese runs."""
+    terms = [w.lower() for w in _INDEX_WORD.findall(text) if w.lower() not in STOPWORDS]
     for run in CJK_RUN.findall(text):
         terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
     return terms

@@ -1,0 +1,395 @@
+"""Ranked retrieval: the core that every query mode, context and answer is built from.
+
+`Retriever.retrieve(question, mode, k)` returns chunks ("passages") in relevance order, each
+with a score:
+
+- naive: FTS5 BM25 over the chunk terms (a document's title is indexed with each of its
+  chunks), fused by reciprocal rank with dense KNN when the store's embedder is a real model.
+  Hashed vectors (tgr:hash-*) are left out of ranking: they lower recall.
+- local: personalized PageRank (as in HippoRAG) over a query subgraph of entities and chunks.
+  Reset mass sits on the entities the question names (weighted by how specific they are),
+  on the chunks BM25 (and a real embedder) ranks highest, and on documents whose title the
+  question names; relevance spreads through mentions and relationships, so the chunks about a
+  bridge entity of a multi-hop question are reached though they share no word with it. Hub
+  entities (mentioned everywhere) pass little relevance on. Entities, relationships and
+  reports in the local context follow the same scores.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from .db import Connection, has_table, serialize
+from .text import CJK_RUN, has_cjk, normalise_name, query_terms
+
+MODES = ("local", "global", "naive")
+MAX_KNN = 4096        # the most neighbours one sqlite-vec KNN query returns
+SEED_CHUNKS = 30      # BM25 / dense chunks that start the walk
+HUB_MENTIONS = 64     # entities in more chunks than this are not expanded to all of them
+MAX_NAME_WORDS = 6    # longest question span tried as an entity name or title
+DAMPING = 0.4         # PageRank: chance of following an edge rather than jumping back to a seed
+CHUNK_RESET = 1.0     # share of the reset mass on seed chunks (BM25 / dense) ...
+ENTITY_RESET = 0.5    # ... on entities the question names ...
+TITLE_RESET = 1.0     # ... and on documents whose title the question names
+RELATION_WEIGHT = 0.5 # an entity-entity edge against an entity-chunk edge
+RRF_K = 60
+SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
+
+
+@dataclass
+class Passage:
+    """One retrieved chunk with its document."""
+
+    chunk_id: str
+    score: float
+    text: str
+    document_id: str
+    source: str
+    title: str
+    ordinal: int
+    char_start: int
+    char_end: int
+    external_id: str | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Retrieval:
+    """Ranked passages, plus (local mode) the entity scores behind them."""
+
+    passages: list[Passage]
+    entity_scores: dict[str, float] = field(default_factory=dict)
+    named_entities: list[str] = field(default_factory=list)
+
+
+def is_lexical_embedder(name: str | None) -> bool:
+    """Hashed feature vectors only repeat what BM25 knows, less well."""
+    return not name or name.startswith("tgr:hash")
+
+
+class Retriever:
+    """Retrieval against one open store. `embed_query(text) -> vector` is used only when
+    `dense` is true (a real embedding model)."""
+
+    def __init__(self, conn: Connection, embed_query=None, dense: bool = False):
+        self.conn = conn
+        self.embed_query = embed_query
+        self.dense = dense and embed_query is not None
+        self._vector: bytes | None = None
+        self._question = ""
+        self._chunk_total: int | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    def retrieve(self, question: str, mode: str = "local", k: int = 10) -> Retrieval:
+        """The k best passages for the question, best first."""
+        self._vector = None
+        self._question = question
+        if mode == "naive":
+            ranked = self.naive_scores(question, k)
+            return Retrieval(self.passages(ranked))
+        if mode == "local":
+            return self.local(question, k)
+        raise ValueError(f"retrieve() ranks passages for local and naive; got {mode!r}")
+
+    def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
+        """Passages for (chunk id, score) pairs, in the given order."""
+        if not ranked:
+            return []
+        ids = json.dumps([cid for cid, _ in ranked])
+        rows = {r[0]: r for r in self.conn.execute(
+            "SELECT c.id, c.text, c.document_id, d.source, d.title, c.ordinal, c.char_start, c.char_end "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,))}
+        extra = _document_extras(self.conn, {r[2] for r in rows.values()})
+        result = []
+        for cid, score in ranked:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            external_id, metadata = extra.get(row[2], (None, {}))
+            result.append(Passage(cid, round(score, 6), row[1], row[2], row[3], row[4], row[5], row[6],
+                                  row[7], external_id, metadata))
+        return result
+
+    # -- naive ----------------------------------------------------------------------------
+
+    def naive_scores(self, question: str, k: int) -> list[tuple[str, float]]:
+        """BM25, fused with dense KNN by reciprocal rank when the embedder is real."""
+        bm25 = self.bm25(question, max(k, SEED_CHUNKS))
+        if not self.dense:
+            return bm25[:k]
+        fused: dict[str, float] = {}
+        for ranking in (bm25, self.dense_chunks(max(k, SEED_CHUNKS))):
+            for rank, (cid, _) in enumerate(ranking):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+        return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+    def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of the best FTS5 matches of the question's terms."""
+        terms = list(dict.fromkeys(query_terms(question)))
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        return [(cid, -score) for cid, score in self.conn.execute(
+            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
+            "WHERE chunks_fts MATCH ? ORDER BY s, c.seq LIMIT ?", (match, limit))]
+
+    def dense_chunks(self, limit: int) -> list[tuple[str, float]]:
+        if not has_table(self.conn, "vec_chunks"):
+            return []
+        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
+            "SELECT id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (self._query_vector(), min(limit, MAX_KNN)))]
+
+    def _query_vector(self) -> bytes:
+        if self._vector is None:
+            self._vector = serialize(self.embed_query(self._question))
+        return self._vector
+
+    # -- local ----------------------------------------------------------------------------
+
+    def local(self, question: str, k: int) -> Retrieval:
+        spans = question_spans(question)
+        named = self.named_entities(spans)
+        seeds = self.bm25(question, SEED_CHUNKS)
+        if self.dense:
+            seeds = _rrf(seeds, self.dense_chunks(SEED_CHUNKS))
+            named = _merge_weights(named, self.dense_entities(10))
+        titled = self.titled_chunks(spans)
+        scores, entity_scores = self.walk(named, seeds, titled)
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
+            have = {cid for cid, _ in ranked}
+            floor = ranked[-1][1] if ranked else 1.0
+            extra = [c for c, _ in self.bm25(question, k * 2) if c not in have]
+            ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
+        return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
+
+    def named_entities(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
+        """Entities the question names, weighted by specificity (rare names weigh more).
+
+        A single lower-case word of the question that only matches a capitalised entity
+        ("which country" / "Country") weighs little: it is a common word, not a name."""
+        if not spans:
+            return {}
+        surface = {}
+        for text, cased in spans:
+            key = normalise_name(text)
+            surface[key] = surface.get(key, False) or cased
+        rows = self.conn.execute(
+            "SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(surface), ensure_ascii=False),)).fetchall()
+        total = self.chunk_total()
+        weights = {}
+        for eid, mentions in rows:
+            weight = _specificity(mentions, total)
+            if not surface[eid]:
+                weight *= 0.1
+            weights[eid] = weight
+        # a name inside a longer matched name ("york" in "new york") is not named on its own
+        for eid in list(weights):
+            if any(other != eid and _contains_words(other, eid) for other in weights):
+                weights[eid] *= 0.2
+        return weights
+
+    def dense_entities(self, limit: int) -> dict[str, float]:
+        if not has_table(self.conn, "vec_entities"):
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, distance FROM vec_entities WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (self._query_vector(), limit)).fetchall()
+        return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
+
+    def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
+        """Chunks of documents whose title the question names."""
+        titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
+        if not titles:
+            return {}
+        rows = self.conn.execute(
+            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+            "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
+            (json.dumps(titles, ensure_ascii=False),)).fetchall()
+        return {cid: 1.0 for (cid,) in rows}
+
+    def chunk_total(self) -> int:
+        if self._chunk_total is None:
+            self._chunk_total = self.conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
+        return self._chunk_total
+
+    def walk(self, named: dict[str, float], seeds: list[tuple[str, float]],
+             titled: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+        """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
+        seed_chunks = {cid for cid, _ in seeds} | set(titled)
+        if not seed_chunks and not named:
+            return {}, {}
+        total = self.chunk_total()
+        # entities: those named, and those mentioned by the seed chunks
+        mentions = self.conn.execute(
+            "SELECT em.entity_id, em.chunk_id, e.mentions FROM entity_mentions em "
+            "JOIN entities e ON e.id = em.entity_id "
+            "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(seed_chunks)),)).fetchall()
+        entity_mentions = {eid: m for eid, _, m in mentions}
+        for eid, m in self.conn.execute("SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                                        (json.dumps(sorted(named), ensure_ascii=False),)):
+            entity_mentions[eid] = m
+        # relationships of the named entities reach their neighbours (and between known ones)
+        relations = self.conn.execute(
+            "SELECT r.source_id, r.target_id, r.weight, s.mentions, t.mentions FROM relationships r "
+            "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+            "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
+            "OR r.target_id IN (SELECT value FROM json_each(?1))",
+            (json.dumps(sorted(named), ensure_ascii=False),)).fetchall()
+        for src, dst, _, ms, mt in relations:
+            entity_mentions.setdefault(src, ms)
+            entity_mentions.setdefault(dst, mt)
+        # the other chunks of every specific entity: where a bridge entity is written about
+        specific = sorted(e for e, m in entity_mentions.items() if m <= HUB_MENTIONS)
+        edges_em = {(eid, cid) for eid, cid, _ in mentions}
+        edges_em |= set(self.conn.execute(
+            "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(specific, ensure_ascii=False),)).fetchall())
+        # an entity named like a document's title is what that document is about
+        edges_em |= set(self.conn.execute(
+            "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+            "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
+
+        index: dict[str, int] = {}
+        names: list[str] = []
+
+        def node(key: str) -> int:
+            if key not in index:
+                index[key] = len(names)
+                names.append(key)
+            return index[key]
+
+        edges, weights = [], []
+        for eid, cid in sorted(edges_em):
+            edges.append((node("e:" + eid), node("c:" + cid)))
+            weights.append(_specificity(entity_mentions.get(eid, 1), total))
+        for src, dst, weight, ms, mt in relations:
+            if src == dst or RELATION_WEIGHT <= 0:
+                continue
+            edges.append((node("e:" + src), node("e:" + dst)))
+            weights.append(RELATION_WEIGHT * math.log1p(weight)
+                           * min(_specificity(ms, total), _specificity(mt, total)))
+        reset: dict[int, float] = {}
+        top = max((s for _, s in seeds), default=0.0)
+        chunk_mass = {cid: (s / top) ** SHARPNESS for cid, s in seeds if top > 0 and s > 0}
+        _add_reset(reset, {"c:" + c: w for c, w in chunk_mass.items()}, CHUNK_RESET, node)
+        _add_reset(reset, {"e:" + e: w for e, w in named.items()}, ENTITY_RESET, node)
+        _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
+        if not reset:
+            return {}, {}
+        vector = [reset.get(i, 0.0) for i in range(len(names))]
+        ranks = personalized_pagerank(len(names), edges, weights, vector)
+        chunks, entities = {}, {}
+        for key, value in zip(names, ranks):
+            if value <= 0:
+                continue
+            (chunks if key[0] == "c" else entities)[key[2:]] = value
+        return chunks, entities
+
+
+def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
+                          reset: list[float], damping: float | None = None, iterations: int = 30):
+    """PageRank of an undirected weighted graph, jumping back to `reset` (normalised).
+
+    Power iteration on numpy arrays: a query subgraph of ~10k nodes and ~30k edges takes a
+    few milliseconds. Mass at a node without edges returns to the reset distribution."""
+    import numpy as np
+
+    damping = DAMPING if damping is None else damping
+    r = np.asarray(reset, dtype=np.float64)
+    r /= r.sum()
+    if not edges:
+        return r.tolist()
+    pairs = np.asarray(edges, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float64)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    w = np.concatenate([w, w])
+    out = np.bincount(src, weights=w, minlength=n)
+    share = w / out[src]
+    dangling = out == 0
+    p = r.copy()
+    for _ in range(iterations):
+        spread = np.bincount(dst, weights=p[src] * share, minlength=n)
+        p = (1 - damping) * r + damping * (spread + p[dangling].sum() * r)
+    return p.tolist()
+
+
+def question_spans(question: str) -> list[tuple[str, bool]]:
+    """Spans of the question that could name an entity or a title: runs of 1-6 words
+    (English), substrings of CJK runs (Chinese); with whether the span is capitalised."""
+    question = question.replace("’", "'")
+    spans: list[tuple[str, bool]] = []
+    words = list(re.finditer(r"\w+(?:[-.'&]\w+)*\.?", question))
+    for i in range(len(words)):
+        for j in range(i, min(len(words), i + MAX_NAME_WORDS)):
+            text = question[words[i].start():words[j].end()]
+            stripped = re.sub(r"'s?$", "", text.rstrip(".")) if not has_cjk(text) else text
+            for candidate in {text, stripped}:
+                if candidate and not (candidate.isdigit() and len(candidate) < 3):
+                    spans.append((candidate, candidate[0].isupper() or has_cjk(candidate)
+                                  or candidate[0].isdigit()))
+    for run in CJK_RUN.findall(question):
+        for n in range(2, min(len(run), 12) + 1):
+            spans.extend((run[i:i + n], True) for i in range(len(run) - n + 1))
+    return spans
+
+
+def _specificity(mentions: int, total: int) -> float:
+    """IDF-like weight of an entity mentioned in `mentions` of `total` chunks."""
+    return math.log(1 + total / max(1, mentions))
+
+
+def _contains_words(longer: str, shorter: str) -> bool:
+    return len(longer) > len(shorter) and f" {shorter} " in f" {longer} "
+
+
+def _add_reset(reset: dict[int, float], weights: dict[str, float], share: float, node) -> None:
+    total = sum(weights.values())
+    if total <= 0:
+        return
+    for key, weight in weights.items():
+        i = node(key)
+        reset[i] = reset.get(i, 0.0) + share * weight / total
+
+
+def _rrf(*rankings: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, (cid, _) in enumerate(ranking):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    merged = dict(a)
+    for key, value in b.items():
+        merged[key] = max(merged.get(key, 0.0), value)
+    return merged
+
+
+def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
+    """external_id and metadata of documents, on stores that have those columns."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
+    if "external_id" not in columns:
+        return {}
+    extras = {}
+    for doc_id, external_id, metadata in conn.execute(
+            "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(document_ids)),)):
+        try:
+            meta = json.loads(metadata) if metadata else {}
+        except ValueError:
+            meta = {}
+        extras[doc_id] = (external_id, meta if isinstance(meta, dict) else {})
+    return extras
