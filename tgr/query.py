@@ -98,13 +98,22 @@ class Searcher:
         return self.gateway.chat("query", prompt).strip()
 
     def _sources(self, chunk_ids: list[str]) -> list[dict]:
+        # a store of schema < 3 opened read-only is not migrated: no ids or metadata there
+        has_ids = "external_id" in {r[1] for r in self.conn.execute("PRAGMA table_info(documents)")}
+        extra = "d.external_id, d.metadata" if has_ids else "NULL, NULL"
         sources = []
         for ref, chunk_id in enumerate(chunk_ids, 1):
             row = self.conn.execute(
-                "SELECT c.document_id, d.source, d.title, c.ordinal, c.char_start, c.char_end "
+                f"SELECT c.document_id, d.source, d.title, c.ordinal, c.char_start, c.char_end, {extra} "
                 "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?", (chunk_id,)).fetchone()
+            try:  # the file may come from anyone: a malformed or hostile value becomes {}
+                metadata = json.loads(row[7]) if row[7] and len(row[7]) <= 1_000_000 else {}
+            except (ValueError, RecursionError):
+                metadata = {}
             sources.append({"ref": ref, "chunk_id": chunk_id, "document_id": row[0], "source": row[1],
-                            "title": row[2], "ordinal": row[3], "char_start": row[4], "char_end": row[5]})
+                            "title": row[2], "ordinal": row[3], "char_start": row[4], "char_end": row[5],
+                            "external_id": row[6],
+                            "metadata": metadata if isinstance(metadata, dict) else {}})
         return sources
 
     def _chunk_text(self, chunk_id: str) -> str:
