@@ -167,9 +167,9 @@ def test_bad_inputs(tmp_path, db_path):
         assert any("empty" in w for w in warnings)
         assert any("binary" in w for w in warnings)
         assert any("same content" in w for w in warnings)
-        (tmp_path / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
-        with pytest.raises(InputError, match="latin1.txt: not UTF-8"):
-            kb.index([str(tmp_path / "latin1.txt")])
+        (tmp_path / "sjis.txt").write_bytes("吾輩は猫である。名前はまだ無い。".encode("shift_jis"))
+        with pytest.raises(InputError, match="sjis.txt: not UTF-8.*it may be"):
+            kb.index([str(tmp_path / "sjis.txt")])
         with pytest.raises(InputError, match="no such file"):
             kb.index([str(tmp_path / "missing.txt")])
         assert kb.info()["documents"] == 1  # nothing lost, nothing half-written

@@ -7,6 +7,7 @@ citations); with context_only no answer is generated at all.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import time
@@ -110,10 +111,14 @@ class Searcher:
                 metadata = json.loads(row[7]) if row[7] and len(row[7]) <= 1_000_000 else {}
             except (ValueError, RecursionError):
                 metadata = {}
-            sources.append({"ref": ref, "chunk_id": chunk_id, "document_id": row[0], "source": row[1],
-                            "title": row[2], "ordinal": row[3], "char_start": row[4], "char_end": row[5],
-                            "external_id": row[6],
-                            "metadata": metadata if isinstance(metadata, dict) else {}})
+            metadata = metadata if isinstance(metadata, dict) else {}
+            source = {"ref": ref, "chunk_id": chunk_id, "document_id": row[0], "source": row[1],
+                      "title": row[2], "ordinal": row[3], "char_start": row[4], "char_end": row[5],
+                      "external_id": row[6], "metadata": metadata}
+            pages = metadata.get("pages")  # a PDF's page start offsets: cite the page
+            if isinstance(pages, list) and pages and all(type(p) is int for p in pages):
+                source["page"] = max(1, bisect.bisect_right(pages, row[4]))
+            sources.append(source)
         return sources
 
     def _chunk_text(self, chunk_id: str) -> str:
