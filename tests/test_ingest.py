@@ -288,6 +288,7 @@ FRENCH = "Le café de la gare est fermé. Noël approche et la crème brûlée d
     ("gb.txt", CHINESE, "gb18030", "gb18030"),
     ("gbk.txt", CHINESE, "gbk", "gb18030"),
     ("big5.txt", TRADITIONAL, "big5", "big5"),
+    ("cp950.txt", TRADITIONAL + "恒心。", "cp950", "cp950"),  # 恒 is one of Microsoft's Big5 extensions
     ("latin1.txt", FRENCH, "latin-1", "cp1252"),
     ("cp1252.txt", "He said \u201cit\u2019s \u20ac5\u201d \u2014 " + FRENCH, "cp1252", "cp1252"),
     ("utf16.txt", "Scrooge met Marley in the counting-house. " * 3, "utf-16-le", "utf-16-le"),
@@ -361,10 +362,64 @@ def test_symlinks_leading_out_of_a_directory_are_not_followed(tmp_path):
     (docs / "loop").symlink_to(docs, target_is_directory=True)  # inside, and a loop: visited once
     warnings: list[str] = []
     found = read_documents([str(docs)], warnings.append)
-    assert [d.text for d in found] == [WHALE]
+    assert [d.source for d in found] == [str(docs / "inner" / "whale.txt")]  # once, by its real path
+    assert not any("same content" in w for w in warnings)
     assert f"{docs}: not following 2 symlink(s) that lead outside it: {docs / 'leak.txt'}, {docs / 'leakdir'}" \
         in warnings
     assert not any("root:x" in d.text for d in found)
     # a symlink named on the command line is the user's explicit choice
     [doc] = read_documents([str(docs / "leak.txt")])
     assert doc.text.startswith("root:x")
+
+
+def test_json_lists_of_documents_and_capitalised_csv_headers(tmp_path):
+    listing = tmp_path / "docs.json"
+    listing.write_text(json.dumps([{"id": "w", "title": "Whale", "text": WHALE, "year": 1851},
+                                   {"id": "empty", "text": ""}]), encoding="utf-8")
+    table = tmp_path / "sheet.csv"
+    table.write_text(f'ID,Title,Text,Author\nc,Carol,"{CAROL}",Dickens\n', encoding="utf-8")
+    warnings: list[str] = []
+    docs = read_documents([str(listing), str(table)], warnings.append)
+    assert [(d.external_id, d.title, d.metadata) for d in docs] == [
+        ("w", "Whale", {"year": 1851}), ("c", "Carol", {"Author": "Dickens"})]
+    assert warnings == [f"{listing}[2]: no text, skipped"]
+    listing.write_text('{"not": "a document"', encoding="utf-8")
+    with pytest.raises(InputError, match="docs.json: not valid JSON"):
+        read_documents([str(listing)])
+
+
+def test_one_id_for_two_texts_is_kept_with_a_warning(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "x", "text": WHALE}) + "\n" + json.dumps({"id": "x", "text": CAROL}) + "\n",
+                    encoding="utf-8")
+    warnings: list[str] = []
+    assert [d.external_id for d in read_documents([str(rows)], warnings.append)] == ["x", "x"]
+    assert warnings == [f"{rows}:2: id x also names {rows}:1"]
+
+
+def test_many_bad_rows_give_a_few_warnings_and_a_count(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": n}) + "\n" for n in range(12)) + json.dumps({"text": WHALE}) + "\n",
+                    encoding="utf-8")
+    warnings: list[str] = []
+    assert len(read_documents([str(rows)], warnings.append)) == 1
+    assert warnings == [f"{rows}:{n}: no text, skipped" for n in range(1, 6)] + [
+        f"{rows}: 7 more rows skipped for the same reasons"]
+
+
+def test_html_line_breaks_and_preformatted_text(tmp_path):
+    page = tmp_path / "poem.htm"
+    page.write_text("<p>Call me<br/>Ishmael.<br>Some years ago</p><pre>never  mind\nhow long</pre>", encoding="utf-8")
+    [doc] = read_documents([str(page)])
+    assert doc.text == "Call me\nIshmael.\nSome years ago\n\nnever  mind\nhow long\n"
+    assert doc.title == "Call me"
+
+
+def test_a_damaged_but_readable_pdf_is_read_with_one_warning_and_nothing_printed(tmp_path, capfd):
+    pdf = tmp_path / "damaged.pdf"
+    pdf.write_bytes(make_pdf([["Call me Ishmael."]]).replace(b"startxref\n", b"startxref\n1"))
+    warnings: list[str] = []
+    [doc] = read_documents([str(pdf)], warnings.append)
+    assert doc.text == "Call me Ishmael.\n"
+    assert len(warnings) == 1 and warnings[0].startswith(f"{pdf}: damaged PDF, read anyway (pypdf: ")
+    assert capfd.readouterr() == ("", "")

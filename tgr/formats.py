@@ -8,7 +8,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Callable
@@ -16,6 +18,7 @@ from typing import Callable
 Warn = Callable[[str], None]
 
 ID_FIELDS = ("doc_id", "id")
+ROW_FIELDS = {"text", "title", "meta", *ID_FIELDS}
 TITLE_LIMIT = 200
 ROW_WARNINGS = 5  # per file; then one line counts the rest
 PDF_HINT = "pip install 'tgr[pdf]'"
@@ -126,6 +129,21 @@ def read_jsonl(source: str, text: str, warn: Warn) -> list[Record]:
     return records
 
 
+def read_json(source: str, text: str, warn: Warn) -> list[Record]:
+    """.json: a list of document objects (the JSONL fields), or one such object."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"{source}: not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(item, dict) for item in items):
+        raise Unreadable(f"{source}: expected a JSON object or a list of objects with a 'text' field")
+    warn = RowWarnings(source, warn)
+    records = [r for n, item in enumerate(items, 1) if (r := row_record(item, f"{source}[{n}]", warn))]
+    warn.close()
+    return records
+
+
 def read_csv(source: str, text: str, warn: Warn) -> list[Record]:
     """.csv / .tsv with a header row; the same fields as JSONL (empty cells are left out)."""
     lines = text.splitlines()
@@ -136,6 +154,8 @@ def read_csv(source: str, text: str, warn: Warn) -> list[Record]:
     try:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
         names = [name.strip() for name in next(reader, [])]
+        # spreadsheet headers are often capitalised: "Text", "Title", "ID"
+        names = [name.lower() if name.lower() in ROW_FIELDS else name for name in names]
         if "text" not in names:
             raise Unreadable(f"{source}: no 'text' column in the header row "
                              f"(columns: {', '.join(names)[:200] or 'none'})")
@@ -206,6 +226,11 @@ class _HTMLText(HTMLParser):
         if tag in HTML_BLOCKS:
             self.parts.append("\n")
 
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in HTML_VOID:
+            self.handle_endtag(tag)
+
     def handle_endtag(self, tag):
         if tag == "title":
             self.in_title = False
@@ -248,6 +273,20 @@ def read_pdf(source: str, raw: bytes, warn: Warn) -> list[Record]:
         import pypdf
     except ImportError:
         raise Unreadable(f"{source}: reading PDF needs pypdf: {PDF_HINT}") from None
+    with _captured_log("pypdf") as problems:
+        text, offsets, title = _pdf_pages(source, pypdf, raw)
+    if problems:
+        warn(f"{source}: damaged PDF, read anyway (pypdf: {problems[0][:100]}"
+             f"{f' and {len(problems) - 1} more problems' if len(problems) > 1 else ''})")
+    if not text.strip():
+        warn(f"{source}: no text in the PDF (scanned pages need OCR first), skipped")
+        return []
+    return [Record(text=text + "\n", title=(title or first_line_title(text, source))[:TITLE_LIMIT],
+                   metadata={"pages": offsets})]
+
+
+def _pdf_pages(source: str, pypdf, raw: bytes) -> tuple[str, list[int], str]:
+    """(text of all pages, offset where each page starts, title from the PDF's info)."""
     try:
         reader = pypdf.PdfReader(io.BytesIO(raw))
         if reader.is_encrypted and not reader.decrypt(""):
@@ -266,8 +305,21 @@ def read_pdf(source: str, raw: bytes, warn: Warn) -> list[Record]:
             text += "\n\n"
         offsets.append(len(text))
         text += page
-    if not text.strip():
-        warn(f"{source}: no text in the PDF (scanned pages need OCR first), skipped")
-        return []
-    return [Record(text=text + "\n", title=(title or first_line_title(text, source))[:TITLE_LIMIT],
-                   metadata={"pages": offsets})]
+    return text, offsets, title
+
+
+@contextmanager
+def _captured_log(name: str):
+    """Collect what a library logs (instead of it reaching stderr: tgr never prints)."""
+    logger = logging.getLogger(name)
+    messages: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: messages.append(" ".join(record.getMessage().split()))
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

@@ -20,6 +20,7 @@ READERS = {
     **{suffix: formats.read_plain for suffix in TEXT_SUFFIXES},
     ".rst": formats.read_rst,
     ".jsonl": formats.read_jsonl,
+    ".json": formats.read_json,
     ".csv": formats.read_csv,
     ".tsv": formats.read_csv,
     ".html": formats.read_html,
@@ -29,7 +30,10 @@ READERS = {
 BINARY_FORMATS = {".pdf"}  # their readers take the raw bytes
 STDIN = "-"
 # Legacy encodings tried when a file is not UTF-8, in this order of preference.
-LEGACY_ENCODINGS = ["utf_16_le", "utf_16_be", "gb18030", "big5", "cp1252", "latin_1"]
+LEGACY_ENCODINGS = ["utf_16_le", "utf_16_be", "gb18030", "big5", "cp950", "big5hkscs", "cp1252", "latin_1"]
+# Big5 as written in practice often holds Microsoft (cp950) or Hong Kong extensions: the
+# narrowest of these that decodes the whole file is the one recorded.
+FAMILIES = {name: ["big5", "cp950", "big5hkscs"] for name in ("big5", "cp950", "big5hkscs")}
 MAX_CHAOS = 0.1  # charset-normalizer's "mess" ratio above which a decoding is not trusted
 NAMES_SHOWN = 10
 
@@ -66,12 +70,17 @@ def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None
     file named explicitly that cannot be read raises InputError (before anything is stored).
     """
     documents: dict[str, Document] = {}
+    ids: dict[str, Document] = {}
     for path in paths:
         for file in _files(path, warn, stdin):
             for doc in _read(file, warn):
                 if doc.id in documents:
                     warn(f"{doc.where or doc.label}: same content as {documents[doc.id].label}, skipped")
                     continue
+                if doc.external_id is not None:
+                    if doc.external_id in ids:  # kept: its text differs, but citations will be ambiguous
+                        warn(f"{doc.where}: id {doc.external_id} also names {ids[doc.external_id].where}")
+                    ids.setdefault(doc.external_id, doc)
                 documents[doc.id] = doc
     return list(documents.values())
 
@@ -140,13 +149,13 @@ def _detect(raw: bytes) -> tuple[str, str] | None:
         return None
     if best.encoding.startswith("utf_16") and (len(raw) % 2 or b"\x00" not in raw and not best.coherence):
         return None  # UTF-16 without a BOM is believed only for even lengths that look like text
-    try:
-        text = raw.decode(best.encoding)
-    except UnicodeDecodeError:  # the detector judges samples of large files
-        return None
-    if "\x00" in text:
-        return None
-    return text, codecs.lookup(best.encoding).name
+    for encoding in FAMILIES.get(best.encoding, [best.encoding]):
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:  # the detector judges samples of large files
+            continue
+        return (None if "\x00" in text else (text, codecs.lookup(encoding).name))
+    return None
 
 
 def _hint(raw: bytes) -> str:
@@ -192,35 +201,43 @@ def _files(path: str, warn: Warn, stdin) -> Iterator[_File]:
 def _walk(root: Path) -> tuple[list[Path], list[Path], list[Path]]:
     """Supported files under root (sorted), unsupported ones, and symlinks leading outside.
 
-    Hidden entries (a leading '.') are passed over; symlinks are followed only when they
-    resolve inside root, and each real directory is visited once (no symlink loops).
+    Hidden entries (a leading '.') are passed over. Symlinks are followed only when they
+    resolve inside root; a file or directory reached twice (through a link) is taken once,
+    by its real path where that is inside the walk (no symlink loops).
     """
     top = root.resolve()
-    files: list[Path] = []
-    unsupported: list[Path] = []
+    found: dict[Path, Path] = {}  # real path -> path as reached
     outside: list[Path] = []
     seen = {top}
-    pending = [root]
-    while pending:
-        directory = pending.pop()
+    pending, linked = [root], []
+    while pending or linked:
+        if pending:
+            directory = pending.pop()
+        else:  # a linked directory only after every real one, and only if not seen yet
+            directory = linked.pop(0)
+            if directory.resolve() in seen:
+                continue
+            seen.add(directory.resolve())
         with os.scandir(directory) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.startswith("."):
                     continue
                 path = Path(entry.path)
-                if entry.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(top):
-                        outside.append(path)
-                        continue
-                if entry.is_dir():
-                    real = path.resolve()
-                    if real not in seen:
+                is_link = entry.is_symlink()
+                real = path.resolve()
+                if is_link and not real.is_relative_to(top):
+                    outside.append(path)
+                elif entry.is_dir():
+                    if is_link:
+                        linked.append(path)
+                    elif real not in seen:
                         seen.add(real)
                         pending.append(path)
-                elif entry.is_file():
-                    (files if path.suffix.lower() in READERS else unsupported).append(path)
-    return sorted(files), sorted(unsupported), sorted(outside)
+                elif entry.is_file() and (real not in found or found[real].is_symlink()):
+                    found[real] = path
+    files = sorted(found.values())
+    return ([f for f in files if f.suffix.lower() in READERS],
+            [f for f in files if f.suffix.lower() not in READERS], sorted(outside))
 
 
 def _names(paths: list[Path]) -> str:
