@@ -388,6 +388,15 @@ def test_json_lists_of_documents_and_capitalised_csv_headers(tmp_path):
         read_documents([str(listing)])
 
 
+def test_many_duplicate_rows_give_a_few_warnings_and_a_count(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"r{n}", "text": WHALE}) + "\n" for n in range(9)), encoding="utf-8")
+    warnings: list[str] = []
+    assert [d.external_id for d in read_documents([str(rows)], warnings.append)] == ["r0"]
+    assert warnings == [f"{rows}:{n}: same content as {rows} (id r0), skipped" for n in range(2, 7)] + [
+        f"{rows}: 3 more rows with problems like these"]
+
+
 def test_one_id_for_two_texts_is_kept_with_a_warning(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"id": "x", "text": WHALE}) + "\n" + json.dumps({"id": "x", "text": CAROL}) + "\n",
@@ -404,7 +413,7 @@ def test_many_bad_rows_give_a_few_warnings_and_a_count(tmp_path):
     warnings: list[str] = []
     assert len(read_documents([str(rows)], warnings.append)) == 1
     assert warnings == [f"{rows}:{n}: no text, skipped" for n in range(1, 6)] + [
-        f"{rows}: 7 more rows skipped for the same reasons"]
+        f"{rows}: 7 more rows with problems like these"]
 
 
 def test_html_line_breaks_and_preformatted_text(tmp_path):
@@ -423,3 +432,22 @@ def test_a_damaged_but_readable_pdf_is_read_with_one_warning_and_nothing_printed
     assert doc.text == "Call me Ishmael.\n"
     assert len(warnings) == 1 and warnings[0].startswith(f"{pdf}: damaged PDF, read anyway (pypdf: ")
     assert capfd.readouterr() == ("", "")
+
+
+def test_the_cli_warns_and_names_row_ids_and_pdf_pages_in_sources(tmp_path, db_path):
+    from click.testing import CliRunner
+
+    from tgr.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rows.jsonl").write_text(json.dumps({"id": "whale-1", "text": WHALE}) + "\n{}\n", encoding="utf-8")
+    (docs / "carol.pdf").write_bytes(make_pdf([["A Christmas Carol"], CAROL.split(". ")]))
+    result = CliRunner().invoke(main, ["index", str(db_path), str(docs), "--offline", "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {docs / 'rows.jsonl'}:2: no text, skipped" in result.output
+    result = CliRunner().invoke(main, ["ask", str(db_path), "Who commands the Pequod?", "--mode", "naive"])
+    assert result.exit_code == 0, result.output
+    assert f"{docs / 'rows.jsonl'} id whale-1 (chunk 0," in result.output
+    result = CliRunner().invoke(main, ["ask", str(db_path), "Who works for Scrooge?", "--mode", "naive"])
+    assert f"{docs / 'carol.pdf'} p. 1 (chunk 0," in result.output

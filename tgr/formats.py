@@ -74,7 +74,7 @@ class RowWarnings:
 
     def close(self) -> None:
         if self.count > ROW_WARNINGS:
-            self.warn(f"{self.source}: {self.count - ROW_WARNINGS} more rows skipped for the same reasons")
+            self.warn(f"{self.source}: {self.count - ROW_WARNINGS} more rows with problems like these")
 
 
 def row_record(fields: dict, where: str, warn: Warn) -> Record | None:

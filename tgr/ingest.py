@@ -73,15 +73,17 @@ def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None
     ids: dict[str, Document] = {}
     for path in paths:
         for file in _files(path, warn, stdin):
+            about_rows = formats.RowWarnings(file.source, warn)  # a big file's duplicates: a few lines
             for doc in _read(file, warn):
                 if doc.id in documents:
-                    warn(f"{doc.where or doc.label}: same content as {documents[doc.id].label}, skipped")
+                    about_rows(f"{doc.where or doc.label}: same content as {documents[doc.id].label}, skipped")
                     continue
                 if doc.external_id is not None:
                     if doc.external_id in ids:  # kept: its text differs, but citations will be ambiguous
-                        warn(f"{doc.where}: id {doc.external_id} also names {ids[doc.external_id].where}")
+                        about_rows(f"{doc.where}: id {doc.external_id} also names {ids[doc.external_id].where}")
                     ids.setdefault(doc.external_id, doc)
                 documents[doc.id] = doc
+            about_rows.close()
     return list(documents.values())
 
 
