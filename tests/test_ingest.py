@@ -451,3 +451,16 @@ def test_the_cli_warns_and_names_row_ids_and_pdf_pages_in_sources(tmp_path, db_p
     assert f"{docs / 'rows.jsonl'} id whale-1 (chunk 0," in result.output
     result = CliRunner().invoke(main, ["ask", str(db_path), "Who works for Scrooge?", "--mode", "naive"])
     assert f"{docs / 'carol.pdf'} p. 1 (chunk 0," in result.output
+
+
+def test_html_in_the_encoding_its_meta_tag_declares(tmp_path):
+    page = tmp_path / "privet.html"
+    text = "Привет, как дела? Это страница на русском языке."
+    page.write_bytes(f'<html><head><meta charset="windows-1251"><title>Привет</title></head>'
+                     f'<body><p>{text}</p></body></html>'.encode("cp1251"))
+    [doc] = read_documents([str(page)])
+    assert (doc.title, doc.text, doc.metadata) == ("Привет", text + "\n", {"encoding": "cp1251"})
+    # without the declaration, Cyrillic is not among the encodings tgr guesses
+    page.write_bytes(f"<p>{text}</p>".encode("cp1251"))
+    with pytest.raises(InputError, match="privet.html: not UTF-8"):
+        read_documents([str(page)])

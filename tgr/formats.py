@@ -5,6 +5,7 @@ reader by suffix. Readers never raise for one bad row: they warn and go on.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -250,6 +251,20 @@ class _HTMLText(HTMLParser):
     def text(self) -> str:
         lines = (line.strip() for line in "".join(self.parts).split("\n"))
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
+
+
+HTML_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+
+
+def html_charset(raw: bytes) -> str | None:
+    """The encoding a page declares in a <meta> tag near its start, if Python knows it."""
+    match = HTML_CHARSET.search(raw[:4096])
+    if not match:
+        return None
+    try:
+        return codecs.lookup(match.group(1).decode("ascii")).name
+    except LookupError:
+        return None
 
 
 def read_html(source: str, text: str, warn: Warn) -> list[Record]:

@@ -28,6 +28,7 @@ READERS = {
     ".pdf": formats.read_pdf,
 }
 BINARY_FORMATS = {".pdf"}  # their readers take the raw bytes
+DECLARED_ENCODING = {".html": formats.html_charset, ".htm": formats.html_charset}
 STDIN = "-"
 # Legacy encodings tried when a file is not UTF-8, in this order of preference.
 LEGACY_ENCODINGS = ["utf_16_le", "utf_16_be", "gb18030", "big5", "cp950", "big5hkscs", "cp1252", "latin_1"]
@@ -94,7 +95,8 @@ def _read(file: _File, warn: Warn) -> list[Document]:
         if suffix in BINARY_FORMATS:
             records, encoding = reader(file.source, file.raw, warn), None
         else:
-            decoded = decode(file.source, file.raw, warn)
+            declared = DECLARED_ENCODING[suffix](file.raw) if suffix in DECLARED_ENCODING else None
+            decoded = decode(file.source, file.raw, warn, declared)
             if decoded is None:
                 return []
             text, encoding = decoded
@@ -113,11 +115,12 @@ def _read(file: _File, warn: Warn) -> list[Document]:
     return docs
 
 
-def decode(source: str, raw: bytes, warn: Warn) -> tuple[str, str | None] | None:
+def decode(source: str, raw: bytes, warn: Warn, declared: str | None = None) -> tuple[str, str | None] | None:
     """(text, encoding) of a text file; encoding is None for UTF-8, the fast path.
 
-    Binary files give None (with a warning); a file that is neither UTF-8 nor confidently
-    one of LEGACY_ENCODINGS raises formats.Unreadable with a hint naming its likely encoding.
+    Binary files give None (with a warning); a file that is neither UTF-8, nor in the
+    encoding it declares (`declared`, e.g. an HTML <meta charset>), nor confidently one of
+    LEGACY_ENCODINGS raises formats.Unreadable with a hint naming its likely encoding.
     """
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # what Windows Notepad ("Unicode") and PowerShell 5 redirection write
@@ -132,6 +135,11 @@ def decode(source: str, raw: bytes, warn: Warn) -> tuple[str, str | None] | None
             return text, None
     except UnicodeDecodeError:
         pass
+    if declared and declared != "utf-8":
+        try:
+            return raw.decode(declared), declared
+        except UnicodeDecodeError:
+            pass
     found = _detect(raw)
     if found is not None:
         return found
@@ -169,7 +177,8 @@ def _hint(raw: bytes) -> str:
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return f"; it looks like UTF-8 with an invalid byte at offset {exc.start}: repair it or save it as UTF-8"
+            return (f"; it looks like UTF-8 with an invalid byte at offset {exc.start}: "
+                    f"repair it or save it as UTF-8")
     best = from_bytes(raw).best()
     if best is None:
         return "; it does not look like text in any encoding"
