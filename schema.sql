@@ -1,4 +1,4 @@
--- tgr knowledge store schema (version 2).
+-- tgr knowledge store schema (version 3).
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
 -- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
@@ -19,13 +19,16 @@ CREATE TABLE IF NOT EXISTS meta (
 -- One row per ingested document; id is a hash of the text, so the same content twice
 -- is one document.
 CREATE TABLE IF NOT EXISTS documents (
-    id       TEXT PRIMARY KEY,
-    source   TEXT NOT NULL,             -- path as given, or '<stdin>'
-    title    TEXT NOT NULL,
-    text     TEXT NOT NULL,
-    chars    INTEGER NOT NULL,
-    added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+    id          TEXT PRIMARY KEY,
+    source      TEXT NOT NULL,          -- path as given, or '<stdin>'
+    title       TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    chars       INTEGER NOT NULL,
+    added_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    external_id TEXT,                   -- the document's own id (a JSONL/CSV row's id); NULL for files
+    metadata    TEXT NOT NULL DEFAULT '{}'  -- JSON object: url, date, encoding, page offsets, ...
 );
+CREATE INDEX IF NOT EXISTS documents_by_external_id ON documents(external_id);
 
 -- Overlapping windows of a document; the unit of extraction and of provenance.
 -- seq is a stable integer key for the full-text index; id is a content hash.

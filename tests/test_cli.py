@@ -115,8 +115,8 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_path):
     assert result.exit_code == 1 and "no such tgr store" in result.output
     assert not (tmp_path / "absent.db").exists()
 
-    bad = tmp_path / "latin1.txt"
-    bad.write_bytes("na\xefve caf\xe9".encode("latin-1"))
+    bad = tmp_path / "sjis.txt"
+    bad.write_bytes("吾輩は猫である。名前はまだ無い。".encode("shift_jis"))
     result = run("index", db_path, bad, "-q")
     assert result.exit_code == 1 and "not UTF-8" in result.output
 

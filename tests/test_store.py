@@ -167,9 +167,9 @@ def test_bad_inputs(tmp_path, db_path):
         assert any("empty" in w for w in warnings)
         assert any("binary" in w for w in warnings)
         assert any("same content" in w for w in warnings)
-        (tmp_path / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
-        with pytest.raises(InputError, match="latin1.txt: not UTF-8"):
-            kb.index([str(tmp_path / "latin1.txt")])
+        (tmp_path / "sjis.txt").write_bytes("吾輩は猫である。名前はまだ無い。".encode("shift_jis"))
+        with pytest.raises(InputError, match="sjis.txt: not UTF-8.*it may be"):
+            kb.index([str(tmp_path / "sjis.txt")])
         with pytest.raises(InputError, match="no such file"):
             kb.index([str(tmp_path / "missing.txt")])
         assert kb.info()["documents"] == 1  # nothing lost, nothing half-written
@@ -278,6 +278,7 @@ def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
     with offline_store(db_path) as kb:
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
     conn = sqlite3.connect(db_path)  # make it look like a store written by schema version 1
+    _drop_document_ids(conn)
     conn.execute("ALTER TABLE reports DROP COLUMN context_hash")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
@@ -285,8 +286,43 @@ def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
     with tgr.open(db_path, readonly=True) as kb:  # a read-only open does not migrate, and still answers
         assert kb.ask("Who is Scrooge?").sources
     with tgr.open(db_path) as kb:
-        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 2
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
         columns = [r[1] for r in kb.conn.execute("PRAGMA table_info(reports)")]
         assert "context_hash" in columns
         kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
         assert kb.conn.execute("SELECT count(*) FROM reports WHERE context_hash IS NULL").fetchone()[0] == 0
+
+
+def _drop_document_ids(conn) -> None:
+    """Undo schema 3 (documents.external_id and documents.metadata)."""
+    conn.execute("DROP INDEX documents_by_external_id")
+    conn.execute("ALTER TABLE documents DROP COLUMN external_id")
+    conn.execute("ALTER TABLE documents DROP COLUMN metadata")
+
+
+def test_migration_3_adds_document_ids_and_metadata_to_a_version_2_store(db_path, tmp_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+    conn = sqlite3.connect(db_path)  # make it look like a store written by schema version 2
+    _drop_document_ids(conn)
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with tgr.open(db_path, readonly=True) as kb:  # not migrated, still answers, sources without ids
+        sources = kb.ask("Who is Scrooge?").sources
+        assert sources and all(s["external_id"] is None and s["metadata"] == {} for s in sources)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "r1", "title": "Marley", "text": "Marley was dead: to begin with.", '
+                    '"url": "https://example.org/marley"}\n', encoding="utf-8")
+    with tgr.open(db_path) as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 3
+        assert kb.meta["schema_version"] == "3"
+        columns = {r[1]: r for r in kb.conn.execute("PRAGMA table_info(documents)")}
+        assert {"external_id", "metadata"} <= set(columns)
+        indexes = {r[1] for r in kb.conn.execute("PRAGMA index_list(documents)")}
+        assert "documents_by_external_id" in indexes
+        # the documents stored before the migration get the defaults
+        assert kb.conn.execute("SELECT external_id, metadata FROM documents").fetchall() == [(None, "{}")]
+        kb.index([str(rows)])  # and the upgraded store keeps working, with ids and metadata
+        assert kb.conn.execute("SELECT title, metadata FROM documents WHERE external_id = 'r1'").fetchone() == (
+            "Marley", '{"url": "https://example.org/marley"}')

@@ -168,7 +168,7 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
             shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
             click.echo("\nSources:")
             for s in shown:
-                click.echo(f"  [{s['ref']}] {s['source']} (chunk {s['ordinal']}, {s['chunk_id']})")
+                click.echo(f"  [{s['ref']}] {_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
             if len(shown) < len(result.sources):
                 click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
         if result.reports and mode == "global":
@@ -237,6 +237,16 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
+
+
+def _document_name(source: dict) -> str:
+    """The file, and the document's own id or the PDF page where a passage has one."""
+    name = source["source"]
+    if source.get("external_id"):
+        name += f" id {source['external_id']}"
+    if source.get("page"):
+        name += f" p. {source['page']}"
+    return name
 
 
 def _cited_sources(answer: str) -> set[int]:

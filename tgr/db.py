@@ -17,7 +17,7 @@ import sqlite_vec
 from . import __version__
 from .errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
@@ -35,7 +35,13 @@ def _add_report_context_hash(conn: "sqlite3.Connection") -> None:
     conn.execute("ALTER TABLE reports ADD COLUMN context_hash TEXT")
 
 
-MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash}
+def _add_document_ids_and_metadata(conn: "sqlite3.Connection") -> None:
+    """3: documents keep their own id (e.g. a JSONL row's id) and a JSON object of metadata."""
+    conn.execute("ALTER TABLE documents ADD COLUMN external_id TEXT")
+    conn.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
+
+
+MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata}
 
 Connection = sqlite3.Connection
 DatabaseError = sqlite3.DatabaseError

@@ -16,6 +16,7 @@ with a score:
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -53,6 +54,7 @@ class Passage:
     char_end: int
     external_id: str | None = None
     metadata: dict = field(default_factory=dict)
+    page: int | None = None  # a PDF page, where the document's metadata gives page offsets
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,7 +116,7 @@ class Retriever:
                 continue
             external_id, metadata = extra.get(row[2], (None, {}))
             result.append(Passage(cid, round(score, 6), row[1], row[2], row[3], row[4], row[5], row[6],
-                                  row[7], external_id, metadata))
+                                  row[7], external_id, metadata, _page(metadata, row[6])))
         return result
 
     # -- naive ----------------------------------------------------------------------------
@@ -378,6 +380,14 @@ def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]
     return merged
 
 
+def _page(metadata: dict, char_start: int) -> int | None:
+    """The page a passage starts on, from a PDF's page start offsets."""
+    pages = metadata.get("pages")
+    if isinstance(pages, list) and pages and all(type(p) is int for p in pages):
+        return max(1, bisect.bisect_right(pages, char_start))
+    return None
+
+
 def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
     """external_id and metadata of documents, on stores that have those columns."""
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
@@ -387,9 +397,9 @@ def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tupl
     for doc_id, external_id, metadata in conn.execute(
             "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(document_ids)),)):
-        try:
-            meta = json.loads(metadata) if metadata else {}
-        except ValueError:
+        try:  # the file may come from anyone: a malformed or hostile value becomes {}
+            meta = json.loads(metadata) if metadata and len(metadata) <= 1_000_000 else {}
+        except (ValueError, RecursionError):
             meta = {}
         extras[doc_id] = (external_id, meta if isinstance(meta, dict) else {})
     return extras

@@ -314,8 +314,11 @@ class KnowledgeBase:
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
             with transaction(self.conn):
                 # OR IGNORE: another tgr process may have stored the same document meanwhile
-                self.conn.execute("INSERT OR IGNORE INTO documents(id, source, title, text, chars) "
-                                  "VALUES (?, ?, ?, ?, ?)", (doc.id, doc.source, doc.title, doc.text, len(doc.text)))
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO documents(id, source, title, text, chars, external_id, metadata) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (doc.id, doc.source, doc.title, doc.text, len(doc.text), doc.external_id,
+                     json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)))
                 for c in chunks:
                     cursor = self.conn.execute(
                         "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
