@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE INDEX IF NOT EXISTS documents_by_external_id ON documents(external_id);
 
+-- Local retrieval links an entity to the documents titled with its name.
+CREATE INDEX IF NOT EXISTS documents_by_title ON documents(title COLLATE NOCASE);
+
 -- Overlapping windows of a document; the unit of extraction and of provenance.
 -- seq is a stable integer key for the full-text index; id is a content hash.
 CREATE TABLE IF NOT EXISTS chunks (

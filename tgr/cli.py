@@ -175,6 +175,36 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
             click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
 
 
+@main.command("eval")
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option("--mode", "modes", type=click.Choice(MODES), multiple=True,
+              help="Modes to measure (repeatable; default local and naive).")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
+def evaluate_store(store, questions, modes, limit, as_json):
+    """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
+    'question' and 'evidence_doc_ids')."""
+    from .evaluate import KS, evaluate, load_questions
+
+    rows = load_questions(questions)[:limit]
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
+        results = evaluate(kb, rows, modes or ("local", "naive"))
+    if as_json:
+        click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
+                              ensure_ascii=False, indent=2))
+        return
+    has_facts = any(r.facts for r in results)
+    header = "".join(f"{f'R@{k}':>8}" for k in KS) + "".join(f"{f'all@{k}':>8}" for k in KS)
+    header += "".join(f"{f'facts@{k}':>9}" for k in KS) if has_facts else ""
+    click.echo(f"{len(rows)} questions, {store}")
+    click.echo(f"{'mode':<8}{header}{'median ms':>11}{'p95 ms':>9}")
+    for r in results:
+        line = "".join(f"{r.recall[k]:>8.3f}" for k in KS) + "".join(f"{r.complete[k]:>8.2f}" for k in KS)
+        line += "".join(f"{r.facts[k]:>9.3f}" for k in KS) if r.facts else ("" if not has_facts else " " * 27)
+        click.echo(f"{r.mode:<8}{line}{r.latency_ms_median:>11.1f}{r.latency_ms_p95:>9.1f}")
+
+
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True)

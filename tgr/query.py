@@ -9,12 +9,11 @@ findings, with citations); with context_only no answer is generated at all.
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
 
-from .db import Connection, has_table, serialize
+from .db import Connection
 from .gateway import ChatJob, Gateway
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
@@ -23,7 +22,6 @@ from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
 from .text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
-SOURCES_PER_REPORT = 3  # chunks shown behind each report a global answer used
 RESPONSE_TYPE = "a few concise paragraphs"
 
 
@@ -215,26 +213,8 @@ class Searcher:
     # -- global ---------------------------------------------------------------------------
 
     def candidate_reports(self, question: str, level: int) -> list[tuple[str, str, str, float]]:
-        """(community id, title, full text, rating) at `level` (plus shallower leaves), best
-        first: similarity to the question, then centrality (size and rating); cut to global_top."""
-        rows = self.conn.execute(
-            "SELECT c.id, r.title, r.full_text, r.rating, c.size, r.summary FROM communities c "
-            "JOIN reports r ON r.community_id = c.id "
-            "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
-        if not rows:
-            return []
-        similarity = self._report_similarity(question, rows)
-        centrality = _centrality(rows)
-        rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
-        return [r[:4] for r in rows[:self.settings.global_top]]
-
-    def _report_similarity(self, question: str, rows: list[tuple]) -> dict[str, float]:
-        if self.dense and has_table(self.conn, "vec_reports"):
-            vector = serialize(self._embed(question))
-            return {cid: 1.0 - d for cid, d in self.conn.execute(
-                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (vector,))}
-        terms = match_terms(question)
-        return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+        """(community id, title, full text, rating) of the reports global search reads, best first."""
+        return self.retriever.reports(question, level, self.settings.global_top)
 
     def _global(self, question: str, context_only: bool) -> Answer:
         s = self.settings
@@ -298,18 +278,7 @@ class Searcher:
         return f"{title}: {shorten(summary, 300)} [Reports: {cid}]"
 
     def _report_sources(self, community_ids: list[str]) -> list[Passage]:
-        """The chunks behind reports: those mentioning the most members of each community."""
-        ranked: list[tuple[str, float]] = []
-        seen = set()
-        for rank, cid in enumerate(community_ids):
-            for chunk_id, members in self.conn.execute(
-                    "SELECT em.chunk_id, count(*) AS n FROM community_members m "
-                    "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
-                    "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
-                if chunk_id not in seen:
-                    seen.add(chunk_id)
-                    ranked.append((chunk_id, members / (1 + rank)))
-        return self.retriever.passages(ranked)
+        return self.retriever.passages(self.retriever.report_chunks(community_ids))
 
     def _map(self, question: str, batches: list[list[tuple[str, str]]]) -> list[tuple[int, str]]:
         if self.gateway.chat_model is None:
@@ -336,13 +305,6 @@ class Searcher:
                     if score > 0:
                         points.append((score, f"{shorten(item, 400)} [Reports: {cid}]"))
         return points
-
-
-def _centrality(rows: list[tuple]) -> dict[str, float]:
-    """0..1 per report: the community's size and rating, each relative to the largest."""
-    biggest = max(r[4] for r in rows) or 1
-    best = max(r[3] for r in rows) or 1
-    return {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
 
 
 def _cited_reports(text: str) -> set[str]:

@@ -23,7 +23,8 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .db import Connection, has_table, serialize
-from .text import CJK_RUN, has_cjk, normalise_name, query_terms
+from .offline import score_overlap
+from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 
 MODES = ("local", "global", "naive")
 MAX_KNN = 4096        # the most neighbours one sqlite-vec KNN query returns
@@ -36,6 +37,8 @@ ENTITY_RESET = 0.5    # ... on entities the question names ...
 TITLE_RESET = 1.0     # ... and on documents whose title the question names
 RELATION_WEIGHT = 0.5 # an entity-entity edge against an entity-chunk edge
 RRF_K = 60
+GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
+SOURCES_PER_REPORT = 3  # chunks behind each report
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 
 
@@ -90,14 +93,19 @@ class Retriever:
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10) -> Retrieval:
         """The k best passages for the question, best first."""
-        self._vector = None
-        self._question = question
+        self._begin(question)
         if mode == "naive":
             ranked = self.naive_scores(question, k)
             return Retrieval(self.passages(ranked))
         if mode == "local":
             return self.local(question, k)
-        raise ValueError(f"retrieve() ranks passages for local and naive; got {mode!r}")
+        if mode == "global":
+            reports = [r[0] for r in self.reports(question, 0, GLOBAL_REPORTS)]
+            return Retrieval(self.passages(self.report_chunks(reports)[:k]))
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+
+    def _begin(self, question: str) -> None:
+        self._question, self._vector = question, None
 
     def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
         """Passages for (chunk id, score) pairs, in the given order."""
@@ -153,6 +161,47 @@ class Retriever:
         if self._vector is None:
             self._vector = serialize(self.embed_query(self._question))
         return self._vector
+
+    # -- global ---------------------------------------------------------------------------
+
+    def reports(self, question: str, level: int, top: int) -> list[tuple[str, str, str, float]]:
+        """(community id, title, full text, rating) of the reports at `level` (plus shallower
+        leaves), best first: similarity to the question, then centrality (size and rating)."""
+        self._begin(question)
+        rows = self.conn.execute(
+            "SELECT c.id, r.title, r.full_text, r.rating, c.size, r.summary FROM communities c "
+            "JOIN reports r ON r.community_id = c.id "
+            "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
+        if not rows:
+            return []
+        similarity = self._report_similarity(rows)
+        biggest = max(r[4] for r in rows) or 1
+        best = max(r[3] for r in rows) or 1
+        centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
+        rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
+        return [r[:4] for r in rows[:top]]
+
+    def _report_similarity(self, rows: list[tuple]) -> dict[str, float]:
+        if self.dense and has_table(self.conn, "vec_reports"):
+            return {cid: 1.0 - d for cid, d in self.conn.execute(
+                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (self._query_vector(),))}
+        terms = match_terms(self._question)
+        return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+
+    def report_chunks(self, community_ids: list[str]) -> list[tuple[str, float]]:
+        """The chunks behind reports, ranked: for each report in turn, the chunks that
+        mention the most members of its community."""
+        ranked: list[tuple[str, float]] = []
+        seen = set()
+        for rank, cid in enumerate(community_ids):
+            for chunk_id, members in self.conn.execute(
+                    "SELECT em.chunk_id, count(*) AS n FROM community_members m "
+                    "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
+                    "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
+                if chunk_id not in seen:
+                    seen.add(chunk_id)
+                    ranked.append((chunk_id, members / (1 + rank)))
+        return ranked
 
     # -- local ----------------------------------------------------------------------------
 
