@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
+from .corpus import add_document
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
@@ -25,7 +26,7 @@ from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
-from .text import estimate_tokens, index_terms
+from .text import estimate_tokens
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -312,17 +313,7 @@ class KnowledgeBase:
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
             with transaction(self.conn):
-                # OR IGNORE: another tgr process may have stored the same document meanwhile
-                self.conn.execute("INSERT OR IGNORE INTO documents(id, source, title, text, chars) "
-                                  "VALUES (?, ?, ?, ?, ?)", (doc.id, doc.source, doc.title, doc.text, len(doc.text)))
-                for c in chunks:
-                    cursor = self.conn.execute(
-                        "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens))
-                    if cursor.rowcount:
-                        self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                                          (cursor.lastrowid, " ".join(index_terms(c.text))))
+                add_document(self.conn, doc.id, doc.source, doc.title, doc.text, chunks)
             report("ingest", done, len(new))
         return len(new)
 
