@@ -13,7 +13,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .db import Connection, get_meta, set_meta, transaction
+from . import freshness
+from .db import Connection, transaction
+from .freshness import InputHash
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
@@ -65,19 +67,30 @@ class _Entity:
         return result
 
 
-def extraction_signature(conn: Connection) -> str:
-    row = conn.execute("SELECT count(*), coalesce(sum(entities), 0), coalesce(sum(relations), 0) "
-                       "FROM extractions").fetchone()
-    return ":".join(map(str, row))
+def merge_inputs(conn: Connection, prompts: Prompts, chat_model: str | None, summary_tokens: int,
+                 disambiguate: bool) -> str:
+    """Hash of exactly what a merge reads: every extraction row with its text, in merge
+    order, the merge settings, and the prompts and model used for summaries and splits."""
+    digest = InputHash("merge", summary_tokens, disambiguate, chat_model,
+                       prompts.summarize_descriptions if chat_model else "",
+                       prompts.disambiguate if disambiguate else "")
+    digest.rows(conn.execute(
+        "SELECT e.chunk_id, e.position, e.name, e.type, e.description FROM extracted_entities e "
+        "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position"))
+    digest.add("relations")
+    digest.rows(conn.execute(
+        "SELECT r.chunk_id, r.position, r.source, r.target, r.predicate, r.description "
+        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
+        "ORDER BY c.document_id, c.ordinal, r.position"))
+    return digest.hexdigest()
 
 
-def merge_signature(conn: Connection, summary_tokens: int, disambiguate: bool) -> str:
-    """What the graph was merged from: the extractions and the merge settings."""
-    return f"{extraction_signature(conn)}:{summary_tokens}:{int(disambiguate)}"
-
-
-def needs_merge(conn: Connection, summary_tokens: int, disambiguate: bool) -> bool:
-    return get_meta(conn).get("merged_extractions") != merge_signature(conn, summary_tokens, disambiguate)
+def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
+                disambiguate: bool) -> bool:
+    """Did the extraction rows, the settings or the prompts change since the last merge?"""
+    chat = gateway.chat_model.name if gateway.chat_model is not None else None
+    return not freshness.is_fresh(conn, "merge", merge_inputs(conn, prompts, chat, summary_tokens,
+                                                              disambiguate and chat is not None))
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
@@ -85,6 +98,8 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
     """Rebuild entities, relationships and mentions from the extraction rows."""
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
+    inputs = merge_inputs(conn, prompts, gateway.chat_model.name if llm else None, summary_tokens,
+                          disambiguate and llm)
     mentions = [_Mention(*row) for row in conn.execute(
         "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
@@ -161,7 +176,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         conn.executemany("INSERT INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
                          [(rid, c) for rid, e in edges.items() for c in sorted(e["chunks"])])
         conn.execute("DELETE FROM keep_ids")
-        set_meta(conn, merged_extractions=merge_signature(conn, summary_tokens, disambiguate and llm))
+        freshness.record(conn, "merge", inputs)
     return {"entities": len(entities), "relationships": len(edges)}
 
 

@@ -285,11 +285,11 @@ class KnowledgeBase:
 
     def _derive(self, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
                 progress: Progress | None, timer, force_merge: bool,
-                force_cluster: bool = False) -> None:
+                force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
-        disambiguate = settings.disambiguate and gateway.chat_model is not None
-        merged = force_merge or needs_merge(self.conn, settings.summary_tokens, disambiguate)
+        merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
+                                            settings.disambiguate)
         if merged:
             with timer("merge"):
                 merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
@@ -300,7 +300,7 @@ class KnowledgeBase:
         with timer("report"):  # after a new graph, reports whose material changed are rewritten
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
                           min_size=settings.min_community_size, refresh=merged or clustered["changed"],
-                          progress=progress, idle=EmbedWhileWaiting(self.conn, gateway))
+                          force=force_reports, progress=progress, idle=EmbedWhileWaiting(self.conn, gateway))
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
@@ -360,11 +360,8 @@ class KnowledgeBase:
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
-            if stage == "reports":
-                with transaction(self.conn):
-                    self.conn.execute("DELETE FROM reports")
             self._derive(gateway, settings, summary, progress, timer, force_merge=stage == "graph",
-                         force_cluster=stage == "communities")
+                         force_cluster=stage == "communities", force_reports=stage == "reports")
 
         return self._run(f"rebuild {stage}", settings, body)
 
