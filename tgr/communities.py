@@ -1,19 +1,28 @@
 """Cluster stage: hierarchical Leiden, in-process (leidenalg on an igraph graph).
 
-Level 0 is Leiden on the whole entity graph. Every community larger than
-max_cluster_size is clustered again on its own subgraph, giving level 1 children with a
-parent link, and so on. Seeded, on a graph built in a fixed order: the same graph always
-gives the same communities. Isolated entities form singleton communities.
+Level 0 is Leiden on each connected component of the entity graph. Every community
+larger than max_cluster_size is clustered again on its own subgraph, giving level 1
+children with a parent link, and so on. Seeded, on subgraphs built in a fixed order: the
+same component always gives the same communities, whatever else the graph holds, so an
+unrelated addition leaves them alone. Isolated entities form singleton communities.
+
+Community ids follow their members: after re-clustering, a community keeps the id of
+the previous community it shares a majority of members with (both ways); others get a
+new number never used before at their level. Reports, ratings, vectors and citations of
+communities that survive are therefore kept.
 """
 from __future__ import annotations
 
-import hashlib
+import json
+from collections import Counter
 from dataclasses import dataclass
 
 import igraph
 import leidenalg
 
+from . import freshness
 from .db import Connection, get_meta, set_meta, transaction
+from .freshness import InputHash
 
 MAX_LEVELS = 8
 
@@ -40,8 +49,10 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     graph.es["weight"] = [float(w) for _, w in clean]
 
     result: list[Community] = []
-    everything = list(range(len(nodes)))
-    frontier = [(None, _split(graph, everything, seed, resolution, whole=True))]
+    top: list[list[int]] = []
+    for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
+        top.extend(_split(graph, component, seed, resolution, whole=True))
+    frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
         entries = [(group, parent) for parent, groups in frontier for group in groups]
@@ -64,8 +75,8 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     """Leiden on the subgraph of members; tries a finer resolution if it will not split."""
     if not members:
         return []
-    sub = graph.induced_subgraph(sorted(members)) if not whole else graph
     local = sorted(members)
+    sub = graph.induced_subgraph(local)
     if sub.ecount() == 0:
         return [[v] for v in local] if whole else [local]
     for attempt in range(4):
@@ -91,36 +102,84 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             resolution: float = 1.0, force: bool = False) -> dict:
-    """Recompute communities; rewrites the tables only when the result changed."""
-    nodes = [r[0] for r in conn.execute("SELECT id FROM entities")]
-    edges = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
-    digest = hashlib.sha256(repr((max_cluster_size, seed, resolution, sorted(nodes), sorted(edges))).encode())
-    signature = digest.hexdigest()
-    if not force and get_meta(conn).get("clustered_graph") == signature:
+    """Recompute communities when the graph or the settings changed; ids follow members.
+
+    Only communities whose row or members changed are rewritten; a removed community's
+    report goes with it (cascade)."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
+    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in nodes)
+    inputs = inputs.add("edges").rows(edges).hexdigest()
+    if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
-        return {"communities": sum(levels.values()), "levels": levels, "changed": False}  # same graph
+        return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
+                "rewritten": 0, "removed": 0}
     communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
                                       seed=seed, resolution=resolution)
-    key = lambda cs: sorted((c.id, c.level, c.parent_id or "", tuple(c.members), c.is_leaf) for c in cs)
-    changed = force or key(communities) != key(stored_communities(conn))
-    if changed:
-        with transaction(conn):
-            conn.execute("DELETE FROM communities")  # cascades to members and reports
-            conn.executemany(
-                "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?)",
-                [(c.id, c.level, c.parent_id, len(c.members), int(c.is_leaf)) for c in communities])
-            conn.executemany(
-                "INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
-                [(c.id, m) for c in communities for m in c.members])
-            # what produced the stored communities, for people reading meta with sqlite3
-            set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
-                     cluster_resolution=resolution, clustered_graph=signature)
-    else:
-        with transaction(conn):
-            # what produced the stored communities, for people reading meta with sqlite3
-            set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
-                     cluster_resolution=resolution, clustered_graph=signature)
+    previous = stored_communities(conn)
+    meta = get_meta(conn)
+    used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
+    if previous or used:  # numbers once given are never given again
+        communities = stable_ids(communities, previous, used)
+    for c in communities:
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    old = {c.id: c for c in previous}
+    row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)]
+    changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
+    gone = set(old) - {c.id for c in communities}
+    changed = force or bool(changed_rows or changed_members or gone)
+    with transaction(conn):
+        conn.executemany(  # parents first: levels ascend in communities
+            "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET level = excluded.level, parent_id = excluded.parent_id, "
+            "size = excluded.size, is_leaf = excluded.is_leaf",
+            [(c.id, *row(c)) for c in sorted(changed_rows, key=lambda c: c.level)])
+        conn.executemany("DELETE FROM community_members WHERE community_id = ?",
+                         [(c.id,) for c in changed_members])
+        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
+                         [(c.id, m) for c in changed_members for m in c.members])
+        conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
+        # what produced the stored communities, for people reading meta with sqlite3
+        set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed, cluster_resolution=resolution,
+                 community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
+        freshness.record(conn, "cluster", inputs)
     levels: dict[int, int] = {}
     for c in communities:
         levels[c.level] = levels.get(c.level, 0) + 1
-    return {"communities": len(communities), "levels": levels, "changed": changed}
+    return {"communities": len(communities), "levels": levels, "changed": changed,
+            "rewritten": len({c.id for c in changed_rows + changed_members}), "removed": len(gone)}
+
+
+def _number(community_id: str) -> int:
+    try:
+        return int(community_id.split(".", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def stable_ids(new: list[Community], previous: list[Community], used: dict[int, int]) -> list[Community]:
+    """new with ids taken over from previous where a community shares a majority of members
+    with a previous one (both ways); the others get numbers above every one used (used:
+    level -> highest number ever given, updated here)."""
+    old_by_level: dict[int, list[Community]] = {}
+    sizes = {c.id: len(c.members) for c in previous}
+    for c in previous:
+        old_by_level.setdefault(c.level, []).append(c)
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    rename: dict[str, str] = {}
+    for level in sorted({c.level for c in new}):
+        old = old_by_level.get(level, [])
+        owner = {m: c for c in old for m in c.members}
+        for c in (c for c in new if c.level == level):
+            overlap = Counter(owner[m].id for m in c.members if m in owner)
+            best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
+            if best is not None:
+                shared, size = overlap[best], sizes[best]
+                if 2 * shared > len(c.members) and 2 * shared > size:
+                    rename[c.id] = best
+                    continue
+            used[level] = used.get(level, -1) + 1
+            rename[c.id] = f"{level}.{used[level]}"
+    return [Community(rename[c.id], c.level, rename.get(c.parent_id) if c.parent_id else None,
+                      c.members, c.is_leaf) for c in new]
