@@ -89,6 +89,13 @@ def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocum
     return list(found.values()), missing
 
 
+def same_source(stored: str, new: str) -> bool:
+    """Do two document sources name the same file? (stdin never does)."""
+    if "<stdin>" in (stored, new):
+        return False
+    return stored == new or _same_path(new, stored)
+
+
 def _same_path(spec: str, source: str) -> bool:
     try:
         return os.path.realpath(spec) == os.path.realpath(source)

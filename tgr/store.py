@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
-from .corpus import add_document
+from .corpus import add_document, delete_documents, find_documents, same_source
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
@@ -72,6 +72,7 @@ class IndexSettings:
 @dataclass
 class IndexSummary:
     documents_added: int = 0
+    documents_removed: list = field(default_factory=list)  # sources of documents deleted or replaced
     documents: int = 0
     chunks: int = 0
     chunks_extracted: int = 0
@@ -210,7 +211,8 @@ class KnowledgeBase:
         settings = self.settings(**overrides)
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
-        summary = self._run("index", settings, lambda gw, s: self._index(gw, settings, documents, s, progress))
+        summary = self._run("index", settings,
+                            lambda gw, s: self._index(gw, settings, documents, s, progress, on_warning))
         summary.warnings = warnings
         return summary
 
@@ -272,10 +274,10 @@ class KnowledgeBase:
             set_meta(self.conn, **values)
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
-               summary: IndexSummary, progress: Progress | None) -> None:
+               summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
         timer = _stage_timer(summary)
         with timer("ingest"):
-            summary.documents_added = self._store_documents(documents, settings, progress)
+            summary.documents_added = self._store_documents(documents, settings, progress, warn, summary)
         prompts = _with_types(self.prompts, settings.entity_types)
         with timer("extract"):  # chunk vectors are made while extraction answers are awaited
             summary.chunks_extracted = extract_chunks(
@@ -305,15 +307,21 @@ class KnowledgeBase:
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
-                         progress: Progress | None) -> int:
-        known = {r[0] for r in self.conn.execute("SELECT id FROM documents")}
+                         progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
+        known = {r[0]: r[1] for r in self.conn.execute("SELECT id, source FROM documents")}
         new = [d for d in documents if d.id not in known]
         report = progress or (lambda *a: None)
         report("ingest", 0, len(new))
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
+            # the same file with other content is a new version: it replaces the old one
+            old = [i for i, source in known.items() if same_source(source, doc.source)]
             with transaction(self.conn):
+                delete_documents(self.conn, old)
                 add_document(self.conn, doc.id, doc.source, doc.title, doc.text, chunks)
+            for old_id in old:
+                warn(f"{doc.source}: content changed since it was indexed; replaced the old version")
+                summary.documents_removed.append(known.pop(old_id))
             report("ingest", done, len(new))
         return len(new)
 
@@ -364,6 +372,37 @@ class KnowledgeBase:
                          force_cluster=stage == "communities", force_reports=stage == "reports")
 
         return self._run(f"rebuild {stage}", settings, body)
+
+    def delete(self, documents: Iterable[str], *, dry_run: bool = False,
+               progress: Progress | None = None) -> IndexSummary:
+        """Remove documents (by id or unique id prefix, source path, or title) with their
+        chunks, index rows, vectors and extractions, and bring the graph, communities and
+        reports up to date: what only those documents said disappears, nothing else is redone.
+
+        dry_run: only say which documents would go (summary.documents_removed). An unknown
+        name raises InputError before anything is removed.
+        """
+        specs = [d for d in documents]
+        if not specs:
+            raise InputError("nothing to delete: no documents given")
+        found, missing = find_documents(self.conn, specs)
+        if missing:
+            raise InputError(f"{self.path}: no such document: {', '.join(missing)} "
+                             f"(give a path, title or document id)")
+        if dry_run:
+            return IndexSummary(documents_removed=[d.source for d in found],
+                                documents=self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        settings = self.settings()
+
+        def body(gateway: Gateway, summary: IndexSummary) -> None:
+            timer = _stage_timer(summary)
+            with timer("delete"):
+                with transaction(self.conn):
+                    delete_documents(self.conn, [d.id for d in found])
+            summary.documents_removed = [d.source for d in found]
+            self._derive(gateway, settings, summary, progress, timer, force_merge=False)
+
+        return self._run("delete", settings, body)
 
     def estimate(self, paths: Iterable[str], **overrides) -> dict:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
