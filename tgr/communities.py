@@ -37,9 +37,14 @@ class Community:
 
 
 def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *,
-                        max_cluster_size: int = 10, seed: int = 42,
-                        resolution: float = 1.0) -> list[Community]:
-    """Communities of every level for the graph (nodes, weighted undirected edges)."""
+                        max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
+                        previous: dict[int, dict[str, str]] | None = None) -> list[Community]:
+    """Communities of every level for the graph (nodes, weighted undirected edges).
+
+    previous: level -> entity -> community id of an earlier clustering; Leiden then starts
+    from that membership (new entities alone), so a small change moves few nodes.
+    """
+    previous = previous or {}
     nodes = sorted(set(nodes))
     index = {n: i for i, n in enumerate(nodes)}
     graph = igraph.Graph(n=len(nodes))
@@ -51,7 +56,8 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     result: list[Community] = []
     top: list[list[int]] = []
     for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
-        top.extend(_split(graph, component, seed, resolution, whole=True))
+        top.extend(_split(graph, component, seed, resolution, whole=True,
+                          start=_start(component, nodes, previous.get(0))))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -62,7 +68,9 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
             community = Community(f"{level}.{n}", level, parent, [nodes[i] for i in sorted(group)])
             result.append(community)
             if len(group) > max_cluster_size:
-                parts = _split(graph, group, seed, resolution, whole=False)
+                members = sorted(group)
+                parts = _split(graph, members, seed, resolution, whole=False,
+                               start=_start(members, nodes, previous.get(level + 1)))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -70,9 +78,23 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     return result
 
 
+def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None) -> list[int] | None:
+    """An initial membership for Leiden on members (sorted): their previous communities,
+    each new node on its own; None when there is nothing to start from."""
+    if not previous:
+        return None
+    labels: dict[str, int] = {}
+    start = []
+    for i in members:
+        key = previous.get(nodes[i]) or f"new:{i}"
+        start.append(labels.setdefault(key, len(labels)))
+    return start
+
+
 def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
-           whole: bool) -> list[list[int]]:
-    """Leiden on the subgraph of members; tries a finer resolution if it will not split."""
+           whole: bool, start: list[int] | None = None) -> list[list[int]]:
+    """Leiden on the subgraph of members (from the membership start, if given); tries a
+    finer resolution if it will not split."""
     if not members:
         return []
     local = sorted(members)
@@ -82,7 +104,8 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     for attempt in range(4):
         partition = leidenalg.find_partition(
             sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
-            resolution_parameter=resolution * (2 ** attempt), n_iterations=-1, seed=seed)
+            resolution_parameter=resolution * (2 ** attempt), n_iterations=-1, seed=seed,
+            initial_membership=start)
         groups: dict[int, list[int]] = {}
         for vertex, label in enumerate(partition.membership):
             groups.setdefault(label, []).append(local[vertex])
@@ -101,7 +124,7 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False) -> dict:
+            resolution: float = 1.0, force: bool = False, warm: bool = True) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
     Only communities whose row or members changed are rewritten; a removed community's
@@ -114,9 +137,13 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0}
-    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
-                                      seed=seed, resolution=resolution)
     previous = stored_communities(conn)
+    start: dict[int, dict[str, str]] = {}
+    if warm and not force:
+        for c in previous:
+            start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
+                                      seed=seed, resolution=resolution, previous=start)
     meta = get_meta(conn)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
