@@ -82,6 +82,10 @@ def compare(kb, fresh: dict, log) -> None:
     for key in GRAPH_KEYS:
         assert living[key] == fresh[key], (key, log)
     check_hierarchy(kb)
+    texts = lambda: sorted(kb.conn.execute("SELECT community_id, full_text, context_hash FROM reports"))
+    reports = texts()
+    kb.rebuild("reports")  # every report looked at again: the incremental runs missed none
+    assert texts() == reports, log
     kb.rebuild("communities")  # from scratch: exactly what a fresh build clusters
     rebuilt = snapshot(kb)
     for key in ("communities", "reports"):

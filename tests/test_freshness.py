@@ -54,3 +54,18 @@ def test_rebuilding_reports_with_unchanged_text_needs_no_embedding(db_path):
         assert summary.reports == vectors > 0
         assert embedder.calls == embeds  # every report answer came from the cache, same text
         assert kb.conn.execute("SELECT count(*) FROM reports WHERE embed_hash IS NULL").fetchone()[0] == 0
+
+
+def test_another_report_prompt_rewrites_every_report(db_path):
+    from tgr.prompts import Prompts
+
+    chat = ScriptedChat()
+    with tgr.open(db_path, chat=chat, embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        before = dict(kb.conn.execute("SELECT community_id, context_hash FROM reports"))
+    prompts = Prompts(community_report=Prompts().community_report + "\nKeep every finding short.")
+    with tgr.open(db_path, chat=chat, embedder=ScriptedEmbedder(), prompts=prompts) as kb:
+        summary = kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")])
+        after = dict(kb.conn.execute("SELECT community_id, context_hash FROM reports"))
+    assert set(after) == set(before) and all(after[c] != before[c] for c in after)
+    assert summary.calls_by_stage.get("report") == len(after)

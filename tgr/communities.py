@@ -136,7 +136,7 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
-                "rewritten": 0, "removed": 0}
+                "rewritten": 0, "removed": 0, "changed_ids": set()}
     previous = stored_communities(conn)
     start: dict[int, dict[str, str]] = {}
     if warm and not force:
@@ -174,8 +174,9 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     levels: dict[int, int] = {}
     for c in communities:
         levels[c.level] = levels.get(c.level, 0) + 1
+    touched = {c.id for c in changed_rows + changed_members}
     return {"communities": len(communities), "levels": levels, "changed": changed,
-            "rewritten": len({c.id for c in changed_rows + changed_members}), "removed": len(gone)}
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
 
 
 def _number(community_id: str) -> int:

@@ -147,37 +147,52 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         degree[edge["source"]] += 1
         degree[edge["target"]] += 1
 
+    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
+                   for e in entities.values()}
+    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
+                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+                 for rid, e in edges.items()}
+    entity_mentions = {(e.id, c) for e in entities.values() for c in e.chunks}
+    edge_mentions = {(rid, c) for rid, e in edges.items() for c in e["chunks"]}
+    # only rows that differ are written: unchanged entities keep their rows (and vectors)
+    old_entities = {r[0]: tuple(r[1:]) for r in conn.execute(
+        "SELECT id, name, type, description, degree, mentions FROM entities")}
+    old_edges = {r[0]: tuple(r[1:]) for r in conn.execute(
+        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships")}
+    old_entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions"))
+    old_edge_mentions = set(conn.execute("SELECT relationship_id, chunk_id FROM relationship_mentions"))
+    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | (old_entities.keys() - entity_rows.keys())
+    changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
+    for rid in changed_edges:  # a relationship is part of both ends' material
+        for row in (edge_rows.get(rid), old_edges.get(rid)):
+            if row:
+                changed.update(row[:2])
     with transaction(conn):
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids(id TEXT PRIMARY KEY)")
-        conn.execute("DELETE FROM keep_ids")
-        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in entities])
-        conn.execute("DELETE FROM entities WHERE id NOT IN (SELECT id FROM keep_ids)")
+        conn.executemany("DELETE FROM entities WHERE id = ?",
+                         [(i,) for i in sorted(old_entities.keys() - entity_rows.keys())])
+        conn.executemany("DELETE FROM relationships WHERE id = ?",
+                         [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
         conn.executemany(
             "INSERT INTO entities(id, name, type, description, degree, mentions) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET name = excluded.name, type = excluded.type, "
             "description = excluded.description, degree = excluded.degree, mentions = excluded.mentions",
-            [(e.id, e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
-             for e in entities.values()])
-        conn.execute("DELETE FROM entity_mentions")
-        conn.executemany("INSERT INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
-                         [(e.id, c) for e in entities.values() for c in sorted(e.chunks)])
-        conn.execute("DELETE FROM keep_ids")
-        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in edges])
-        conn.execute("DELETE FROM relationships WHERE id NOT IN (SELECT id FROM keep_ids)")
+            [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])
+        conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
+                         sorted(old_entity_mentions - entity_mentions))
+        conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
+                         sorted(entity_mentions - old_entity_mentions))
         conn.executemany(
             "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
             "target_id = excluded.target_id, predicate = excluded.predicate, "
             "description = excluded.description, weight = excluded.weight",
-            [(rid, e["source"], e["target"], _top(e["predicates"]),
-              fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
-             for rid, e in edges.items()])
-        conn.execute("DELETE FROM relationship_mentions")
-        conn.executemany("INSERT INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         [(rid, c) for rid, e in edges.items() for c in sorted(e["chunks"])])
-        conn.execute("DELETE FROM keep_ids")
+            [(i, *row) for i, row in sorted(edge_rows.items()) if old_edges.get(i) != row])
+        conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
+                         sorted(old_edge_mentions - edge_mentions))
+        conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
+                         sorted(edge_mentions - old_edge_mentions))
         freshness.record(conn, "merge", inputs)
-    return {"entities": len(entities), "relationships": len(edges)}
+    return {"entities": len(entities), "relationships": len(edges), "changed_entities": changed}
 
 
 def _top(counter: Counter) -> str:

@@ -125,16 +125,36 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     return raw_context(graph, community.members, budget)[0]
 
 
+def _touched(communities: dict[str, "_Community"], changed: set[str]) -> set[str]:
+    """Communities that are in changed or hold a member in it, with all their ancestors."""
+    touched = {cid for cid, c in communities.items() if cid in changed or not changed.isdisjoint(c.members)}
+    for cid in list(touched):
+        parent = communities[cid].parent_id
+        while parent in communities and parent not in touched:
+            touched.add(parent)
+            parent = communities[parent].parent_id
+    return touched
+
+
+def report_settings(gateway: Gateway, prompts: Prompts, budget: int, min_size: int) -> str:
+    """Hash of what every report depends on besides its community: writer, prompt, budget."""
+    writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
+    template = prompts.community_report if gateway.chat_model else ""
+    return content_hash(writer, template, str(budget), str(min_size))
+
+
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
                   min_size: int = 2, refresh: bool = False, force: bool = False,
-                  progress: Progress | None = None, idle=None) -> int:
+                  changed: set[str] | None = None, progress: Progress | None = None, idle=None) -> int:
     """Write a report for every community of min_size or more that has none; returns how many.
 
     refresh: also rewrite reports whose context changed since they were written (after
     the graph or the communities changed); a report whose context, writer and prompt are
     the same is kept, with its row, rating and vector. force: rewrite every report (the
-    LLM cache still answers unchanged prompts). Reports of communities that no longer
-    qualify are removed. A rewritten report is re-embedded only if its text changed.
+    LLM cache still answers unchanged prompts). changed: with refresh, look only at
+    communities that hold one of these entity or community ids (and their ancestors);
+    None looks at all. Reports of communities that no longer qualify are removed. A
+    rewritten report is re-embedded only if its text changed.
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     report = progress or (lambda *a: None)
@@ -154,7 +174,9 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     existing = {r[0]: (r[1], r[2]) for r in conn.execute(
         "SELECT community_id, full_text, context_hash FROM reports")}
     refresh = refresh or force
-    todo = [communities[cid] for cid in communities if cid in qualified and (refresh or cid not in existing)]
+    look = set(communities) if force or changed is None else _touched(communities, changed)
+    todo = [communities[cid] for cid in communities
+            if cid in qualified and ((refresh and cid in look) or cid not in existing)]
     total = len(todo)
     report("report", 0, total)
     if not todo:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import __version__
+from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
 from .corpus import add_document, delete_documents, find_documents, same_source
@@ -25,7 +25,7 @@ from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
-from .reports import build_reports
+from .reports import build_reports, report_settings
 from .text import estimate_tokens
 
 Progress = Callable[[str, int, int], None]
@@ -290,19 +290,29 @@ class KnowledgeBase:
                 force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
+        # the reports were complete for the graph and communities as they are before this run?
+        report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
+        state = lambda: f"{report_key}:{freshness.recorded(self.conn, 'merge')}:{freshness.recorded(self.conn, 'cluster')}"
+        reports_complete = freshness.recorded(self.conn, "reports") == state()
+        changed: set[str] = set()
         merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
                                             settings.disambiguate)
         if merged:
             with timer("merge"):
-                merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
-                            summary_tokens=settings.summary_tokens, progress=progress)
+                changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
+                                       summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
         with timer("cluster"):
             clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
                                 resolution=settings.resolution, force=force_cluster)
-        with timer("report"):  # after a new graph, reports whose material changed are rewritten
+            changed |= clustered["changed_ids"]
+        with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
-                          min_size=settings.min_community_size, refresh=merged or clustered["changed"],
-                          force=force_reports, progress=progress, idle=EmbedWhileWaiting(self.conn, gateway))
+                          min_size=settings.min_community_size, refresh=merged or clustered["changed"]
+                          or not reports_complete, force=force_reports,
+                          changed=changed if reports_complete else None, progress=progress,
+                          idle=EmbedWhileWaiting(self.conn, gateway))
+            with transaction(self.conn):
+                freshness.record(self.conn, "reports", state())
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
