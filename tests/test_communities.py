@@ -227,7 +227,7 @@ def test_cluster_again_is_unchanged(store):
     first = cluster(store.conn, max_cluster_size=4)
     before = stored_communities(store.conn)
     second = cluster(store.conn, max_cluster_size=4)
-    assert second == {**first, "changed": False, "rewritten": 0, "removed": 0}
+    assert second == {**first, "changed": False, "rewritten": 0, "removed": 0, "changed_ids": set()}
     assert as_tuples(stored_communities(store.conn)) == as_tuples(before)
     assert cluster(store.conn, max_cluster_size=4, force=True)["changed"] is True
 
@@ -268,3 +268,15 @@ def test_ids_follow_members_and_are_never_reused(db_path):
         by_members = {frozenset(m): cid for cid, m in first.items()}
         kept = [cid for cid, m in third.items() if by_members.get(frozenset(m)) == cid]
         assert len(kept) >= len(first) // 2  # back at the first settings: mostly the first ids
+
+
+def test_previous_split_of_unchanged_entities_is_kept_and_changed_ones_are_reclustered():
+    nodes, edges = two_cliques()
+    # a previous clustering (as if from another graph): the two cliques mixed up
+    odd = {n: ("0.0" if n[1] in "012" else "0.1") for n in nodes}
+    kept = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set(nodes))
+    assert sorted(c.members for c in kept) == sorted([sorted(n for n in nodes if odd[n] == g)
+                                                      for g in ("0.0", "0.1")])
+    # once the entities are not known to be unchanged, Leiden runs (from that start)
+    fresh = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set(nodes) - {"a3"})
+    assert sorted(c.members for c in fresh) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]

@@ -38,13 +38,21 @@ class Community:
 
 def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *,
                         max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
-                        previous: dict[int, dict[str, str]] | None = None) -> list[Community]:
+                        previous: dict[int, dict[str, str]] | None = None,
+                        unchanged: set[str] | None = None) -> list[Community]:
     """Communities of every level for the graph (nodes, weighted undirected edges).
 
-    previous: level -> entity -> community id of an earlier clustering; Leiden then starts
-    from that membership (new entities alone), so a small change moves few nodes.
+    previous: level -> entity -> community id of an earlier clustering (same settings);
+    Leiden then starts from that membership (new entities alone), so a small change
+    moves few nodes. unchanged: entities whose edges are known to be the same as when
+    previous was computed; a group made only of them that previous already split (or
+    left whole) is split the same way again without running Leiden.
     """
     previous = previous or {}
+    unchanged = unchanged or set()
+    sizes: Counter = Counter()  # community id -> members (ids carry their level: unique)
+    for groups in previous.values():
+        sizes.update(groups.values())
     nodes = sorted(set(nodes))
     index = {n: i for i, n in enumerate(nodes)}
     graph = igraph.Graph(n=len(nodes))
@@ -56,8 +64,12 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     result: list[Community] = []
     top: list[list[int]] = []
     for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
-        top.extend(_split(graph, component, seed, resolution, whole=True,
-                          start=_start(component, nodes, previous.get(0))))
+        if len(component) == 1:
+            top.append(component)
+            continue
+        kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
+        top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
+                                                        start=_start(component, nodes, previous.get(0))))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -69,13 +81,44 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
             result.append(community)
             if len(group) > max_cluster_size:
                 members = sorted(group)
-                parts = _split(graph, members, seed, resolution, whole=False,
-                               start=_start(members, nodes, previous.get(level + 1)))
+                parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
+                              unchanged, whole=False)
+                if parts is None:
+                    parts = _split(graph, members, seed, resolution, whole=False,
+                                   start=_start(members, nodes, previous.get(level + 1)))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
         level += 1
     return result
+
+
+def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: dict[str, str] | None,
+          sizes: dict[str, int], unchanged: set[str], whole: bool) -> list[list[int]] | None:
+    """The previous split of members, if it still holds: every member unchanged, and the
+    members are exactly one previous group (for a component: exactly whole previous
+    communities). None when Leiden must run."""
+    if not unchanged or any(nodes[i] not in unchanged for i in members):
+        return None
+    inner = inner or {}
+    if whole:  # a component: its previous level-0 communities must cover exactly these members
+        groups: dict[str, list[int]] = {}
+        for i in members:
+            if nodes[i] not in inner:
+                return None
+            groups.setdefault(inner[nodes[i]], []).append(i)
+        return list(groups.values()) if all(sizes[g] == len(v) for g, v in groups.items()) else None
+    names = {outer.get(nodes[i]) for i in members}
+    if len(names) != 1 or None in names or sizes[next(iter(names))] != len(members):
+        return None
+    if not any(nodes[i] in inner for i in members):
+        return [members]  # previously left whole
+    groups = {}
+    for i in members:
+        if nodes[i] not in inner:
+            return None
+        groups.setdefault(inner[nodes[i]], []).append(i)
+    return list(groups.values())
 
 
 def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None) -> list[int] | None:
@@ -124,15 +167,16 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False, warm: bool = True) -> dict:
+            resolution: float = 1.0, force: bool = False, warm: bool = True,
+            unchanged: set[str] | None = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
+
+    unchanged: entities whose edges are the same as when the stored communities were
+    computed (see hierarchical_leiden); only trusted when those used the same settings.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
-    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
-    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
-    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in nodes)
-    inputs = inputs.add("edges").rows(edges).hexdigest()
+    nodes, edges, inputs = _graph(conn, max_cluster_size, seed, resolution)
     if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
@@ -142,9 +186,12 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     if warm and not force:
         for c in previous:
             start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
-    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
-                                      seed=seed, resolution=resolution, previous=start)
     meta = get_meta(conn)
+    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
+                                      resolution=resolution, previous=start,
+                                      unchanged=unchanged if (start and same_settings) else None)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
@@ -177,6 +224,19 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     touched = {c.id for c in changed_rows + changed_members}
     return {"communities": len(communities), "levels": levels, "changed": changed,
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _graph(conn: Connection, max_cluster_size: int, seed: int, resolution: float):
+    """The entity graph and the hash of it with the clustering settings."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
+    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in nodes)
+    return nodes, edges, inputs.add("edges").rows(edges).hexdigest()
+
+
+def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
+    """Were the stored communities computed from the graph as it is now?"""
+    return freshness.is_fresh(conn, "cluster", _graph(conn, max_cluster_size, seed, resolution)[2])
 
 
 def _number(community_id: str) -> int:

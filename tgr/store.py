@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
-from .communities import cluster
+from .communities import cluster, is_clustered
 from .corpus import add_document, delete_documents, find_documents, same_source
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
@@ -297,13 +297,19 @@ class KnowledgeBase:
         changed: set[str] = set()
         merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
                                             settings.disambiguate)
+        cluster_settings = dict(max_cluster_size=settings.max_cluster_size, seed=settings.seed,
+                                resolution=settings.resolution)
+        # if the communities match the graph before the merge, the merge says what moved
+        clustered_before = merged and not force_cluster and is_clustered(self.conn, **cluster_settings)
         if merged:
             with timer("merge"):
                 changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                                        summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
         with timer("cluster"):
-            clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
-                                resolution=settings.resolution, force=force_cluster)
+            unchanged = None
+            if clustered_before:
+                unchanged = {r[0] for r in self.conn.execute("SELECT id FROM entities")} - changed
+            clustered = cluster(self.conn, **cluster_settings, force=force_cluster, unchanged=unchanged)
             changed |= clustered["changed_ids"]
         with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
