@@ -205,6 +205,8 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
     if not key:
         return None
     candidates = by_key.get(key)
+    if candidates and len(candidates) == 1:
+        return candidates[0]
     if not candidates:
         entity = _Entity(key)
         entity.mentions.append(_Mention(chunk_id, " ".join(name.split()), "concept", ""))

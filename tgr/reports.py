@@ -174,7 +174,8 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     existing = {r[0]: (r[1], r[2]) for r in conn.execute(
         "SELECT community_id, full_text, context_hash FROM reports")}
     refresh = refresh or force
-    look = set(communities) if force or changed is None else _touched(communities, changed)
+    look = set(communities) if force or changed is None else \
+        _touched(communities, changed) | {cid for cid, (_, h) in existing.items() if h is None}
     todo = [communities[cid] for cid in communities
             if cid in qualified and ((refresh and cid in look) or cid not in existing)]
     total = len(todo)
