@@ -1,4 +1,4 @@
--- tgr knowledge store schema (version 3).
+-- tgr knowledge store schema (version 4).
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
 -- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
@@ -34,9 +34,10 @@ CREATE INDEX IF NOT EXISTS documents_by_external_id ON documents(external_id);
 CREATE INDEX IF NOT EXISTS documents_by_title ON documents(title COLLATE NOCASE);
 
 -- Overlapping windows of a document; the unit of extraction and of provenance.
--- seq is a stable integer key for the full-text index; id is a content hash.
+-- seq is the integer key of the full-text index (never reused: AUTOINCREMENT); id is a
+-- content hash. terms: the words the full-text index holds for this chunk (see below).
 CREATE TABLE IF NOT EXISTS chunks (
-    seq         INTEGER PRIMARY KEY,
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
     id          TEXT NOT NULL UNIQUE,
     document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal     INTEGER NOT NULL,       -- position within the document
@@ -44,14 +45,19 @@ CREATE TABLE IF NOT EXISTS chunks (
     char_start  INTEGER NOT NULL,
     char_end    INTEGER NOT NULL,
     tokens      INTEGER NOT NULL,       -- estimate, see tgr/text.py
-    embed_hash  TEXT                    -- hash of the text last embedded into vec_chunks
+    embed_hash  TEXT,                   -- hash of the text last embedded into vec_chunks
+    terms       TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, ordinal);
 
--- Full-text index of chunks. Terms are pre-segmented by tgr (jieba for Chinese,
--- lower-cased words otherwise), so BM25 works for both languages. rowid = chunks.seq.
+-- Full-text index of chunks: external content over chunks.terms, rowid = chunks.seq.
+-- Terms are lower-cased words, and Chinese as overlapping character bigrams
+-- (花果山 -> '花果 果山'), so plain FTS5 works for both languages without a tokenizer:
+--   SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid
+--    WHERE chunks_fts MATCH '"花果 果山"' ORDER BY rank;
+-- tgr keeps it in step with chunks in one code path (tgr/corpus.py), not with triggers.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    terms, content='', contentless_delete=1
+    terms, content='chunks', content_rowid='seq'
 );
 
 -- Output of the extract stage, exactly as parsed from each chunk's model answer.

@@ -58,6 +58,9 @@ CHAT_STAGES = ("extract", "summarize", "disambiguate", "report")
 TARGET_WALL_OVER_LIMIT = 1.15
 TARGET_CACHED_FRACTION = 0.05
 TARGET_OVERHEAD_PER_1000 = 5.0  # "a few seconds" of non-model time per 1,000 chunks
+TARGET_REWRITTEN = 0.02          # reports rewritten when one small unrelated document is added
+TARGET_INCREMENTAL_OWN = 0.10    # tgr's own time for that addition, against the first run's
+UNRELATED_CHARS = 8000           # about two 1,200-token chunks
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +310,9 @@ def limit_of(waves, latency: float, concurrency: int) -> float:
 # One run
 # ---------------------------------------------------------------------------------------
 
-def index_once(store: Path, corpus: Path, url: str, args, server: ServerHandle, trace: BatchTrace) -> dict:
+def index_once(store: Path, corpus: Path, url: str, args, server: ServerHandle, trace: BatchTrace,
+               work=None) -> dict:
+    """One run on the store: index the corpus, or work(kb) -> IndexSummary (an incremental step)."""
     server.reset()
     server_cpu0 = server.stats()["cpu_s"]
     trace.reset()
@@ -317,8 +322,8 @@ def index_once(store: Path, corpus: Path, url: str, args, server: ServerHandle, 
                   concurrency=args.concurrency)
     try:
         t1 = time.perf_counter()
-        summary = kb.index([str(corpus)], chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
-                           gleanings=args.gleanings)
+        summary = work(kb) if work else kb.index([str(corpus)], chunk_size=args.chunk_size,
+                                                 chunk_overlap=args.chunk_overlap, gleanings=args.gleanings)
         index_wall = time.perf_counter() - t1
         run_id, status = kb.conn.execute("SELECT id, status FROM runs ORDER BY id DESC LIMIT 1").fetchone()
         run = {"status": status, "ledger": ledger(kb.conn, run_id)}
@@ -360,6 +365,50 @@ def index_once(store: Path, corpus: Path, url: str, args, server: ServerHandle, 
     return run
 
 
+def report_rows(store: Path) -> dict[str, tuple]:
+    """community id -> (context hash, embedding hash) of every report in the store."""
+    with tgr.open(store, readonly=True) as kb:
+        return {r[0]: (r[1], r[2]) for r in kb.conn.execute(
+            "SELECT community_id, context_hash, embed_hash FROM reports")}
+
+
+def report_changes(before: dict, after: dict) -> dict:
+    """Reports kept as they were, rewritten (same id, new context), new, removed, re-embedded."""
+    kept = [c for c in after if c in before and after[c][0] == before[c][0]]
+    rewritten = [c for c in after if c in before and after[c][0] != before[c][0]]
+    re_embedded = [c for c in after if c not in before or after[c][1] != before[c][1]]
+    return {"before": len(before), "after": len(after), "kept": len(kept), "rewritten": len(rewritten),
+            "new": len([c for c in after if c not in before]), "removed": len([c for c in before if c not in after]),
+            "re_embedded": len(re_embedded),
+            "rewritten_fraction": round(len(rewritten) / len(before), 4) if before else 0.0}
+
+
+def unrelated_document(corpus: Path, out: Path) -> Path:
+    """A small document from another book than the corpus (about two 1,200-token chunks)."""
+    other = CORPORA_DIR / (CORPORA["carol"] if "carol" not in corpus.name else CORPORA["en"])
+    text = other.read_text(encoding="utf-8")
+    start = len(text) // 2
+    start = text.index("\n\n", start) + 2
+    piece = text[start:start + UNRELATED_CHARS]
+    piece = piece[:piece.rfind("\n\n")] if "\n\n" in piece else piece
+    path = out / "unrelated.txt"
+    path.write_text(piece.strip() + "\n", encoding="utf-8")
+    return path
+
+
+def incremental(store: Path, corpus: Path, out: Path, args, server: ServerHandle, trace: BatchTrace) -> dict:
+    """Add one small unrelated document to the built store, then delete it again."""
+    extra = unrelated_document(corpus, out)
+    before = report_rows(store)
+    added = index_once(store, corpus, server.url, args, server, trace, work=lambda kb: kb.index([str(extra)]))
+    middle = report_rows(store)
+    added["reports_changed"] = report_changes(before, middle)
+    deleted = index_once(store, corpus, server.url, args, server, trace, work=lambda kb: kb.delete([str(extra)]))
+    deleted["reports_changed"] = report_changes(middle, report_rows(store))
+    return {"document": str(extra), "chars": len(extra.read_text(encoding="utf-8")), "added": added,
+            "deleted": deleted}
+
+
 def git_state() -> str | None:
     """The commit of the tree being measured, with '+dirty' when tgr/ or fixtures/ have edits."""
     import subprocess
@@ -396,6 +445,7 @@ def run_benchmark(args) -> dict:
     try:
         first = index_once(store, corpus, server.url, args, server, trace)
         second = index_once(store, corpus, server.url, args, server, trace) if not args.no_rerun else None
+        steps = incremental(store, corpus, out, args, server, trace) if args.incremental else None
     finally:
         trace.uninstall()
         server.stop()
@@ -408,7 +458,7 @@ def run_benchmark(args) -> dict:
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "tgr": tgr.__version__,
                     "git": git_state()},
         "store": str(store) if (args.out or args.keep) else None,
-        "first": first, "cached": second,
+        "first": first, "cached": second, "incremental": steps,
     }
     result["targets"] = check_targets(result, args)
     return result
@@ -441,6 +491,23 @@ def check_targets(result: dict, args) -> list[dict]:
         if args.latency > 0:  # at zero latency the first run has no model time to save
             checks.append({"target": f"re-index wall <= {TARGET_CACHED_FRACTION:.0%} of first run",
                            "value": f"{fraction:.1%}", "ok": fraction <= TARGET_CACHED_FRACTION})
+    steps = result.get("incremental")
+    if steps:
+        added, deleted = steps["added"], steps["deleted"]
+        change = added["reports_changed"]
+        checks.append({"target": f"add one document: <= {TARGET_REWRITTEN:.0%} of reports rewritten",
+                       "value": f"{change['rewritten']} of {change['before']} ({change['rewritten_fraction']:.1%})",
+                       "ok": change["rewritten_fraction"] <= TARGET_REWRITTEN})
+        checks.append({"target": "add one document: no report re-embedded beyond the rewritten and new",
+                       "value": change["re_embedded"], "ok": change["re_embedded"] <= change["rewritten"] + change["new"]})
+        own = added["non_model_s"] / first["non_model_s"] if first["non_model_s"] else 0
+        checks.append({"target": f"add one document: tgr's own time <= {TARGET_INCREMENTAL_OWN:.0%} of the first run's",
+                       "value": f"{added['non_model_s']:.2f} s ({own:.1%})", "ok": own <= TARGET_INCREMENTAL_OWN})
+        gone = deleted["reports_changed"]
+        other_calls = deleted["chat_calls"] - deleted["chat_calls_by_stage"].get("report", 0)
+        checks.append({"target": "delete it: model calls only for rewritten reports",
+                       "value": f"{deleted['chat_calls']} calls, {gone['rewritten']} rewritten",
+                       "ok": other_calls == 0 and deleted["chat_calls"] <= gone["rewritten"]})
     return checks
 
 
@@ -521,6 +588,18 @@ def print_text(result: dict) -> None:
               f"waits for the fake's answers: {first['non_model_s']:.2f} s "
               f"({first['non_model_s'] / chunks * 1000:.2f} s per 1,000 chunks); tgr CPU {first['cpu_s']:.2f} s, "
               f"fake server CPU {first['server_cpu_s']} s")
+    steps = result.get("incremental")
+    if steps:
+        print(f"\nincremental: one unrelated document ({steps['chars']:,} chars) added, then deleted")
+        for name in ("added", "deleted"):
+            run, change = steps[name], steps[name]["reports_changed"]
+            stages = ", ".join(f"{k} {v:.3f}" for k, v in run["summary"]["stage_seconds"].items())
+            print(f"  {name:<8} wall {run['wall_s']:.2f} s, tgr's own {run['non_model_s']:.2f} s, chat calls "
+                  f"{run['chat_calls']} {run['chat_calls_by_stage']}, embedding inputs {run['server']['embed_inputs']}; "
+                  f"reports {change['before']} -> {change['after']}: kept {change['kept']}, rewritten "
+                  f"{change['rewritten']}, new {change['new']}, removed {change['removed']}, re-embedded "
+                  f"{change['re_embedded']}")
+            print(f"           stage seconds: {stages}")
     print()
     for check in result["targets"]:
         print(f"  [{'met' if check['ok'] else 'MISSED'}] {check['target']}: {check['value']}")
@@ -542,6 +621,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="keep the store in this directory (default: a temp dir, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
     parser.add_argument("--no-rerun", action="store_true", help="skip the second (cached) run")
+    parser.add_argument("--incremental", action="store_true",
+                        help="then add one small unrelated document and delete it again")
     parser.add_argument("--timeout", type=int, default=1800, help="abort after this many seconds (default 1800)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--json-out", metavar="FILE", help="also write the results as JSON to FILE")

@@ -209,12 +209,15 @@ def test_merge_follows_the_extraction_rows(db_path):
     with open_store(db_path) as kb:
         load(kb, CAROL)
         merge(kb)
-        assert not needs_merge(kb.conn, 300, False)
-        assert needs_merge(kb.conn, 40, False)  # another description budget: merge again
-        assert needs_merge(kb.conn, 300, True)  # disambiguation switched on: merge again
+        gateway, prompts = kb.gateway(), Prompts()
+        assert not needs_merge(kb.conn, gateway, prompts, 300, False)
+        assert needs_merge(kb.conn, gateway, prompts, 40, False)  # another description budget: merge again
+        assert needs_merge(kb.conn, gateway, prompts, 300, True)  # disambiguation switched on: merge again
+        other = Prompts(summarize_descriptions=prompts.summarize_descriptions + " ")
+        assert needs_merge(kb.conn, gateway, other, 300, False)  # another summary prompt: merge again
         assert "christmas" in entities(kb)
         kb.conn.execute("DELETE FROM chunks WHERE id = 'c3'")  # cascades to its extraction rows
-        assert needs_merge(kb.conn, 300, False)
+        assert needs_merge(kb.conn, gateway, prompts, 300, False)
         merge(kb)
         found = entities(kb)
         assert "christmas" not in found and "fred" not in found

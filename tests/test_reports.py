@@ -73,10 +73,10 @@ def test_entities_and_relationships_are_ordered_by_degree(db_path):
 
 
 def test_reports_are_rebuilt_only_when_communities_change(db_path):
-    kb, chat = build(db_path, EN_CORPUS)
+    kb, chat = build(db_path, ZH_CORPUS)  # its scripted graph has communities that split at max 3
     with kb:
         asked = len(report_prompts(chat))
-        kb.index([str(EN_CORPUS)])
+        kb.index([str(ZH_CORPUS)])
         assert len(report_prompts(chat)) == asked
         summary = kb.rebuild("communities", max_cluster_size=3)
         changed = summary.reports

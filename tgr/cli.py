@@ -13,6 +13,7 @@ from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
 from .query import MODES
+from .safe import terminal_safe
 from .store import KnowledgeBase
 
 
@@ -203,6 +204,37 @@ def evaluate_store(store, questions, modes, limit, as_json):
         line = "".join(f"{r.recall[k]:>8.3f}" for k in KS) + "".join(f"{r.complete[k]:>8.2f}" for k in KS)
         line += "".join(f"{r.facts[k]:>9.3f}" for k in KS) if r.facts else ("" if not has_facts else " " * 27)
         click.echo(f"{r.mode:<8}{line}{r.latency_ms_median:>11.1f}{r.latency_ms_p95:>9.1f}")
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.argument("documents", nargs=-1, required=True)
+@_model_options
+@click.option("--dry-run", is_flag=True, help="List the documents that would be deleted, and stop.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def delete(store, documents, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
+           dry_run, as_json, quiet):
+    """Delete DOCUMENTS (paths, titles or document ids) from STORE, and all that came only from them."""
+    with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               readonly=dry_run) as kb:
+        bars = _Bars(quiet)
+        try:
+            summary = kb.delete(documents, dry_run=dry_run, progress=bars)
+        finally:
+            bars.close()
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for source in summary.documents_removed:
+        click.echo(f"{verb} {terminal_safe(source)}")
+    if not dry_run:
+        levels = ", ".join(f"L{k}: {v}" for k, v in summary.communities.items()) or "none"
+        click.echo(f"left: {summary.documents} documents, {summary.chunks} chunks, {summary.entities} entities, "
+                   f"{summary.relationships} relationships, communities {levels}, {summary.reports} reports; "
+                   f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
 
 
 @main.command()

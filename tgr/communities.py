@@ -1,19 +1,28 @@
 """Cluster stage: hierarchical Leiden, in-process (leidenalg on an igraph graph).
 
-Level 0 is Leiden on the whole entity graph. Every community larger than
-max_cluster_size is clustered again on its own subgraph, giving level 1 children with a
-parent link, and so on. Seeded, on a graph built in a fixed order: the same graph always
-gives the same communities. Isolated entities form singleton communities.
+Level 0 is Leiden on each connected component of the entity graph. Every community
+larger than max_cluster_size is clustered again on its own subgraph, giving level 1
+children with a parent link, and so on. Seeded, on subgraphs built in a fixed order: the
+same component always gives the same communities, whatever else the graph holds, so an
+unrelated addition leaves them alone. Isolated entities form singleton communities.
+
+Community ids follow their members: after re-clustering, a community keeps the id of
+the previous community it shares a majority of members with (both ways); others get a
+new number never used before at their level. Reports, ratings, vectors and citations of
+communities that survive are therefore kept.
 """
 from __future__ import annotations
 
-import hashlib
+import json
+from collections import Counter
 from dataclasses import dataclass
 
 import igraph
 import leidenalg
 
+from . import freshness
 from .db import Connection, get_meta, set_meta, transaction
+from .freshness import InputHash
 
 MAX_LEVELS = 8
 
@@ -28,9 +37,22 @@ class Community:
 
 
 def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *,
-                        max_cluster_size: int = 10, seed: int = 42,
-                        resolution: float = 1.0) -> list[Community]:
-    """Communities of every level for the graph (nodes, weighted undirected edges)."""
+                        max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
+                        previous: dict[int, dict[str, str]] | None = None,
+                        unchanged: set[str] | None = None) -> list[Community]:
+    """Communities of every level for the graph (nodes, weighted undirected edges).
+
+    previous: level -> entity -> community id of an earlier clustering (same settings);
+    Leiden then starts from that membership (new entities alone), so a small change
+    moves few nodes. unchanged: entities whose edges are known to be the same as when
+    previous was computed; a group made only of them that previous already split (or
+    left whole) is split the same way again without running Leiden.
+    """
+    previous = previous or {}
+    unchanged = unchanged or set()
+    sizes: Counter = Counter()  # community id -> members (ids carry their level: unique)
+    for groups in previous.values():
+        sizes.update(groups.values())
     nodes = sorted(set(nodes))
     index = {n: i for i, n in enumerate(nodes)}
     graph = igraph.Graph(n=len(nodes))
@@ -40,8 +62,15 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     graph.es["weight"] = [float(w) for _, w in clean]
 
     result: list[Community] = []
-    everything = list(range(len(nodes)))
-    frontier = [(None, _split(graph, everything, seed, resolution, whole=True))]
+    top: list[list[int]] = []
+    for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
+        if len(component) == 1:
+            top.append(component)
+            continue
+        kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
+        top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
+                                                        start=_start(component, nodes, previous.get(0))))
+    frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
         entries = [(group, parent) for parent, groups in frontier for group in groups]
@@ -51,7 +80,12 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
             community = Community(f"{level}.{n}", level, parent, [nodes[i] for i in sorted(group)])
             result.append(community)
             if len(group) > max_cluster_size:
-                parts = _split(graph, group, seed, resolution, whole=False)
+                members = sorted(group)
+                parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
+                              unchanged, whole=False)
+                if parts is None:
+                    parts = _split(graph, members, seed, resolution, whole=False,
+                                   start=_start(members, nodes, previous.get(level + 1)))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -59,19 +93,62 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     return result
 
 
+def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: dict[str, str] | None,
+          sizes: dict[str, int], unchanged: set[str], whole: bool) -> list[list[int]] | None:
+    """The previous split of members, if it still holds: every member unchanged, and the
+    members are exactly one previous group (for a component: exactly whole previous
+    communities). None when Leiden must run."""
+    if not unchanged or any(nodes[i] not in unchanged for i in members):
+        return None
+    inner = inner or {}
+    if whole:  # a component: its previous level-0 communities must cover exactly these members
+        groups: dict[str, list[int]] = {}
+        for i in members:
+            if nodes[i] not in inner:
+                return None
+            groups.setdefault(inner[nodes[i]], []).append(i)
+        return list(groups.values()) if all(sizes[g] == len(v) for g, v in groups.items()) else None
+    names = {outer.get(nodes[i]) for i in members}
+    if len(names) != 1 or None in names or sizes[next(iter(names))] != len(members):
+        return None
+    if not any(nodes[i] in inner for i in members):
+        return [members]  # previously left whole
+    groups = {}
+    for i in members:
+        if nodes[i] not in inner:
+            return None
+        groups.setdefault(inner[nodes[i]], []).append(i)
+    return list(groups.values())
+
+
+def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None) -> list[int] | None:
+    """An initial membership for Leiden on members (sorted): their previous communities,
+    each new node on its own; None when there is nothing to start from."""
+    if not previous:
+        return None
+    labels: dict[str, int] = {}
+    start = []
+    for i in members:
+        key = previous.get(nodes[i]) or f"new:{i}"
+        start.append(labels.setdefault(key, len(labels)))
+    return start
+
+
 def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
-           whole: bool) -> list[list[int]]:
-    """Leiden on the subgraph of members; tries a finer resolution if it will not split."""
+           whole: bool, start: list[int] | None = None) -> list[list[int]]:
+    """Leiden on the subgraph of members (from the membership start, if given); tries a
+    finer resolution if it will not split."""
     if not members:
         return []
-    sub = graph.induced_subgraph(sorted(members)) if not whole else graph
     local = sorted(members)
+    sub = graph.induced_subgraph(local)
     if sub.ecount() == 0:
         return [[v] for v in local] if whole else [local]
     for attempt in range(4):
         partition = leidenalg.find_partition(
             sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
-            resolution_parameter=resolution * (2 ** attempt), n_iterations=-1, seed=seed)
+            resolution_parameter=resolution * (2 ** attempt), n_iterations=-1, seed=seed,
+            initial_membership=start)
         groups: dict[int, list[int]] = {}
         for vertex, label in enumerate(partition.membership):
             groups.setdefault(label, []).append(local[vertex])
@@ -90,37 +167,107 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False) -> dict:
-    """Recompute communities; rewrites the tables only when the result changed."""
-    nodes = [r[0] for r in conn.execute("SELECT id FROM entities")]
-    edges = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
-    digest = hashlib.sha256(repr((max_cluster_size, seed, resolution, sorted(nodes), sorted(edges))).encode())
-    signature = digest.hexdigest()
-    if not force and get_meta(conn).get("clustered_graph") == signature:
+            resolution: float = 1.0, force: bool = False, warm: bool = True,
+            unchanged: set[str] | None = None) -> dict:
+    """Recompute communities when the graph or the settings changed; ids follow members.
+
+    unchanged: entities whose edges are the same as when the stored communities were
+    computed (see hierarchical_leiden); only trusted when those used the same settings.
+
+    Only communities whose row or members changed are rewritten; a removed community's
+    report goes with it (cascade)."""
+    nodes, edges, inputs = _graph(conn, max_cluster_size, seed, resolution)
+    if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
-        return {"communities": sum(levels.values()), "levels": levels, "changed": False}  # same graph
-    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size,
-                                      seed=seed, resolution=resolution)
-    key = lambda cs: sorted((c.id, c.level, c.parent_id or "", tuple(c.members), c.is_leaf) for c in cs)
-    changed = force or key(communities) != key(stored_communities(conn))
-    if changed:
-        with transaction(conn):
-            conn.execute("DELETE FROM communities")  # cascades to members and reports
-            conn.executemany(
-                "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?)",
-                [(c.id, c.level, c.parent_id, len(c.members), int(c.is_leaf)) for c in communities])
-            conn.executemany(
-                "INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
-                [(c.id, m) for c in communities for m in c.members])
-            # what produced the stored communities, for people reading meta with sqlite3
-            set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
-                     cluster_resolution=resolution, clustered_graph=signature)
-    else:
-        with transaction(conn):
-            # what produced the stored communities, for people reading meta with sqlite3
-            set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed,
-                     cluster_resolution=resolution, clustered_graph=signature)
+        return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
+                "rewritten": 0, "removed": 0, "changed_ids": set()}
+    previous = stored_communities(conn)
+    start: dict[int, dict[str, str]] = {}
+    if warm and not force:
+        for c in previous:
+            start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    meta = get_meta(conn)
+    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
+                                      resolution=resolution, previous=start,
+                                      unchanged=unchanged if (start and same_settings) else None)
+    used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
+    if previous or used:  # numbers once given are never given again
+        communities = stable_ids(communities, previous, used)
+    for c in communities:
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    old = {c.id: c for c in previous}
+    row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)]
+    changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
+    gone = set(old) - {c.id for c in communities}
+    changed = force or bool(changed_rows or changed_members or gone)
+    with transaction(conn):
+        conn.executemany(  # parents first: levels ascend in communities
+            "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET level = excluded.level, parent_id = excluded.parent_id, "
+            "size = excluded.size, is_leaf = excluded.is_leaf",
+            [(c.id, *row(c)) for c in sorted(changed_rows, key=lambda c: c.level)])
+        conn.executemany("DELETE FROM community_members WHERE community_id = ?",
+                         [(c.id,) for c in changed_members])
+        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
+                         [(c.id, m) for c in changed_members for m in c.members])
+        conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
+        # what produced the stored communities, for people reading meta with sqlite3
+        set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed, cluster_resolution=resolution,
+                 community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
+        freshness.record(conn, "cluster", inputs)
     levels: dict[int, int] = {}
     for c in communities:
         levels[c.level] = levels.get(c.level, 0) + 1
-    return {"communities": len(communities), "levels": levels, "changed": changed}
+    touched = {c.id for c in changed_rows + changed_members}
+    return {"communities": len(communities), "levels": levels, "changed": changed,
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _graph(conn: Connection, max_cluster_size: int, seed: int, resolution: float):
+    """The entity graph and the hash of it with the clustering settings."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
+    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in nodes)
+    return nodes, edges, inputs.add("edges").rows(edges).hexdigest()
+
+
+def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
+    """Were the stored communities computed from the graph as it is now?"""
+    return freshness.is_fresh(conn, "cluster", _graph(conn, max_cluster_size, seed, resolution)[2])
+
+
+def _number(community_id: str) -> int:
+    try:
+        return int(community_id.split(".", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def stable_ids(new: list[Community], previous: list[Community], used: dict[int, int]) -> list[Community]:
+    """new with ids taken over from previous where a community shares a majority of members
+    with a previous one (both ways); the others get numbers above every one used (used:
+    level -> highest number ever given, updated here)."""
+    old_by_level: dict[int, list[Community]] = {}
+    sizes = {c.id: len(c.members) for c in previous}
+    for c in previous:
+        old_by_level.setdefault(c.level, []).append(c)
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    rename: dict[str, str] = {}
+    for level in sorted({c.level for c in new}):
+        old = old_by_level.get(level, [])
+        owner = {m: c for c in old for m in c.members}
+        for c in (c for c in new if c.level == level):
+            overlap = Counter(owner[m].id for m in c.members if m in owner)
+            best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
+            if best is not None:
+                shared, size = overlap[best], sizes[best]
+                if 2 * shared > len(c.members) and 2 * shared > size:
+                    rename[c.id] = best
+                    continue
+            used[level] = used.get(level, -1) + 1
+            rename[c.id] = f"{level}.{used[level]}"
+    return [Community(rename[c.id], c.level, rename.get(c.parent_id) if c.parent_id else None,
+                      c.members, c.is_leaf) for c in new]

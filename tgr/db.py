@@ -17,7 +17,7 @@ import sqlite_vec
 from . import __version__
 from .errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
@@ -41,7 +41,37 @@ def _add_document_ids_and_metadata(conn: "sqlite3.Connection") -> None:
     conn.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
 
 
-MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata}
+def _external_content_fts(conn: "sqlite3.Connection") -> None:
+    """4: an FTS index stock SQLite reads (external content over chunks.terms instead of
+    contentless_delete, an SQLite >= 3.43 option), and chunk seq numbers never reused."""
+    from .text import index_terms
+
+    conn.execute("DROP TABLE IF EXISTS chunks_fts")
+    conn.execute("""CREATE TABLE chunks_v4 (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        id          TEXT NOT NULL UNIQUE,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        ordinal     INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        char_start  INTEGER NOT NULL,
+        char_end    INTEGER NOT NULL,
+        tokens      INTEGER NOT NULL,
+        embed_hash  TEXT,
+        terms       TEXT NOT NULL DEFAULT '')""")
+    columns = "seq, id, document_id, ordinal, text, char_start, char_end, tokens, embed_hash"
+    conn.execute(f"INSERT INTO chunks_v4({columns}) SELECT {columns} FROM chunks")
+    conn.execute("DROP TABLE chunks")  # foreign keys are off during migrations: nothing cascades
+    conn.execute("ALTER TABLE chunks_v4 RENAME TO chunks")
+    conn.execute("CREATE INDEX chunks_by_document ON chunks(document_id, ordinal)")
+    rows = conn.execute("SELECT c.seq, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall()
+    conn.executemany("UPDATE chunks SET terms = ? WHERE seq = ?",
+                     [(" ".join(index_terms(f"{title}\n{text}")), seq) for seq, title, text in rows])
+    conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='chunks', content_rowid='seq')")
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
+                                    4: _external_content_fts}
 
 Connection = sqlite3.Connection
 DatabaseError = sqlite3.DatabaseError
@@ -133,15 +163,22 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
     """Run pending migrations in order, each in its own transaction. Returns the new version."""
     migrations = MIGRATIONS if migrations is None else migrations
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    while version < target:
-        step = migrations.get(version + 1)
-        if step is None:
-            raise StoreError(f"no migration from schema {version} to {version + 1}")
-        with transaction(conn):
-            step(conn)
-            conn.execute(f"PRAGMA user_version = {version + 1}")
-            set_meta(conn, schema_version=version + 1)
-        version += 1
+    if version < target:  # a step may rebuild a table; dropping the old one must not cascade
+        conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        while version < target:
+            step = migrations.get(version + 1)
+            if step is None:
+                raise StoreError(f"no migration from schema {version} to {version + 1}")
+            with transaction(conn):
+                step(conn)
+                if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                    raise StoreError(f"migration to schema {version + 1} broke a foreign key")
+                conn.execute(f"PRAGMA user_version = {version + 1}")
+                set_meta(conn, schema_version=version + 1)
+            version += 1
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
     with transaction(conn):
         _run_script(conn, schema_sql())  # new views / indexes are IF NOT EXISTS
     return version

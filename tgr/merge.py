@@ -13,7 +13,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .db import Connection, get_meta, set_meta, transaction
+from . import freshness
+from .db import Connection, transaction
+from .freshness import InputHash
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
@@ -65,19 +67,30 @@ class _Entity:
         return result
 
 
-def extraction_signature(conn: Connection) -> str:
-    row = conn.execute("SELECT count(*), coalesce(sum(entities), 0), coalesce(sum(relations), 0) "
-                       "FROM extractions").fetchone()
-    return ":".join(map(str, row))
+def merge_inputs(conn: Connection, prompts: Prompts, chat_model: str | None, summary_tokens: int,
+                 disambiguate: bool) -> str:
+    """Hash of exactly what a merge reads: every extraction row with its text, in merge
+    order, the merge settings, and the prompts and model used for summaries and splits."""
+    digest = InputHash("merge", summary_tokens, disambiguate, chat_model,
+                       prompts.summarize_descriptions if chat_model else "",
+                       prompts.disambiguate if disambiguate else "")
+    digest.rows(conn.execute(
+        "SELECT e.chunk_id, e.position, e.name, e.type, e.description FROM extracted_entities e "
+        "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position"))
+    digest.add("relations")
+    digest.rows(conn.execute(
+        "SELECT r.chunk_id, r.position, r.source, r.target, r.predicate, r.description "
+        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
+        "ORDER BY c.document_id, c.ordinal, r.position"))
+    return digest.hexdigest()
 
 
-def merge_signature(conn: Connection, summary_tokens: int, disambiguate: bool) -> str:
-    """What the graph was merged from: the extractions and the merge settings."""
-    return f"{extraction_signature(conn)}:{summary_tokens}:{int(disambiguate)}"
-
-
-def needs_merge(conn: Connection, summary_tokens: int, disambiguate: bool) -> bool:
-    return get_meta(conn).get("merged_extractions") != merge_signature(conn, summary_tokens, disambiguate)
+def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
+                disambiguate: bool) -> bool:
+    """Did the extraction rows, the settings or the prompts change since the last merge?"""
+    chat = gateway.chat_model.name if gateway.chat_model is not None else None
+    return not freshness.is_fresh(conn, "merge", merge_inputs(conn, prompts, chat, summary_tokens,
+                                                              disambiguate and chat is not None))
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
@@ -85,6 +98,8 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
     """Rebuild entities, relationships and mentions from the extraction rows."""
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
+    inputs = merge_inputs(conn, prompts, gateway.chat_model.name if llm else None, summary_tokens,
+                          disambiguate and llm)
     mentions = [_Mention(*row) for row in conn.execute(
         "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
@@ -132,37 +147,52 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         degree[edge["source"]] += 1
         degree[edge["target"]] += 1
 
+    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
+                   for e in entities.values()}
+    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
+                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+                 for rid, e in edges.items()}
+    entity_mentions = {(e.id, c) for e in entities.values() for c in e.chunks}
+    edge_mentions = {(rid, c) for rid, e in edges.items() for c in e["chunks"]}
+    # only rows that differ are written: unchanged entities keep their rows (and vectors)
+    old_entities = {r[0]: tuple(r[1:]) for r in conn.execute(
+        "SELECT id, name, type, description, degree, mentions FROM entities")}
+    old_edges = {r[0]: tuple(r[1:]) for r in conn.execute(
+        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships")}
+    old_entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions"))
+    old_edge_mentions = set(conn.execute("SELECT relationship_id, chunk_id FROM relationship_mentions"))
+    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | (old_entities.keys() - entity_rows.keys())
+    changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
+    for rid in changed_edges:  # a relationship is part of both ends' material
+        for row in (edge_rows.get(rid), old_edges.get(rid)):
+            if row:
+                changed.update(row[:2])
     with transaction(conn):
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids(id TEXT PRIMARY KEY)")
-        conn.execute("DELETE FROM keep_ids")
-        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in entities])
-        conn.execute("DELETE FROM entities WHERE id NOT IN (SELECT id FROM keep_ids)")
+        conn.executemany("DELETE FROM entities WHERE id = ?",
+                         [(i,) for i in sorted(old_entities.keys() - entity_rows.keys())])
+        conn.executemany("DELETE FROM relationships WHERE id = ?",
+                         [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
         conn.executemany(
             "INSERT INTO entities(id, name, type, description, degree, mentions) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET name = excluded.name, type = excluded.type, "
             "description = excluded.description, degree = excluded.degree, mentions = excluded.mentions",
-            [(e.id, e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
-             for e in entities.values()])
-        conn.execute("DELETE FROM entity_mentions")
-        conn.executemany("INSERT INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
-                         [(e.id, c) for e in entities.values() for c in sorted(e.chunks)])
-        conn.execute("DELETE FROM keep_ids")
-        conn.executemany("INSERT INTO keep_ids VALUES (?)", [(i,) for i in edges])
-        conn.execute("DELETE FROM relationships WHERE id NOT IN (SELECT id FROM keep_ids)")
+            [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])
+        conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
+                         sorted(old_entity_mentions - entity_mentions))
+        conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
+                         sorted(entity_mentions - old_entity_mentions))
         conn.executemany(
             "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
             "target_id = excluded.target_id, predicate = excluded.predicate, "
             "description = excluded.description, weight = excluded.weight",
-            [(rid, e["source"], e["target"], _top(e["predicates"]),
-              fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
-             for rid, e in edges.items()])
-        conn.execute("DELETE FROM relationship_mentions")
-        conn.executemany("INSERT INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         [(rid, c) for rid, e in edges.items() for c in sorted(e["chunks"])])
-        conn.execute("DELETE FROM keep_ids")
-        set_meta(conn, merged_extractions=merge_signature(conn, summary_tokens, disambiguate and llm))
-    return {"entities": len(entities), "relationships": len(edges)}
+            [(i, *row) for i, row in sorted(edge_rows.items()) if old_edges.get(i) != row])
+        conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
+                         sorted(old_edge_mentions - edge_mentions))
+        conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
+                         sorted(edge_mentions - old_edge_mentions))
+        freshness.record(conn, "merge", inputs)
+    return {"entities": len(entities), "relationships": len(edges), "changed_entities": changed}
 
 
 def _top(counter: Counter) -> str:
@@ -175,6 +205,8 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
     if not key:
         return None
     candidates = by_key.get(key)
+    if candidates and len(candidates) == 1:
+        return candidates[0]
     if not candidates:
         entity = _Entity(key)
         entity.mentions.append(_Mention(chunk_id, " ".join(name.split()), "concept", ""))

@@ -125,13 +125,36 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     return raw_context(graph, community.members, budget)[0]
 
 
+def _touched(communities: dict[str, "_Community"], changed: set[str]) -> set[str]:
+    """Communities that are in changed or hold a member in it, with all their ancestors."""
+    touched = {cid for cid, c in communities.items() if cid in changed or not changed.isdisjoint(c.members)}
+    for cid in list(touched):
+        parent = communities[cid].parent_id
+        while parent in communities and parent not in touched:
+            touched.add(parent)
+            parent = communities[parent].parent_id
+    return touched
+
+
+def report_settings(gateway: Gateway, prompts: Prompts, budget: int, min_size: int) -> str:
+    """Hash of what every report depends on besides its community: writer, prompt, budget."""
+    writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
+    template = prompts.community_report if gateway.chat_model else ""
+    return content_hash(writer, template, str(budget), str(min_size))
+
+
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
-                  min_size: int = 2, refresh: bool = False, progress: Progress | None = None,
-                  idle=None) -> int:
+                  min_size: int = 2, refresh: bool = False, force: bool = False,
+                  changed: set[str] | None = None, progress: Progress | None = None, idle=None) -> int:
     """Write a report for every community of min_size or more that has none; returns how many.
 
     refresh: also rewrite reports whose context changed since they were written (after
-    the graph or the communities changed); a report whose context is the same is kept.
+    the graph or the communities changed); a report whose context, writer and prompt are
+    the same is kept, with its row, rating and vector. force: rewrite every report (the
+    LLM cache still answers unchanged prompts). changed: with refresh, look only at
+    communities that hold one of these entity or community ids (and their ancestors);
+    None looks at all. Reports of communities that no longer qualify are removed. A
+    rewritten report is re-embedded only if its text changed.
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     report = progress or (lambda *a: None)
@@ -143,9 +166,18 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     for c in communities.values():
         if c.parent_id in communities:
             communities[c.parent_id].children.append(c.id)
+    qualified = {c.id for c in communities.values() if len(c.members) >= min_size}
+    with transaction(conn):
+        conn.executemany("DELETE FROM reports WHERE community_id = ?",
+                         [(r[0],) for r in conn.execute("SELECT community_id FROM reports").fetchall()
+                          if r[0] not in qualified])
     existing = {r[0]: (r[1], r[2]) for r in conn.execute(
         "SELECT community_id, full_text, context_hash FROM reports")}
-    todo = [c for c in communities.values() if len(c.members) >= min_size and (refresh or c.id not in existing)]
+    refresh = refresh or force
+    look = set(communities) if force or changed is None else \
+        _touched(communities, changed) | {cid for cid, (_, h) in existing.items() if h is None}
+    todo = [communities[cid] for cid in communities
+            if cid in qualified and ((refresh and cid in look) or cid not in existing)]
     total = len(todo)
     report("report", 0, total)
     if not todo:
@@ -154,11 +186,12 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
+    template = prompts.community_report if gateway.chat_model else ""
     written = checked = 0
 
     def unchanged(community: _Community, context: str) -> bool:
         nonlocal checked
-        same = existing.get(community.id, (None, None))[1] == content_hash(writer, context)
+        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer, template, context)
         if same:
             checked += 1
             report("report", written + checked, total)
@@ -168,12 +201,16 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
         nonlocal written
         full = report_text(parsed)
         with transaction(conn):
-            conn.execute(
-                "INSERT OR REPLACE INTO reports(community_id, title, summary, rating, rating_explanation, "
-                "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            conn.execute(  # an upsert keeps embed_hash: the vector is redone only if the text changed
+                "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
+                "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(community_id) DO UPDATE SET title = excluded.title, summary = excluded.summary, "
+                "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
+                "findings = excluded.findings, full_text = excluded.full_text, "
+                "generator = excluded.generator, context_hash = excluded.context_hash",
                 (community.id, parsed["title"], parsed["summary"], parsed["rating"],
                  parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-                 full, generator, content_hash(writer, context)))
+                 full, generator, content_hash(writer, template, context)))
         child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)

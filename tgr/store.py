@@ -9,9 +9,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import __version__
+from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
-from .communities import cluster
+from .communities import cluster, is_clustered
+from .corpus import add_document, delete_documents, find_documents, same_source
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
@@ -24,9 +25,9 @@ from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
-from .reports import build_reports
+from .reports import build_reports, report_settings
 from .retrieve import Passage, Retriever, is_lexical_embedder
-from .text import estimate_tokens, index_terms
+from .text import estimate_tokens
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -72,6 +73,7 @@ class IndexSettings:
 @dataclass
 class IndexSummary:
     documents_added: int = 0
+    documents_removed: list = field(default_factory=list)  # sources of documents deleted or replaced
     documents: int = 0
     chunks: int = 0
     chunks_extracted: int = 0
@@ -210,7 +212,8 @@ class KnowledgeBase:
         settings = self.settings(**overrides)
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
-        summary = self._run("index", settings, lambda gw, s: self._index(gw, settings, documents, s, progress))
+        summary = self._run("index", settings,
+                            lambda gw, s: self._index(gw, settings, documents, s, progress, on_warning))
         summary.warnings = warnings
         return summary
 
@@ -272,10 +275,10 @@ class KnowledgeBase:
             set_meta(self.conn, **values)
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
-               summary: IndexSummary, progress: Progress | None) -> None:
+               summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
         timer = _stage_timer(summary)
         with timer("ingest"):
-            summary.documents_added = self._store_documents(documents, settings, progress)
+            summary.documents_added = self._store_documents(documents, settings, progress, warn, summary)
         prompts = _with_types(self.prompts, settings.entity_types)
         with timer("extract"):  # chunk vectors are made while extraction answers are awaited
             summary.chunks_extracted = extract_chunks(
@@ -285,48 +288,62 @@ class KnowledgeBase:
 
     def _derive(self, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
                 progress: Progress | None, timer, force_merge: bool,
-                force_cluster: bool = False) -> None:
+                force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
-        disambiguate = settings.disambiguate and gateway.chat_model is not None
-        merged = force_merge or needs_merge(self.conn, settings.summary_tokens, disambiguate)
+        # the reports were complete for the graph and communities as they are before this run?
+        report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
+        state = lambda: f"{report_key}:{freshness.recorded(self.conn, 'merge')}:{freshness.recorded(self.conn, 'cluster')}"
+        reports_complete = freshness.recorded(self.conn, "reports") == state()
+        changed: set[str] = set()
+        merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
+                                            settings.disambiguate)
+        cluster_settings = dict(max_cluster_size=settings.max_cluster_size, seed=settings.seed,
+                                resolution=settings.resolution)
+        # if the communities match the graph before the merge, the merge says what moved
+        clustered_before = merged and not force_cluster and is_clustered(self.conn, **cluster_settings)
         if merged:
             with timer("merge"):
-                merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
-                            summary_tokens=settings.summary_tokens, progress=progress)
+                changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
+                                       summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
         with timer("cluster"):
-            clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
-                                resolution=settings.resolution, force=force_cluster)
-        with timer("report"):  # after a new graph, reports whose material changed are rewritten
+            unchanged = None
+            if clustered_before:
+                unchanged = {r[0] for r in self.conn.execute("SELECT id FROM entities")} - changed
+            clustered = cluster(self.conn, **cluster_settings, force=force_cluster, unchanged=unchanged)
+            changed |= clustered["changed_ids"]
+        with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
-                          min_size=settings.min_community_size, refresh=merged or clustered["changed"],
-                          progress=progress, idle=EmbedWhileWaiting(self.conn, gateway))
+                          min_size=settings.min_community_size, refresh=merged or clustered["changed"]
+                          or not reports_complete, force=force_reports,
+                          changed=changed if reports_complete else None, progress=progress,
+                          idle=EmbedWhileWaiting(self.conn, gateway))
+            with transaction(self.conn):
+                freshness.record(self.conn, "reports", state())
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
-                         progress: Progress | None) -> int:
-        known = {r[0] for r in self.conn.execute("SELECT id FROM documents")}
+                         progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
+        known = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT id, source, external_id FROM documents")}
         new = [d for d in documents if d.id not in known]
         report = progress or (lambda *a: None)
         report("ingest", 0, len(new))
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
+            # the same file (or the same row id of a file) with other content is a new version:
+            # it replaces the old one; rows without ids are never replaced (nothing says which)
+            old = [i for i, (source, external_id) in known.items()
+                   if external_id == doc.external_id and same_source(source, doc.source)]
+            if len(old) > 1 or (old and doc.external_id is None and sum(
+                    same_source(source, doc.source) for source, _ in known.values()) > 1):
+                old = []
             with transaction(self.conn):
-                # OR IGNORE: another tgr process may have stored the same document meanwhile
-                self.conn.execute(
-                    "INSERT OR IGNORE INTO documents(id, source, title, text, chars, external_id, metadata) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (doc.id, doc.source, doc.title, doc.text, len(doc.text), doc.external_id,
-                     json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)))
-                for c in chunks:
-                    cursor = self.conn.execute(
-                        "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (c.id, doc.id, c.ordinal, c.text, c.start, c.end, c.tokens))
-                    if cursor.rowcount:  # a document's title is part of what each chunk is about
-                        self.conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                                          (cursor.lastrowid, " ".join(index_terms(f"{doc.title}\n{c.text}"))))
+                delete_documents(self.conn, old)
+                add_document(self.conn, doc, chunks)
+            for old_id in old:
+                warn(f"{doc.where}: content changed since it was indexed; replaced the old version")
+                summary.documents_removed.append(known.pop(old_id)[0])
             report("ingest", done, len(new))
         return len(new)
 
@@ -373,13 +390,41 @@ class KnowledgeBase:
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
-            if stage == "reports":
-                with transaction(self.conn):
-                    self.conn.execute("DELETE FROM reports")
             self._derive(gateway, settings, summary, progress, timer, force_merge=stage == "graph",
-                         force_cluster=stage == "communities")
+                         force_cluster=stage == "communities", force_reports=stage == "reports")
 
         return self._run(f"rebuild {stage}", settings, body)
+
+    def delete(self, documents: Iterable[str], *, dry_run: bool = False,
+               progress: Progress | None = None) -> IndexSummary:
+        """Remove documents (by id or unique id prefix, source path, or title) with their
+        chunks, index rows, vectors and extractions, and bring the graph, communities and
+        reports up to date: what only those documents said disappears, nothing else is redone.
+
+        dry_run: only say which documents would go (summary.documents_removed). An unknown
+        name raises InputError before anything is removed.
+        """
+        specs = [d for d in documents]
+        if not specs:
+            raise InputError("nothing to delete: no documents given")
+        found, missing = find_documents(self.conn, specs)
+        if missing:
+            raise InputError(f"{self.path}: no such document: {', '.join(missing)} "
+                             f"(give a path, title or document id)")
+        if dry_run:
+            return IndexSummary(documents_removed=[d.source for d in found],
+                                documents=self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        settings = self.settings()
+
+        def body(gateway: Gateway, summary: IndexSummary) -> None:
+            timer = _stage_timer(summary)
+            with timer("delete"):
+                with transaction(self.conn):
+                    delete_documents(self.conn, [d.id for d in found])
+            summary.documents_removed = [d.source for d in found]
+            self._derive(gateway, settings, summary, progress, timer, force_merge=False)
+
+        return self._run("delete", settings, body)
 
     def estimate(self, paths: Iterable[str], **overrides) -> dict:
         """Expected model calls and tokens of indexing these paths, before spending anything."""

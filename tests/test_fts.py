@@ -1,0 +1,122 @@
+"""The full-text index: readable by stock SQLite, in step with chunks, migrated from schema 2."""
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import sqlean as sqlite3
+
+import tgr
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS
+from tgr import db
+
+STOCK_PYTHON = "/usr/bin/python3"  # the system Python: its own SQLite, no extensions loaded
+
+
+def offline_store(path):
+    return tgr.open(path, chat="offline", embedder="tgr:hash-384")
+
+
+def stock_sqlite(path, script: str) -> dict:
+    """Run script (with `conn` open on path) in the system Python's stdlib sqlite3; its JSON output."""
+    code = "import json, sqlite3, sys\nconn = sqlite3.connect(sys.argv[1])\n" + textwrap.dedent(script)
+    done = subprocess.run([STOCK_PYTHON, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+READ_EVERYTHING = """
+    objects = conn.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+    vec = {name for name, type_, sql in objects if sql and 'USING vec0' in sql}
+    rows, skipped = {}, []
+    for name, type_, sql in objects:
+        if name in vec or any(name.startswith(v + '_') for v in vec):
+            skipped.append(name)
+            continue
+        rows[name] = len(conn.execute(f'SELECT * FROM "{name}"').fetchall())
+    print(json.dumps({"version": sqlite3.sqlite_version, "rows": rows, "skipped": skipped, "match": {
+        q: [r[0] for r in conn.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? ORDER BY rank", (q,))]
+        for q in ('marley', '"花果 果山"', 'scrooge AND marley')}}))
+"""
+
+
+def test_stock_sqlite_reads_every_table_and_view_and_matches(db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL)
+        chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        marley = {r[0] for r in kb.conn.execute("SELECT id FROM chunks WHERE lower(text) LIKE '%marley%'")}
+        huaguo = {r[0] for r in kb.conn.execute("SELECT id FROM chunks WHERE text LIKE '%花果山%'")}
+    result = stock_sqlite(db_path, READ_EVERYTHING)
+    assert result["version"].startswith("3.40"), result["version"]  # older than contentless_delete
+    rows = result["rows"]
+    assert rows["chunks"] == rows["chunks_fts"] == chunks
+    for name in ("documents", "entities", "relationships", "communities", "reports", "entity_overview",
+                 "relationship_overview", "report_overview", "cost_by_stage", "runs"):
+        assert rows[name] > 0, name
+    assert "llm_cache" in rows and "sqlite_sequence" in rows
+    assert {"vec_chunks", "vec_entities", "vec_reports"} <= set(result["skipped"])
+    assert marley and set(result["match"]["marley"]) == marley
+    assert huaguo and set(result["match"]['"花果 果山"']) == huaguo
+    assert set(result["match"]["scrooge AND marley"]) <= marley
+
+
+def test_chunk_seq_is_never_reused(db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        top = kb.conn.execute("SELECT max(seq) FROM chunks").fetchone()[0]
+        with db.transaction(kb.conn):
+            from tgr.corpus import delete_documents
+            delete_documents(kb.conn, [r[0] for r in kb.conn.execute("SELECT id FROM documents")])
+        kb.index([str(EN_CORPUS / "carol_stave1_part2.txt")], **SMALL)
+        assert kb.conn.execute("SELECT min(seq) FROM chunks").fetchone()[0] > top
+        # the index holds exactly the stored chunks' terms: a check FTS5 does itself
+        kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def _downgrade_to_schema_2(path) -> None:
+    """Rewrite chunks, chunks_fts and documents as schema 2 had them (contentless_delete FTS,
+    no chunk terms, no document ids or metadata)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.executescript("""
+        BEGIN;
+        DROP TABLE chunks_fts;
+        CREATE TABLE chunks_v2 (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL, text TEXT NOT NULL, char_start INTEGER NOT NULL,
+            char_end INTEGER NOT NULL, tokens INTEGER NOT NULL, embed_hash TEXT);
+        INSERT INTO chunks_v2 SELECT seq, id, document_id, ordinal, text, char_start, char_end, tokens,
+            embed_hash FROM chunks;
+        DROP TABLE chunks;
+        ALTER TABLE chunks_v2 RENAME TO chunks;
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='', contentless_delete=1);
+        INSERT INTO chunks_fts(rowid, terms) SELECT seq, lower(text) FROM chunks;
+        DROP INDEX documents_by_external_id;
+        ALTER TABLE documents DROP COLUMN external_id;
+        ALTER TABLE documents DROP COLUMN metadata;
+        PRAGMA user_version = 2;
+        COMMIT;
+    """)
+    conn.close()
+
+
+def test_migration_4_rebuilds_the_index_and_keeps_everything(db_path):
+    with offline_store(db_path) as kb:
+        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL)
+        before = {t: kb.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("chunks", "extractions", "extracted_entities", "entity_mentions", "reports")}
+        seqs = kb.conn.execute("SELECT seq, id FROM chunks ORDER BY seq").fetchall()
+        answer = kb.ask("Who is Marley?", mode="naive").answer
+    _downgrade_to_schema_2(db_path)
+    with offline_store(db_path) as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 4
+        after = {t: kb.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in before}
+        assert after == before  # rebuilding chunks cascaded nothing
+        assert kb.conn.execute("SELECT seq, id FROM chunks ORDER BY seq").fetchall() == seqs
+        assert kb.conn.execute("SELECT count(*) FROM chunks WHERE terms = ''").fetchone()[0] == 0
+        assert kb.ask("Who is Marley?", mode="naive").answer == answer
+        kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+    assert stock_sqlite(db_path, READ_EVERYTHING)["match"]["marley"]

@@ -1,0 +1,110 @@
+"""Documents and chunks: the one code path that stores and deletes them.
+
+chunks_fts is an external-content FTS5 index over chunks.terms (rowid = chunks.seq).
+Stock SQLite reads it, but it is only in step with chunks if every insert and delete
+goes through here: an insert adds the chunk's terms, a delete removes exactly the terms
+stored with the chunk (FTS5 'delete' command). No triggers: a store made elsewhere is
+untrusted, and tgr opens stores with trusted_schema off.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from .chunking import Chunk
+from .db import Connection, has_table
+from .ingest import Document
+from .text import index_terms
+
+
+@dataclass
+class StoredDocument:
+    id: str
+    source: str
+    title: str
+    chunks: int
+
+
+def add_document(conn: Connection, doc: Document, chunks: list[Chunk]) -> int:
+    """Store a document and its chunks with their FTS rows (inside the caller's transaction).
+
+    A document's title is indexed with each of its chunks: it says what every part is about.
+    Returns the number of chunks added; OR IGNORE, so another process storing the same
+    document meanwhile is harmless.
+    """
+    conn.execute(
+        "INSERT OR IGNORE INTO documents(id, source, title, text, chars, external_id, metadata) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (doc.id, doc.source, doc.title, doc.text, len(doc.text), doc.external_id,
+         json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)))
+    doc_id = doc.id
+    added = 0
+    for c in chunks:
+        terms = " ".join(index_terms(f"{doc.title}\n{c.text}"))
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens, terms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (c.id, doc_id, c.ordinal, c.text, c.start, c.end, c.tokens, terms))
+        if cursor.rowcount:
+            conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
+            added += 1
+    return added
+
+
+def delete_documents(conn: Connection, doc_ids: list[str]) -> int:
+    """Remove documents with their chunks, FTS rows, chunk vectors and extractions
+    (inside the caller's transaction). Returns the number of chunks removed."""
+    removed = 0
+    for doc_id in doc_ids:
+        rows = conn.execute("SELECT seq, id, terms FROM chunks WHERE document_id = ?", (doc_id,)).fetchall()
+        conn.executemany("INSERT INTO chunks_fts(chunks_fts, rowid, terms) VALUES ('delete', ?, ?)",
+                         [(seq, terms) for seq, _, terms in rows])
+        if has_table(conn, "vec_chunks"):
+            conn.executemany("DELETE FROM vec_chunks WHERE id = ?", [(cid,) for _, cid, _ in rows])
+        conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))  # cascades to extractions
+        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        removed += len(rows)
+    return removed
+
+
+def documents(conn: Connection) -> list[StoredDocument]:
+    """Every stored document with its chunk count, oldest first."""
+    return [StoredDocument(*row) for row in conn.execute(
+        "SELECT d.id, d.source, d.title, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) "
+        "FROM documents d ORDER BY d.added_at, d.id")]
+
+
+def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocument], list[str]]:
+    """The documents named by specs (a document id or a unique prefix of one, a source path
+    as given when indexed, or a title), and the specs that named nothing."""
+    stored = documents(conn)
+    found: dict[str, StoredDocument] = {}
+    missing = []
+    for spec in specs:
+        hits = [d for d in stored if spec in (d.id, d.source, d.title)]
+        if not hits:
+            hits = [d for d in stored if _same_path(spec, d.source)]
+        if not hits and len(spec) >= 6:
+            prefixed = [d for d in stored if d.id.startswith(spec)]
+            hits = prefixed if len(prefixed) == 1 else []
+        if not hits:
+            missing.append(spec)
+        for d in hits:
+            found.setdefault(d.id, d)
+    return list(found.values()), missing
+
+
+def same_source(stored: str, new: str) -> bool:
+    """Do two document sources name the same file? (stdin never does)."""
+    if "<stdin>" in (stored, new):
+        return False
+    return stored == new or _same_path(new, stored)
+
+
+def _same_path(spec: str, source: str) -> bool:
+    try:
+        return os.path.realpath(spec) == os.path.realpath(source)
+    except (OSError, ValueError):
+        return False
+

@@ -1,0 +1,49 @@
+"""Freshness: one rule for every derived stage.
+
+A stage records a hash of exactly the inputs it was computed from; it is redone when the
+hash of its current inputs differs. Whole-stage hashes live in meta as 'fresh.<stage>'
+(merge, cluster); per-row hashes live on the rows themselves (embed_hash on chunks,
+entities and reports; context_hash on reports), so those stages redo only changed items.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+from .db import Connection, get_meta, set_meta
+
+
+class InputHash:
+    """A running hash over values (settings, prompts, rows), each hashed with its repr."""
+
+    def __init__(self, *values):
+        self._hash = hashlib.sha256()
+        self.add(*values)
+
+    def add(self, *values) -> "InputHash":
+        for value in values:
+            self._hash.update(repr(value).encode("utf-8"))
+            self._hash.update(b"\x00")
+        return self
+
+    def rows(self, rows: Iterable) -> "InputHash":
+        for row in rows:
+            self.add(tuple(row))
+        return self
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def recorded(conn: Connection, stage: str) -> str | None:
+    """The input hash the stage's stored output was computed from (None: never run)."""
+    return get_meta(conn).get(f"fresh.{stage}")
+
+
+def is_fresh(conn: Connection, stage: str, digest: str) -> bool:
+    return recorded(conn, stage) == digest
+
+
+def record(conn: Connection, stage: str, digest: str) -> None:
+    """Remember what the stage was computed from (inside the transaction that wrote it)."""
+    set_meta(conn, **{f"fresh.{stage}": digest})
