@@ -21,7 +21,7 @@ def _model_options(fn):
         click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline'."),
         click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME or tgr:hash-384."),
         click.option("--base-url", envvar="TGR_BASE_URL", help="OpenAI-compatible endpoint (Ollama, vLLM, ...)."),
-        click.option("--offline", is_flag=True, help="Ignore any API key: heuristic/extractive default."),
+        click.option("--offline", is_flag=True, help="No model calls: heuristic/extractive, the store's local embedder."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
                      help="Model calls in flight at once."),
         click.option("--rpm", type=float, help="Cap on model requests per minute."),
@@ -36,8 +36,8 @@ def _model_options(fn):
 
 def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
           concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False) -> KnowledgeBase:
-    if offline:  # no model at all: extractive answers and the offline embedder
-        chat_model, embed_model = "offline", embed_model or "tgr:hash-384"
+    if offline:  # no chat model, no network: extractive answers, the store's local embedder
+        chat_model, embed_model = "offline", embed_model or "offline"
     return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
                          concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
                          create=create, readonly=readonly)
@@ -156,7 +156,8 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=True) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k)
+        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k,
+                        warn=lambda m: click.echo(f"warning: {m}", err=True))
     if as_json:
         click.echo(result.to_json())
     elif context_only:

@@ -22,7 +22,7 @@ from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts
-from .providers import embedder_for_store, make_chat, make_embedder
+from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
 from .text import estimate_tokens, index_terms
@@ -112,6 +112,7 @@ class KnowledgeBase:
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
         self._resolved: tuple[ChatModel | None, Embedder] | None = None
+        self.model_note: str | None = None  # why questions fell back to extractive answers
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -139,10 +140,14 @@ class KnowledgeBase:
     def meta(self) -> dict:
         return get_meta(self.conn)
 
-    def _models(self) -> tuple[ChatModel | None, Embedder]:
-        """The chat model and embedder, built once per KnowledgeBase from the specs."""
+    def _models(self, lenient: bool = False) -> tuple[ChatModel | None, Embedder]:
+        """The chat model and embedder, built once per KnowledgeBase from the specs.
+
+        lenient (questions only): a recorded chat model that cannot be reached here
+        falls back to extractive answers, noted in self.model_note.
+        """
         if self._resolved is None:
-            chat = self._chat_model()
+            chat = self._chat_model(lenient)
             embedder = self._embed_spec
             if embedder is None or isinstance(embedder, str):
                 embedder = embedder_for_store(self.meta, embedder, **self._model_options)
@@ -154,10 +159,13 @@ class KnowledgeBase:
             self._resolved = (chat, embedder)
         return self._resolved
 
-    def _chat_model(self) -> ChatModel | None:
-        """The chat model from its spec (None: the offline default)."""
+    def _chat_model(self, lenient: bool = False) -> ChatModel | None:
+        """The chat model from its spec, else the one the store records (None: extractive)."""
         chat = self._chat_spec
-        return make_chat(chat, **self._model_options) if chat is None or isinstance(chat, str) else chat
+        if chat is not None and not isinstance(chat, str):
+            return chat
+        chat, self.model_note = chat_for_store(self.meta, chat, lenient=lenient, **self._model_options)
+        return chat
 
     def gateway(self, run_id: int | None = None) -> Gateway:
         """The model gateway for indexing: reads and writes the cache and the ledger."""
@@ -170,7 +178,7 @@ class KnowledgeBase:
     def _query_gateway(self) -> Gateway:
         """Queries read the cache but never write: asking leaves the file untouched."""
         if self._reader is None:
-            chat, embedder = self._models()
+            chat, embedder = self._models(lenient=True)
             self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
         return self._reader
 
@@ -418,13 +426,19 @@ class KnowledgeBase:
     # -- querying -------------------------------------------------------------------------
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
-            **query_settings) -> Answer:
-        """Answer a question: mode 'local' (default), 'global' or 'naive'."""
+            warn: Warn | None = None, **query_settings) -> Answer:
+        """Answer a question: mode 'local' (default), 'global' or 'naive'.
+
+        Uses the chat model the store records unless another was given; if it cannot be
+        reached here, answers extractively and says why through warn (and model_note).
+        """
         if not question or not question.strip():
             raise ValueError("the question is empty")
         if not self.meta.get("embed_model"):
             raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
         gateway = self._query_gateway()
+        if self.model_note and warn and not context_only:
+            warn(self.model_note)
         searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
         return searcher.ask(question.strip(), mode, context_only=context_only)
 
