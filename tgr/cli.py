@@ -252,6 +252,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
+    width = max((len(key) for key in data), default=0) + 2  # the values in one column
     for key, value in data.items():
         if key == "levels":
             value = "; ".join(f"L{level}: {v['communities']} communities, {v['reports']} reports"
@@ -260,7 +261,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
             key, value = "size", f"{value / 1e6:.1f} MB"
         elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
-        click.echo(f"{key:<18}{value}")
+        click.echo(f"{key:<{width}}{value}")
 
 
 def run() -> None:

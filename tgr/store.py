@@ -14,9 +14,10 @@ from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
+from .estimate import estimate_index
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
-from .gateway import Gateway, Usage, cache_key
+from .gateway import Gateway, Usage
 from .ingest import Document, read_documents
 from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
@@ -25,16 +26,10 @@ from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
-from .text import estimate_tokens, index_terms
+from .text import index_terms
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
-# Observed by bench/run.py on three books with 1,200-token chunks (reports per chunk:
-# 0.98 Carol, 1.08 Moby-Dick, 1.15 Xiyouji); used only by estimate().
-REPORT_CALLS_PER_CHUNK = 1.05
-COMPLETION_TOKENS_PER_EXTRACTION = 450
-REPORT_PROMPT_TOKENS = 2200
-REPORT_COMPLETION_TOKENS = 500
 
 
 @dataclass
@@ -389,39 +384,10 @@ class KnowledgeBase:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
         settings = self.settings(**overrides)
         chat = self._chat_model()  # the embedder is not needed for an estimate
-        documents = read_documents(list(paths))
-        known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
-                                                        "ON x.chunk_id = c.id")}
-        prompts = _with_types(self.prompts, settings.entity_types)
-        new_chunks, cached, prompt_tokens = 0, 0, 0
-        for doc in documents:
-            for chunk in chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap):
-                if chunk.id in known_chunks:
-                    continue
-                template = prompts.extract_entities if settings.two_step else prompts.extract
-                prompt = template.format(entity_types=prompts.entity_types, text=chunk.text)
-                if chat and self.conn.execute("SELECT 1 FROM llm_cache WHERE key = ?",
-                                              (cache_key(chat.name, prompt, {}),)).fetchone():
-                    cached += 1
-                    continue
-                new_chunks += 1
-                prompt_tokens += estimate_tokens(prompt)
-        rounds = 1 + int(settings.two_step) + settings.gleanings
-        extraction_calls = new_chunks * rounds if chat else 0
-        extraction_prompt = prompt_tokens * rounds if chat else 0
-        report_calls = int(round(new_chunks * REPORT_CALLS_PER_CHUNK)) if chat else 0
-        return {
-            "model": chat.name if chat else "offline (no model calls)",
-            "documents": len(documents),
-            "new_chunks": new_chunks,
-            "cached_chunks": cached,
-            "extraction_calls": extraction_calls,
-            "report_calls_estimate": report_calls,
-            "calls": extraction_calls + report_calls,
-            "prompt_tokens": extraction_prompt + report_calls * REPORT_PROMPT_TOKENS,
-            "completion_tokens": extraction_calls * COMPLETION_TOKENS_PER_EXTRACTION
-            + report_calls * REPORT_COMPLETION_TOKENS,
-        }
+        return estimate_index(self.conn, chat, _with_types(self.prompts, settings.entity_types),
+                              read_documents(list(paths)), chunk_size=settings.chunk_size,
+                              chunk_overlap=settings.chunk_overlap, two_step=settings.two_step,
+                              gleanings=settings.gleanings)
 
     # -- querying -------------------------------------------------------------------------
 
