@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import tgr
 from conftest import EN_CORPUS
 from tgr.cli import main
-from tgr.errors import ModelError, ModelMismatch
+from tgr.errors import ModelMismatch
 from tgr.models import ZhipuChat
 from tgr.providers import chat_for_store, embedder_for_store
 
@@ -100,7 +100,7 @@ def test_reindexing_uses_the_recorded_chat_model(llm_store, fake_server, monkeyp
 
 def test_chat_for_store_resolution(monkeypatch):
     zhipu = {"chat_model": "zhipuai:glm-4-plus"}
-    with pytest.raises(ModelError, match="zhipuai:glm-4-plus.*ZHIPUAI_API_KEY"):
+    with pytest.raises(ModelMismatch, match="zhipuai:glm-4-plus.*ZHIPUAI_API_KEY"):
         chat_for_store(zhipu, None)
     chat, note = chat_for_store(zhipu, None, lenient=True)
     assert chat is None and "zhipuai:glm-4-plus" in note and "ZHIPUAI_API_KEY" in note

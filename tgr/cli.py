@@ -135,9 +135,13 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         click.echo(f"relationships  {summary.relationships}")
         click.echo(f"communities    {levels}")
         click.echo(f"reports        {summary.reports}")
-        by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
-        click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}")
-        click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+        local = f"; {summary.local_computations} local embedding batches" if summary.local_computations else ""
+        if summary.model_calls or summary.cache_hits:
+            by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
+            click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}{local}")
+            click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+        else:  # offline: everything was computed here
+            click.echo(f"model calls    none (computed locally{local})")
         click.echo(f"wall time      {summary.wall_s:.1f} s")
 
 

@@ -123,6 +123,7 @@ def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
     except ModelError as exc:
         shown = terminal_safe(recorded)
         if not lenient:
-            raise ModelError(f"this store was built with the chat model {shown}: {exc}") from None
+            raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
+                                f"(or name another one with --chat-model)") from None
         return None, (f"this store was built with the chat model {shown}, which is not available here "
                       f"({exc}); answering extractively from the store")

@@ -74,6 +74,7 @@ class IndexSummary:
     communities: dict = field(default_factory=dict)
     reports: int = 0
     model_calls: int = 0
+    local_computations: int = 0      # e.g. hashed embedding batches: no model, no tokens
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -346,6 +347,7 @@ class KnowledgeBase:
                 summary.calls_by_stage[stage] = delta.calls
             total.add(delta)
         summary.model_calls = total.calls
+        summary.local_computations = total.local
         summary.cache_hits = total.cache_hits
         summary.prompt_tokens = total.prompt_tokens
         summary.completion_tokens = total.completion_tokens
@@ -469,8 +471,9 @@ class KnowledgeBase:
         runs = []
         for run_id, command, status, started, wall in self.conn.execute(
                 "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):
-            calls, hits, pt, ct = self.conn.execute(
-                "SELECT coalesce(sum(1 - cache_hit), 0), coalesce(sum(cache_hit), 0), "
+            calls, hits, pt, ct = self.conn.execute(  # local computations are not calls
+                "SELECT coalesce(sum(CASE WHEN kind != 'local' THEN 1 - cache_hit END), 0), "
+                "coalesce(sum(cache_hit), 0), "
                 "coalesce(sum(CASE WHEN cache_hit = 0 THEN prompt_tokens END), 0), "
                 "coalesce(sum(CASE WHEN cache_hit = 0 THEN completion_tokens END), 0) "
                 "FROM model_calls WHERE run_id = ?", (run_id,)).fetchone()
