@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import sys
+import time
 
 import click
 
@@ -73,6 +74,44 @@ class _Bars:
         self.bar, self.stage = None, None
 
 
+class _Lines:
+    """Progress without a terminal (a log, CI, a pipe): one plain line on stderr when a stage
+    starts, every `interval` seconds while it runs, and when it ends."""
+
+    def __init__(self, interval: float = 5.0, clock=time.monotonic):
+        self.interval, self.clock = interval, clock
+        self.stage, self.started, self.last, self.state, self.shown = None, 0.0, 0.0, (0, 0), None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        if stage != self.stage:
+            if total == 0:  # nothing to do in that stage: not worth a line
+                return
+            self.close()
+            self.stage, self.started = stage, now
+            self._line(done, total, now)
+            return
+        self.state = (done, total)
+        if done >= total or now - self.last >= self.interval:
+            self._line(done, total, now)
+
+    def _line(self, done: int, total: int, now: float) -> None:
+        self.state = self.shown = (done, total)
+        self.last = now
+        percent = 100 * done // total if total else 100
+        click.echo(f"{self.stage:<16}{done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+
+    def close(self) -> None:
+        if self.stage is not None and self.state != self.shown:
+            self._line(*self.state, self.clock())
+        self.stage, self.state, self.shown = None, (0, 0), None
+
+
+def _progress(quiet: bool):
+    """Progress bars on a terminal, plain lines every few seconds otherwise, nothing if quiet."""
+    return _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+
+
 class _Group(click.Group):
     """Turns tgr's own errors and Ctrl-C into one line on stderr and a non-zero exit."""
 
@@ -119,7 +158,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
             return
-        bars = _Bars(quiet)
+        bars = _progress(quiet)
         try:
             summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {m}", err=True),
                                **settings)
@@ -234,7 +273,7 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     """Rebuild one derived STAGE of STORE from what the file holds."""
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
-        bars = _Bars(quiet)
+        bars = _progress(quiet)
         try:
             summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size)
         finally:

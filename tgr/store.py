@@ -297,9 +297,12 @@ class KnowledgeBase:
             with timer("merge"):
                 merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                             summary_tokens=settings.summary_tokens, progress=progress)
-        with timer("cluster"):
+        report = progress or (lambda *a: None)
+        with timer("cluster"):  # one step: Leiden gives no progress of its own
+            report("cluster", 0, 1)
             clustered = cluster(self.conn, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
                                 resolution=settings.resolution, force=force_cluster)
+            report("cluster", 1, 1)
         with timer("report"):  # after a new graph, reports whose material changed are rewritten
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
                           min_size=settings.min_community_size, refresh=merged or clustered["changed"],
