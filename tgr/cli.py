@@ -13,6 +13,7 @@ import click
 from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
+from .prompts import load_prompts_file
 from .query import MODES
 from .store import KnowledgeBase
 
@@ -35,13 +36,29 @@ def _model_options(fn):
     return fn
 
 
+def _prompt_options(fn):
+    fn = click.option("--prompts", "prompts_file", type=click.Path(exists=True, dir_okay=False),
+                      help="JSON or TOML file of prompt templates (fields of tgr.Prompts); recorded in the store.")(fn)
+    return click.option("--entity-types", help='Entity types to extract, e.g. "person,org,drug"; recorded.')(fn)
+
+
+def _entity_types(value: str | None) -> str | None:
+    if value is None:
+        return None
+    types = [t.strip() for t in value.split(",") if t.strip()]
+    if not types:
+        raise click.BadParameter("give at least one type, e.g. person,organization", param_hint="--entity-types")
+    return ", ".join(types)
+
+
 def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
-          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False) -> KnowledgeBase:
+          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False, prompts_file=None) -> KnowledgeBase:
     if offline:  # no chat model, no network: extractive answers, the store's local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
+    prompts = load_prompts_file(prompts_file) if prompts_file else None
     return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
                          concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
-                         create=create, readonly=readonly)
+                         create=create, readonly=readonly, prompts=prompts)
 
 
 class _Bars:
@@ -143,17 +160,21 @@ def main() -> None:
 @click.option("--disambiguate", is_flag=True, default=None, help="Ask the LLM about same-name entities.")
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
+@_prompt_options
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
-          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, estimate, as_json, quiet):
+          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
+          estimate, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE."""
     settings = dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap, two_step=two_step,
-                    gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed)
+                    gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed,
+                    entity_types=_entity_types(entity_types))
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
     with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               prompts_file=prompts_file) as kb:
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
@@ -267,15 +288,18 @@ def export(store, output):
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))
+@_prompt_options
 @click.option("-q", "--quiet", is_flag=True)
 def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
-            max_cluster_size, quiet):
-    """Rebuild one derived STAGE of STORE from what the file holds."""
+            max_cluster_size, entity_types, prompts_file, quiet):
+    """Rebuild one derived STAGE of STORE from what the file holds (with the prompts it records)."""
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               prompts_file=prompts_file) as kb:
         bars = _progress(quiet)
         try:
-            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size)
+            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size,
+                                 entity_types=_entity_types(entity_types))
         finally:
             bars.close()
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "

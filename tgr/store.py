@@ -22,10 +22,11 @@ from .ingest import Document, read_documents
 from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
 from .offline import OFFLINE_EXTRACTOR
-from .prompts import DEFAULT_ENTITY_TYPES, Prompts
+from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
+from .safe import terminal_safe
 from .text import index_terms
 
 Progress = Callable[[str, int, int], None]
@@ -95,12 +96,12 @@ class KnowledgeBase:
     def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
-                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | None = None,
+                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
                  create: bool = True, readonly: bool = False):
         self.path = Path(path)
         self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly)
         self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
-        self.prompts = prompts or Prompts()
+        self._prompt_templates, self._prompt_types = _given_prompts(prompts)
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
         self._chat_spec = chat
         self._embed_spec = embedder
@@ -135,6 +136,21 @@ class KnowledgeBase:
     @property
     def meta(self) -> dict:
         return get_meta(self.conn)
+
+    @property
+    def prompts(self) -> Prompts:
+        """The prompts in force: tgr's defaults, then those the store records, then those given."""
+        recorded = self.meta.get("prompts")
+        try:
+            stored = check_templates(json.loads(recorded)) if recorded else {}
+        except (ValueError, TypeError, AttributeError) as exc:  # a .db made elsewhere is untrusted
+            raise StoreError(f"{self.path}: the prompts recorded in this store are not usable: {exc}") from None
+        return Prompts().with_overrides({**stored, **self._prompt_templates})
+
+    def _record_prompts(self) -> None:
+        """Keep the templates in force in meta (those that differ from the defaults)."""
+        with transaction(self.conn):
+            set_meta(self.conn, prompts=json.dumps(self.prompts.overrides(), sort_keys=True, ensure_ascii=False))
 
     def _models(self, lenient: bool = False) -> tuple[ChatModel | None, Embedder]:
         """The chat model and embedder, built once per KnowledgeBase from the specs.
@@ -183,6 +199,8 @@ class KnowledgeBase:
     def settings(self, **overrides) -> IndexSettings:
         """The store's settings (from meta), with overrides applied and checked."""
         settings = IndexSettings.from_meta(self.meta)
+        if overrides.get("entity_types") is None and self._prompt_types:  # given with the prompts
+            overrides = {**overrides, "entity_types": self._prompt_types}
         has_chunks = self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
         for name, value in overrides.items():
             if value is None:
@@ -277,6 +295,7 @@ class KnowledgeBase:
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None) -> None:
         timer = _stage_timer(summary)
+        self._record_prompts()
         with timer("ingest"):
             summary.documents_added = self._store_documents(documents, settings, progress)
         prompts = _with_types(self.prompts, settings.entity_types)
@@ -377,6 +396,7 @@ class KnowledgeBase:
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
+            self._record_prompts()
             if stage == "reports":
                 with transaction(self.conn):
                     self.conn.execute("DELETE FROM reports")
@@ -462,6 +482,7 @@ class KnowledgeBase:
             "cached_answers": count("SELECT count(*) FROM llm_cache"),
             "runs": count("SELECT count(*) FROM runs"),
             "settings": asdict(IndexSettings.from_meta(meta)),
+            "prompts": _recorded_prompt_names(meta.get("prompts")),
         }
 
     def stats(self) -> dict:
@@ -499,6 +520,27 @@ def _stage_timer(summary: IndexSummary):
             seconds[stage] = round(seconds.get(stage, 0) + time.perf_counter() - start, 4)
 
     return timed
+
+
+def _recorded_prompt_names(recorded: str | None) -> str:
+    """For info: which templates the store customises (names only)."""
+    try:
+        names = sorted(json.loads(recorded)) if recorded else []
+    except (ValueError, TypeError):
+        return "unreadable"
+    return ", ".join(terminal_safe(str(n)) for n in names) + " (custom)" if names else "defaults"
+
+
+def _given_prompts(prompts: Prompts | dict | None) -> tuple[dict, str | None]:
+    """(templates that differ from the defaults, entity types or None) from a Prompts or a dict."""
+    if prompts is None:
+        return {}, None
+    if isinstance(prompts, Prompts):
+        types = prompts.entity_types if prompts.entity_types != DEFAULT_ENTITY_TYPES else None
+        return prompts.overrides(), types
+    templates = dict(prompts)
+    types = templates.pop("entity_types", None)
+    return check_templates(templates), types
 
 
 def _with_types(prompts: Prompts, entity_types: str) -> Prompts:
