@@ -20,7 +20,8 @@ from .store import KnowledgeBase
 
 def _model_options(fn):
     options = [
-        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline'."),
+        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline' "
+                                          "(default: the one the store records)."),
         click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME or tgr:hash-384."),
         click.option("--base-url", envvar="TGR_BASE_URL", help="OpenAI-compatible endpoint (Ollama, vLLM, ...)."),
         click.option("--offline", is_flag=True, help="No model calls: heuristic/extractive, the store's local embedder."),
@@ -163,7 +164,7 @@ def main() -> None:
 @_prompt_options
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
           estimate, as_json, quiet):
