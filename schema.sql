@@ -189,13 +189,13 @@ CREATE TABLE IF NOT EXISTS model_calls (
     id                INTEGER PRIMARY KEY,
     run_id            INTEGER REFERENCES runs(id) ON DELETE SET NULL,
     stage             TEXT NOT NULL,
-    kind              TEXT NOT NULL,    -- chat | embed
+    kind              TEXT NOT NULL,    -- chat | embed | local (computed here: no call, no tokens)
     model             TEXT NOT NULL,
     cache_hit         INTEGER NOT NULL,
     attempts          INTEGER NOT NULL,
     prompt_tokens     INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
-    usage_source      TEXT NOT NULL,    -- api | estimate
+    usage_source      TEXT NOT NULL,    -- api | estimate | local
     latency_ms        REAL NOT NULL,
     created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 );

@@ -29,8 +29,12 @@ def test_index_prints_summary_and_writes_the_store(db_path):
     result = run("index", db_path, EN_CORPUS, *SMALL_ARGS)
     assert result.exit_code == 0, result.output
     for label in ("documents", "chunks", "entities", "relationships", "communities", "reports",
-                  "model calls", "tokens", "wall time"):
+                  "model calls", "wall time"):
         assert label in result.output
+    # offline: local hashing is not shown as model calls and tokens
+    assert re.search(r"^model calls +none \(computed locally; \d+ local embedding batches\)$",
+                     result.output, re.M)
+    assert "tokens" not in result.output
     assert rows(db_path, "SELECT count(*) FROM documents")[0][0] == 2
     assert rows(db_path, "SELECT count(*) FROM entities")[0][0] > 10
     assert rows(db_path, "SELECT status FROM runs")[0][0] == "done"
@@ -74,6 +78,12 @@ def test_info_and_stats(db_path):
     assert "offline default" in text.output
     stats = run("stats", db_path)
     assert stats.exit_code == 0 and "embed-chunks" in stats.output and "index" in stats.output
+    assert re.search(r"^embed-chunks +local ", stats.output, re.M)  # shown as a local computation
+    assert not re.search(r"^\S+ +embed ", stats.output, re.M)
+    data = json.loads(run("stats", db_path, "--json").output)
+    assert {row["kind"] for row in data["by_stage"]} == {"local"}
+    assert all(row["prompt_tokens"] == row["completion_tokens"] == 0 for row in data["by_stage"])
+    assert data["runs"][0]["calls"] == data["runs"][0]["prompt_tokens"] == 0
 
 
 def test_estimate_spends_nothing(db_path, fake_server):

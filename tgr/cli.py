@@ -6,12 +6,14 @@ import os
 import re
 import signal
 import sys
+import time
 
 import click
 
 from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
+from .prompts import load_prompts_file
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -19,10 +21,11 @@ from .store import KnowledgeBase
 
 def _model_options(fn):
     options = [
-        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline'."),
+        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline' "
+                                          "(default: the one the store records)."),
         click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME or tgr:hash-384."),
         click.option("--base-url", envvar="TGR_BASE_URL", help="OpenAI-compatible endpoint (Ollama, vLLM, ...)."),
-        click.option("--offline", is_flag=True, help="Ignore any API key: heuristic/extractive default."),
+        click.option("--offline", is_flag=True, help="No model calls: heuristic/extractive, the store's local embedder."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
                      help="Model calls in flight at once."),
         click.option("--rpm", type=float, help="Cap on model requests per minute."),
@@ -35,13 +38,29 @@ def _model_options(fn):
     return fn
 
 
+def _prompt_options(fn):
+    fn = click.option("--prompts", "prompts_file", type=click.Path(exists=True, dir_okay=False),
+                      help="JSON or TOML file of prompt templates (fields of tgr.Prompts); recorded in the store.")(fn)
+    return click.option("--entity-types", help='Entity types to extract, e.g. "person,org,drug"; recorded.')(fn)
+
+
+def _entity_types(value: str | None) -> str | None:
+    if value is None:
+        return None
+    types = [t.strip() for t in value.split(",") if t.strip()]
+    if not types:
+        raise click.BadParameter("give at least one type, e.g. person,organization", param_hint="--entity-types")
+    return ", ".join(types)
+
+
 def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
-          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False) -> KnowledgeBase:
-    if offline:  # no model at all: extractive answers and the offline embedder
-        chat_model, embed_model = "offline", embed_model or "tgr:hash-384"
+          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False, prompts_file=None) -> KnowledgeBase:
+    if offline:  # no chat model, no network: extractive answers, the store's local embedder
+        chat_model, embed_model = "offline", embed_model or "offline"
+    prompts = load_prompts_file(prompts_file) if prompts_file else None
     return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
                          concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
-                         create=create, readonly=readonly)
+                         create=create, readonly=readonly, prompts=prompts)
 
 
 class _Bars:
@@ -72,6 +91,44 @@ class _Bars:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
         self.bar, self.stage = None, None
+
+
+class _Lines:
+    """Progress without a terminal (a log, CI, a pipe): one plain line on stderr when a stage
+    starts, every `interval` seconds while it runs, and when it ends."""
+
+    def __init__(self, interval: float = 5.0, clock=time.monotonic):
+        self.interval, self.clock = interval, clock
+        self.stage, self.started, self.last, self.state, self.shown = None, 0.0, 0.0, (0, 0), None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        if stage != self.stage:
+            if total == 0:  # nothing to do in that stage: not worth a line
+                return
+            self.close()
+            self.stage, self.started = stage, now
+            self._line(done, total, now)
+            return
+        self.state = (done, total)
+        if done >= total or now - self.last >= self.interval:
+            self._line(done, total, now)
+
+    def _line(self, done: int, total: int, now: float) -> None:
+        self.state = self.shown = (done, total)
+        self.last = now
+        percent = 100 * done // total if total else 100
+        click.echo(f"{self.stage:<16}{done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+
+    def close(self) -> None:
+        if self.stage is not None and self.state != self.shown:
+            self._line(*self.state, self.clock())
+        self.stage, self.state, self.shown = None, (0, 0), None
+
+
+def _progress(quiet: bool):
+    """Progress bars on a terminal, plain lines every few seconds otherwise, nothing if quiet."""
+    return _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
 
 
 class _Group(click.Group):
@@ -105,22 +162,26 @@ def main() -> None:
 @click.option("--disambiguate", is_flag=True, default=None, help="Ask the LLM about same-name entities.")
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
+@_prompt_options
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
-          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, estimate, as_json, quiet):
+          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
+          estimate, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE."""
     settings = dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap, two_step=two_step,
-                    gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed)
+                    gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed,
+                    entity_types=_entity_types(entity_types))
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
     with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               prompts_file=prompts_file) as kb:
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
             return
-        bars = _Bars(quiet)
+        bars = _progress(quiet)
         try:
             summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {m}", err=True),
                                **settings)
@@ -136,9 +197,13 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         click.echo(f"relationships  {summary.relationships}")
         click.echo(f"communities    {levels}")
         click.echo(f"reports        {summary.reports}")
-        by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
-        click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}")
-        click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+        local = f"; {summary.local_computations} local embedding batches" if summary.local_computations else ""
+        if summary.model_calls or summary.cache_hits:
+            by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
+            click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}{local}")
+            click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+        else:  # offline: everything was computed here
+            click.echo(f"model calls    none (computed locally{local})")
         click.echo(f"wall time      {summary.wall_s:.1f} s")
 
 
@@ -157,7 +222,8 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=True) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k)
+        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k,
+                        warn=lambda m: click.echo(f"warning: {m}", err=True))
     if as_json:
         click.echo(result.to_json())
     elif context_only:
@@ -285,15 +351,18 @@ def export(store, output):
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))
+@_prompt_options
 @click.option("-q", "--quiet", is_flag=True)
 def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
-            max_cluster_size, quiet):
-    """Rebuild one derived STAGE of STORE from what the file holds."""
+            max_cluster_size, entity_types, prompts_file, quiet):
+    """Rebuild one derived STAGE of STORE from what the file holds (with the prompts it records)."""
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries) as kb:
-        bars = _Bars(quiet)
+               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+               prompts_file=prompts_file) as kb:
+        bars = _progress(quiet)
         try:
-            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size)
+            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size,
+                                 entity_types=_entity_types(entity_types))
         finally:
             bars.close()
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
@@ -323,6 +392,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
+    width = max((len(key) for key in data), default=0) + 2  # the values in one column
     for key, value in data.items():
         if key == "levels":
             value = "; ".join(f"L{level}: {v['communities']} communities, {v['reports']} reports"
@@ -331,7 +401,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
             key, value = "size", f"{value / 1e6:.1f} MB"
         elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
-        click.echo(f"{key:<18}{value}")
+        click.echo(f"{key:<{width}}{value}")
 
 
 def run() -> None:

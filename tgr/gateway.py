@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .db import Connection, transaction
 from .errors import ModelError, TransientModelError
-from .models import ChatModel, Completion, Embedder
+from .models import ChatModel, Completion, Embedder, is_local
 from .text import estimate_tokens
 
 
@@ -54,6 +54,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_chars: int = 0
+    local: int = 0  # local computations (e.g. hashed embeddings): not model calls
 
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
@@ -357,6 +358,9 @@ class Gateway:
 
     def _record_embed(self, stage: str, batch: list[str], attempts: int, latency: float) -> None:
         """Ledger row of one embedding request (tokens estimated: the APIs report totals only)."""
+        if is_local(self.embedder):  # computed here: recorded as such, never as calls or tokens
+            self._ledger(stage, "local", self.embedder.name, False, attempts, 0, 0, "local", latency, 0)
+            return
         self._ledger(stage, "embed", self.embedder.name, False, attempts,
                      sum(estimate_tokens(t) for t in batch), 0, "estimate", latency,
                      sum(len(t) for t in batch))
@@ -389,6 +393,8 @@ class Gateway:
         usage = self.stage_usage(stage)
         if hit:
             usage.cache_hits += 1
+        elif kind == "local":
+            usage.local += 1
         else:
             usage.calls += 1
             usage.prompt_tokens += prompt_tokens

@@ -23,6 +23,7 @@ from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, sea
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
+PROGRESS_EVERY = 5000  # mentions or relations between two progress reports
 
 
 @dataclass
@@ -103,15 +104,21 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
     mentions = [_Mention(*row) for row in conn.execute(
         "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
+    relation_count = conn.execute("SELECT count(*) FROM extracted_relations r "
+                                  "JOIN chunks c ON c.id = r.chunk_id").fetchone()[0]
+    steps = len(mentions) + relation_count + 1  # each mention, each relation, then the write
+    report("merge", 0, steps)
     groups: dict[str, list[_Mention]] = defaultdict(list)
-    for mention in mentions:
+    for done, mention in enumerate(mentions, 1):
+        if done % PROGRESS_EVERY == 0:
+            report("merge", done, steps)
         key = normalise_name(mention.name)
         if key:
             groups[key].append(mention)
 
     entities: dict[str, _Entity] = {}
     by_key: dict[str, list[_Entity]] = {}
-    splits = _disambiguate(gateway, prompts, groups) if (disambiguate and llm) else {}
+    splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
     for key, group in groups.items():
         parts = splits.get(key, [group])
         by_key[key] = []
@@ -125,7 +132,9 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         "SELECT r.chunk_id, r.source, r.target, r.predicate, r.description FROM extracted_relations r "
         "JOIN chunks c ON c.id = r.chunk_id ORDER BY c.document_id, c.ordinal, r.position").fetchall()
     edges: dict[str, dict] = {}
-    for chunk_id, source, target, predicate, description in relations:
+    for done, (chunk_id, source, target, predicate, description) in enumerate(relations, 1):
+        if done % PROGRESS_EVERY == 0:
+            report("merge", len(mentions) + done, steps)
         ends = [_resolve(entities, by_key, name, chunk_id, description) for name in (source, target)]
         if None in ends or ends[0].id == ends[1].id:
             continue
@@ -141,6 +150,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
 
+    report("merge", steps - 1, steps)
     descriptions = _combine(gateway, prompts, entities, summary_tokens, report)
     degree = Counter()
     for edge in edges.values():
@@ -192,6 +202,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
                          sorted(edge_mentions - old_edge_mentions))
         freshness.record(conn, "merge", inputs)
+    report("merge", steps, steps)
     return {"entities": len(entities), "relationships": len(edges), "changed_entities": changed}
 
 
@@ -260,8 +271,8 @@ def _summary_check(name: str, descriptions: list[str]):
     return valid
 
 
-def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Mention]]
-                  ) -> dict[str, list[list[_Mention]]]:
+def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Mention]],
+                  report: Progress) -> dict[str, list[list[_Mention]]]:
     """Ask the LLM which same-name mentions are the same thing; returns the splits."""
     jobs = []
     for key, group in groups.items():
@@ -280,7 +291,9 @@ def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Me
         prompt = prompts.disambiguate.format(name=group[0].name, entries=entries)
         jobs.append(ChatJob((key, chunks), prompt))
     splits = {}
-    for job, answer in gateway.chat_many("disambiguate", jobs):
+    report("disambiguate", 0, len(jobs))
+    for done, (job, answer) in enumerate(gateway.chat_many("disambiguate", jobs), 1):
+        report("disambiguate", done, len(jobs))
         key, chunks = job.tag
         pairs = [(_entry_index(src, len(chunks)), _entry_index(dst, len(chunks)))
                  for src, dst in parse_transformation(answer).items()]

@@ -45,6 +45,12 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+def is_local(model) -> bool:
+    """True for a model computed in this process (no API, no tokens): `local = True`, or tgr:*."""
+    local = getattr(model, "local", None)
+    return bool(local) if local is not None else str(getattr(model, "name", "")).startswith("tgr:")
+
+
 def redact(message: str, *secrets: str | None) -> str:
     """Remove secrets from a message before it is shown or raised."""
     for secret in secrets:

@@ -8,7 +8,10 @@ placeholders of each template must stay the same.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import json
+import string
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 DEFAULT_ENTITY_TYPES = "person, organization, location, event, object, concept"
 
@@ -154,3 +157,71 @@ class Prompts:
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self)]
+
+    def overrides(self) -> dict[str, str]:
+        """The templates that differ from tgr's defaults (entity types are a setting of their own)."""
+        default = Prompts()
+        return {name: getattr(self, name) for name in TEMPLATES if getattr(self, name) != getattr(default, name)}
+
+    def with_overrides(self, templates: dict[str, str]) -> "Prompts":
+        """A copy with these templates replaced (checked first)."""
+        return replace(self, **check_templates(templates)) if templates else self
+
+
+TEMPLATES = [f.name for f in fields(Prompts) if f.name != "entity_types"]
+OPTIONAL_PLACEHOLDERS = {"entity_types"}  # a domain prompt may list its types in the text
+
+
+def _placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def check_templates(templates: dict) -> dict[str, str]:
+    """The templates, if each names a Prompts template and keeps its placeholders; else ValueError."""
+    default = Prompts()
+    for name, template in templates.items():
+        if name not in TEMPLATES:
+            raise ValueError(f"unknown prompt {name!r}; the prompts are {', '.join(TEMPLATES)} (and entity_types)")
+        if not isinstance(template, str):
+            raise ValueError(f"prompt {name!r} must be text")
+        try:
+            found = _placeholders(template)
+        except ValueError as exc:
+            raise ValueError(f"prompt {name!r}: {exc} (write literal braces as {{{{ and }}}})") from None
+        wanted = _placeholders(getattr(default, name))
+        unknown, missing = found - wanted, wanted - found - OPTIONAL_PLACEHOLDERS
+        if unknown or missing:
+            show = lambda names: ", ".join("{" + n + "}" for n in sorted(names))
+            problem = f"has no {show(missing)}" if missing else f"has unknown {show(unknown)}"
+            raise ValueError(f"prompt {name!r} {problem}; its placeholders are {show(wanted)} "
+                             f"(write literal braces as {{{{ and }}}})")
+    return dict(templates)
+
+
+def load_prompts_file(path: str | Path) -> dict:
+    """Prompt templates (and optionally entity_types) from a JSON or TOML file, checked."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read prompts ({exc})") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(raw)
+        else:
+            data = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError and TOMLDecodeError both are
+        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
+        raise ValueError(f"{path}: not valid {kind}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a table of prompt names to templates")
+    types = data.pop("entity_types", None)
+    if types is not None and not isinstance(types, str):
+        raise ValueError(f"{path}: entity_types must be text, e.g. \"person, organization\"")
+    try:
+        templates = check_templates(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return {**templates, **({"entity_types": types} if types is not None else {})}

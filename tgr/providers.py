@@ -4,7 +4,9 @@ Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:h
 (the offline embedder), "offline" (no chat model: extractive mode). A bare name goes to
 the OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
 With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default.
-A store always queries with the embedder it was built with, or says which one it needs.
+A store always queries with the embedder it was built with, or says which one it needs,
+and by default with the chat model it records; only keys and endpoints come from the
+environment.
 """
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from .errors import ModelError, ModelMismatch
 from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
                      OpenAIEmbedder, ZhipuChat, ZhipuEmbedder)
 from .offline import HashEmbedder
+from .safe import terminal_safe
 
 OFFLINE_NAMES = {"offline", "none", "extractive", "offline-extractive"}
+REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
 
 
 def _split(spec: str, base_url: str | None) -> tuple[str, str]:
@@ -61,6 +65,8 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
             spec = f"zhipuai:{ZHIPU_EMBED_DEFAULT}"
         else:
             return HashEmbedder()
+    if spec.lower() in OFFLINE_NAMES:
+        return HashEmbedder()
     provider, name = _split(spec, base_url)
     if provider == "tgr":
         size = name.rsplit("-", 1)[-1]
@@ -80,6 +86,12 @@ def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
     if not built:
         return make_embedder(spec, **kwargs)
     dim = int(meta.get("embed_dim", 0)) or None
+    if spec is not None and spec.lower() in OFFLINE_NAMES:
+        # offline means no network: the store's own embedder if it is local, never a swap
+        if built.partition(":")[0].lower() in REMOTE_PROVIDERS:
+            raise ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
+                                f"its API; it cannot be queried offline")
+        spec = None
     wanted = spec or built
     try:
         embedder = make_embedder(wanted, dim=dim, **kwargs)
@@ -91,3 +103,27 @@ def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
                             f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
                             f"it with `tgr rebuild STORE embeddings --embed-model {embedder.name}`")
     return embedder
+
+
+def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
+                   **kwargs) -> tuple[ChatModel | None, str | None]:
+    """The chat model for an existing store, and a note when it had to fall back.
+
+    With no spec, the model the store records is used (its key or endpoint from the
+    environment). If that model cannot be built here, lenient callers (questions) get
+    None, the extractive mode, with a one-line note saying why; others get the error.
+    """
+    recorded = meta.get("chat_model")
+    if spec is not None or not recorded:
+        return make_chat(spec, **kwargs), None
+    if recorded.lower() in OFFLINE_NAMES:
+        return None, None
+    try:
+        return make_chat(recorded, **kwargs), None
+    except ModelError as exc:
+        shown = terminal_safe(recorded)
+        if not lenient:
+            raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
+                                f"(or name another one with --chat-model)") from None
+        return None, (f"this store was built with the chat model {shown}, which is not available here "
+                      f"({exc}); answering extractively from the store")

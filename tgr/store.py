@@ -15,28 +15,23 @@ from .communities import cluster, is_clustered
 from .corpus import add_document, delete_documents, find_documents, same_source
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
+from .estimate import estimate_index
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
-from .gateway import Gateway, Usage, cache_key
+from .gateway import Gateway, Usage
 from .ingest import Document, read_documents
 from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
 from .offline import OFFLINE_EXTRACTOR
-from .prompts import DEFAULT_ENTITY_TYPES, Prompts
-from .providers import embedder_for_store, make_chat, make_embedder
+from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
+from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports, report_settings
 from .retrieve import Passage, Retriever, is_lexical_embedder
-from .text import estimate_tokens
+from .safe import terminal_safe
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
-# Observed by bench/run.py on three books with 1,200-token chunks (reports per chunk:
-# 0.98 Carol, 1.08 Moby-Dick, 1.15 Xiyouji); used only by estimate().
-REPORT_CALLS_PER_CHUNK = 1.05
-COMPLETION_TOKENS_PER_EXTRACTION = 450
-REPORT_PROMPT_TOKENS = 2200
-REPORT_COMPLETION_TOKENS = 500
 
 
 @dataclass
@@ -82,6 +77,7 @@ class IndexSummary:
     communities: dict = field(default_factory=dict)
     reports: int = 0
     model_calls: int = 0
+    local_computations: int = 0      # e.g. hashed embedding batches: no model, no tokens
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -102,12 +98,12 @@ class KnowledgeBase:
     def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
-                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | None = None,
+                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
                  create: bool = True, readonly: bool = False):
         self.path = Path(path)
         self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly)
         self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
-        self.prompts = prompts or Prompts()
+        self._prompt_templates, self._prompt_types = _given_prompts(prompts)
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
         self._chat_spec = chat
         self._embed_spec = embedder
@@ -115,6 +111,7 @@ class KnowledgeBase:
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
         self._resolved: tuple[ChatModel | None, Embedder] | None = None
+        self.model_note: str | None = None  # why questions fell back to extractive answers
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -142,10 +139,29 @@ class KnowledgeBase:
     def meta(self) -> dict:
         return get_meta(self.conn)
 
-    def _models(self) -> tuple[ChatModel | None, Embedder]:
-        """The chat model and embedder, built once per KnowledgeBase from the specs."""
+    @property
+    def prompts(self) -> Prompts:
+        """The prompts in force: tgr's defaults, then those the store records, then those given."""
+        recorded = self.meta.get("prompts")
+        try:
+            stored = check_templates(json.loads(recorded)) if recorded else {}
+        except (ValueError, TypeError, AttributeError) as exc:  # a .db made elsewhere is untrusted
+            raise StoreError(f"{self.path}: the prompts recorded in this store are not usable: {exc}") from None
+        return Prompts().with_overrides({**stored, **self._prompt_templates})
+
+    def _record_prompts(self) -> None:
+        """Keep the templates in force in meta (those that differ from the defaults)."""
+        with transaction(self.conn):
+            set_meta(self.conn, prompts=json.dumps(self.prompts.overrides(), sort_keys=True, ensure_ascii=False))
+
+    def _models(self, lenient: bool = False) -> tuple[ChatModel | None, Embedder]:
+        """The chat model and embedder, built once per KnowledgeBase from the specs.
+
+        lenient (questions only): a recorded chat model that cannot be reached here
+        falls back to extractive answers, noted in self.model_note.
+        """
         if self._resolved is None:
-            chat = self._chat_model()
+            chat = self._chat_model(lenient)
             embedder = self._embed_spec
             if embedder is None or isinstance(embedder, str):
                 embedder = embedder_for_store(self.meta, embedder, **self._model_options)
@@ -157,10 +173,13 @@ class KnowledgeBase:
             self._resolved = (chat, embedder)
         return self._resolved
 
-    def _chat_model(self) -> ChatModel | None:
-        """The chat model from its spec (None: the offline default)."""
+    def _chat_model(self, lenient: bool = False) -> ChatModel | None:
+        """The chat model from its spec, else the one the store records (None: extractive)."""
         chat = self._chat_spec
-        return make_chat(chat, **self._model_options) if chat is None or isinstance(chat, str) else chat
+        if chat is not None and not isinstance(chat, str):
+            return chat
+        chat, self.model_note = chat_for_store(self.meta, chat, lenient=lenient, **self._model_options)
+        return chat
 
     def gateway(self, run_id: int | None = None) -> Gateway:
         """The model gateway for indexing: reads and writes the cache and the ledger."""
@@ -173,7 +192,7 @@ class KnowledgeBase:
     def _query_gateway(self) -> Gateway:
         """Queries read the cache but never write: asking leaves the file untouched."""
         if self._reader is None:
-            chat, embedder = self._models()
+            chat, embedder = self._models(lenient=True)
             self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
         return self._reader
 
@@ -182,6 +201,8 @@ class KnowledgeBase:
     def settings(self, **overrides) -> IndexSettings:
         """The store's settings (from meta), with overrides applied and checked."""
         settings = IndexSettings.from_meta(self.meta)
+        if overrides.get("entity_types") is None and self._prompt_types:  # given with the prompts
+            overrides = {**overrides, "entity_types": self._prompt_types}
         has_chunks = self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
         for name, value in overrides.items():
             if value is None:
@@ -277,6 +298,7 @@ class KnowledgeBase:
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
         timer = _stage_timer(summary)
+        self._record_prompts()
         with timer("ingest"):
             summary.documents_added = self._store_documents(documents, settings, progress, warn, summary)
         prompts = _with_types(self.prompts, settings.entity_types)
@@ -306,12 +328,15 @@ class KnowledgeBase:
             with timer("merge"):
                 changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                                        summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
-        with timer("cluster"):
+        report = progress or (lambda *a: None)
+        with timer("cluster"):  # one step: Leiden gives no progress of its own
+            report("cluster", 0, 1)
             unchanged = None
             if clustered_before:
                 unchanged = {r[0] for r in self.conn.execute("SELECT id FROM entities")} - changed
             clustered = cluster(self.conn, **cluster_settings, force=force_cluster, unchanged=unchanged)
             changed |= clustered["changed_ids"]
+            report("cluster", 1, 1)
         with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
                           min_size=settings.min_community_size, refresh=merged or clustered["changed"]
@@ -364,6 +389,7 @@ class KnowledgeBase:
                 summary.calls_by_stage[stage] = delta.calls
             total.add(delta)
         summary.model_calls = total.calls
+        summary.local_computations = total.local
         summary.cache_hits = total.cache_hits
         summary.prompt_tokens = total.prompt_tokens
         summary.completion_tokens = total.completion_tokens
@@ -390,6 +416,7 @@ class KnowledgeBase:
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
             timer = _stage_timer(summary)
+            self._record_prompts()
             self._derive(gateway, settings, summary, progress, timer, force_merge=stage == "graph",
                          force_cluster=stage == "communities", force_reports=stage == "reports")
 
@@ -430,50 +457,27 @@ class KnowledgeBase:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
         settings = self.settings(**overrides)
         chat = self._chat_model()  # the embedder is not needed for an estimate
-        documents = read_documents(list(paths))
-        known_chunks = {r[0] for r in self.conn.execute("SELECT id FROM chunks c JOIN extractions x "
-                                                        "ON x.chunk_id = c.id")}
-        prompts = _with_types(self.prompts, settings.entity_types)
-        new_chunks, cached, prompt_tokens = 0, 0, 0
-        for doc in documents:
-            for chunk in chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap):
-                if chunk.id in known_chunks:
-                    continue
-                template = prompts.extract_entities if settings.two_step else prompts.extract
-                prompt = template.format(entity_types=prompts.entity_types, text=chunk.text)
-                if chat and self.conn.execute("SELECT 1 FROM llm_cache WHERE key = ?",
-                                              (cache_key(chat.name, prompt, {}),)).fetchone():
-                    cached += 1
-                    continue
-                new_chunks += 1
-                prompt_tokens += estimate_tokens(prompt)
-        rounds = 1 + int(settings.two_step) + settings.gleanings
-        extraction_calls = new_chunks * rounds if chat else 0
-        extraction_prompt = prompt_tokens * rounds if chat else 0
-        report_calls = int(round(new_chunks * REPORT_CALLS_PER_CHUNK)) if chat else 0
-        return {
-            "model": chat.name if chat else "offline (no model calls)",
-            "documents": len(documents),
-            "new_chunks": new_chunks,
-            "cached_chunks": cached,
-            "extraction_calls": extraction_calls,
-            "report_calls_estimate": report_calls,
-            "calls": extraction_calls + report_calls,
-            "prompt_tokens": extraction_prompt + report_calls * REPORT_PROMPT_TOKENS,
-            "completion_tokens": extraction_calls * COMPLETION_TOKENS_PER_EXTRACTION
-            + report_calls * REPORT_COMPLETION_TOKENS,
-        }
+        return estimate_index(self.conn, chat, _with_types(self.prompts, settings.entity_types),
+                              read_documents(list(paths)), chunk_size=settings.chunk_size,
+                              chunk_overlap=settings.chunk_overlap, two_step=settings.two_step,
+                              gleanings=settings.gleanings)
 
     # -- querying -------------------------------------------------------------------------
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
-            **query_settings) -> Answer:
-        """Answer a question: mode 'local' (default), 'global' or 'naive'."""
+            warn: Warn | None = None, **query_settings) -> Answer:
+        """Answer a question: mode 'local' (default), 'global' or 'naive'.
+
+        Uses the chat model the store records unless another was given; if it cannot be
+        reached here, answers extractively and says why through warn (and model_note).
+        """
         if not question or not question.strip():
             raise ValueError("the question is empty")
         if not self.meta.get("embed_model"):
             raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
         gateway = self._query_gateway()
+        if self.model_note and warn and not context_only:
+            warn(self.model_note)
         searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
         return searcher.ask(question.strip(), mode, context_only=context_only)
 
@@ -539,6 +543,7 @@ class KnowledgeBase:
             "cached_answers": count("SELECT count(*) FROM llm_cache"),
             "runs": count("SELECT count(*) FROM runs"),
             "settings": asdict(IndexSettings.from_meta(meta)),
+            "prompts": _recorded_prompt_names(meta.get("prompts")),
         }
 
     def stats(self) -> dict:
@@ -551,8 +556,9 @@ class KnowledgeBase:
         runs = []
         for run_id, command, status, started, wall in self.conn.execute(
                 "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):
-            calls, hits, pt, ct = self.conn.execute(
-                "SELECT coalesce(sum(1 - cache_hit), 0), coalesce(sum(cache_hit), 0), "
+            calls, hits, pt, ct = self.conn.execute(  # local computations are not calls
+                "SELECT coalesce(sum(CASE WHEN kind != 'local' THEN 1 - cache_hit END), 0), "
+                "coalesce(sum(cache_hit), 0), "
                 "coalesce(sum(CASE WHEN cache_hit = 0 THEN prompt_tokens END), 0), "
                 "coalesce(sum(CASE WHEN cache_hit = 0 THEN completion_tokens END), 0) "
                 "FROM model_calls WHERE run_id = ?", (run_id,)).fetchone()
@@ -575,6 +581,27 @@ def _stage_timer(summary: IndexSummary):
             seconds[stage] = round(seconds.get(stage, 0) + time.perf_counter() - start, 4)
 
     return timed
+
+
+def _recorded_prompt_names(recorded: str | None) -> str:
+    """For info: which templates the store customises (names only)."""
+    try:
+        names = sorted(json.loads(recorded)) if recorded else []
+    except (ValueError, TypeError):
+        return "unreadable"
+    return ", ".join(terminal_safe(str(n)) for n in names) + " (custom)" if names else "defaults"
+
+
+def _given_prompts(prompts: Prompts | dict | None) -> tuple[dict, str | None]:
+    """(templates that differ from the defaults, entity types or None) from a Prompts or a dict."""
+    if prompts is None:
+        return {}, None
+    if isinstance(prompts, Prompts):
+        types = prompts.entity_types if prompts.entity_types != DEFAULT_ENTITY_TYPES else None
+        return prompts.overrides(), types
+    templates = dict(prompts)
+    types = templates.pop("entity_types", None)
+    return check_templates(templates), types
 
 
 def _with_types(prompts: Prompts, entity_types: str) -> Prompts:
