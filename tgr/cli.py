@@ -12,6 +12,7 @@ import click
 from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
+from .export import DEFAULT_TOP, export_format, export_store
 from .query import MODES
 from .store import KnowledgeBase
 
@@ -208,14 +209,19 @@ def stats(store, as_json):
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.argument("output", type=click.Path(dir_okay=False, writable=True))
-def export(store, output):
-    """Write STORE's entity graph to OUTPUT as GraphML (for Gephi, Cytoscape, networkx)."""
-    import networkx as nx
-
+@click.option("--level", type=click.IntRange(0), default=0, show_default=True,
+              help="Community level the page colours entities by (.html).")
+@click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
+              help="Entities the page draws at first, by degree (.html); more on request.")
+def export(store, output, level, top):
+    """Write STORE's graph to OUTPUT: .graphml (Gephi, Cytoscape, networkx; the community
+    hierarchy as node attributes), .json (nodes, edges, communities, reports) or .html
+    (one self-contained page: graph, search, and each entity's report and sources)."""
+    export_format(output)  # an unknown suffix fails before the store is read
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        graph = kb.graph()
-    nx.write_graphml(graph, output)
-    click.echo(f"wrote {graph.number_of_nodes()} entities and {graph.number_of_edges()} relationships to {output}")
+        done = export_store(kb.conn, output, level=level, top=top, title=os.path.basename(store))
+    click.echo(f"wrote {done['entities']} entities, {done['relationships']} relationships, "
+               f"{done['communities']} communities and {done['reports']} reports to {output} ({done['format']})")
 
 
 @main.command()
