@@ -121,20 +121,12 @@
     panel.replaceChildren();
     panel.dataset.node = n.id;
     panel.append(el("h2", n.name), el("div", n.type + " · degree " + n.degree + " · id " + n.id, "meta"));
-    if (n.description) panel.append(el("p", n.description));
-    var links = adjacency[i];
-    panel.append(el("h3", "Relationships (" + links.length + ")"));
-    var ul = el("ul");
-    links.slice().sort(function (a, b) { return edges[b][3] - edges[a][3]; }).slice(0, 60).forEach(function (k) {
-      var e = edges[k], li = el("li");
-      if (e[0] === i) li.append("→ ", el("em", e[2] || "related to"), " ", link(e[1]));
-      else li.append(link(e[0]), " ", el("em", e[2] || "related to"), " → this");
-      li.append(el("span", " (weight " + e[3] + ")", "meta"));
-      if (e[4]) li.append(el("div", e[4].length > 240 ? e[4].slice(0, 240) + "…" : e[4], "meta"));
-      ul.append(li);
-    });
-    if (links.length > 60) ul.append(el("li", "… " + (links.length - 60) + " more", "meta"));
-    panel.append(ul);
+    if (n.description.length > 360) {  /* long merged descriptions fold, so the report and sources stay in view */
+      var desc = el("p", n.description.slice(0, 360) + "… "), more = el("a", "more");
+      more.addEventListener("click", function () { desc.textContent = n.description; });
+      desc.append(more);
+      panel.append(desc);
+    } else if (n.description) panel.append(el("p", n.description));
     var own = communityAt(n, level);
     panel.append(el("h3", "Community report (level " + level + ")"));
     if (own) panel.append(report(own, true)); else panel.append(el("p", "No community at this level.", "meta"));
@@ -143,6 +135,19 @@
       panel.append(el("h3", "Other levels"));
       path.forEach(function (c) { panel.append(report(c, false)); });
     }
+    var links = adjacency[i];
+    panel.append(el("h3", "Relationships (" + links.length + ")"));
+    var ul = el("ul");
+    links.slice().sort(function (a, b) { return edges[b][3] - edges[a][3]; }).slice(0, 60).forEach(function (k) {
+      var e = edges[k], li = el("li");
+      if (e[0] === i) li.append("→ ", el("em", e[2] || "related to"), " ", link(e[1]));
+      else li.append(link(e[0]), " ", el("em", e[2] || "related to"), " → this");
+      li.append(el("span", " (weight " + e[3] + ")", "meta"));
+      if (e[4]) li.append(el("div", e[4].length > 140 ? e[4].slice(0, 140) + "…" : e[4], "meta"));
+      ul.append(li);
+    });
+    if (links.length > 60) ul.append(el("li", "… " + (links.length - 60) + " more", "meta"));
+    panel.append(ul);
     panel.append(el("h3", "Source passages"));
     if (!n.p.length) panel.append(el("p", "None recorded.", "meta"));
     n.p.forEach(function (p) {
