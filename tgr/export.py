@@ -149,13 +149,13 @@ def read_passages(conn: Connection, per_entity: int = PASSAGES_PER_ENTITY,
     documents: list[dict] = []
     doc_index: dict[str, int] = {}
     passages: dict[str, list[list]] = {}
-    rows = conn.execute(
-        "SELECT entity_id, name, document_id, source, title, ordinal, text FROM ("
-        " SELECT m.entity_id, e.name, c.document_id, d.source, d.title, c.ordinal, c.text,"
+    rows = conn.execute(  # rank the mentions first, then read the texts of only those kept
+        "SELECT p.entity_id, e.name, c.document_id, d.source, d.title, c.ordinal, c.text FROM ("
+        " SELECT m.entity_id, m.chunk_id,"
         "  row_number() OVER (PARTITION BY m.entity_id ORDER BY d.source, c.document_id, c.ordinal) AS n"
-        " FROM entity_mentions m JOIN entities e ON e.id = m.entity_id"
-        " JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = c.document_id"
-        ") WHERE n <= ? ORDER BY entity_id, n", (per_entity,))
+        " FROM entity_mentions m JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = c.document_id"
+        ") p JOIN entities e ON e.id = p.entity_id JOIN chunks c ON c.id = p.chunk_id"
+        " JOIN documents d ON d.id = c.document_id WHERE p.n <= ? ORDER BY p.entity_id, p.n", (per_entity,))
     for entity_id, name, document_id, source, title, ordinal, text in rows:
         if document_id not in doc_index:
             doc_index[document_id] = len(documents)
