@@ -224,6 +224,19 @@ def export(store, output, level, top):
                f"{done['communities']} communities and {done['reports']} reports to {output} ({done['format']})")
 
 
+@main.command("mcp")
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@_model_options
+def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
+    """Serve STORE read-only to MCP clients (agents) over stdio: ask, retrieve, entity,
+    communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
+    from .mcp_server import serve
+
+    serve(lambda: _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                        offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+                        readonly=True))
+
+
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
