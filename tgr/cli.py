@@ -239,6 +239,22 @@ def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, 
 
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@click.option("--get", "get_path", metavar="PATH", help="Answer one request (e.g. /store/chunks.json?_search=x) and exit.")
+def serve(store, host, port, get_path):
+    """Browse STORE in Datasette (read-only, sqlite-vec loaded, chunks searchable).
+    Needs the extra: pip install 'tgr[serve]'."""
+    from .serve import check_installed, metadata, run_datasette
+
+    check_installed()
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
+        meta = metadata(kb.conn, store)
+    sys.exit(run_datasette(store, meta, host=host, port=port, get=get_path))
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))
