@@ -92,6 +92,12 @@
     draw(list);
   }
 
+  /* every way of choosing an entity goes through the URL hash, so a link to it works too */
+  function go(i) {
+    var target = "#node=" + encodeURIComponent(nodes[i].id);
+    if (location.hash === target) select(i); else location.hash = target;
+  }
+
   /* the panel */
   function link(i) {
     var a = el("a", nodes[i].name);
@@ -205,7 +211,7 @@
     var b = ev.target.closest("button");
     if (!b) return;
     matches.classList.remove("open");
-    location.hash = "node=" + encodeURIComponent(nodes[+b.dataset.i].id);
+    go(+b.dataset.i);
   });
 
   /* controls */
@@ -224,7 +230,7 @@
     cy.elements().remove(); drawnTop = 0; drawTop(data.top); cy.fit(undefined, 30);
   });
   document.getElementById("fit").addEventListener("click", function () { cy.fit(undefined, 30); });
-  cy.on("tap", "node", function (ev) { location.hash = "node=" + encodeURIComponent(nodes[ev.target.data("i")].id); });
+  cy.on("tap", "node", function (ev) { go(ev.target.data("i")); });
   window.addEventListener("hashchange", fromHash);
 
   function legend() {
