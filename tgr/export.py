@@ -20,7 +20,8 @@ from .safe import xml_safe
 FORMATS = {".graphml": "graphml", ".json": "json", ".html": "html", ".htm": "html"}
 DEFAULT_TOP = 400           # entities the page draws at first (by degree)
 PASSAGES_PER_ENTITY = 3     # source passages the page keeps for each entity
-PASSAGE_CHARS = 420         # characters of a passage around the entity's first mention
+PASSAGE_CHARS = 300         # characters of a passage around the entity's first mention
+EDGE_TEXT_CHARS = 160       # the page shows the start of each relationship's description
 LAYOUT_SEED = 42
 
 
@@ -165,6 +166,10 @@ def read_passages(conn: Connection, per_entity: int = PASSAGES_PER_ENTITY,
     return documents, passages
 
 
+def _shorten(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars].rstrip() + "…"
+
+
 def _around(text: str, name: str, chars: int) -> str:
     """About chars characters of text centred on the first mention of name."""
     if len(text) <= chars:
@@ -263,7 +268,8 @@ def page_data(data: GraphData, *, title: str, level: int, top: int,
                       "x": x, "y": y, "description": e["description"],
                       "c": [e["communities"].get(lv) for lv in range(max(levels) + 1)],
                       "p": by_entity.get(e["id"], [])})
-    edges = [[index[r["source"]], index[r["target"]], r["predicate"], r["weight"], r["description"]]
+    edges = [[index[r["source"]], index[r["target"]], r["predicate"], r["weight"],
+              _shorten(r["description"], EDGE_TEXT_CHARS)]
              for r in data.relationships if r["source"] in index and r["target"] in index]
     communities = {}
     for c in data.communities:

@@ -149,7 +149,7 @@
       if (e[0] === i) li.append("→ ", el("em", e[2] || "related to"), " ", link(e[1]));
       else li.append(link(e[0]), " ", el("em", e[2] || "related to"), " → this");
       li.append(el("span", " (weight " + e[3] + ")", "meta"));
-      if (e[4]) li.append(el("div", e[4].length > 140 ? e[4].slice(0, 140) + "…" : e[4], "meta"));
+      if (e[4]) li.append(el("div", e[4], "meta"));
       ul.append(li);
     });
     if (links.length > 60) ul.append(el("li", "… " + (links.length - 60) + " more", "meta"));
