@@ -14,6 +14,7 @@ from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
+from .export import DEFAULT_TOP, export_format, export_store
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -336,14 +337,48 @@ def stats(store, as_json):
 @main.command()
 @click.argument("store", type=click.Path(exists=True, dir_okay=False))
 @click.argument("output", type=click.Path(dir_okay=False, writable=True))
-def export(store, output):
-    """Write STORE's entity graph to OUTPUT as GraphML (for Gephi, Cytoscape, networkx)."""
-    import networkx as nx
-
+@click.option("--level", type=click.IntRange(0), default=0, show_default=True,
+              help="Community level the page colours entities by (.html).")
+@click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
+              help="Entities the page draws at first, by degree (.html); more on request.")
+def export(store, output, level, top):
+    """Write STORE's graph to OUTPUT: .graphml (Gephi, Cytoscape, networkx; the community
+    hierarchy as node attributes), .json (nodes, edges, communities, reports) or .html
+    (one self-contained page: graph, search, and each entity's report and sources)."""
+    export_format(output)  # an unknown suffix fails before the store is read
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        graph = kb.graph()
-    nx.write_graphml(graph, output)
-    click.echo(f"wrote {graph.number_of_nodes()} entities and {graph.number_of_edges()} relationships to {output}")
+        done = export_store(kb.conn, output, level=level, top=top, title=os.path.basename(store))
+    click.echo(f"wrote {done['entities']} entities, {done['relationships']} relationships, "
+               f"{done['communities']} communities and {done['reports']} reports to {output} ({done['format']})")
+
+
+@main.command("mcp")
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@_model_options
+def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
+    """Serve STORE read-only to MCP clients (agents) over stdio: ask, retrieve, entity,
+    communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
+    from .mcp_server import serve
+
+    serve(lambda: _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                        offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+                        readonly=True))
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@click.option("--get", "get_path", metavar="PATH", help="Answer one request (e.g. /store/chunks.json?_search=x) and exit.")
+def serve(store, host, port, get_path):
+    """Browse STORE in Datasette (read-only, sqlite-vec loaded, chunks searchable).
+    Needs the extra: pip install 'tgr[serve]'."""
+    from .serve import check_installed, metadata, run_datasette
+
+    check_installed()
+    with KnowledgeBase(store, create=False, readonly=True) as kb:
+        meta = metadata(kb.conn, store)
+    sys.exit(run_datasette(store, meta, host=host, port=port, get=get_path))
 
 
 @main.command()

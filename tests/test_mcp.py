@@ -1,0 +1,141 @@
+"""`tgr mcp` end to end: the MCP SDK's own stdio client against the real server process."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+import sqlean as sqlite3
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import tgr
+from conftest import EN_CORPUS, ROOT, SMALL
+
+# the server process imports what this test imports (this checkout, the same SDK)
+SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
+TOOLS = {"ask", "retrieve", "entity", "communities", "community_report"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mcp") / "carol.db"
+    with tgr.open(path) as kb:  # small communities: the hierarchy has a second level
+        kb.index([str(EN_CORPUS)], **SMALL, max_cluster_size=4)
+    return path
+
+
+def rows(path, sql, params=()):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def payload(result) -> dict:
+    """A tool result's JSON (structured content where the SDK gives it, else the text block)."""
+    structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+    if structured is not None:
+        return structured
+    return json.loads(result.content[0].text)
+
+
+def is_error(result) -> bool:
+    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+async def session_run(store, calls):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tgr.cli", "mcp", str(store)],
+                                   cwd=str(ROOT), env={"PYTHONPATH": SERVER_PATH})
+    with anyio.fail_after(180):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await calls(session)
+
+
+def test_mcp_server_answers_its_sdk_client(store):
+    before = digest(store)
+
+    async def calls(session):
+        out = {"tools": (await session.list_tools()).tools}
+        out["ask"] = await session.call_tool("ask", {"question": "Who was Marley?"})
+        out["global"] = await session.call_tool("ask", {"question": "What are the main themes?", "mode": "global"})
+        out["retrieve"] = await session.call_tool("retrieve", {"question": "Scrooge and Marley", "k": 3})
+        out["entity"] = await session.call_tool("entity", {"name": "SCROOGE"})
+        out["missing"] = await session.call_tool("entity", {"name": "Scroo"})
+        out["level1"] = await session.call_tool("communities", {"level": 1})
+        out["all"] = await session.call_tool("communities", {})
+        out["report"] = await session.call_tool("community_report", {"community_id": "0.0"})
+        out["bad_mode"] = await session.call_tool("ask", {"question": "Who?", "mode": "sideways"})
+        out["bad_k"] = await session.call_tool("retrieve", {"question": "Who?", "k": 0})
+        out["no_community"] = await session.call_tool("community_report", {"community_id": "9.99"})
+        return out
+
+    out = anyio.run(session_run, store, calls)
+
+    tools = {t.name: t for t in out["tools"]}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.annotations and (getattr(tool.annotations, "read_only_hint", None)
+                                     or getattr(tool.annotations, "readOnlyHint", None))
+
+    ask = payload(out["ask"])
+    assert not is_error(out["ask"]) and ask["mode"] == "local" and "Marley" in ask["answer"]
+    assert ask["sources"] and {s["source"] for s in ask["sources"]} <= {
+        s for (s,) in rows(store, "SELECT source FROM documents")}
+    assert payload(out["global"])["reports"]
+
+    passages = payload(out["retrieve"])["passages"]
+    assert 1 <= len(passages) <= 3
+    for p in passages:
+        assert p["text"] == rows(store, "SELECT text FROM chunks WHERE id = ?", (p["chunk_id"],))[0][0]
+
+    entity = payload(out["entity"])
+    assert entity["found"] and entity["id"] == "scrooge"
+    degree = rows(store, "SELECT count(*) FROM relationships WHERE source_id = 'scrooge' OR target_id = 'scrooge'")
+    assert len(entity["relationships"]) == min(50, degree[0][0]) > 0
+    levels = rows(store, "SELECT c.id FROM community_members m JOIN communities c ON c.id = m.community_id "
+                         "WHERE m.entity_id = 'scrooge' ORDER BY c.level")
+    assert [c["id"] for c in entity["communities"]] == [r[0] for r in levels]
+    assert entity["sources"] and all("Scrooge" in s["text"] and s["source"] for s in entity["sources"])
+
+    missing = payload(out["missing"])
+    assert missing["found"] is False and "Scrooge" in missing["similar"]
+
+    level1 = payload(out["level1"])["communities"]
+    assert len(level1) == rows(store, "SELECT count(*) FROM communities WHERE level = 1")[0][0] > 0
+    assert all(c["level"] == 1 and c["parent_id"].startswith("0.") for c in level1)
+    assert len(payload(out["all"])["communities"]) == min(50, rows(store, "SELECT count(*) FROM communities")[0][0])
+
+    report = payload(out["report"])
+    assert report["title"] == rows(store, "SELECT title FROM reports WHERE community_id = '0.0'")[0][0]
+    assert report["findings"] and report["entities"]
+
+    for bad in ("bad_mode", "bad_k", "no_community"):
+        assert is_error(out[bad]), bad
+    assert "between 1 and" in out["bad_k"].content[0].text
+    assert digest(store) == before  # read-only: the store is byte for byte what it was
+
+
+def test_mcp_on_a_missing_store_and_without_the_sdk(tmp_path, store):
+    env = {**os.environ, "PYTHONPATH": SERVER_PATH}
+    missing = subprocess.run([sys.executable, "-m", "tgr.cli", "mcp", str(tmp_path / "none.db")],
+                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert missing.returncode != 0 and "does not exist" in missing.stderr
+    # the SDK made unimportable: one line naming the extra, no traceback
+    blocked = ("import sys; sys.modules['mcp'] = None; sys.argv = ['tgr', 'mcp', sys.argv[1]]; "
+               "from tgr.cli import run; run()")
+    no_sdk = subprocess.run([sys.executable, "-c", blocked, str(store)], capture_output=True, text=True,
+                            env=env, cwd=ROOT, timeout=60)
+    assert no_sdk.returncode != 0 and "pip install 'tgr[mcp]'" in no_sdk.stderr
+    assert "Traceback" not in no_sdk.stderr and len(no_sdk.stderr.strip().splitlines()) == 1

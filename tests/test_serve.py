@@ -1,0 +1,78 @@
+"""`tgr serve`: Datasette on a real store over real HTTP, sqlite-vec loaded, chunks searchable."""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+import tgr
+from conftest import EN_CORPUS, ROOT, SMALL
+
+SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("serve") / "carol.db"
+    with tgr.open(path) as kb:
+        kb.index([str(EN_CORPUS)], **SMALL)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_answers_over_http(store):
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "tgr.cli", "serve", str(store), "--port", str(port)],
+                              env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}/carol"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                httpx.get(f"{base}.json", timeout=5)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stderr.read().decode()
+                assert time.monotonic() < deadline, "Datasette did not start"
+                time.sleep(0.3)
+        found = httpx.get(f"{base}/chunks.json", params={"_search": "marley", "_shape": "array"}, timeout=30)
+        assert found.status_code == 200
+        rows = found.json()
+        assert rows and all("marley" in r["text"].lower() for r in rows)
+        top = httpx.get(f"{base}/entity_overview.json", params={"_shape": "array", "_size": 1}, timeout=30).json()
+        assert top[0]["name"] == "Scrooge"
+        vectors = httpx.get(f"{base}.json", params={"sql": "select count(*) as n from vec_chunks", "_shape": "array"},
+                            timeout=30).json()
+        assert vectors[0]["n"] == len(httpx.get(f"{base}/chunks.json", params={"_shape": "array", "_size": "max"},
+                                                timeout=30).json()) > 0
+        tables = {t["name"]: t for t in httpx.get(f"{base}.json", timeout=30).json()["tables"]}
+        assert tables["vec_chunks_rowids"]["hidden"] and not tables["entities"]["hidden"]
+        refused = httpx.get(f"{base}.json", params={"sql": "delete from entities"}, timeout=30)
+        assert refused.status_code == 400
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+
+
+def test_serve_without_datasette_names_the_extra(store):
+    blocked = ("import sys; sys.modules['datasette'] = None; sys.argv = ['tgr', 'serve', sys.argv[1]]; "
+               "from tgr.cli import run; run()")
+    done = subprocess.run([sys.executable, "-c", blocked, str(store)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, timeout=60)
+    assert done.returncode != 0 and "pip install 'tgr[serve]'" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

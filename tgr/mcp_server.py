@@ -1,0 +1,168 @@
+"""`tgr mcp`: one store as a read-only MCP server over stdio (the official `mcp` SDK, extra tgr[mcp]).
+
+Tools: ask (local/global/naive), retrieve (ranked passages with text), entity (description,
+relationships, communities, sources), communities (with report titles, by level) and
+community_report. The store is opened read-only; asking never writes to it. Every store
+call runs on one worker thread, the thread that opened the SQLite connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Literal
+
+from .errors import TgrError
+from . import lookup
+from .safe import xml_safe
+from .store import KnowledgeBase
+
+Mode = Literal["local", "global", "naive"]
+MAX_K = 100
+INSTRUCTIONS = (
+    "A tgr GraphRAG knowledge store: documents split into chunks, an entity graph extracted from "
+    "them, and hierarchical communities with reports. Use `retrieve` for ranked source passages, "
+    "`ask` for an answer with citations (mode local for specific questions, global for themes across "
+    "the corpus, naive for plain text search), `entity` to look up one entity with its relationships "
+    "and sources, and `communities` / `community_report` to browse the community reports."
+)
+
+
+def _sdk():
+    """(server class, ToolError) of the installed SDK: MCPServer (mcp 2.x) or FastMCP (mcp 1.x),
+    which share the decorator API tgr uses."""
+    try:
+        import mcp  # noqa: F401 - is the SDK there at all?
+    except ImportError:
+        raise TgrError("tgr mcp needs the MCP SDK: pip install 'tgr[mcp]'") from None
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        return MCPServer, ToolError
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP
+        from mcp.server.fastmcp.exceptions import ToolError
+        return FastMCP, ToolError
+
+
+def _safe(value):
+    """Store and model text with control characters removed, recursively."""
+    if isinstance(value, str):
+        return xml_safe(value)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
+
+
+class StoreWorker:
+    """Opens the store on one dedicated thread and runs every call to it there."""
+
+    def __init__(self, open_store: Callable[[], KnowledgeBase], tool_error: type[Exception] = Exception):
+        self.tool_error = tool_error
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tgr-store")
+        try:
+            self.kb = self._pool.submit(open_store).result()
+        except BaseException:
+            self._pool.shutdown()
+            raise
+
+    async def call(self, fn: Callable, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def call_tool(self, fn: Callable, *args, **kwargs):
+        """call(), with tgr's own errors (bad input, missing model key, ...) given to the client
+        as the tool's error message; anything else stays a crash the SDK logs."""
+        try:
+            return _safe(await self.call(fn, *args, **kwargs))
+        except (TgrError, ValueError) as exc:
+            raise self.tool_error(xml_safe(str(exc))) from None
+
+    def close(self) -> None:
+        self._pool.submit(self.kb.close).result()
+        self._pool.shutdown()
+
+
+def _check_range(name: str, value: int, low: int = 1, high: int = MAX_K) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}")
+
+
+def build_server(worker: StoreWorker):
+    """The MCP server with tgr's read-only tools bound to the worker's store."""
+    from mcp.types import ToolAnnotations
+
+    server_class, worker.tool_error = _sdk()
+    server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "idempotentHint": True})
+    kb = worker.kb
+
+    def do_ask(question: str, mode: str, level: int, top_k: int) -> dict:
+        _check_range("top_k", top_k)
+        _check_range("level", level, 0, 64)
+        result = kb.ask(question, mode, level=level, top_k=top_k)
+        return {"question": question, "mode": mode, "answer": result.answer, "model": result.model,
+                "sources": result.sources, "entities": result.entities, "reports": result.reports,
+                "model_calls": result.model_calls}
+
+    def do_retrieve(question: str, mode: str, k: int) -> dict:
+        _check_range("k", k)
+        passages = [{"rank": n, **p.to_dict()} for n, p in enumerate(kb.retrieve(question, mode, k), 1)]
+        return {"question": question, "mode": mode, "passages": passages}
+
+    def do_communities(level: int | None, limit: int) -> dict:
+        _check_range("limit", limit, 1, 1000)
+        return {"communities": lookup.list_communities(kb.conn, level, limit)}
+
+    def do_report(community_id: str) -> dict:
+        found = lookup.community_report(kb.conn, community_id)
+        if found is None:
+            raise ValueError(f"no community {community_id!r}; list them with the communities tool")
+        return found
+
+    @server.tool(annotations=read_only)
+    async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10) -> dict[str, Any]:
+        """Answer a question from the store, citing its sources as [Sources: n]. mode: local
+        (entities and their neighbourhood; specific questions), global (community reports at
+        `level`; themes across the whole corpus) or naive (full-text search of chunks)."""
+        return await worker.call_tool(do_ask, question, mode, level, top_k)
+
+    @server.tool(annotations=read_only)
+    async def retrieve(question: str, k: int = 10, mode: Mode = "local") -> dict[str, Any]:
+        """The source passages most relevant to a question, best first, each with its text,
+        document (source, title) and character offsets. No answer is generated."""
+        return await worker.call_tool(do_retrieve, question, mode, k)
+
+    @server.tool(annotations=read_only)
+    async def entity(name: str) -> dict[str, Any]:
+        """One entity by name: type, description, relationships (strongest first), the
+        communities it belongs to at every level, and the source chunks it was extracted from.
+        When there is no such entity: found=false and similar names."""
+        return await worker.call_tool(lookup.entity_details, kb.conn, name)
+
+    @server.tool(annotations=read_only)
+    async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:
+        """Communities of the entity graph with their report title, summary and rating, best
+        rated first; level 0 is the coarsest. Omit level for every level."""
+        return await worker.call_tool(do_communities, level, limit)
+
+    @server.tool(annotations=read_only)
+    async def community_report(community_id: str) -> dict[str, Any]:
+        """One community's full report (summary, findings, rating), its parent, children and
+        member entities."""
+        return await worker.call_tool(do_report, community_id)
+
+    return server
+
+
+def serve(open_store: Callable[[], KnowledgeBase]) -> None:
+    """Open the store (errors surface before serving) and serve it over stdio until the client
+    closes the connection."""
+    _sdk()  # a missing SDK is reported before the store is opened
+    worker = StoreWorker(open_store)
+    try:
+        build_server(worker).run()
+    finally:
+        worker.close()
