@@ -15,6 +15,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from . import __version__
+from . import hardening, schemacheck
 from .errors import StoreError
 
 SCHEMA_VERSION = 2
@@ -37,7 +38,7 @@ def _add_report_context_hash(conn: "sqlite3.Connection") -> None:
 
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash}
 
-Connection = sqlite3.Connection
+Connection = hardening.Connection
 DatabaseError = sqlite3.DatabaseError
 
 
@@ -47,17 +48,19 @@ def schema_sql() -> str:
 
 
 def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = False) -> Connection:
-    """Open (or create) a tgr store and bring its schema up to date.
+    """Open (or create) a tgr store; a writable one is brought up to date.
 
-    Raises StoreError for a missing file (unless create), a file that is not SQLite,
-    an SQLite file that is not a tgr store, or a store written by a newer tgr.
+    Every store is opened defensively (tgr/hardening.py) and its schema compared with
+    tgr's before anything in it is read (tgr/schemacheck.py). A read-only open never
+    migrates and runs with query_only. Raises StoreError for a missing file (unless
+    create), a file that is not SQLite, an SQLite file that is not a tgr store, a store
+    whose schema holds objects tgr did not create, or a store written by a newer tgr.
     """
     path = Path(path)
     if str(path) == MEMORY:
-        conn = sqlite3.connect(MEMORY, isolation_level=None)
-        _load_vec(conn)
-        conn.execute("PRAGMA foreign_keys = ON")
-        _ensure_schema(conn, fresh=True)
+        conn = raw_connection()
+        with transaction(conn):
+            _create_fresh(conn)
         return conn
     exists = path.exists() and path.stat().st_size > 0
     if not exists and not create:
@@ -65,13 +68,17 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     if exists and not os.access(path, os.W_OK):
         readonly = True
     if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
-        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                               factory=Connection)
     else:
-        conn = sqlite3.connect(str(path), isolation_level=None)
+        conn = sqlite3.connect(str(path), isolation_level=None, factory=Connection)
     try:
+        hardening.harden(conn, str(path))
         _load_vec(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 5000")
+        if readonly:
+            conn.execute("PRAGMA query_only = ON")
         _check_is_tgr(conn, path, readonly)
         if not readonly:
             _ensure_schema(conn, fresh=not exists)
@@ -81,6 +88,15 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     except BaseException:
         conn.close()
         raise
+    return conn
+
+
+def raw_connection() -> Connection:
+    """A scratch in-memory database with sqlite-vec and the same defences (tgr's own data)."""
+    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection)
+    hardening.harden(conn, MEMORY, trusted=True)
+    _load_vec(conn)
+    conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 
@@ -94,13 +110,16 @@ def _load_vec(conn: Connection) -> None:
 
 def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
+    objects = dict(conn.execute("SELECT name, type FROM sqlite_master"))
+    if not objects:
         if readonly:
             raise StoreError(f"{path}: an empty SQLite database, not a tgr store")
         return  # a new, empty database becomes a tgr store
     tag = None
-    if "meta" in tables:
+    if objects.get("meta") == "table":
+        refused = schemacheck.fatal(conn)  # before any of the store's own objects is read
+        if refused is not None:
+            raise StoreError(f"{path}: refused, {refused.message}; see `tgr check {path}`")
         row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         tag = row[0] if row else None
     if tag != FORMAT_TAG:
@@ -115,11 +134,20 @@ def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
 def _ensure_schema(conn: Connection, fresh: bool) -> None:
     if fresh:
         with transaction(conn):
-            _run_script(conn, schema_sql())
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            set_meta(conn, format=FORMAT_TAG, schema_version=SCHEMA_VERSION, tgr_version=__version__)
+            _create_fresh(conn)
         return
     migrate(conn)
+
+
+def create_schema(conn: Connection) -> None:
+    """Run schema.sql (inside the caller's transaction, if any)."""
+    _run_script(conn, schema_sql())
+
+
+def _create_fresh(conn: Connection) -> None:
+    create_schema(conn)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    set_meta(conn, format=FORMAT_TAG, schema_version=SCHEMA_VERSION, tgr_version=__version__)
 
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
