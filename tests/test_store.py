@@ -284,9 +284,11 @@ def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
     conn.close()
     with tgr.open(db_path, readonly=True) as kb:  # a read-only open does not migrate, and still answers
         assert kb.ask("Who is Scrooge?").sources
-    with tgr.open(db_path) as kb:
+    with tgr.open(db_path) as kb:  # opening and asking do not migrate either; the first write does
+        assert kb.ask("Who is Scrooge?").sources
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 2
         columns = [r[1] for r in kb.conn.execute("PRAGMA table_info(reports)")]
         assert "context_hash" in columns
-        kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
         assert kb.conn.execute("SELECT count(*) FROM reports WHERE context_hash IS NULL").fetchone()[0] == 0

@@ -47,8 +47,10 @@ def schema_sql() -> str:
     return resources.files("tgr").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
-def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = False) -> Connection:
-    """Open (or create) a tgr store; a writable one is brought up to date.
+def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = False,
+            upgrade: bool = True) -> Connection:
+    """Open (or create) a tgr store; a writable one is brought up to date unless not upgrade
+    (then call migrate() before the first write).
 
     Every store is opened defensively (tgr/hardening.py) and its schema compared with
     tgr's before anything in it is read (tgr/schemacheck.py). A read-only open never
@@ -80,7 +82,7 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         if readonly:
             conn.execute("PRAGMA query_only = ON")
         _check_is_tgr(conn, path, readonly)
-        if not readonly:
+        if not readonly and (upgrade or not exists):
             _ensure_schema(conn, fresh=not exists)
     except sqlite3.DatabaseError as exc:
         conn.close()

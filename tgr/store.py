@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
-from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
+from .db import Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
@@ -102,7 +102,10 @@ class KnowledgeBase:
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | None = None,
                  create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly)
+        # Opening never migrates or writes an existing store; the first writing call does.
+        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly,
+                                        upgrade=False)
+        self._upgraded = False
         self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
         self.prompts = prompts or Prompts()
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
@@ -174,6 +177,14 @@ class KnowledgeBase:
             self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
         return self._reader
 
+    def _writable(self, command: str) -> None:
+        """Called before the first write: refuse a read-only store, run pending migrations."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        if not self._upgraded:
+            migrate(self.conn)
+            self._upgraded = True
+
     # -- indexing -------------------------------------------------------------------------
 
     def settings(self, **overrides) -> IndexSettings:
@@ -215,8 +226,7 @@ class KnowledgeBase:
 
     def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
         started = time.perf_counter()
-        if self.readonly:
-            raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        self._writable(command)
         chat, embedder = self._models()
         self._check_chat_model(chat)
         begin_writing(self.conn)
@@ -354,6 +364,7 @@ class KnowledgeBase:
         stages = ("graph", "embeddings", "communities", "reports")
         if stage not in stages:
             raise ValueError(f"stage must be one of {', '.join(stages)}")
+        self._writable(f"rebuild {stage}")
         settings = self.settings(**overrides)
         if stage == "embeddings":
             # re-embedding is how a store moves to another embedding model

@@ -1,0 +1,184 @@
+"""A shipped .db is untrusted input: every hostile case here is built by the test itself.
+
+Each case runs the real CLI in a subprocess (bounded by a timeout) and checks the exit code,
+a one-line message without a traceback, that nothing planted ever fired, and that reading
+commands leave the file byte-identical.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import sqlean as sqlite3
+
+import tgr
+from conftest import EN_CORPUS, ROOT
+from tgr import db
+from tgr.errors import StoreError
+
+TEXT = EN_CORPUS / "carol_stave1_part1.txt"
+SMALL = ["--chunk-size", "300", "--chunk-overlap", "40", "-q", "--offline"]
+
+
+def tgr_cli(*args, timeout=30, env=None):
+    """Run the CLI in its own process; returns (exit code, stdout, stderr)."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "tgr.cli", *map(str, args)], env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+
+def refused(result, *words):
+    """A clean refusal: non-zero exit, one line on stderr naming the words, no traceback."""
+    code, out, err = result
+    assert code != 0, (out, err)
+    assert "Traceback" not in err + out, err
+    assert len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+def digest(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One small offline store, copied by each test that plants something in it."""
+    path = tmp_path_factory.mktemp("built") / "clean.db"
+    code, out, err = tgr_cli("index", path, TEXT, *SMALL, timeout=120)
+    assert code == 0, err
+    return path
+
+
+@pytest.fixture
+def store(built, tmp_path):
+    path = tmp_path / "shipped.db"
+    shutil.copy(built, path)
+    return path
+
+
+def plant(path, *statements):
+    """Change a store with a plain SQLite connection, as an attacker would."""
+    conn = sqlite3.connect(path)
+    for sql in statements:
+        conn.executescript(sql)
+    conn.commit()
+    conn.close()
+
+
+def count(path, sql):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+# -- planted schema objects --------------------------------------------------------------
+
+def test_trigger_on_runs_never_fires_during_index(store):
+    chunks = count(store, "SELECT count(*) FROM chunks")
+    plant(store, "CREATE TRIGGER wipe AFTER INSERT ON runs BEGIN DELETE FROM chunks; END;")
+    before = digest(store)
+    refused(tgr_cli("index", store, TEXT, *SMALL), "wipe", "trigger")
+    assert count(store, "SELECT count(*) FROM chunks") == chunks
+    assert digest(store) == before
+
+
+def test_trigger_on_meta_refused_by_every_command_and_the_api(store):
+    plant(store, "CREATE TRIGGER rewrite AFTER UPDATE ON meta "
+                 "BEGIN UPDATE entities SET description = 'pwned'; END;")
+    before = digest(store)
+    for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["stats", store],
+                    ["rebuild", store, "reports", "--offline", "-q"]):
+        refused(tgr_cli(*command), "rewrite")
+    with pytest.raises(StoreError, match="rewrite"):
+        tgr.open(store)
+    assert digest(store) == before
+    assert count(store, "SELECT count(*) FROM entities WHERE description = 'pwned'") == 0
+
+
+def test_view_over_an_endless_cte_in_place_of_a_table(store):
+    plant(store, "PRAGMA legacy_alter_table = ON; ALTER TABLE entities RENAME TO old_entities;",
+          "CREATE VIEW entities AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+          "SELECT i AS id, 'x' AS name, 'x' AS type, 'x' AS description, 0 AS degree, 0 AS mentions, "
+          "NULL AS embed_hash FROM n;")
+    before = digest(store)
+    for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["export", store, store.with_suffix(".xml")]):
+        refused(tgr_cli(*command, timeout=20), "entities", "view")
+    assert digest(store) == before
+
+
+def test_recursive_trigger_is_refused_before_index_runs(store):
+    plant(store, "CREATE TABLE spin(n INTEGER);",
+          "CREATE TRIGGER again AFTER INSERT ON spin BEGIN INSERT INTO spin VALUES (new.n + 1); END;",
+          "CREATE TRIGGER start AFTER INSERT ON model_calls BEGIN INSERT INTO spin VALUES (0); END;")
+    refused(tgr_cli("index", store, TEXT, *SMALL, timeout=20), "trigger")
+    assert count(store, "SELECT count(*) FROM spin") == 0
+
+
+def test_view_of_tgr_replaced_and_foreign_virtual_table(store, tmp_path):
+    plant(store, "DROP VIEW cost_by_stage;",
+          "CREATE VIEW cost_by_stage AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+          "SELECT i AS run_id, 'x' AS stage, 'chat' AS kind, 'm' AS model, 1 AS calls, 0 AS cache_hits, "
+          "0 AS prompt_tokens, 0 AS completion_tokens, 0 AS model_seconds FROM n;")
+    refused(tgr_cli("stats", store, timeout=20), "cost_by_stage", "differs")
+    other = tmp_path / "rtree.db"
+    shutil.copy(store, other)
+    plant(other, "DROP VIEW cost_by_stage; DROP TABLE communities;",
+          "CREATE VIRTUAL TABLE communities USING rtree(id, a, b);")
+    refused(tgr_cli("info", other), "communities", "rtree")
+
+
+def test_extra_tables_and_indexes_are_tolerated(store):
+    plant(store, "CREATE TABLE notes(x TEXT); CREATE INDEX notes_x ON notes(x);")
+    code, out, err = tgr_cli("info", store)
+    assert code == 0, err
+
+
+# -- the connection itself ---------------------------------------------------------------
+
+def test_statement_watchdog_stops_a_runaway_query(store, monkeypatch):
+    monkeypatch.setenv("TGR_STATEMENT_SECONDS", "0.5")
+    conn = db.connect(store, readonly=True)
+    try:
+        with pytest.raises(StoreError, match="took too long"):
+            conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+                         "SELECT count(*) FROM n").fetchone()
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0  # still usable
+    finally:
+        conn.close()
+
+
+def test_defensive_mode_and_query_only(store):
+    conn = db.connect(store)
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        with pytest.raises(sqlite3.DatabaseError):
+            conn.execute("UPDATE sqlite_master SET sql = 'x' WHERE name = 'meta'")
+        assert conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+        with pytest.raises(sqlite3.DatabaseError, match="too big"):
+            conn.execute("SELECT length(zeroblob(?))", (db.hardening.MAX_VALUE_BYTES + 1,)).fetchone()
+    finally:
+        conn.close()
+    reader = db.connect(store, readonly=True)
+    try:
+        assert reader.execute("PRAGMA query_only").fetchone()[0] == 1
+    finally:
+        reader.close()
+
+
+def test_asking_an_old_schema_store_through_the_api_neither_migrates_nor_writes(store):
+    plant(store, "ALTER TABLE reports DROP COLUMN context_hash; PRAGMA user_version = 1;")
+    before = digest(store)
+    with tgr.open(store) as kb:
+        assert kb.ask("Who is Scrooge?").answer
+        assert kb.info()["documents"] == 1
+    assert digest(store) == before
+    assert count(store, "PRAGMA user_version") == 1
