@@ -163,7 +163,7 @@ def test_defensive_mode_and_query_only(store):
         with pytest.raises(sqlite3.DatabaseError):
             conn.execute("UPDATE sqlite_master SET sql = 'x' WHERE name = 'meta'")
         assert conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
-        with pytest.raises(sqlite3.DatabaseError, match="too big"):
+        with pytest.raises(StoreError, match="MB limit"):
             conn.execute("SELECT length(zeroblob(?))", (db.hardening.MAX_VALUE_BYTES + 1,)).fetchone()
     finally:
         conn.close()

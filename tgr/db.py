@@ -15,7 +15,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from . import __version__
-from . import hardening, schemacheck
+from . import hardening, limits, schemacheck
 from .errors import StoreError
 
 SCHEMA_VERSION = 2
@@ -69,6 +69,22 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         raise StoreError(f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)")
     if exists and not os.access(path, os.W_OK):
         readonly = True
+    conn = open_file(path, readonly=readonly)
+    try:
+        _check_is_tgr(conn, path, readonly)
+        if not readonly and (upgrade or not exists):
+            _ensure_schema(conn, fresh=not exists)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"{path}: not a usable SQLite database ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_file(path: Path, *, readonly: bool) -> Connection:
+    """A defended connection to an existing file, before any check of what it holds."""
     if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
                                factory=Connection)
@@ -81,9 +97,6 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         conn.execute("PRAGMA busy_timeout = 5000")
         if readonly:
             conn.execute("PRAGMA query_only = ON")
-        _check_is_tgr(conn, path, readonly)
-        if not readonly and (upgrade or not exists):
-            _ensure_schema(conn, fresh=not exists)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a usable SQLite database ({exc})") from None
@@ -126,6 +139,9 @@ def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
         tag = row[0] if row else None
     if tag != FORMAT_TAG:
         raise StoreError(f"{path}: an SQLite database, but not a tgr store (no tgr meta table)")
+    unsafe = limits.meta_problems(get_meta(conn))
+    if unsafe:
+        raise StoreError(f"{path}: refused, {unsafe[0]}; see `tgr check {path}`")
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path}: written by a newer tgr (schema {version}, this tgr reads up to "
@@ -205,17 +221,31 @@ def begin_writing(conn: Connection) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def settle(conn: Connection) -> None:
+def settle(conn: Connection) -> bool:
     """Leave one self-contained file: fold the WAL back in and use a rollback journal.
 
-    A WAL-mode file cannot be read from a read-only directory, and a shipped .db should
-    be a single file; the next indexing run switches to WAL again.
+    A WAL-mode file cannot be read from a read-only directory, and a shipped .db must be
+    a single file; the next indexing run switches to WAL again. Waits (busy_timeout) for
+    readers of other processes; returns False when one still holds an old snapshot, so the
+    -wal file is still needed (finish later with `tgr check --fix`).
     """
     try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA journal_mode = DELETE")
-    except DatabaseError:  # another connection has it open: it stays in WAL, which is fine
-        pass
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            return False
+        return conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0].lower() == "delete"
+    except DatabaseError:  # another connection still has it open in WAL mode
+        return False
+
+
+def pending_wal(path: str | os.PathLike) -> list[Path]:
+    """The -wal / -shm files next to a store (a WAL not yet folded into the .db)."""
+    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+
+
+def unfinished_message(path) -> str:
+    return (f"{path}: the store is not one complete file yet (its -wal file is still needed: another "
+            f"process was reading it); run `tgr check --fix {path}` once that reader is done")
 
 
 def get_meta(conn: Connection) -> dict[str, str]:

@@ -72,7 +72,11 @@ class _Watch:
 
 
 def _translate(watch: _Watch, exc: Exception, path: str):
-    """What an SQLite 'interrupted' error really was: the watchdog, or a swallowed Ctrl-C."""
+    """What an SQLite 'interrupted' error really was: the watchdog, or a swallowed Ctrl-C;
+    and a value over the length limit, said plainly."""
+    if "string or blob too big" in str(exc):
+        return StoreError(f"{path}: a value over tgr's {MAX_VALUE_BYTES >> 20} MB limit (a document "
+                          "that large, or a hostile or damaged store)")
     if isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted":
         if watch.tripped:
             return StoreError(f"{path}: store took too long (a statement ran over {watch.limit:g} s); "
@@ -90,7 +94,7 @@ class Cursor(sqlite3.Cursor):
         watch = self.connection._watch
         try:
             return call(*args)
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, sqlite3.DataError) as exc:
             translated = _translate(watch, exc, self.connection._label)
             if translated is None:
                 raise

@@ -12,7 +12,8 @@ from typing import Callable, Iterable
 from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster
-from .db import Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction
+from .db import (Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction,
+                 unfinished_message)
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
@@ -251,7 +252,9 @@ class KnowledgeBase:
             with transaction(self.conn):
                 self.conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
                                   (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
-            settle(self.conn)
+            complete = settle(self.conn)
+        if not complete:  # the work is saved, but the .db alone is not the whole store yet
+            raise StoreError(unfinished_message(self.path))
         return summary
 
     def _check_chat_model(self, chat: ChatModel | None) -> None:
