@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from .db import Connection, has_table, serialize
 from .gateway import ChatJob, Gateway
+from .limits import MAX_CONTEXT_TEXT, cap, loads
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
@@ -108,7 +109,8 @@ class Searcher:
         return sources
 
     def _chunk_text(self, chunk_id: str) -> str:
-        return self.conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()[0]
+        return self.conn.execute(f"SELECT substr(text, 1, {MAX_CONTEXT_TEXT}) FROM chunks WHERE id = ?",
+                                 (chunk_id,)).fetchone()[0]
 
     # -- local ----------------------------------------------------------------------------
 
@@ -148,17 +150,19 @@ class Searcher:
         ids = self.find_entities(question, s.top_k)
         marks = ",".join("?" * len(ids)) or "''"
         entities = {r[0]: r for r in self.conn.execute(
-            f"SELECT id, name, type, description, degree FROM entities WHERE id IN ({marks})", ids)}
+            f"SELECT id, name, type, substr(description, 1, {MAX_CONTEXT_TEXT}), degree FROM entities "
+            f"WHERE id IN ({marks})", ids)}
         ids = [i for i in ids if i in entities]
         marks = ",".join("?" * len(ids)) or "''"
         relationships = self.conn.execute(
-            f"SELECT r.id, s.name, t.name, r.predicate, r.description, r.weight, "
+            f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight, "
             f"(r.source_id IN ({marks})) + (r.target_id IN ({marks})) AS hits "
             f"FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
             f"WHERE r.source_id IN ({marks}) OR r.target_id IN ({marks}) "
             f"ORDER BY hits DESC, r.weight DESC, s.degree + t.degree DESC, r.id", ids * 4).fetchall()
         communities = self.conn.execute(
-            f"SELECT m.community_id, count(*) AS hits, r.title, r.full_text, r.rating FROM community_members m "
+            f"SELECT m.community_id, count(*) AS hits, r.title, substr(r.full_text, 1, {MAX_CONTEXT_TEXT}), r.rating "
+            f"FROM community_members m "
             f"JOIN reports r ON r.community_id = m.community_id JOIN communities c ON c.id = m.community_id "
             f"WHERE m.entity_id IN ({marks}) GROUP BY m.community_id "
             f"ORDER BY hits DESC, c.level DESC, r.rating DESC, m.community_id", ids).fetchall()
@@ -347,12 +351,22 @@ class Searcher:
             for cid, _ in batch:
                 summary, findings = self.conn.execute(
                     "SELECT summary, findings FROM reports WHERE community_id = ?", (cid,)).fetchone()
-                items = [summary] + [f"{f['summary']}: {f['explanation']}" for f in json.loads(findings)]
+                items = [cap(summary)] + _findings(findings)
                 for item in items:
                     score = int(round(100 * score_overlap(terms, item)))
                     if score > 0:
                         points.append((score, f"{shorten(item, 400)} [Reports: {cid}]"))
         return points
+
+
+def _findings(stored: str) -> list[str]:
+    """A report's findings as text lines; a store's malformed or oversized JSON gives none."""
+    try:
+        findings = loads(stored, max_chars=MAX_CONTEXT_TEXT * 10)
+    except ValueError:
+        return []
+    return [cap(f"{f.get('summary', '')}: {f.get('explanation', '')}") for f in findings
+            if isinstance(f, dict)] if isinstance(findings, list) else []
 
 
 def _extractive(question: str, lead: str, passages: list[tuple[str, str]], names: list[str]) -> str:
