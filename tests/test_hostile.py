@@ -16,8 +16,10 @@ import pytest
 import sqlean as sqlite3
 
 import tgr
+from click.testing import CliRunner
 from conftest import EN_CORPUS, ROOT
 from tgr import db
+from tgr.cli import main
 from tgr.errors import StoreError
 
 TEXT = EN_CORPUS / "carol_stave1_part1.txt"
@@ -25,11 +27,19 @@ SMALL = ["--chunk-size", "300", "--chunk-overlap", "40", "-q", "--offline"]
 
 
 def tgr_cli(*args, timeout=30, env=None):
-    """Run the CLI in its own process; returns (exit code, stdout, stderr)."""
+    """Run the CLI in its own process (cases that could hang); returns (exit code, stdout, stderr)."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     done = subprocess.run([sys.executable, "-m", "tgr.cli", *map(str, args)], env=environment,
                           capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout, done.stderr
+
+
+def cli(*args):
+    """Run the CLI in this process (quicker); an escaping exception would be a traceback."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
 
 
 def refused(result, *words):
@@ -51,7 +61,7 @@ def digest(path) -> str:
 def built(tmp_path_factory):
     """One small offline store, copied by each test that plants something in it."""
     path = tmp_path_factory.mktemp("built") / "clean.db"
-    code, out, err = tgr_cli("index", path, TEXT, *SMALL, timeout=120)
+    code, out, err = cli("index", path, TEXT, *SMALL)
     assert code == 0, err
     return path
 
@@ -86,7 +96,7 @@ def test_trigger_on_runs_never_fires_during_index(store):
     chunks = count(store, "SELECT count(*) FROM chunks")
     plant(store, "CREATE TRIGGER wipe AFTER INSERT ON runs BEGIN DELETE FROM chunks; END;")
     before = digest(store)
-    refused(tgr_cli("index", store, TEXT, *SMALL), "wipe", "trigger")
+    refused(cli("index", store, TEXT, *SMALL), "wipe", "trigger")
     assert count(store, "SELECT count(*) FROM chunks") == chunks
     assert digest(store) == before
 
@@ -97,7 +107,7 @@ def test_trigger_on_meta_refused_by_every_command_and_the_api(store):
     before = digest(store)
     for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["stats", store],
                     ["rebuild", store, "reports", "--offline", "-q"]):
-        refused(tgr_cli(*command), "rewrite")
+        refused(cli(*command), "rewrite")
     with pytest.raises(StoreError, match="rewrite"):
         tgr.open(store)
     assert digest(store) == before
@@ -133,12 +143,12 @@ def test_view_of_tgr_replaced_and_foreign_virtual_table(store, tmp_path):
     shutil.copy(store, other)
     plant(other, "DROP VIEW cost_by_stage; DROP TABLE communities;",
           "CREATE VIRTUAL TABLE communities USING rtree(id, a, b);")
-    refused(tgr_cli("info", other), "communities", "rtree")
+    refused(cli("info", other), "communities", "rtree")
 
 
 def test_extra_tables_and_indexes_are_tolerated(store):
     plant(store, "CREATE TABLE notes(x TEXT); CREATE INDEX notes_x ON notes(x);")
-    code, out, err = tgr_cli("info", store)
+    code, out, err = cli("info", store)
     assert code == 0, err
 
 
@@ -182,3 +192,140 @@ def test_asking_an_old_schema_store_through_the_api_neither_migrates_nor_writes(
         assert kb.info()["documents"] == 1
     assert digest(store) == before
     assert count(store, "PRAGMA user_version") == 1
+
+
+# -- bounded by what the store says ------------------------------------------------------
+
+@pytest.mark.parametrize("key, value, word", [
+    ("embed_model", "tgr:hash-3000000000", "embed_model"),
+    ("embed_model", "tgr:hash-0", "embed_model"),
+    ("embed_dim", "0", "embed_dim"),
+    ("setting.max_cluster_size", "[" * 200_000 + "]" * 200_000, "setting.max_cluster_size"),
+])
+def test_unsafe_meta_values_are_refused(store, key, value, word):
+    conn = sqlite3.connect(store)
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+    conn.commit()
+    conn.close()
+    before = digest(store)
+    for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["index", store, TEXT, *SMALL]):
+        refused(cli(*command), word)
+    code, out, _ = cli("check", store)
+    assert code == 1 and word in out
+    assert digest(store) == before
+
+
+def test_huge_description_is_refused_or_cut_not_swallowed(store, tmp_path):
+    top = "(SELECT id FROM entities ORDER BY degree DESC, id LIMIT 1)"
+    bigger = tmp_path / "bigger.db"
+    shutil.copy(store, bigger)
+    # 8 MB: read, but only its first characters reach the context
+    plant(store, f"UPDATE entities SET description = replace(hex(zeroblob(500000)), '0', 'Scrooge ') "
+                 f"WHERE id = {top};")
+    code, out, err = cli("ask", store, "Who is Scrooge?", "--context-only")
+    assert code == 0, err
+    assert len(out) < 200_000
+    # 72 MB: over the length limit, refused in one line
+    plant(bigger, f"UPDATE entities SET description = replace(hex(zeroblob(4500000)), '0', 'Scrooge ') "
+                  f"WHERE id = {top};")
+    refused(cli("ask", bigger, "Who is Scrooge?"), "MB limit")
+
+
+def test_deeply_nested_json_in_a_report_answer_is_survived(tmp_path):
+    from conftest import ScriptedChat
+    from fakellm import prompt_kind
+
+    class Nested(ScriptedChat):
+        def complete(self, prompt, **params):
+            answer = super().complete(prompt, **params)
+            if prompt_kind(prompt) == "community_report":
+                answer.text = '{"title": "deep", "findings": ' + "[" * 100_000 + "]" * 100_000 + "}"
+            return answer
+
+    with tgr.open(tmp_path / "nested.db", chat=Nested(), embedder="tgr:hash-64") as kb:
+        summary = kb.index([str(TEXT)], chunk_size=300, chunk_overlap=40)
+        assert summary.reports > 0  # written by the fallback, not lost to a RecursionError
+        generators = {r[0] for r in kb.conn.execute("SELECT generator FROM reports")}
+        assert "scripted:fake" not in generators
+
+
+# -- safe output -------------------------------------------------------------------------
+
+def test_escape_sequences_in_store_text_never_reach_the_terminal(store):
+    evil = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x9b31m"
+    conn = sqlite3.connect(store)
+    conn.execute("UPDATE entities SET description = ? || description, name = name || ?", (evil, evil))
+    conn.execute("UPDATE chunks SET text = ? || text || ?", (evil, evil))
+    conn.execute("UPDATE documents SET source = ? || source, title = ? || title", (evil, evil))
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_with', ?)", (evil,))
+    conn.commit()
+    conn.close()
+    outputs = []
+    for command in (["ask", store, "Who is Scrooge?"], ["ask", store, "Scrooge", "--context-only"],
+                    ["ask", store, "Scrooge", "--json"], ["ask", store, "Scrooge", "--mode", "naive"],
+                    ["info", store], ["info", store, "--json"], ["stats", store]):
+        code, out, err = cli(*command)
+        assert code == 0, err
+        outputs.append(out + err)
+    assert "owned" in "".join(outputs)  # the text is shown ...
+    for out in outputs:  # ... without its escape sequences
+        assert not set(out) & {"\x1b", "\x07", "\x9b"}, out[:300]
+
+
+# -- one complete file -------------------------------------------------------------------
+
+READER = """
+import sqlean, sys
+conn = sqlean.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN")
+print(conn.execute("SELECT count(*) FROM chunks").fetchone()[0], flush=True)
+sys.stdin.read()  # hold the snapshot until the test closes stdin
+conn.execute("COMMIT")
+"""
+
+
+def test_a_reader_in_another_process_makes_index_say_the_store_is_unfinished(store):
+    plant(store, "PRAGMA journal_mode = WAL;")  # as left by a run a reader joined
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(store)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert int(reader.stdout.readline()) > 0
+        err = refused(tgr_cli("index", store, EN_CORPUS, *SMALL, timeout=60), "tgr check --fix")
+        assert "not one complete file" in err
+        code, out, _ = cli("check", store)
+        assert code == 1 and "unfinished" in out
+    finally:
+        reader.stdin.close()
+        reader.wait(timeout=10)
+    code, out, err = cli("check", "--fix", store)
+    assert code == 0, out + err
+    assert not db.pending_wal(store)
+    alone = store.with_name("alone.db")  # the .db alone now holds everything
+    shutil.copy(store, alone)
+    assert count(alone, "SELECT count(*) FROM documents") == 2
+
+
+def test_after_kill_9_every_command_opens_the_store_and_the_next_write_finishes_it(store):
+    import signal
+    import time
+
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen([sys.executable, "-m", "tgr.cli", "index", str(store), str(EN_CORPUS), *SMALL],
+                           env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wal = store.with_name(store.name + "-wal")
+    deadline = time.monotonic() + 30
+    while not (wal.exists() and wal.stat().st_size > 0) and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=10)
+    assert wal.exists(), "the run finished before it could be killed"
+    for command in (["info", store], ["ask", store, "Who is Scrooge?"], ["stats", store]):
+        code, out, err = cli(*command)
+        assert code == 0, err
+    code, out, _ = cli("check", store)
+    assert code == 1 and "unfinished" in out
+    code, out, err = cli("index", store, EN_CORPUS, *SMALL)
+    assert code == 0, err
+    assert not db.pending_wal(store)
+    code, out, _ = cli("check", store)
+    assert code == 0 and out.startswith("ok")
