@@ -329,3 +329,37 @@ def test_after_kill_9_every_command_opens_the_store_and_the_next_write_finishes_
     assert not db.pending_wal(store)
     code, out, _ = cli("check", store)
     assert code == 0 and out.startswith("ok")
+
+
+# -- no surprises in cost or state -------------------------------------------------------
+
+def test_an_unreachable_endpoint_leaves_meta_untouched(tmp_path):
+    path = tmp_path / "new.db"
+    code, _, err = cli("index", path, TEXT, "--base-url", "http://127.0.0.1:9/v1", "--chat-model", "x",
+                       "--embed-model", "tgr:hash-64", "--timeout", "0.5", "--retries", "0", "-q")
+    assert code == 1 and "Traceback" not in err
+    conn = sqlite3.connect(path)
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    conn.close()
+    assert "chat_model" not in meta and "created_with" not in meta
+    code, _, err = cli("index", path, TEXT, "-q")  # a plain re-index is not refused
+    assert code == 0, err
+    assert count(path, "SELECT value FROM meta WHERE key = 'chat_model'") == "offline-extractive"
+
+
+def test_two_index_processes_pay_each_prompt_once(tmp_path):
+    from conftest import FakeServer
+
+    path = tmp_path / "shared.db"
+    command = [sys.executable, "-m", "tgr.cli", "index", str(path), str(TEXT), "--chat-model", "fake-chat",
+               "--embed-model", "openai:fake-embed", "--concurrency", "2", "--chunk-size", "300",
+               "--chunk-overlap", "40", "-q"]
+    with FakeServer(latency=0.1) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TGR_API_KEY": "k", "TGR_BASE_URL": server.url}
+        runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        results = [(run.wait(timeout=120), run.stderr.read()) for run in runs]
+        assert [code for code, _ in results] == [0, 0], results
+        assert any("waiting for it" in err for _, err in results), results
+        assert server.stats.chat_calls == count(path, "SELECT count(*) FROM llm_cache") > 0
+    assert not db.pending_wal(path)

@@ -7,6 +7,7 @@ it with another bundled-SQLite driver in one process.
 from __future__ import annotations
 
 import os
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Mapping
@@ -21,6 +22,7 @@ from .errors import StoreError
 SCHEMA_VERSION = 2
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
+SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
 # vec0 preallocates storage in chunks of this many vectors; its default (1024) would make
 # a small store several megabytes of zeros.
@@ -229,13 +231,16 @@ def settle(conn: Connection) -> bool:
     readers of other processes; returns False when one still holds an old snapshot, so the
     -wal file is still needed (finish later with `tgr check --fix`).
     """
-    try:
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        if busy:
-            return False
-        return conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0].lower() == "delete"
-    except DatabaseError:  # another connection still has it open in WAL mode
-        return False
+    deadline = time.monotonic() + SETTLE_WAIT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                return False  # busy after busy_timeout: a reader keeps an old snapshot
+            return conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0].lower() == "delete"
+        except DatabaseError:  # another process has it open in WAL mode (e.g. a short `tgr ask`)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
 
 
 def pending_wal(path: str | os.PathLike) -> list[Path]:

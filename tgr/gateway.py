@@ -175,6 +175,8 @@ class Gateway:
         self.max_backoff = max_backoff
         self.run_id = run_id
         self.write_cache = write_cache
+        # called with 'chat' or 'embed' as each answer is recorded (inside its transaction)
+        self.on_answer: Callable[[str], None] | None = None
         self.usage: dict[str, Usage] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -394,6 +396,8 @@ class Gateway:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.prompt_chars += prompt_chars
+        if self.write_cache and self.on_answer is not None:
+            self.on_answer(kind)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "

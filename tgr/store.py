@@ -27,6 +27,7 @@ from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
 from .text import estimate_tokens, index_terms
+from .writelock import WriterLock
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -107,6 +108,7 @@ class KnowledgeBase:
         self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly,
                                         upgrade=False)
         self._upgraded = False
+        self._lock = WriterLock(self.path) if str(path) != ":memory:" else None
         self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
         self.prompts = prompts or Prompts()
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
@@ -128,6 +130,8 @@ class KnowledgeBase:
     def close(self) -> None:
         self._release_models()
         self.conn.close()
+        if self._lock:
+            self._lock.close()  # after the connection: see tgr/writelock.py
 
     def _release_models(self) -> None:
         """Close the gateways and the model clients this store created; they are rebuilt on use."""
@@ -178,10 +182,20 @@ class KnowledgeBase:
             self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
         return self._reader
 
-    def _writable(self, command: str) -> None:
-        """Called before the first write: refuse a read-only store, run pending migrations."""
+    def _writable(self, command: str, warn: Warn | None = None) -> None:
+        """Called before writing: refuse a read-only store, take the writer lock (waiting for
+        another process's run to finish), run pending migrations."""
         if self.readonly:
             raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        if self._lock and not self._lock.try_acquire():
+            (warn or (lambda m: None))(f"another tgr process is writing to {self.path}; waiting for it "
+                                       "to finish (its model answers will be reused, not paid again)")
+            # an open connection would keep the other run from folding its WAL back in
+            self._release_models()
+            self.conn.close()
+            self._lock.wait()
+            self.conn = connect(self.path, create=False, upgrade=False)
+            self._upgraded = False
         if not self._upgraded:
             migrate(self.conn)
             self._upgraded = True
@@ -218,6 +232,7 @@ class KnowledgeBase:
         documents = read_documents(list(paths), on_warning, stdin=stdin)
         if not documents:
             raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
+        self._writable("index", on_warning)  # before the settings: another run may be choosing them
         settings = self.settings(**overrides)
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
@@ -239,9 +254,10 @@ class KnowledgeBase:
         before = {k: Usage(**asdict(v)) for k, v in gateway.usage.items()}
         summary = IndexSummary()
         status = "failed"
+        gateway.on_answer = self._model_recorder(settings, chat, embedder)
         try:
-            self._record_models(settings, chat, embedder)
             body(gateway, summary)
+            gateway.on_answer(None)  # a run that needed no model call still records them
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -253,6 +269,8 @@ class KnowledgeBase:
                 self.conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
                                   (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
             complete = settle(self.conn)
+            if self._lock:
+                self._lock.release()
         if not complete:  # the work is saved, but the .db alone is not the whole store yet
             raise StoreError(unfinished_message(self.path))
         return summary
@@ -271,17 +289,32 @@ class KnowledgeBase:
                             f"configured now; pass --chat-model {built} (with its key or endpoint) to "
                             f"continue, or name another model with --chat-model to mix them on purpose")
 
-    def _record_models(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
-        meta = self.meta
-        values = {**settings.to_meta(), "tgr_version": __version__,
-                  "chat_model": chat.name if chat else "offline-extractive",
-                  "extractor": chat.name if chat else OFFLINE_EXTRACTOR}
-        if "embed_model" not in meta:
-            values.update(embed_model=embedder.name, embed_dim=embedder.dim)
-        if "created_with" not in meta:
-            values["created_with"] = values["chat_model"]
+    def _model_recorder(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder):
+        """Record the settings now, and each model in meta once it has answered (an unreachable
+        endpoint leaves meta as it was). Returns the gateway's on_answer hook."""
         with transaction(self.conn):
-            set_meta(self.conn, **values)
+            set_meta(self.conn, **settings.to_meta(), tgr_version=__version__)
+        pending = {"chat", "embed"}
+
+        def record(kind: str | None) -> None:
+            kinds = pending & ({"chat", "embed"} if kind is None else {kind})
+            if chat is None:  # the offline extractor cannot fail to answer
+                kinds |= pending & {"chat"}
+            if not kinds:
+                return
+            pending.difference_update(kinds)
+            meta, values = self.meta, {}
+            if "chat" in kinds:
+                values.update(chat_model=chat.name if chat else "offline-extractive",
+                              extractor=chat.name if chat else OFFLINE_EXTRACTOR)
+                if "created_with" not in meta:
+                    values["created_with"] = values["chat_model"]
+            if "embed" in kinds and "embed_model" not in meta:
+                values.update(embed_model=embedder.name, embed_dim=embedder.dim)
+            if values:
+                set_meta(self.conn, **values)  # inside the answer's own transaction
+
+        return record
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None) -> None:
