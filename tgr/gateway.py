@@ -61,6 +61,9 @@ class Usage:
 
 
 MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
+# After Ctrl-C, answers of calls already in flight are awaited this long and cached, so that
+# the resumed run does not pay for them again (a second Ctrl-C stops waiting).
+INTERRUPT_GRACE_S = 15.0
 
 
 def cache_key(model: str, prompt: str, params: dict) -> str:
@@ -100,7 +103,7 @@ class _UntilDone:
 
 
 class _Workers:
-    """A small pool of daemon threads (so Ctrl-C never waits for in-flight calls)."""
+    """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S)."""
 
     def __init__(self, size: int):
         self.inbox: queue.Queue = queue.Queue()
@@ -142,6 +145,19 @@ class _Workers:
                 continue
             if owner == batch:
                 return result
+
+    def results(self, batch: int, count: int, deadline: float) -> Iterator:
+        """Up to count more results of this batch, as they arrive before the deadline."""
+        while count > 0:
+            try:
+                owner, result = self.outbox.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return
+                continue
+            if owner == batch:
+                count -= 1
+                yield result
 
     def drain_pending(self) -> int:
         """Drop the tasks not yet started; returns how many."""
@@ -244,8 +260,14 @@ class Gateway:
                 if error is None:
                     for job in misses[outcome.key]:
                         yield job, outcome.completion.text
+        except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
+            in_flight, pending = pending - workers.drain_pending(), 0
+            for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
+                if outcome.error is None:
+                    self._store(stage, model, outcome)
+            raise
         finally:
-            if pending:  # closed early (Ctrl-C, or the caller stopped): calls in flight are dropped
+            if pending:  # the caller stopped early: calls not started are dropped
                 workers.drain_pending()
         if error is not None:
             raise error
