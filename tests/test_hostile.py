@@ -363,3 +363,12 @@ def test_two_index_processes_pay_each_prompt_once(tmp_path):
         assert any("waiting for it" in err for _, err in results), results
         assert server.stats.chat_calls == count(path, "SELECT count(*) FROM llm_cache") > 0
     assert not db.pending_wal(path)
+
+
+def test_settings_of_the_wrong_type_are_refused(store):
+    conn = sqlite3.connect(store)
+    conn.execute("UPDATE meta SET value = '\"ten\"' WHERE key = 'setting.max_cluster_size'")
+    conn.commit()
+    conn.close()
+    refused(cli("info", store), "setting.max_cluster_size")
+    refused(cli("index", store, TEXT, *SMALL), "setting.max_cluster_size")

@@ -27,6 +27,7 @@ from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
 from .text import estimate_tokens, index_terms
+from .limits import loads
 from .writelock import WriterLock
 
 Progress = Callable[[str, int, int], None]
@@ -62,8 +63,7 @@ class IndexSettings:
         for f in fields(cls):
             raw = meta.get(f"setting.{f.name}")
             if raw is not None:
-                value = json.loads(raw)
-                setattr(settings, f.name, value)
+                setattr(settings, f.name, _setting_value(f.name, raw, getattr(settings, f.name)))
         return settings
 
     def to_meta(self) -> dict:
@@ -545,6 +545,23 @@ class KnowledgeBase:
                          "wall_s": wall, "calls": calls, "cache_hits": hits, "prompt_tokens": pt,
                          "completion_tokens": ct})
         return {"by_stage": by_stage, "runs": runs}
+
+
+def _setting_value(name: str, raw: str, default):
+    """A setting from a store's meta, checked against the type and range of its default."""
+    try:
+        value = loads(raw)
+    except ValueError:
+        value = None
+    kind = type(default)
+    ok = type(value) is kind or (kind is float and type(value) is int)
+    if ok and kind in (int, float):
+        ok = 0 <= value <= 10_000_000
+    if ok and kind is str:
+        ok = len(value) <= 10_000
+    if not ok:
+        raise StoreError(f"meta setting.{name} holds {str(raw)[:40]!r}, not a valid {kind.__name__}")
+    return value
 
 
 def _stage_timer(summary: IndexSummary):
