@@ -372,3 +372,16 @@ def test_settings_of_the_wrong_type_are_refused(store):
     conn.close()
     refused(cli("info", store), "setting.max_cluster_size")
     refused(cli("index", store, TEXT, *SMALL), "setting.max_cluster_size")
+
+
+def test_reading_commands_leave_the_file_byte_identical_and_alone(store, tmp_path):
+    before = digest(store)
+    for command in (["ask", store, "Who is Scrooge?"], ["ask", store, "Scrooge", "--mode", "global"],
+                    ["ask", store, "Scrooge", "--mode", "naive", "--json"], ["info", store], ["stats", store],
+                    ["export", store, tmp_path / "graph.graphml"], ["check", store]):
+        code, _, err = cli(*command)
+        assert code == 0, err
+    with tgr.open(store) as kb:
+        kb.ask("Who is Scrooge?")
+    assert digest(store) == before
+    assert sorted(p.name for p in store.parent.iterdir()) == ["graph.graphml", "shipped.db"]
