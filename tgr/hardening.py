@@ -9,6 +9,8 @@
 
 Python 3.12+ drivers expose `setconfig`/`setlimit`; on older ones the same C calls are made
 through the driver's own exported SQLite (ctypes), after checking that the handle is right.
+Where even that fails, an authorizer forbids `writable_schema`, the part of defensive mode
+that matters for a store file.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import sqlean as sqlite3
 from .errors import StoreError
 
 SQLITE_DBCONFIG_DEFENSIVE = 1010
+SQLITE_OK, SQLITE_DENY, SQLITE_PRAGMA = 0, 1, 19
 SQLITE_LIMIT_LENGTH = 0
 SQLITE_LIMIT_SQL_LENGTH = 1
 SQLITE_LIMIT_EXPR_DEPTH = 3
@@ -154,10 +157,15 @@ def harden(conn: Connection, path: str, *, trusted: bool = False, seconds: float
         return
     native = _Native.get()
     handle = native.handle(conn, path) if native else None
-    if handle is None:
-        raise StoreError(f"{path}: cannot open safely with this SQLite driver (no defensive mode); "
-                         "use Python 3.12+ or the sqlean.py build tgr requires")
-    native.defend(handle)
+    if handle is None or not native.defend(handle):
+        # what defensive mode matters most for here: the schema cannot be rewritten
+        conn.set_authorizer(_no_writable_schema)
+
+
+def _no_writable_schema(action, arg1, arg2, db_name, trigger):
+    if action == SQLITE_PRAGMA and (arg1 or "").lower() == "writable_schema":
+        return SQLITE_DENY
+    return SQLITE_OK
 
 
 class _Native:
@@ -182,8 +190,9 @@ class _Native:
         self.limit = lib.sqlite3_limit
         self.limit.restype = ctypes.c_int
         self.limit.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        self.db_config = lib.sqlite3_db_config
+        self.db_config = lib.sqlite3_db_config  # variadic: only the fixed arguments are typed
         self.db_config.restype = ctypes.c_int
+        self.db_config.argtypes = [ctypes.c_void_p, ctypes.c_int]
 
     def handle(self, conn: Connection, path: str) -> int | None:
         """The sqlite3* of conn (the first field after the object header), if it checks out."""
@@ -200,11 +209,10 @@ class _Native:
             pass
         return None
 
-    def defend(self, handle: int) -> None:
-        state = ctypes.c_int(-1)
-        self.db_config(ctypes.c_void_p(handle), ctypes.c_int(SQLITE_DBCONFIG_DEFENSIVE), ctypes.c_int(1),
-                       ctypes.byref(state))
-        if state.value != 1:
-            raise StoreError("could not switch SQLite to defensive mode")
+    def defend(self, handle: int) -> bool:
+        """Defensive mode and limits; False if the driver did not confirm defensive mode."""
         for limit, value in LIMITS.items():
             self.limit(handle, limit, value)
+        state = ctypes.c_int(-1)
+        self.db_config(handle, SQLITE_DBCONFIG_DEFENSIVE, ctypes.c_int(1), ctypes.byref(state))
+        return state.value == 1
