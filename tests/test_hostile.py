@@ -385,3 +385,16 @@ def test_reading_commands_leave_the_file_byte_identical_and_alone(store, tmp_pat
         kb.ask("Who is Scrooge?")
     assert digest(store) == before
     assert sorted(p.name for p in store.parent.iterdir()) == ["graph.graphml", "shipped.db"]
+
+
+def test_an_older_store_with_an_older_view_is_read_and_its_view_renewed(store):
+    plant(store, "DROP VIEW report_overview;",
+          "CREATE VIEW report_overview AS SELECT c.level, c.id AS community_id FROM communities c;",
+          "ALTER TABLE reports DROP COLUMN context_hash; PRAGMA user_version = 1;")
+    code, out, err = cli("check", store)
+    assert code == 0 and "report_overview" in out and "older schema" in out, out + err
+    assert cli("ask", store, "Who is Scrooge?")[0] == 0
+    code, _, err = cli("index", store, TEXT, *SMALL)
+    assert code == 0, err
+    code, out, _ = cli("check", store)
+    assert code == 0 and out.startswith("ok"), out
