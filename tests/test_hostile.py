@@ -372,6 +372,8 @@ def test_settings_of_the_wrong_type_are_refused(store):
     conn.close()
     refused(cli("info", store), "setting.max_cluster_size")
     refused(cli("index", store, TEXT, *SMALL), "setting.max_cluster_size")
+    code, out, _ = cli("check", store)
+    assert code == 1 and "setting.max_cluster_size" in out
 
 
 def test_reading_commands_leave_the_file_byte_identical_and_alone(store, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import db, schemacheck
 from .errors import StoreError
 from .limits import meta_problems
+from .store import IndexSettings
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,13 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
         if not db.has_table(conn, "meta") or db.get_meta(conn).get("format") != db.FORMAT_TAG:
             problems.append(Problem("refused", "not a tgr store (no tgr meta table)"))
             return _ordered(problems)
-        problems += [Problem("refused", m) for m in meta_problems(db.get_meta(conn))]
+        unsafe = meta_problems(db.get_meta(conn))
+        problems += [Problem("refused", m) for m in unsafe]
+        if not unsafe:
+            try:
+                IndexSettings.from_meta(db.get_meta(conn))
+            except StoreError as exc:
+                problems.append(Problem("refused", str(exc)))
         damage = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
         if damage != ["ok"]:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
