@@ -19,6 +19,7 @@ from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
 from .gateway import Gateway, Usage, cache_key
 from .ingest import Document, read_documents
+from .limits import loads
 from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
 from .offline import OFFLINE_EXTRACTOR
@@ -27,7 +28,6 @@ from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports
 from .text import estimate_tokens, index_terms
-from .limits import loads
 from .writelock import WriterLock
 
 Progress = Callable[[str, int, int], None]
@@ -587,5 +587,8 @@ def _with_types(prompts: Prompts, entity_types: str) -> Prompts:
 
 def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
     """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
-    concurrency, rpm, timeout, max_retries, prompts, create."""
+    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+
+    A store is untrusted input: it is checked before use, and opening or asking never
+    writes it; the first index/rebuild migrates it (one writer process at a time)."""
     return KnowledgeBase(path, **options)
