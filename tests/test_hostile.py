@@ -405,7 +405,7 @@ def test_an_older_store_with_an_older_view_is_read_and_its_view_renewed(store):
 
 def test_an_older_store_with_an_endless_view_is_stopped_by_the_watchdog(store):
     plant(store, "DROP VIEW cost_by_stage;",
-          f"CREATE VIEW cost_by_stage AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+          "CREATE VIEW cost_by_stage AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
           "SELECT i AS run_id, 'x' AS stage, 'chat' AS kind, 'm' AS model, 1 AS calls, 0 AS cache_hits, "
           "0 AS prompt_tokens, 0 AS completion_tokens, 0 AS model_seconds FROM n;",
           "ALTER TABLE reports DROP COLUMN context_hash; PRAGMA user_version = 1;")
