@@ -96,3 +96,23 @@ def test_kill_9_loses_nothing_committed(tmp_path):
                            ("communities", "id, size"), ("reports", "community_id, title")):
             sql = f"SELECT group_concat(x, ';') FROM (SELECT {key.replace(', ', ' || ')} AS x FROM {table} ORDER BY 1)"
             assert count(db_path, sql) == count(clean, sql), table
+
+
+def test_answers_arriving_after_ctrl_c_are_kept(tmp_path):
+    """Calls in flight when Ctrl-C arrives are awaited and cached: resuming never pays twice."""
+    db_path = tmp_path / "store.db"
+    env = {**os.environ, "TGR_API_KEY": "test-key", "PYTHONPATH": str(ROOT)}
+    with FakeServer(latency=1.0) as server:
+        process = subprocess.Popen(index_command(db_path, server.url), cwd=ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while server.stats.chat_calls < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # the next calls are in flight now
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130 and "Traceback" not in err, err
+        paid = server.stats.chat_calls
+        assert count(db_path, "SELECT count(*) FROM llm_cache") == paid
+        finish(db_path, server, env)
+        assert server.stats.chat_calls == count(db_path, "SELECT count(*) FROM llm_cache")  # none paid twice

@@ -285,11 +285,13 @@ def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
     conn.close()
     with tgr.open(db_path, readonly=True) as kb:  # a read-only open does not migrate, and still answers
         assert kb.ask("Who is Scrooge?").sources
-    with tgr.open(db_path) as kb:
+    with tgr.open(db_path) as kb:  # opening and asking do not migrate either; the first write does
+        assert kb.ask("Who is Scrooge?").sources
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
         columns = [r[1] for r in kb.conn.execute("PRAGMA table_info(reports)")]
         assert "context_hash" in columns
-        kb.index([str(EN_CORPUS)])  # and the upgraded store keeps working
         assert kb.conn.execute("SELECT count(*) FROM reports WHERE context_hash IS NULL").fetchone()[0] == 0
 
 
@@ -315,14 +317,15 @@ def test_migration_3_adds_document_ids_and_metadata_to_a_version_2_store(db_path
     rows.write_text('{"id": "r1", "title": "Marley", "text": "Marley was dead: to begin with.", '
                     '"url": "https://example.org/marley"}\n', encoding="utf-8")
     with tgr.open(db_path) as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 2  # opening does not migrate
+        kb.index([str(rows)])  # the first write does, and the upgraded store keeps working
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION >= 3
         assert kb.meta["schema_version"] == str(db.SCHEMA_VERSION)
         columns = {r[1]: r for r in kb.conn.execute("PRAGMA table_info(documents)")}
         assert {"external_id", "metadata"} <= set(columns)
         indexes = {r[1] for r in kb.conn.execute("PRAGMA index_list(documents)")}
         assert "documents_by_external_id" in indexes
-        # the documents stored before the migration get the defaults
-        assert kb.conn.execute("SELECT external_id, metadata FROM documents").fetchall() == [(None, "{}")]
-        kb.index([str(rows)])  # and the upgraded store keeps working, with ids and metadata
+        # the document stored before the migration gets the defaults; the new one its id and metadata
+        assert kb.conn.execute("SELECT metadata FROM documents WHERE external_id IS NULL").fetchall() == [("{}",)]
         assert kb.conn.execute("SELECT title, metadata FROM documents WHERE external_id = 'r1'").fetchone() == (
             "Marley", '{"url": "https://example.org/marley"}')

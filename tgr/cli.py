@@ -137,13 +137,41 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with _SafeStdout():
+                return super().invoke(ctx)
         except KeyboardInterrupt:
             click.echo("\ninterrupted: everything finished so far is saved in the store; "
                        "run the same command again to resume", err=True)
             ctx.exit(130)
         except (TgrError, ValueError, OSError, DatabaseError) as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(_one_line(exc)) from None
+
+
+def _one_line(text) -> str:
+    """A message (which may quote the store) as one safe line."""
+    return terminal_safe(" ".join(str(text).split()))
+
+
+class _SafeStdout:
+    """Everything printed on stdout passes terminal_safe: store text may hold escape sequences."""
+
+    def __enter__(self):
+        self.original = sys.stdout
+        sys.stdout = _SafeStream(self.original)
+
+    def __exit__(self, *exc):
+        sys.stdout = self.original
+
+
+class _SafeStream:
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        return self._stream.write(terminal_safe(text) if isinstance(text, str) else text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -184,7 +212,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             return
         bars = _progress(quiet)
         try:
-            summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {m}", err=True),
+            summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
                                **settings)
         finally:
             bars.close()
@@ -413,6 +441,25 @@ def _document_name(source: dict) -> str:
     if source.get("page"):
         name += f" p. {source['page']}"
     return name
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, dir_okay=False))
+@click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
+def check(store, fix):
+    """Explain what is wrong with STORE (a hostile, damaged or unfinished file); exit 1 if anything is."""
+    from .check import diagnose, fix as finish
+
+    if fix:
+        for line in finish(store):
+            click.echo(f"fixed      {line}")
+    problems = diagnose(store)
+    for problem in problems:
+        click.echo(f"{problem.severity:<11}{_one_line(problem.message)}")
+    if not problems:
+        click.echo(f"ok         {store} is a complete tgr store; nothing in it is unexpected")
+    if any(p.severity != "note" for p in problems):
+        sys.exit(1)
 
 
 def _cited_sources(answer: str) -> set[int]:

@@ -7,6 +7,7 @@ it with another bundled-SQLite driver in one process.
 from __future__ import annotations
 
 import os
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Mapping
@@ -15,11 +16,13 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from . import __version__
+from . import hardening, limits, schemacheck
 from .errors import StoreError
 
 SCHEMA_VERSION = 4
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
+SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store
 VEC_TABLES = ("vec_entities", "vec_chunks", "vec_reports")
 # vec0 preallocates storage in chunks of this many vectors; its default (1024) would make
 # a small store several megabytes of zeros.
@@ -30,15 +33,25 @@ VEC_CHUNK_ROWS = 128
 Migration = Callable[["sqlite3.Connection"], None]
 
 
+def _columns(conn: "sqlite3.Connection", table: str) -> set[str]:
+    """Column names of a table (migrations add only what is missing, so a half-upgraded
+    or hand-edited store still upgrades)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def _add_report_context_hash(conn: "sqlite3.Connection") -> None:
     """2: reports remember the context they were written from, to notice stale ones."""
-    conn.execute("ALTER TABLE reports ADD COLUMN context_hash TEXT")
+    if "context_hash" not in _columns(conn, "reports"):
+        conn.execute("ALTER TABLE reports ADD COLUMN context_hash TEXT")
 
 
 def _add_document_ids_and_metadata(conn: "sqlite3.Connection") -> None:
     """3: documents keep their own id (e.g. a JSONL row's id) and a JSON object of metadata."""
-    conn.execute("ALTER TABLE documents ADD COLUMN external_id TEXT")
-    conn.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
+    columns = _columns(conn, "documents")
+    if "external_id" not in columns:
+        conn.execute("ALTER TABLE documents ADD COLUMN external_id TEXT")
+    if "metadata" not in columns:
+        conn.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
 
 
 def _external_content_fts(conn: "sqlite3.Connection") -> None:
@@ -73,7 +86,7 @@ def _external_content_fts(conn: "sqlite3.Connection") -> None:
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
                                     4: _external_content_fts}
 
-Connection = sqlite3.Connection
+Connection = hardening.Connection
 DatabaseError = sqlite3.DatabaseError
 
 
@@ -82,34 +95,32 @@ def schema_sql() -> str:
     return resources.files("tgr").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
-def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = False) -> Connection:
-    """Open (or create) a tgr store and bring its schema up to date.
+def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = False,
+            upgrade: bool = True) -> Connection:
+    """Open (or create) a tgr store; a writable one is brought up to date unless not upgrade
+    (then call migrate() before the first write).
 
-    Raises StoreError for a missing file (unless create), a file that is not SQLite,
-    an SQLite file that is not a tgr store, or a store written by a newer tgr.
+    Every store is opened defensively (tgr/hardening.py) and its schema compared with
+    tgr's before anything in it is read (tgr/schemacheck.py). A read-only open never
+    migrates and runs with query_only. Raises StoreError for a missing file (unless
+    create), a file that is not SQLite, an SQLite file that is not a tgr store, a store
+    whose schema holds objects tgr did not create, or a store written by a newer tgr.
     """
     path = Path(path)
     if str(path) == MEMORY:
-        conn = sqlite3.connect(MEMORY, isolation_level=None)
-        _load_vec(conn)
-        conn.execute("PRAGMA foreign_keys = ON")
-        _ensure_schema(conn, fresh=True)
+        conn = raw_connection()
+        with transaction(conn):
+            _create_fresh(conn)
         return conn
     exists = path.exists() and path.stat().st_size > 0
     if not exists and not create:
         raise StoreError(f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)")
     if exists and not os.access(path, os.W_OK):
         readonly = True
-    if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
-        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
-    else:
-        conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = open_file(path, readonly=readonly)
     try:
-        _load_vec(conn)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 5000")
         _check_is_tgr(conn, path, readonly)
-        if not readonly:
+        if not readonly and (upgrade or not exists):
             _ensure_schema(conn, fresh=not exists)
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -117,6 +128,38 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     except BaseException:
         conn.close()
         raise
+    return conn
+
+
+def open_file(path: Path, *, readonly: bool) -> Connection:
+    """A defended connection to an existing file, before any check of what it holds."""
+    if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                               factory=Connection)
+    else:
+        conn = sqlite3.connect(str(path), isolation_level=None, factory=Connection)
+    try:
+        hardening.harden(conn, str(path))
+        _load_vec(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 5000")
+        if readonly:
+            conn.execute("PRAGMA query_only = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"{path}: not a usable SQLite database ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def raw_connection() -> Connection:
+    """A scratch in-memory database with sqlite-vec and the same defences (tgr's own data)."""
+    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection)
+    hardening.harden(conn, MEMORY, trusted=True)
+    _load_vec(conn)
+    conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 
@@ -130,17 +173,23 @@ def _load_vec(conn: Connection) -> None:
 
 def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
+    objects = dict(conn.execute("SELECT name, type FROM sqlite_master"))
+    if not objects:
         if readonly:
             raise StoreError(f"{path}: an empty SQLite database, not a tgr store")
         return  # a new, empty database becomes a tgr store
     tag = None
-    if "meta" in tables:
+    if objects.get("meta") == "table":
+        refused = schemacheck.fatal(conn)  # before any of the store's own objects is read
+        if refused is not None:
+            raise StoreError(f"{path}: refused, {refused.message}; see `tgr check {path}`")
         row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         tag = row[0] if row else None
     if tag != FORMAT_TAG:
         raise StoreError(f"{path}: an SQLite database, but not a tgr store (no tgr meta table)")
+    unsafe = limits.meta_problems(get_meta(conn))
+    if unsafe:
+        raise StoreError(f"{path}: refused, {unsafe[0]}; see `tgr check {path}`")
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path}: written by a newer tgr (schema {version}, this tgr reads up to "
@@ -151,11 +200,20 @@ def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
 def _ensure_schema(conn: Connection, fresh: bool) -> None:
     if fresh:
         with transaction(conn):
-            _run_script(conn, schema_sql())
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            set_meta(conn, format=FORMAT_TAG, schema_version=SCHEMA_VERSION, tgr_version=__version__)
+            _create_fresh(conn)
         return
     migrate(conn)
+
+
+def create_schema(conn: Connection) -> None:
+    """Run schema.sql (inside the caller's transaction, if any)."""
+    _run_script(conn, schema_sql())
+
+
+def _create_fresh(conn: Connection) -> None:
+    create_schema(conn)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    set_meta(conn, format=FORMAT_TAG, schema_version=SCHEMA_VERSION, tgr_version=__version__)
 
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
@@ -180,6 +238,8 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
     with transaction(conn):
+        for view in schemacheck.expected_views():  # views hold no data: always tgr's current ones
+            conn.execute(f'DROP VIEW IF EXISTS "{view}"')
         _run_script(conn, schema_sql())  # new views / indexes are IF NOT EXISTS
     return version
 
@@ -218,17 +278,34 @@ def begin_writing(conn: Connection) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def settle(conn: Connection) -> None:
+def settle(conn: Connection) -> bool:
     """Leave one self-contained file: fold the WAL back in and use a rollback journal.
 
-    A WAL-mode file cannot be read from a read-only directory, and a shipped .db should
-    be a single file; the next indexing run switches to WAL again.
+    A WAL-mode file cannot be read from a read-only directory, and a shipped .db must be
+    a single file; the next indexing run switches to WAL again. Waits (busy_timeout) for
+    readers of other processes; returns False when one still holds an old snapshot, so the
+    -wal file is still needed (finish later with `tgr check --fix`).
     """
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA journal_mode = DELETE")
-    except DatabaseError:  # another connection has it open: it stays in WAL, which is fine
-        pass
+    deadline = time.monotonic() + SETTLE_WAIT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                return False  # busy after busy_timeout: a reader keeps an old snapshot
+            return conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0].lower() == "delete"
+        except DatabaseError:  # another process has it open in WAL mode (e.g. a short `tgr ask`)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+
+def pending_wal(path: str | os.PathLike) -> list[Path]:
+    """The -wal / -shm files next to a store (a WAL not yet folded into the .db)."""
+    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+
+
+def unfinished_message(path) -> str:
+    return (f"{path}: the store is not one complete file yet (its -wal file is still needed: another "
+            f"process was reading it); run `tgr check --fix {path}` once that reader is done")
 
 
 def get_meta(conn: Connection) -> dict[str, str]:

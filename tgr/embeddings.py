@@ -9,6 +9,7 @@ from typing import Callable
 
 from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction
 from .gateway import Gateway
+from .limits import MAX_CONTEXT_TEXT
 from .text import content_hash
 
 Progress = Callable[[str, int, int], None]
@@ -37,7 +38,9 @@ def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str,
     """(id, text, hash) of the rows whose text changed since it was last embedded."""
     _, table, key, text_sql = TARGETS[kind]
     model = gateway.embedder.name
-    rows = conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table} ORDER BY {key}").fetchall()
+    # no embedder reads more than this; a store's oversized text must not cost more
+    rows = conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
+                        f"ORDER BY {key}").fetchall()
     return [(rid, text, h) for rid, text, old in rows if old != (h := content_hash(model, text))]
 
 

@@ -62,6 +62,9 @@ class Usage:
 
 
 MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
+# After Ctrl-C, answers of calls already in flight are awaited this long and cached, so that
+# the resumed run does not pay for them again (a second Ctrl-C stops waiting).
+INTERRUPT_GRACE_S = 15.0
 
 
 def cache_key(model: str, prompt: str, params: dict) -> str:
@@ -101,7 +104,7 @@ class _UntilDone:
 
 
 class _Workers:
-    """A small pool of daemon threads (so Ctrl-C never waits for in-flight calls)."""
+    """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S)."""
 
     def __init__(self, size: int):
         self.inbox: queue.Queue = queue.Queue()
@@ -144,6 +147,19 @@ class _Workers:
             if owner == batch:
                 return result
 
+    def results(self, batch: int, count: int, deadline: float) -> Iterator:
+        """Up to count more results of this batch, as they arrive before the deadline."""
+        while count > 0:
+            try:
+                owner, result = self.outbox.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return
+                continue
+            if owner == batch:
+                count -= 1
+                yield result
+
     def drain_pending(self) -> int:
         """Drop the tasks not yet started; returns how many."""
         dropped = 0
@@ -176,6 +192,8 @@ class Gateway:
         self.max_backoff = max_backoff
         self.run_id = run_id
         self.write_cache = write_cache
+        # called with 'chat' or 'embed' as each answer is recorded (inside its transaction)
+        self.on_answer: Callable[[str], None] | None = None
         self.usage: dict[str, Usage] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -243,8 +261,14 @@ class Gateway:
                 if error is None:
                     for job in misses[outcome.key]:
                         yield job, outcome.completion.text
+        except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
+            in_flight, pending = pending - workers.drain_pending(), 0
+            for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
+                if outcome.error is None:
+                    self._store(stage, model, outcome)
+            raise
         finally:
-            if pending:  # closed early (Ctrl-C, or the caller stopped): calls in flight are dropped
+            if pending:  # the caller stopped early: calls not started are dropped
                 workers.drain_pending()
         if error is not None:
             raise error
@@ -400,6 +424,8 @@ class Gateway:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.prompt_chars += prompt_chars
+        if self.write_cache and self.on_answer is not None:
+            self.on_answer(kind)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "

@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .limits import too_deep_or_large
+
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _PARTIAL_KEY = re.compile(r'([,{])\s*"[^"]*"?\s*:?\s*$')
@@ -124,7 +126,10 @@ def extraction_is_valid(text: str) -> bool:
 
 
 def parse_json_object(text: str) -> dict | None:
-    """The first JSON object in text, repairing common damage; None if hopeless."""
+    """The first JSON object in text, repairing common damage; None if hopeless
+    (or too large / too deeply nested to parse safely)."""
+    if isinstance(text, str) and too_deep_or_large(text):
+        return None
     text = strip_fences(text or "")
     start = text.find("{")
     if start < 0:

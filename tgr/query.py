@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from .db import Connection
 from .gateway import ChatJob, Gateway
+from .limits import MAX_CONTEXT_TEXT, cap, loads
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
@@ -127,12 +128,13 @@ class Searcher:
         scores = retrieval.entity_scores
         ids = sorted(scores, key=lambda e: (-scores[e], e))[:s.top_k]
         entities = {r[0]: r for r in self.conn.execute(
-            "SELECT id, name, type, description, degree FROM entities "
+            f"SELECT id, name, type, substr(description, 1, {MAX_CONTEXT_TEXT}), degree FROM entities "
             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids, ensure_ascii=False),))}
         ids = [i for i in ids if i in entities]
         chosen = json.dumps(ids, ensure_ascii=False)
         relationships = sorted(self.conn.execute(
-            "SELECT r.id, s.name, t.name, r.predicate, r.description, r.weight, r.source_id, r.target_id "
+            f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight, "
+            "r.source_id, r.target_id "
             "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
             "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
             "OR r.target_id IN (SELECT value FROM json_each(?1))", (chosen,)).fetchall(),
@@ -143,7 +145,7 @@ class Searcher:
                 "WHERE entity_id IN (SELECT value FROM json_each(?))", (chosen,)):
             communities[cid] = communities.get(cid, 0.0) + scores.get(eid, 0.0)
         reports = {r[0]: r for r in self.conn.execute(
-            "SELECT community_id, title, full_text FROM reports "
+            f"SELECT community_id, title, substr(full_text, 1, {MAX_CONTEXT_TEXT}) FROM reports "
             "WHERE community_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(communities)),))}
 
         budget = s.context_tokens
@@ -274,7 +276,8 @@ class Searcher:
 
     def _overview_point(self, report: tuple) -> str:
         cid, title, _, _ = report
-        summary = self.conn.execute("SELECT summary FROM reports WHERE community_id = ?", (cid,)).fetchone()[0]
+        summary = self.conn.execute(f"SELECT substr(summary, 1, {MAX_CONTEXT_TEXT}) FROM reports "
+                                    "WHERE community_id = ?", (cid,)).fetchone()[0]
         return f"{title}: {shorten(summary, 300)} [Reports: {cid}]"
 
     def _report_sources(self, community_ids: list[str]) -> list[Passage]:
@@ -299,7 +302,7 @@ class Searcher:
             for cid, _ in batch:
                 summary, findings = self.conn.execute(
                     "SELECT summary, findings FROM reports WHERE community_id = ?", (cid,)).fetchone()
-                items = [summary] + [f"{f['summary']}: {f['explanation']}" for f in json.loads(findings)]
+                items = [cap(summary)] + _findings(findings)
                 for item in items:
                     score = int(round(100 * score_overlap(terms, item)))
                     if score > 0:
@@ -312,6 +315,16 @@ def _cited_reports(text: str) -> set[str]:
     for group in re.findall(r"Reports?\s*[:(]\s*([^\]\)]+)", text):
         cited.update(part.strip() for part in group.split(","))
     return cited
+
+
+def _findings(stored: str) -> list[str]:
+    """A report's findings as text lines; a store's malformed or oversized JSON gives none."""
+    try:
+        findings = loads(stored, max_chars=MAX_CONTEXT_TEXT * 10)
+    except ValueError:
+        return []
+    return [cap(f"{f.get('summary', '')}: {f.get('explanation', '')}") for f in findings
+            if isinstance(f, dict)] if isinstance(findings, list) else []
 
 
 def _extractive(question: str, lead: str, passages: list[Passage], names: list[str]) -> str:

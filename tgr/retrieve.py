@@ -23,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .db import Connection, has_table, serialize
+from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 
@@ -113,7 +114,8 @@ class Retriever:
             return []
         ids = json.dumps([cid for cid, _ in ranked])
         rows = {r[0]: r for r in self.conn.execute(
-            "SELECT c.id, c.text, c.document_id, d.source, d.title, c.ordinal, c.char_start, c.char_end "
+            f"SELECT c.id, substr(c.text, 1, {MAX_CONTEXT_TEXT}), c.document_id, d.source, d.title, c.ordinal, "
+            "c.char_start, c.char_end "
             "FROM chunks c JOIN documents d ON d.id = c.document_id "
             "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,))}
         extra = _document_extras(self.conn, {r[2] for r in rows.values()})
@@ -169,7 +171,8 @@ class Retriever:
         leaves), best first: similarity to the question, then centrality (size and rating)."""
         self._begin(question)
         rows = self.conn.execute(
-            "SELECT c.id, r.title, r.full_text, r.rating, c.size, r.summary FROM communities c "
+            f"SELECT c.id, r.title, substr(r.full_text, 1, {MAX_CONTEXT_TEXT}), r.rating, c.size, "
+            f"substr(r.summary, 1, {MAX_CONTEXT_TEXT}) FROM communities c "
             "JOIN reports r ON r.community_id = c.id "
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:

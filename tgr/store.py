@@ -13,13 +13,15 @@ from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster, is_clustered
 from .corpus import add_document, delete_documents, find_documents, same_source
-from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
+from .db import (Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction,
+                 unfinished_message)
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .estimate import estimate_index
 from .errors import InputError, ModelMismatch, StoreError
 from .extract import extract_chunks
 from .gateway import Gateway, Usage
 from .ingest import Document, read_documents
+from .limits import loads
 from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder
 from .offline import OFFLINE_EXTRACTOR
@@ -29,6 +31,7 @@ from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports, report_settings
 from .retrieve import Passage, Retriever, is_lexical_embedder
 from .safe import terminal_safe
+from .writelock import WriterLock
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -57,8 +60,7 @@ class IndexSettings:
         for f in fields(cls):
             raw = meta.get(f"setting.{f.name}")
             if raw is not None:
-                value = json.loads(raw)
-                setattr(settings, f.name, value)
+                setattr(settings, f.name, _setting_value(f.name, raw, getattr(settings, f.name)))
         return settings
 
     def to_meta(self) -> dict:
@@ -101,7 +103,11 @@ class KnowledgeBase:
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
                  create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly)
+        # Opening never migrates or writes an existing store; the first writing call does.
+        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly,
+                                        upgrade=False)
+        self._upgraded = False
+        self._lock = WriterLock(self.path) if str(path) != ":memory:" else None
         self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
         self._prompt_templates, self._prompt_types = _given_prompts(prompts)
         self._model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
@@ -124,6 +130,8 @@ class KnowledgeBase:
     def close(self) -> None:
         self._release_models()
         self.conn.close()
+        if self._lock:
+            self._lock.close()  # after the connection: see tgr/writelock.py
 
     def _release_models(self) -> None:
         """Close the gateways and the model clients this store created; they are rebuilt on use."""
@@ -196,6 +204,24 @@ class KnowledgeBase:
             self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
         return self._reader
 
+    def _writable(self, command: str, warn: Warn | None = None) -> None:
+        """Called before writing: refuse a read-only store, take the writer lock (waiting for
+        another process's run to finish), run pending migrations."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        if self._lock and not self._lock.try_acquire():
+            (warn or (lambda m: None))(f"another tgr process is writing to {self.path}; waiting for it "
+                                       "to finish (its model answers will be reused, not paid again)")
+            # an open connection would keep the other run from folding its WAL back in
+            self._release_models()
+            self.conn.close()
+            self._lock.wait()
+            self.conn = connect(self.path, create=False, upgrade=False)
+            self._upgraded = False
+        if not self._upgraded:
+            migrate(self.conn)
+            self._upgraded = True
+
     # -- indexing -------------------------------------------------------------------------
 
     def settings(self, **overrides) -> IndexSettings:
@@ -230,6 +256,7 @@ class KnowledgeBase:
         documents = read_documents(list(paths), on_warning, stdin=stdin)
         if not documents:
             raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
+        self._writable("index", on_warning)  # before the settings: another run may be choosing them
         settings = self.settings(**overrides)
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
@@ -240,11 +267,12 @@ class KnowledgeBase:
 
     def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
         started = time.perf_counter()
-        if self.readonly:
-            raise StoreError(f"{self.path}: read-only file, cannot {command}")
+        self._writable(command)
         chat, embedder = self._models()
         self._check_chat_model(chat)
         begin_writing(self.conn)
+        if "embed_model" not in self.meta:  # vectors of a run whose embedder never answered: not ours
+            clear_embeddings(self.conn)
         with transaction(self.conn):
             run_id = self.conn.execute(
                 "INSERT INTO runs(command, settings, status) VALUES (?, ?, 'running')",
@@ -253,9 +281,10 @@ class KnowledgeBase:
         before = {k: Usage(**asdict(v)) for k, v in gateway.usage.items()}
         summary = IndexSummary()
         status = "failed"
+        gateway.on_answer = self._model_recorder(settings, chat, embedder)
         try:
-            self._record_models(settings, chat, embedder)
             body(gateway, summary)
+            gateway.on_answer(None)  # a run that needed no model call still records them
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -266,7 +295,11 @@ class KnowledgeBase:
             with transaction(self.conn):
                 self.conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
                                   (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
-            settle(self.conn)
+            complete = settle(self.conn)
+            if self._lock:
+                self._lock.release()
+        if not complete:  # the work is saved, but the .db alone is not the whole store yet
+            raise StoreError(unfinished_message(self.path))
         return summary
 
     def _check_chat_model(self, chat: ChatModel | None) -> None:
@@ -283,17 +316,32 @@ class KnowledgeBase:
                             f"configured now; pass --chat-model {built} (with its key or endpoint) to "
                             f"continue, or name another model with --chat-model to mix them on purpose")
 
-    def _record_models(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
-        meta = self.meta
-        values = {**settings.to_meta(), "tgr_version": __version__,
-                  "chat_model": chat.name if chat else "offline-extractive",
-                  "extractor": chat.name if chat else OFFLINE_EXTRACTOR}
-        if "embed_model" not in meta:
-            values.update(embed_model=embedder.name, embed_dim=embedder.dim)
-        if "created_with" not in meta:
-            values["created_with"] = values["chat_model"]
+    def _model_recorder(self, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder):
+        """Record the settings now, and each model in meta once it has answered (an unreachable
+        endpoint leaves meta as it was). Returns the gateway's on_answer hook."""
         with transaction(self.conn):
-            set_meta(self.conn, **values)
+            set_meta(self.conn, **settings.to_meta(), tgr_version=__version__)
+        pending = {"chat", "embed"}
+
+        def record(kind: str | None) -> None:
+            kinds = pending & ({"chat", "embed"} if kind is None else {kind})
+            if chat is None:  # the offline extractor cannot fail to answer
+                kinds |= pending & {"chat"}
+            if not kinds:
+                return
+            pending.difference_update(kinds)
+            meta, values = self.meta, {}
+            if "chat" in kinds:
+                values.update(chat_model=chat.name if chat else "offline-extractive",
+                              extractor=chat.name if chat else OFFLINE_EXTRACTOR)
+                if "created_with" not in meta:
+                    values["created_with"] = values["chat_model"]
+            if "embed" in kinds and "embed_model" not in meta:
+                values.update(embed_model=embedder.name, embed_dim=embedder.dim)
+            if values:
+                set_meta(self.conn, **values)  # inside the answer's own transaction
+
+        return record
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
@@ -401,6 +449,7 @@ class KnowledgeBase:
         stages = ("graph", "embeddings", "communities", "reports")
         if stage not in stages:
             raise ValueError(f"stage must be one of {', '.join(stages)}")
+        self._writable(f"rebuild {stage}")
         settings = self.settings(**overrides)
         if stage == "embeddings":
             # re-embedding is how a store moves to another embedding model
@@ -568,6 +617,23 @@ class KnowledgeBase:
         return {"by_stage": by_stage, "runs": runs}
 
 
+def _setting_value(name: str, raw: str, default):
+    """A setting from a store's meta, checked against the type and range of its default."""
+    try:
+        value = loads(raw)
+    except ValueError:
+        value = None
+    kind = type(default)
+    ok = type(value) is kind or (kind is float and type(value) is int)
+    if ok and kind in (int, float):
+        ok = 0 <= value <= 10_000_000
+    if ok and kind is str:
+        ok = len(value) <= 10_000
+    if not ok:
+        raise StoreError(f"meta setting.{name} holds {str(raw)[:40]!r}, not a valid {kind.__name__}")
+    return value
+
+
 def _stage_timer(summary: IndexSummary):
     """timer(stage) -> a context manager adding the block's wall time to the summary."""
 
@@ -612,5 +678,8 @@ def _with_types(prompts: Prompts, entity_types: str) -> Prompts:
 
 def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
     """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
-    concurrency, rpm, timeout, max_retries, prompts, create."""
+    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+
+    A store is untrusted input: it is checked before use, and opening or asking never
+    writes it; the first index/rebuild migrates it (one writer process at a time)."""
     return KnowledgeBase(path, **options)
