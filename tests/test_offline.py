@@ -142,6 +142,88 @@ def test_relations_only_within_a_sentence():
     assert [(r.source, r.target) for r in relations] == [("Scrooge", "Marley")]
 
 
+@pytest.mark.parametrize("text, name", [
+    ("The treaty was signed by Adolf Schärf in Vienna.", "Adolf Schärf"),
+    ("Later the film Aschenbrödel was shown on television.", "Aschenbrödel"),
+    ("Everybody in the village liked Zoë very much.", "Zoë"),
+    ("The campaign was directed by Václav Vorlíček and friends.", "Václav Vorlíček"),
+], ids=["umlaut", "o-umlaut", "diaeresis", "acute-and-caron"])
+def test_non_ascii_letters_stay_in_names(text, name):
+    found = names(text)
+    assert name in found, found
+    assert not any(n != name and name.startswith(n) for n in found), found
+
+
+def test_long_names_with_connectors_initials_and_commas():
+    text = ("Frodo read The Lord of the Rings by J. R. R. Tolkien. Later G. Stanley Hall taught "
+            "at the University of California, Berkeley for a year.")
+    found = by_name(text)
+    assert {"The Lord of the Rings", "J. R. R. Tolkien", "G. Stanley Hall",
+            "University of California, Berkeley"} <= set(found), list(found)
+    assert found["G. Stanley Hall"].type == "person"
+    assert found["University of California, Berkeley"].type == "organization"
+
+
+def test_the_is_kept_where_it_belongs_to_the_name_and_unified():
+    text = "The Exies were an American rock band. Fans of The Exies waited. The band split."
+    assert names(text) == ["The Exies"]
+    # at the start of an ordinary sentence "The" is not part of a name
+    assert names("The Ghost of Christmas Past came to Scrooge. Scrooge was afraid.") == \
+        ["Ghost of Christmas Past", "Scrooge"]
+
+
+def test_possessives_end_a_name_unless_they_are_part_of_it():
+    found = names("Critics praised Hello Love's director. Hello Love won. "
+                  "Norway hosted the FIFA Women's World Cup. The fans of the Warriors' team cheered.")
+    assert "Hello Love" in found and "FIFA Women's World Cup" in found and "Warriors" in found
+    assert not any(n.endswith(("'s", "’s", "'")) for n in found), found
+
+
+def test_generic_capitalised_words_are_not_names():
+    text = ("The President of the club met Scrooge on Monday in March 1843. The president was kind. "
+            "Every Country sent a Minister. In 1850 the Chairman of Lloyd's left for Paris.")
+    found = names(text)
+    assert "Scrooge" in found and "Paris" in found
+    for generic in ("President", "Monday", "March", "Country", "Minister", "Chairman", "The"):
+        assert generic not in found, found
+    assert not any(ch.isdigit() for n in found for ch in n), found
+
+
+def test_a_word_the_text_writes_in_lower_case_is_not_a_name_alone():
+    found = names("Scrooge feared the Spirit of the fire. The spirit said nothing. Marley met Want.")
+    assert "Spirit" not in found
+    assert "Want" in found  # never lower-cased here: kept
+
+
+def test_sentence_initial_words_need_evidence():
+    assert names("Later, Scrooge went home. Everybody knew Marley.") == ["Scrooge", "Marley"]
+    assert names("Later Scrooge went home. Everybody knew Marley.") == ["Marley"]
+    # the subject of a defining sentence is a name at its start
+    assert names("Ælfgar (died c. 1060) was the son of Leofric.") == ["Ælfgar", "Leofric"]
+    assert "Frozen" in names("Frozen is a 2013 American film made in California.")
+
+
+def test_numbers_stay_out_of_names_except_short_sequel_numbers():
+    found = names("Big Hero 6 is a film shown on Channel 4 in 2014. It was released in Japan in 2015.")
+    assert {"Big Hero 6", "Channel 4", "Japan"} <= set(found), found
+    assert not any("2014" in n or "2015" in n for n in found)
+
+
+def test_cheap_types():
+    found = by_name("Scrooge sailed down the Hudson River to visit Columbia University on "
+                    "Christmas Eve with the Duke of Wellington. Bruce Lindsey (born 1950) is a lawyer.")
+    assert found["Hudson River"].type == "location"
+    assert found["Columbia University"].type == "organization"
+    assert found["Christmas Eve"].type == "date"
+    assert found["Duke of Wellington"].type == "person"
+    assert found["Bruce Lindsey"].type == "person"
+
+
+def test_english_sentences_in_a_chinese_chunk_use_english_names():
+    found = names("孙悟空住在花果山。Journey to the West was translated by Arthur Waley in London.")
+    assert "孙悟空" in found and "Arthur Waley" in found and "London" in found
+
+
 # -- Chinese heuristic extraction ------------------------------------------------------
 
 def test_chinese_names_and_cooccurrence():

@@ -13,19 +13,17 @@ All of it is deterministic. It is lower quality than an LLM, and `tgr info` says
 from __future__ import annotations
 
 import math
-import re
 import zlib
 from collections import Counter
 from typing import Sequence
 
+from .names_en import english_names
 from .parsing import RawEntity, RawRelation
-from .text import CJK_RUN, STOPWORDS, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
+from .text import CJK_RUN, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 class HashEmbedder:
@@ -66,18 +64,6 @@ class HashEmbedder:
 
 # --- heuristic extraction ------------------------------------------------------------
 
-_HONORIFICS = {"mr", "mrs", "ms", "miss", "dr", "mister", "madam"}
-_CONNECTORS = {"of", "the", "de", "van", "von", "la", "le", "du"}
-_NOT_NAMES = {
-    "i", "oh", "ah", "yes", "no", "o", "ay", "aye", "well", "now", "then", "there", "here",
-    "what", "why", "how", "who", "where", "when", "this", "that", "these", "those", "it",
-    "he", "she", "we", "they", "you", "his", "her", "my", "our", "their", "your", "the", "a",
-    "an", "but", "and", "or", "if", "so", "for", "in", "on", "at", "to", "of", "as", "by",
-    "all", "not", "nor", "yet", "nay", "let", "come", "chapter", "book", "project", "hark",
-    "bah", "ha", "eh", "hem", "hallo", "halloa", "hollo", "hush", "alas", "pooh", "mind", "see",
-}
-_PERSON_VERBS = {"said", "cried", "replied", "asked", "exclaimed", "answered", "thought"}
-_PLACE_PREPOSITIONS = {"in", "at", "from", "to", "into", "near", "towards"}
 _CN_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
              "nt": "organization", "nz": "concept"}
 
@@ -86,10 +72,9 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     """Entities and co-occurrence relationships from one chunk, with no model."""
     sentences = [text[a:b].strip() for a, b in split_sentences(text)]
     sentences = [s for s in sentences if s]
-    if has_cjk(text):
-        found = [_chinese_names(s) for s in sentences]
-    else:
-        found = _english_names(sentences)
+    chinese = [_mostly_cjk(s) for s in sentences]
+    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
+    found = [_chinese_names(s) if zh else next(english) for s, zh in zip(sentences, chinese)]
     counts: Counter = Counter()
     types: dict[str, str] = {}
     first_seen: dict[str, int] = {}
@@ -123,72 +108,10 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     return entities, relations
 
 
-def _english_names(sentences: list[str]) -> list[list[tuple[str, str]]]:
-    spans_per_sentence = [_capitalised_spans(s) for s in sentences]
-    # a single word at the start of a sentence counts only if it is capitalised elsewhere too
-    mid_sentence = {name for spans in spans_per_sentence for name, _, start in spans if start}
-    result = []
-    for spans in spans_per_sentence:
-        names = []
-        for name, kind, start in spans:
-            if not start and " " not in name and name not in mid_sentence:
-                continue
-            names.append((name, kind))
-        result.append(names)
-    return result
-
-
-def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
-    """(name, type, not-at-sentence-start) for each run of capitalised words."""
-    words = list(_WORD.finditer(sentence))
-    spans, i = [], 0
-    while i < len(words):
-        word = words[i].group()
-        if not word[0].isupper():
-            i += 1
-            continue
-        run = [i]
-        j = i + 1
-        while j < len(words):
-            nxt = words[j].group()
-            gap = sentence[words[j - 1].end():words[j].start()]
-            if gap.strip(" .") != "" or "\n" in gap:
-                break
-            if nxt[0].isupper():
-                run.append(j)
-                j += 1
-            elif nxt.lower() in _CONNECTORS and j + 1 < len(words) and words[j + 1].group()[0].isupper():
-                run.extend([j, j + 1])
-                j += 2
-            else:
-                break
-        tokens = [words[k].group() for k in run]
-        tokens[-1] = _POSSESSIVE.sub("", tokens[-1])  # "Scrooge's office": the name is Scrooge
-        previous = words[i - 1].group().lower() if i else ""
-        kind = "concept"
-        while tokens and tokens[0].lower().rstrip(".") in _HONORIFICS:
-            tokens.pop(0)
-            kind = "person"
-        while tokens and _bare(tokens[0]) in _NOT_NAMES:
-            tokens.pop(0)
-        while tokens and _bare(tokens[-1]) in _CONNECTORS | _NOT_NAMES:
-            tokens.pop()
-        if tokens and not all(_bare(t) in STOPWORDS or _bare(t) in _NOT_NAMES for t in tokens):
-            name = " ".join(tokens).strip("'’-")
-            after = words[j].group().lower() if j < len(words) else ""
-            if kind == "concept" and (after in _PERSON_VERBS or previous in _PERSON_VERBS):
-                kind = "person"
-            elif kind == "concept" and previous in _PLACE_PREPOSITIONS:
-                kind = "location"
-            if len(name) > 1 and not name.isupper() or len(name) > 3:
-                spans.append((name, kind, i > 0 and words[run[0]].start() > 0 and previous != ""))
-        i = j
-    return spans
-
-
-def _bare(word: str) -> str:
-    """Lower-cased word without a contraction: "I'll" -> "i"."""
-    return re.split(r"['’]", word, maxsplit=1)[0].lower()
+def _mostly_cjk(sentence: str) -> bool:
+    """Chinese by weight: a CJK character counts as much as three Latin letters."""
+    cjk = sum(len(run) for run in CJK_RUN.findall(sentence))
+    return cjk > 0 and 3 * cjk >= sum(c.isalpha() for c in sentence) - cjk
 
 
 def _chinese_names(sentence: str) -> list[tuple[str, str]]:

@@ -23,7 +23,6 @@ _ABBREVIATIONS = frozenset("jr sr etc al approx inc ltd corp bros dept univ assn
 # and after these only when no number follows ("No. 5", "Jan. 1848", "pp. 3-9")
 _BEFORE_NUMBERS = frozenset("no nos vol vols fig figs pp ch sec op jan feb mar apr jun jul aug sep "
                             "sept oct nov dec".split())
-_TOKEN_BEFORE = re.compile(f"(?:[^\\W_{_CJK}]|\\.)*$")
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")  # U.S, e.g, Ph.D
 _NEXT_WORD = re.compile(r"[\"'“‘(\[]*(\w+)")
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
@@ -100,7 +99,7 @@ def _ends_sentence(text: str, match: re.Match) -> bool:
         return False  # no space after it: "3.5", "U.S.A", "example.com", "（U.S.）读"
     if marks != ".":
         return True
-    token = _TOKEN_BEFORE.search(text, max(0, match.start() - 40), match.start()).group()
+    token = _token_before(text, match.start())
     if not token or "\n\n" in match.group():
         return True
     word = token.lower()
@@ -118,6 +117,17 @@ def _ends_sentence(text: str, match: re.Match) -> bool:
     if nxt[0].islower() or nxt[0].isdigit():
         return False  # "etc. and", "U.S. dollars", "G. 1844"
     return nxt.lower() in _OPENERS  # "in the U.S. The next year" ends; "U.S. Army" does not
+
+
+def _token_before(text: str, end: int) -> str:
+    """The word (with inner dots: "U.S") that ends at end, not counting CJK characters."""
+    start = end
+    while start > 0 and end - start < 40:
+        char = text[start - 1]
+        if not (char == "." or char.isalnum()) or _CJK_RE.match(char):
+            break
+        start -= 1
+    return text[start:end]
 
 
 def normalise_name(name: str) -> str:
