@@ -244,6 +244,49 @@ def test_chinese_corpus_names(zh_names):
     assert all(len(n) >= 2 for n in zh_names)
 
 
+def test_chinese_quoted_titles_and_terms():
+    found = by_name("他读了《西游记》和《This Is Where I Came In》，又学了「仓颉」输入法。「将知道的仓颉码尽量打出来」很难。")
+    assert {"西游记", "This Is Where I Came In", "仓颉"} <= set(found), list(found)
+    assert not any("尽量" in n for n in found)  # a quoted phrase is no name
+
+
+def test_chinese_transliterated_names_with_dots_are_whole():
+    found = by_name("安德里·尼里纳·拉乔利纳是马达加斯加共和国政治人物。")
+    assert found["安德里·尼里纳·拉乔利纳"].type == "person"
+    assert not any(n != "安德里·尼里纳·拉乔利纳" and n in "安德里·尼里纳·拉乔利纳" for n in found), list(found)
+
+
+def test_chinese_compounds_headed_by_institution_or_place_words():
+    found = by_name("天生三桥是重庆武隆岩溶国家地质公园的一部分。他兼任辅仁大学副教授，后来加入台湾电视公司。")
+    assert found["重庆武隆岩溶国家地质公园"].type == "location"
+    assert found["辅仁大学"].type == "organization"
+    assert found["台湾电视公司"].type == "organization"
+    assert "重庆" in found  # the parts that are names stay names
+    # two place names in a row are not one compound, nor are common nouns alone
+    assert "中华人民共和国北京市" not in names("首都在中华人民共和国北京市。")
+    assert not any(n.endswith("名胜区") for n in names("重庆直辖市级风景名胜区很美。"))
+
+
+def test_chinese_subject_of_a_defining_sentence_and_latin_names():
+    found = names("狭叶艾纳香（学名：Blumea）是菊科植物。Bee Gees的专辑由MIT OpenCourseWare收录。")
+    assert {"狭叶艾纳香", "Bee Gees", "MIT OpenCourseWare"} <= set(found), found
+
+
+def test_chinese_aliases_merge_into_the_long_form():
+    found = names("香港特别行政区政府宣布，香港特别行政区将举行选举。香港特区居民投票。")
+    assert "香港特别行政区" in found and "香港特区" not in found
+    entities, relations = extract_heuristic("首钢集团有限公司，简称首钢，是北京市的公司。首钢在香港上市。")
+    found = [e.name for e in entities]
+    assert "首钢集团有限公司" in found and "首钢" not in found
+    pairs = {frozenset((r.source, r.target)) for r in relations}
+    assert frozenset(("首钢集团有限公司", "香港")) in pairs  # the short form's sentence counts
+
+
+def test_chinese_short_forms_stay_apart_when_not_abbreviations():
+    found = names("北京市很大。北京国家体育馆在北京。马达加斯加共和国位于马达加斯加岛。")
+    assert {"北京", "北京市"} <= set(found), found
+
+
 # -- HashEmbedder ----------------------------------------------------------------------
 
 def dot(a, b):

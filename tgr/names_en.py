@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 
-from .text import STOPWORDS
+from .text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
 
-_WORD = re.compile(r"[^\W\d_][^\W_]*(?:[-'’][^\W_]+)*['’]?")
+_LETTER, _ALNUM = rf"[^\W\d_{CJK_RANGES}]", rf"[^\W_{CJK_RANGES}]"  # any script's letters but CJK
+_WORD = re.compile(rf"{_LETTER}{_ALNUM}*(?:[-'’]{_ALNUM}+)*['’]?")
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s?$")
 _DOTTED_NAME = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 _MAX_WORDS = 8

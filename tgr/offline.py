@@ -18,8 +18,9 @@ from collections import Counter
 from typing import Sequence
 
 from .names_en import english_names
+from .names_zh import chinese_names
 from .parsing import RawEntity, RawRelation
-from .text import CJK_RUN, estimate_tokens, has_cjk, jieba, search_terms, shorten, split_sentences
+from .text import CJK_RUN, estimate_tokens, has_cjk, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -64,17 +65,14 @@ class HashEmbedder:
 
 # --- heuristic extraction ------------------------------------------------------------
 
-_CN_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
-             "nt": "organization", "nz": "concept"}
-
-
 def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
     """Entities and co-occurrence relationships from one chunk, with no model."""
     sentences = [text[a:b].strip() for a, b in split_sentences(text)]
     sentences = [s for s in sentences if s]
     chinese = [_mostly_cjk(s) for s in sentences]
     english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
-    found = [_chinese_names(s) if zh else next(english) for s, zh in zip(sentences, chinese)]
+    zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
+    found = [next(zh_names) if zh else next(english) for zh in chinese]
     counts: Counter = Counter()
     types: dict[str, str] = {}
     first_seen: dict[str, int] = {}
@@ -109,21 +107,9 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
 
 
 def _mostly_cjk(sentence: str) -> bool:
-    """Chinese by weight: a CJK character counts as much as three Latin letters."""
+    """Chinese by weight: a CJK character counts as much as four Latin letters."""
     cjk = sum(len(run) for run in CJK_RUN.findall(sentence))
-    return cjk > 0 and 3 * cjk >= sum(c.isalpha() for c in sentence) - cjk
-
-
-def _chinese_names(sentence: str) -> list[tuple[str, str]]:
-    import jieba.posseg as posseg
-
-    jieba()  # quiet logging before the dictionary loads
-    names = []
-    for pair in posseg.lcut(sentence):
-        kind = _CN_TYPES.get(pair.flag)
-        if kind and len(pair.word) >= 2:
-            names.append((pair.word, kind))
-    return names
+    return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
 
 
 def _between(sentence: str, source: str, target: str) -> str:

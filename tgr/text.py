@@ -10,6 +10,7 @@ import re
 import unicodedata
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+CJK_RANGES = _CJK  # for character classes elsewhere
 _CJK_RE = re.compile(f"[{_CJK}]")
 CJK_RUN = re.compile(f"[{_CJK}]+")
 # a run of end marks, closing quotes/brackets, then space (or a blank line)
