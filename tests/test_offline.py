@@ -6,10 +6,16 @@ import math
 
 import pytest
 
-from conftest import EN_CORPUS, SMALL, ZH_CORPUS
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat
 from tgr.chunking import chunk_text
-from tgr.offline import HashEmbedder, best_sentences, extract_heuristic, extractive_report
-from tgr.parsing import parse_report
+import tgr
+from tgr.extract import LLMExtractor, extract_chunks, extractor_for
+from tgr.gateway import Gateway
+from tgr.offline import (ExtractiveAnswerer, ExtractiveReportWriter, HashEmbedder, OfflineExtractor,
+                         best_sentences, extract_heuristic, extractive_report)
+from tgr.prompts import Prompts
+from tgr.reports import LLMReportWriter, ReportItem, report_writer_for
+from tgr.parsing import RawEntity, parse_report
 
 
 def corpus_names(corpus) -> dict[str, set[str]]:
@@ -432,3 +438,67 @@ def test_best_sentences_keeps_short_chinese_sentences():
     # nine Chinese characters are a full sentence (about nine tokens), not noise
     picked = best_sentences("孙悟空住在哪里？", [("1", "美猴王在花果山。孙悟空住在水帘洞。")])
     assert [p[0] for p in picked][:1] == ["孙悟空住在水帘洞。"]
+
+
+# -- the offline provider behind the stage interfaces ---------------------------------
+
+def test_offline_provider_is_chosen_without_a_chat_model(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        offline, llm = Gateway(kb.conn, None, HashEmbedder()), Gateway(kb.conn, ScriptedChat(), HashEmbedder())
+        assert isinstance(extractor_for(offline, Prompts()), OfflineExtractor)
+        assert isinstance(report_writer_for(offline, Prompts()), ExtractiveReportWriter)
+        assert isinstance(extractor_for(llm, Prompts()), LLMExtractor)
+        assert isinstance(report_writer_for(llm, Prompts()), LLMReportWriter)
+        assert extractor_for(llm, Prompts()).name == ScriptedChat().name
+
+
+class UpperCaseExtractor:
+    """Another extractor behind the same interface: every upper-case word is an entity."""
+    name = "test:upper"
+
+    def extract(self, chunks, save, idle=None):
+        for chunk_id, text in chunks:
+            words = sorted({w.strip(".,;!?") for w in text.split() if w.isupper() and len(w) > 2})
+            save(chunk_id, [RawEntity(w, "concept", "shouted") for w in words], [])
+
+
+def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        names = {x for (x,) in kb.conn.execute("SELECT DISTINCT extractor FROM extractions")}
+        assert names == {OfflineExtractor.name}
+        kb.conn.execute("DELETE FROM extractions")
+        steps = []
+        done = extract_chunks(kb.conn, kb.gateway(), kb.prompts, extractor=UpperCaseExtractor(),
+                              progress=lambda stage, n, total: steps.append((n, total)))
+        chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        assert done == chunks and steps[-1] == (chunks, chunks)
+        assert {x for (x,) in kb.conn.execute("SELECT DISTINCT extractor FROM extractions")} == {"test:upper"}
+        assert kb.conn.execute("SELECT count(*) FROM extracted_entities WHERE description = 'shouted'").fetchone()[0] > 0
+
+
+def test_extractive_report_writer_works_from_the_material():
+    members = [{"name": "Scrooge", "type": "person", "description": "A miser."},
+               {"name": "Marley", "type": "person", "description": "His partner."}]
+    edges = [{"description": "Scrooge and Marley were partners.", "weight": 2.0}]
+    items = [ReportItem("c1", "ignored context", lambda: (members, edges))]
+    [(tag, report, generator)] = list(ExtractiveReportWriter().write(items))
+    assert tag == "c1" and generator == "offline-extractive"
+    assert report == extractive_report(members, edges)
+
+
+def test_extractive_answerer_answers_maps_and_reduces():
+    answerer = ExtractiveAnswerer()
+    answer = answerer.answer("Did Scrooge work for Fezziwig?", PASSAGES, lead="Fezziwig (person): a merchant.")
+    lines = answer.splitlines()
+    assert lines[0] == "Fezziwig (person): a merchant."
+    assert lines[1] == "Scrooge once worked for old Fezziwig in a warehouse. [Sources: 2]"
+    assert answerer.answer("submarine periscope", PASSAGES).startswith("I don't know")
+    points = answerer.map("Who were partners in business?", [
+        ("7", "Scrooge and Marley were partners in business."), ("8", "The fog was thick."),
+        ("9", "Fred invited his uncle to dinner.")])
+    assert [text for _, text in points] == ["Scrooge and Marley were partners in business. [Reports: 7]"]
+    assert 0 < points[0][0] <= 100
+    reduced = answerer.reduce("q", [(40, "low [Reports: 1]"), (90, "high [Reports: 2]")])
+    assert reduced.splitlines() == ["- high [Reports: 2]", "- low [Reports: 1]"]
+    assert answerer.reduce("q", []).startswith("I don't know")

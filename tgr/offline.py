@@ -3,11 +3,14 @@
 - HashEmbedder: a local embedder with no weights to download (signed feature hashing of
   words, character trigrams and CJK bigrams). Good for lexical similarity, weaker than a
   neural model on paraphrase.
-- extract_heuristic: entities from capitalised spans (English) or jieba proper-noun POS
-  tags (Chinese); relationships from same-sentence co-occurrence.
+- extract_heuristic: entities from names (tgr.names_en: capitalised spans; tgr.names_zh:
+  jieba's proper-noun tags, titles, compounds, aliases), chosen per sentence by script;
+  relationships from same-sentence co-occurrence.
 - extractive_report / best_sentences: community reports, and the sentences that
   tgr.query turns into answers, assembled from stored descriptions and source text,
   always with citations.
+- OfflineExtractor, ExtractiveReportWriter, ExtractiveAnswerer: the offline provider,
+  behind the same interfaces as the chat model's extractor, report writer and answerer.
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
 """
 from __future__ import annotations
@@ -64,6 +67,19 @@ class HashEmbedder:
 
 
 # --- heuristic extraction ------------------------------------------------------------
+
+class OfflineExtractor:
+    """The offline provider's extractor: extract_heuristic on each chunk (no model calls)."""
+    name = OFFLINE_EXTRACTOR
+
+    def __init__(self, max_entities: int = 20):
+        self.max_entities = max_entities
+
+    def extract(self, chunks: Sequence[tuple[str, str]], save, idle=None) -> None:
+        """Call save(chunk id, entities, relations) for each (chunk id, text)."""
+        for chunk_id, text in chunks:
+            save(chunk_id, *extract_heuristic(text, self.max_entities))
+
 
 def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
     """Entities and co-occurrence relationships from one chunk, with no model."""
@@ -149,6 +165,17 @@ def extractive_report(entities: list[dict], relationships: list[dict]) -> dict:
     }
 
 
+class ExtractiveReportWriter:
+    """The offline provider's report writer: extractive_report from each community's own
+    entities and relationships (the context is not needed)."""
+    name = OFFLINE_WRITER
+
+    def write(self, items, idle=None):
+        """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
+        for item in items:
+            yield item.tag, extractive_report(*item.material()), self.name
+
+
 def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | None = None) -> float:
     """Weighted share of the question's terms that occur in text."""
     if not question_terms:
@@ -187,3 +214,41 @@ def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 
         if len(chosen) == limit:
             break
     return chosen
+
+
+class ExtractiveAnswerer:
+    """The offline provider's answerer: answers assembled from the retrieved text itself.
+
+    answer() serves local and naive queries (the best-matching source sentences, each
+    with its citation); map() and reduce() are global search's two steps (report items
+    scored by overlap with the question, then the best of them as the answer).
+    """
+    name = OFFLINE_WRITER
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, lead: str = "",
+               names: Sequence[str] = ()) -> str:
+        """An answer from (citation, text) passages in ranked order; lead: an opening line."""
+        picked = best_sentences(question, passages, limit=5, boost_terms=names)
+        lines = [lead] if lead else []
+        lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
+                  if sentence not in lead][:4]  # the lead already says it
+        if not lines:
+            return "I don't know: the retrieved passages do not mention the question's terms."
+        return "\n".join(lines)
+
+    def map(self, question: str, items: list[tuple[str, str]]) -> list[tuple[int, str]]:
+        """(score 0-100, cited text) for each (report id, summary or finding) that matches."""
+        terms = search_terms(question)
+        points = []
+        for report_id, text in items:
+            score = int(round(100 * score_overlap(terms, text)))
+            if score > 0:
+                points.append((score, f"{shorten(text, 400)} [Reports: {report_id}]"))
+        return points
+
+    def reduce(self, question: str, points: list[tuple[int, str]], limit: int = 6) -> str:
+        """The best key points (highest score first) as a bulleted answer."""
+        ranked = sorted(points, key=lambda p: (-p[0], p[1]))[:limit]
+        if not ranked:
+            return "I don't know: no community report matches the question."
+        return "\n".join(f"- {text}" for _, text in ranked)
