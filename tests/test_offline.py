@@ -278,6 +278,12 @@ def test_chinese_subject_of_a_defining_sentence_and_latin_names():
     assert {"狭叶艾纳香", "Bee Gees", "MIT OpenCourseWare"} <= set(found), found
 
 
+def test_dates_written_in_latin_letters_are_not_names():
+    assert names("Mar 24, 2023 TikTok在北京和美国都很有名。") == ["TikTok", "北京", "美国"]
+    found = names("The story was updated on Mar 24 by the Reuters desk in London.")
+    assert sorted(found) == ["London", "Reuters"]
+
+
 def test_chinese_aliases_merge_into_the_long_form():
     found = names("香港特别行政区政府宣布，香港特别行政区将举行选举。香港特区居民投票。")
     assert "香港特别行政区" in found and "香港特区" not in found

@@ -47,6 +47,7 @@ _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     university college school academy institute church party army navy government council court
     company corporation group team club league band album song film movie series season episode
     show novel story magazine newspaper station airport museum hospital library prize award
+    television radio internet std jan feb mar apr jun jul aug sep sept oct nov dec
     world international national american british english french german european western
     century year years day days week month time act article section part volume edition
     minister secretary chairman director chief officer member leader head founder author writer

@@ -40,6 +40,8 @@ _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外".split())
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
+_MONTHS = frozenset("jan feb mar apr may jun jul aug sep sept oct nov dec january february march april "
+                    "june july august september october november december".split())
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
@@ -84,7 +86,7 @@ def _sentence_names(sentence: str) -> list[Name]:
     for match in _LATIN.finditer(sentence):
         name = match.group().rstrip(".-'")
         if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
-                and name not in _NOT_LATIN_NAMES:
+                and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
             names.append((match.start(), name, "concept"))
     subject = _SUBJECT.match(sentence)
     if subject:
