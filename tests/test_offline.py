@@ -164,18 +164,31 @@ def test_long_names_with_connectors_initials_and_commas():
     text = ("Frodo read The Lord of the Rings by J. R. R. Tolkien. Later G. Stanley Hall taught "
             "at the University of California, Berkeley for a year.")
     found = by_name(text)
-    assert {"The Lord of the Rings", "J. R. R. Tolkien", "G. Stanley Hall",
+    assert {"Lord of the Rings", "J. R. R. Tolkien", "G. Stanley Hall",
             "University of California, Berkeley"} <= set(found), list(found)
     assert found["G. Stanley Hall"].type == "person"
     assert found["University of California, Berkeley"].type == "organization"
 
 
-def test_the_is_kept_where_it_belongs_to_the_name_and_unified():
+def test_a_leading_the_is_not_part_of_the_name_so_mentions_agree():
     text = "The Exies were an American rock band. Fans of The Exies waited. The band split."
-    assert names(text) == ["The Exies"]
-    # at the start of an ordinary sentence "The" is not part of a name
+    assert names(text) == ["Exies"]
     assert names("The Ghost of Christmas Past came to Scrooge. Scrooge was afraid.") == \
         ["Ghost of Christmas Past", "Scrooge"]
+
+
+def test_a_surname_alone_joins_the_one_full_name_of_the_text():
+    found = by_name("James Bond Stockdale was a vice admiral. Later, Stockdale ran for office. "
+                    "Everybody met Hank Williams and Audrey Williams. They loved Williams. "
+                    "Bob Cratchit came home. Then Mrs. Cratchit cooked.")
+    assert "Stockdale" not in found and "James Bond Stockdale" in found
+    assert "Williams" in found  # two Williamses: the surname stays itself
+    assert "Cratchit" in found and found["Cratchit"].type == "person"  # a titled name is its own
+    _, relations = extract_heuristic("James Bond Stockdale was an admiral. Stockdale met Ross Perot.")
+    assert [(r.source, r.target) for r in relations] == [("James Bond Stockdale", "Ross Perot")]
+    # the description opens where the full name is written
+    found = by_name("Later, Stockdale flew jets. James Bond Stockdale was an admiral.")
+    assert found["James Bond Stockdale"].description.startswith("James Bond Stockdale was an admiral.")
 
 
 def test_possessives_end_a_name_unless_they_are_part_of_it():

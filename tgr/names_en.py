@@ -73,7 +73,6 @@ _PLURAL_OWNERS = frozenset("women men children people girls boys ladies gentleme
                            "bachelor master".split())
 # "X (born 1950) was", "X is a": the subject of a defining sentence is a name even at its start
 _DEFINING = re.compile(r"\s*[(（]|\s+(?:is|was|are|were)\s+(?:a|an|the)\s")
-_COPULA_THE = re.compile(r"\s+(?:is|was|are|were)\s")
 _NUMBER_AFTER = re.compile(r" \d{1,3}(?![\d,.]?\d|\w)")  # "Big Hero 6", "Channel 4" (not a year)
 _DATE_WORDS = _MONTHS | _DAYS | frozenset("day eve".split())
 _PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»—–-"
@@ -90,26 +89,44 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
     lower = {_POSSESSIVE.sub("", w.strip(_PUNCTUATION)) for w in
              (text if text is not None else " ".join(sentences)).split() if w.islower()}
     spans_per_sentence = [_capitalised_spans(s, lower) for s in sentences]
-    mid_sentence = {name for spans in spans_per_sentence for name, _, inside in spans if inside}
+    mid_sentence = {name for spans in spans_per_sentence for name, _, inside, _ in spans if inside}
+    mid_sentence |= {name.split()[-1] for spans in spans_per_sentence for name, *_ in spans
+                     if " " in name}  # "Stockdale ran" after "James Bond Stockdale"
     result = []
     for spans in spans_per_sentence:
         names = []
-        for name, kind, inside in spans:
+        for name, kind, inside, titled in spans:
             if " " not in name:
                 key = _POSSESSIVE.sub("", name).lower()
                 if key in _GENERIC or key in lower or key in STOPWORDS:
                     continue
                 if not inside and name not in mid_sentence:
                     continue
-            names.append((name, kind))
+            names.append((name, kind, titled))
         result.append(names)
-    # "The Lord of the Rings" mid-sentence, "Lord of the Rings" where a sentence starts with it
-    with_the = {name[4:]: name for names in result for name, _ in names if name.startswith("The ")}
-    return [[(with_the.get(name, name), kind) for name, kind in names] for names in result]
+    surnames = _surnames([n for names in result for n in names])
+    return [[(name if titled else surnames.get(name, name), kind) for name, kind, titled in names]
+            for names in result]
 
 
-def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, bool]]:
-    """(name, type, inside) for each run of capitalised words; inside: not sentence-initial."""
+def _surnames(names: list[tuple[str, str, bool]]) -> dict[str, str]:
+    """"Stockdale" -> "James Bond Stockdale" when the text names exactly one such person.
+
+    A surname alone would otherwise tie every text about any Stockdale together; a name
+    that came with a title ("Mrs. Cratchit") may be another person and keeps its own.
+    """
+    full: dict[str, set[str]] = {}
+    for name, kind, _ in names:
+        parts = name.split()
+        if len(parts) > 1 and kind in ("person", "concept") and not _CONNECTORS & set(parts) \
+                and parts[-1][0].isupper() and not _DOTTED_NAME.fullmatch(parts[-1]):
+            full.setdefault(parts[-1], set()).add(name)
+    return {short: next(iter(longs)) for short, longs in full.items() if len(longs) == 1}
+
+
+def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, bool, bool]]:
+    """(name, type, inside, titled) for each run of capitalised words; inside: not
+    sentence-initial; titled: it followed an honorific ("Mrs. Cratchit")."""
     words = list(_WORD.finditer(sentence))
     shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
     spans, i = [], 0
@@ -163,25 +180,24 @@ def _comma_continues(words: list[re.Match], i: int, j: int) -> bool:
 
 
 def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
-             lower: set[str]) -> tuple[str, str, bool] | None:
+             lower: set[str]) -> tuple[str, str, bool, bool] | None:
     """The name in the run words[i:j] with its type and whether it is mid-sentence."""
     tokens = list(range(i, j))
     lowered = [_bare(words[k].group()) for k in tokens]
     previous = words[i - 1].group().lower() if i else ""
     before = sentence[:words[i].start()].rstrip()
     inside = bool(previous) and not (before and before[-1] in _QUOTES_AND_OPENERS)
-    tail = words[j - 1].end()
-    keep_the = j - i > 1 and (inside or _COPULA_THE.match(sentence, tail) is not None)
-    if not inside and _DEFINING.match(sentence, tail):
+    if not inside and _DEFINING.match(sentence, words[j - 1].end()):
         inside = True
     kind = "person" if len(tokens) > 1 and lowered[0] in _ROYAL else "concept"
+    titled = False
     while tokens:
         first = lowered[0]
         if len(tokens) > 1 and first in _HONORIFICS and lowered[1] not in _CONNECTORS:
-            kind, inside = "person", True  # "Captain Ahab": a title is evidence of a name
-        elif first in _NOT_NAMES and not (first == "the" and keep_the):
+            kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
+        elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
             inside = True  # what follows a dropped opener ("But Scrooge") is no longer sentence-initial
-        elif first in _CONNECTORS and first != "the":
+        elif first in _CONNECTORS:
             pass
         elif not inside and len(tokens) > 1 and (first in _GENERIC or first in lower):
             pass  # "Later Scrooge went": Later is no name
@@ -208,7 +224,7 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
     if kind == "concept":
         kind = _type_of(lowered, previous, after)
-    return name, kind, inside
+    return name, kind, inside, titled
 
 
 def _type_of(lowered: list[str], previous: str, after: str) -> str:

@@ -103,6 +103,7 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
         evidence = [s for s, names in zip(sentences, found) if any(n == name for n, _ in names)]
+        evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
         description = shorten(" ".join(evidence[:2]), 300)
         entities.append(RawEntity(name=name, type=types[name], description=description))
     relations = []
