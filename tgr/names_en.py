@@ -1,9 +1,11 @@
 """English names without a model: runs of capitalised words, filtered and typed.
 
 A run of capitalised words (any script's letters: "Adolf Schärf", "Zoë") may contain
-connectors ("The Lord of the Rings", "Ludwig van Beethoven") and keeps its initials and
-dotted abbreviations ("G. Stanley Hall", "U.S."). A possessive ends a name ("Hello
-Love's director" -> "Hello Love"). Generic capitalised words ("President", "March",
+connectors ("Lord of the Rings", "Ludwig van Beethoven") and keeps its initials and
+dotted abbreviations ("G. Stanley Hall", "U.S."); a leading "The" is dropped so that all
+mentions agree. A possessive ends a name ("Hello Love's director" -> "Hello Love"), and a
+surname alone joins the one full name the text gives it ("Stockdale" -> "James Bond
+Stockdale"). Generic capitalised words ("President", "March",
 "Country") are not names on their own, nor is a capitalised word that the same text also
 writes in lower case, nor a sentence's first word unless it is capitalised mid-sentence
 too. Types come from cheap cues: honorifics and speech verbs (person), place prepositions
