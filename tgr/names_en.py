@@ -54,12 +54,11 @@ _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     century year years day days week month time act article section part volume edition
     minister secretary chairman director chief officer member leader head founder author writer
     father mother son daughter brother sister uncle aunt wife husband family man woman men women
-    god heaven hell spirit ghost christmas however meanwhile although though while also still
+    god heaven hell spirit ghost however meanwhile although though while also still
     soon suddenly finally perhaps indeed once again even yet thus hence therefore because up
     according following despite many most some several each every both either neither other
     another such only one two three four five six seven eight nine ten eleven twelve twenty
-    hundred thousand
-    million billion op vol no inc ltd co corp llc plc jr sr""".split()) - {"christmas"}
+    hundred thousand million billion op vol no inc ltd co corp llc plc jr sr""".split())
 _PERSON_VERBS = frozenset("said cried replied asked exclaimed answered thought says told wrote "
                           "married".split())
 _PLACE_PREPOSITIONS = frozenset("in at from to into near towards across".split())
