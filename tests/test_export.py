@@ -12,7 +12,7 @@ import sqlean as sqlite3
 from click.testing import CliRunner
 
 import tgr
-from conftest import EN_CORPUS, SMALL
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS
 from tgr.cli import main
 from tgr.export import export_store, read_graph, render_html, script_json
 
@@ -22,9 +22,13 @@ HOSTILE = "</script><script>alert(1)</script><!--\u2028\u2029\x1b]0;pwned\x07 & 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     path = tmp_path_factory.mktemp("export") / "carol.db"
-    with tgr.open(path) as kb:  # small communities: the hierarchy has a second level
-        kb.index([str(EN_CORPUS)], **SMALL, max_cluster_size=4)
+    with tgr.open(path) as kb:  # both fixture corpora, small communities: the hierarchy has levels
+        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL, max_cluster_size=4)
     return path
+
+
+def levels(path) -> list[int]:
+    return [level for (level,) in rows(path, "SELECT DISTINCT level FROM communities ORDER BY level")]
 
 
 def rows(path, sql, params=()):
@@ -62,15 +66,15 @@ def test_graphml_is_directed_and_carries_every_level(store, tmp_path):
     for entity, community, parent in nested:
         node = graph.nodes[entity]
         assert node["community_1"] == community and node["community_0"] == parent == node["community"]
-        assert node["community_path"] == f"{parent} {community}"
-    assert graph.graph["levels"] == "0 1"
+        assert node["community_path"].split()[:2] == [parent, community]
+    assert graph.graph["levels"] == " ".join(str(level) for level in levels(store))
 
 
 def test_json_has_nodes_edges_hierarchy_and_reports(store, tmp_path):
     out = tmp_path / "g.json"
     export(store, out)
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data["format"] == "tgr-graph" and data["levels"] == [0, 1]
+    assert data["format"] == "tgr-graph" and data["levels"] == levels(store)
     assert len(data["nodes"]) == rows(store, "SELECT count(*) FROM entities")[0][0]
     assert len(data["edges"]) == rows(store, "SELECT count(*) FROM relationships")[0][0]
     degrees = [n["degree"] for n in data["nodes"]]
@@ -102,7 +106,7 @@ def test_html_page_is_self_contained_with_library_and_data(store, tmp_path):
     assert "default-src 'none'" in page  # the page may not fetch anything either
     assert page.count("<script") == page.count("</script>") == 3
     data = page_data(page)
-    assert data["level"] == 1 and data["top"] == 5 and data["levels"] == [0, 1]
+    assert data["level"] == 1 and data["top"] == 5 and data["levels"] == levels(store)
     assert len(data["nodes"]) == rows(store, "SELECT count(*) FROM entities")[0][0]
     names = {n["id"]: n for n in data["nodes"]}
     top_id, top_name = rows(store, "SELECT id, name FROM entities ORDER BY degree DESC, id LIMIT 1")[0]

@@ -6,10 +6,16 @@ import math
 
 import pytest
 
-from conftest import EN_CORPUS, SMALL, ZH_CORPUS
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat
 from tgr.chunking import chunk_text
-from tgr.offline import HashEmbedder, best_sentences, extract_heuristic, extractive_report
-from tgr.parsing import parse_report
+import tgr
+from tgr.extract import LLMExtractor, extract_chunks, extractor_for
+from tgr.gateway import Gateway
+from tgr.offline import (ExtractiveAnswerer, ExtractiveReportWriter, HashEmbedder, OfflineExtractor,
+                         best_sentences, extract_heuristic, extractive_report)
+from tgr.prompts import Prompts
+from tgr.reports import LLMReportWriter, ReportItem, report_writer_for
+from tgr.parsing import RawEntity, parse_report
 
 
 def corpus_names(corpus) -> dict[str, set[str]]:
@@ -142,6 +148,101 @@ def test_relations_only_within_a_sentence():
     assert [(r.source, r.target) for r in relations] == [("Scrooge", "Marley")]
 
 
+@pytest.mark.parametrize("text, name", [
+    ("The treaty was signed by Adolf Schärf in Vienna.", "Adolf Schärf"),
+    ("Later the film Aschenbrödel was shown on television.", "Aschenbrödel"),
+    ("Everybody in the village liked Zoë very much.", "Zoë"),
+    ("The campaign was directed by Václav Vorlíček and friends.", "Václav Vorlíček"),
+], ids=["umlaut", "o-umlaut", "diaeresis", "acute-and-caron"])
+def test_non_ascii_letters_stay_in_names(text, name):
+    found = names(text)
+    assert name in found, found
+    assert not any(n != name and name.startswith(n) for n in found), found
+
+
+def test_long_names_with_connectors_initials_and_commas():
+    text = ("Frodo read The Lord of the Rings by J. R. R. Tolkien. Later G. Stanley Hall taught "
+            "at the University of California, Berkeley for a year.")
+    found = by_name(text)
+    assert {"Lord of the Rings", "J. R. R. Tolkien", "G. Stanley Hall",
+            "University of California, Berkeley"} <= set(found), list(found)
+    assert found["G. Stanley Hall"].type == "person"
+    assert found["University of California, Berkeley"].type == "organization"
+
+
+def test_a_leading_the_is_not_part_of_the_name_so_mentions_agree():
+    text = "The Exies were an American rock band. Fans of The Exies waited. The band split."
+    assert names(text) == ["Exies"]
+    assert names("The Ghost of Christmas Past came to Scrooge. Scrooge was afraid.") == \
+        ["Ghost of Christmas Past", "Scrooge"]
+
+
+def test_a_surname_alone_joins_the_one_full_name_of_the_text():
+    found = by_name("James Bond Stockdale was a vice admiral. Later, Stockdale ran for office. "
+                    "Everybody met Hank Williams and Audrey Williams. They loved Williams. "
+                    "Bob Cratchit came home. Then Mrs. Cratchit cooked.")
+    assert "Stockdale" not in found and "James Bond Stockdale" in found
+    assert "Williams" in found  # two Williamses: the surname stays itself
+    assert "Cratchit" in found and found["Cratchit"].type == "person"  # a titled name is its own
+    _, relations = extract_heuristic("James Bond Stockdale was an admiral. Stockdale met Ross Perot.")
+    assert [(r.source, r.target) for r in relations] == [("James Bond Stockdale", "Ross Perot")]
+    # the description opens where the full name is written
+    found = by_name("Later, Stockdale flew jets. James Bond Stockdale was an admiral.")
+    assert found["James Bond Stockdale"].description.startswith("James Bond Stockdale was an admiral.")
+
+
+def test_possessives_end_a_name_unless_they_are_part_of_it():
+    found = names("Critics praised Hello Love's director. Hello Love won. "
+                  "Norway hosted the FIFA Women's World Cup. The fans of the Warriors' team cheered.")
+    assert "Hello Love" in found and "FIFA Women's World Cup" in found and "Warriors" in found
+    assert not any(n.endswith(("'s", "’s", "'")) for n in found), found
+
+
+def test_generic_capitalised_words_are_not_names():
+    text = ("The President of the club met Scrooge on Monday in March 1843. The president was kind. "
+            "Every Country sent a Minister. In 1850 the Chairman of Lloyd's left for Paris.")
+    found = names(text)
+    assert "Scrooge" in found and "Paris" in found
+    for generic in ("President", "Monday", "March", "Country", "Minister", "Chairman", "The"):
+        assert generic not in found, found
+    assert not any(ch.isdigit() for n in found for ch in n), found
+
+
+def test_a_word_the_text_writes_in_lower_case_is_not_a_name_alone():
+    found = names("Scrooge feared the Spirit of the fire. The spirit said nothing. Marley met Want.")
+    assert "Spirit" not in found
+    assert "Want" in found  # never lower-cased here: kept
+
+
+def test_sentence_initial_words_need_evidence():
+    assert names("Later, Scrooge went home. Everybody knew Marley.") == ["Scrooge", "Marley"]
+    assert names("Later Scrooge went home. Everybody knew Marley.") == ["Marley"]
+    # the subject of a defining sentence is a name at its start
+    assert names("Ælfgar (died c. 1060) was the son of Leofric.") == ["Ælfgar", "Leofric"]
+    assert "Frozen" in names("Frozen is a 2013 American film made in California.")
+
+
+def test_numbers_stay_out_of_names_except_short_sequel_numbers():
+    found = names("Big Hero 6 is a film shown on Channel 4 in 2014. It was released in Japan in 2015.")
+    assert {"Big Hero 6", "Channel 4", "Japan"} <= set(found), found
+    assert not any("2014" in n or "2015" in n for n in found)
+
+
+def test_cheap_types():
+    found = by_name("Scrooge sailed down the Hudson River to visit Columbia University on "
+                    "Christmas Eve with the Duke of Wellington. Bruce Lindsey (born 1950) is a lawyer.")
+    assert found["Hudson River"].type == "location"
+    assert found["Columbia University"].type == "organization"
+    assert found["Christmas Eve"].type == "date"
+    assert found["Duke of Wellington"].type == "person"
+    assert found["Bruce Lindsey"].type == "person"
+
+
+def test_english_sentences_in_a_chinese_chunk_use_english_names():
+    found = names("孙悟空住在花果山。Journey to the West was translated by Arthur Waley in London.")
+    assert "孙悟空" in found and "Arthur Waley" in found and "London" in found
+
+
 # -- Chinese heuristic extraction ------------------------------------------------------
 
 def test_chinese_names_and_cooccurrence():
@@ -160,6 +261,55 @@ def test_chinese_names_and_cooccurrence():
 def test_chinese_corpus_names(zh_names):
     assert {"孙悟空", "花果山", "美猴王"} <= set(zh_names)
     assert all(len(n) >= 2 for n in zh_names)
+
+
+def test_chinese_quoted_titles_and_terms():
+    found = by_name("他读了《西游记》和《This Is Where I Came In》，又学了「仓颉」输入法。「将知道的仓颉码尽量打出来」很难。")
+    assert {"西游记", "This Is Where I Came In", "仓颉"} <= set(found), list(found)
+    assert not any("尽量" in n for n in found)  # a quoted phrase is no name
+
+
+def test_chinese_transliterated_names_with_dots_are_whole():
+    found = by_name("安德里·尼里纳·拉乔利纳是马达加斯加共和国政治人物。")
+    assert found["安德里·尼里纳·拉乔利纳"].type == "person"
+    assert not any(n != "安德里·尼里纳·拉乔利纳" and n in "安德里·尼里纳·拉乔利纳" for n in found), list(found)
+
+
+def test_chinese_compounds_headed_by_institution_or_place_words():
+    found = by_name("天生三桥是重庆武隆岩溶国家地质公园的一部分。他兼任辅仁大学副教授，后来加入台湾电视公司。")
+    assert found["重庆武隆岩溶国家地质公园"].type == "location"
+    assert found["辅仁大学"].type == "organization"
+    assert found["台湾电视公司"].type == "organization"
+    assert "重庆" in found  # the parts that are names stay names
+    # two place names in a row are not one compound, nor are common nouns alone
+    assert "中华人民共和国北京市" not in names("首都在中华人民共和国北京市。")
+    assert not any(n.endswith("名胜区") for n in names("重庆直辖市级风景名胜区很美。"))
+
+
+def test_chinese_subject_of_a_defining_sentence_and_latin_names():
+    found = names("狭叶艾纳香（学名：Blumea）是菊科植物。Bee Gees的专辑由MIT OpenCourseWare收录。")
+    assert {"狭叶艾纳香", "Bee Gees", "MIT OpenCourseWare"} <= set(found), found
+
+
+def test_dates_written_in_latin_letters_are_not_names():
+    assert names("Mar 24, 2023 TikTok在北京和美国都很有名。") == ["TikTok", "北京", "美国"]
+    found = names("The story was updated on Mar 24 by the Reuters desk in London.")
+    assert sorted(found) == ["London", "Reuters"]
+
+
+def test_chinese_aliases_merge_into_the_long_form():
+    found = names("香港特别行政区政府宣布，香港特别行政区将举行选举。香港特区居民投票。")
+    assert "香港特别行政区" in found and "香港特区" not in found
+    entities, relations = extract_heuristic("首钢集团有限公司，简称首钢，是北京市的公司。首钢在香港上市。")
+    found = [e.name for e in entities]
+    assert "首钢集团有限公司" in found and "首钢" not in found
+    pairs = {frozenset((r.source, r.target)) for r in relations}
+    assert frozenset(("首钢集团有限公司", "香港")) in pairs  # the short form's sentence counts
+
+
+def test_chinese_short_forms_stay_apart_when_not_abbreviations():
+    found = names("北京市很大。北京国家体育馆在北京。马达加斯加共和国位于马达加斯加岛。")
+    assert {"北京", "北京市"} <= set(found), found
 
 
 # -- HashEmbedder ----------------------------------------------------------------------
@@ -307,3 +457,67 @@ def test_best_sentences_keeps_short_chinese_sentences():
     # nine Chinese characters are a full sentence (about nine tokens), not noise
     picked = best_sentences("孙悟空住在哪里？", [("1", "美猴王在花果山。孙悟空住在水帘洞。")])
     assert [p[0] for p in picked][:1] == ["孙悟空住在水帘洞。"]
+
+
+# -- the offline provider behind the stage interfaces ---------------------------------
+
+def test_offline_provider_is_chosen_without_a_chat_model(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        offline, llm = Gateway(kb.conn, None, HashEmbedder()), Gateway(kb.conn, ScriptedChat(), HashEmbedder())
+        assert isinstance(extractor_for(offline, Prompts()), OfflineExtractor)
+        assert isinstance(report_writer_for(offline, Prompts()), ExtractiveReportWriter)
+        assert isinstance(extractor_for(llm, Prompts()), LLMExtractor)
+        assert isinstance(report_writer_for(llm, Prompts()), LLMReportWriter)
+        assert extractor_for(llm, Prompts()).name == ScriptedChat().name
+
+
+class UpperCaseExtractor:
+    """Another extractor behind the same interface: every upper-case word is an entity."""
+    name = "test:upper"
+
+    def extract(self, chunks, save, idle=None):
+        for chunk_id, text in chunks:
+            words = sorted({w.strip(".,;!?") for w in text.split() if w.isupper() and len(w) > 2})
+            save(chunk_id, [RawEntity(w, "concept", "shouted") for w in words], [])
+
+
+def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        names = {x for (x,) in kb.conn.execute("SELECT DISTINCT extractor FROM extractions")}
+        assert names == {OfflineExtractor.name}
+        kb.conn.execute("DELETE FROM extractions")
+        steps = []
+        done = extract_chunks(kb.conn, kb.gateway(), kb.prompts, extractor=UpperCaseExtractor(),
+                              progress=lambda stage, n, total: steps.append((n, total)))
+        chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        assert done == chunks and steps[-1] == (chunks, chunks)
+        assert {x for (x,) in kb.conn.execute("SELECT DISTINCT extractor FROM extractions")} == {"test:upper"}
+        assert kb.conn.execute("SELECT count(*) FROM extracted_entities WHERE description = 'shouted'").fetchone()[0] > 0
+
+
+def test_extractive_report_writer_works_from_the_material():
+    members = [{"name": "Scrooge", "type": "person", "description": "A miser."},
+               {"name": "Marley", "type": "person", "description": "His partner."}]
+    edges = [{"description": "Scrooge and Marley were partners.", "weight": 2.0}]
+    items = [ReportItem("c1", "ignored context", lambda: (members, edges))]
+    [(tag, report, generator)] = list(ExtractiveReportWriter().write(items))
+    assert tag == "c1" and generator == "offline-extractive"
+    assert report == extractive_report(members, edges)
+
+
+def test_extractive_answerer_answers_maps_and_reduces():
+    answerer = ExtractiveAnswerer()
+    answer = answerer.answer("Did Scrooge work for Fezziwig?", PASSAGES, lead="Fezziwig (person): a merchant.")
+    lines = answer.splitlines()
+    assert lines[0] == "Fezziwig (person): a merchant."
+    assert lines[1] == "Scrooge once worked for old Fezziwig in a warehouse. [Sources: 2]"
+    assert answerer.answer("submarine periscope", PASSAGES).startswith("I don't know")
+    points = answerer.map("Who were partners in business?", [
+        ("7", "Scrooge and Marley were partners in business."), ("8", "The fog was thick."),
+        ("9", "Fred invited his uncle to dinner.")])
+    assert [text for _, text in points] == ["Scrooge and Marley were partners in business. [Reports: 7]"]
+    assert 0 < points[0][0] <= 100
+    reduced = answerer.reduce("q", [(40, "low [Reports: 1]"), (90, "high [Reports: 2]")])
+    assert reduced.splitlines() == ["- high [Reports: 2]", "- low [Reports: 1]"]
+    assert answerer.reduce("q", []).startswith("I don't know")

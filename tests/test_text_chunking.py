@@ -91,6 +91,31 @@ def test_split_sentences_does_not_end_a_sentence_after_an_honorific():
         "The office belonged to Mr. Scrooge and nobody else.", "Dr. Watson agreed."]
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("G. Stanley Hall was born in 1844. He studied.", ["G. Stanley Hall was born in 1844.", "He studied."]),
+    ("Then J. R. R. Tolkien wrote it. It sold.", ["Then J. R. R. Tolkien wrote it.", "It sold."]),
+    ("Version 3.5 came out. It was fast.", ["Version 3.5 came out.", "It was fast."]),
+    ("Cats, e.g. Tom, purr. Dogs, i.e. Rex, bark.", ["Cats, e.g. Tom, purr.", "Dogs, i.e. Rex, bark."]),
+    ("The U.S. Army hired him. He left.", ["The U.S. Army hired him.", "He left."]),
+    ("He moved to the U.S. in 1990. He left the U.S. The end.",
+     ["He moved to the U.S. in 1990.", "He left the U.S.", "The end."]),
+    ("He lived in St. Louis. Then he left.", ["He lived in St. Louis.", "Then he left."]),
+    ("See example.com for more. Next.", ["See example.com for more.", "Next."]),
+    ("No. 5 was his. No. Ask him.", ["No. 5 was his.", "No.", "Ask him."]),
+    ("Born Jan. 5, 1900. Died in Jan. The end.", ["Born Jan. 5, 1900.", "Died in Jan.", "The end."]),
+    ("Acme Inc. sold it. So do I. Fine.", ["Acme Inc. sold it.", "So do I.", "Fine."]),
+    ("It was cold. nobody came.", ["It was cold.", "nobody came."]),
+], ids=["initial", "initials", "decimal", "eg-ie", "US-name", "US-end", "saint", "domain",
+        "number-abbrev", "month-abbrev", "company-and-I", "lowercase-start"])
+def test_split_sentences_abbreviations_initials_and_decimals(text, expected):
+    assert [s.strip() for s in sentences(text)] == expected
+
+
+def test_split_sentences_mixed_chinese_and_english_abbreviations():
+    text = "他在美国（U.S.）读书，学了3.5年。G. Stanley Hall是他的老师。"
+    assert sentences(text) == ["他在美国（U.S.）读书，学了3.5年。", "G. Stanley Hall是他的老师。"]
+
+
 # -- normalise_name --------------------------------------------------------------------
 
 @pytest.mark.parametrize("raw, key", [

@@ -2,22 +2,24 @@
 
 LLM mode sends one combined prompt per chunk by default (entities + relationships), or
 the seed's two prompts (entities, then triplets among them) with two_step=True, plus
-optional gleaning rounds. Offline mode uses tgr.offline.extract_heuristic. Each chunk's
-result is committed as soon as it is complete, so an interrupted run loses nothing.
+optional gleaning rounds (LLMExtractor). Without a chat model the offline provider's
+extractor (tgr.offline.OfflineExtractor) takes its place behind the same interface. Each
+chunk's result is committed as soon as it is complete, so an interrupted run loses nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
-from .offline import OFFLINE_EXTRACTOR, extract_heuristic
+from .offline import OfflineExtractor
 from .parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
                       parse_relations, says_none)
 from .prompts import Prompts
 
 Progress = Callable[[str, int, int], None]
+Save = Callable[[str, list[RawEntity], list[RawRelation]], None]
 
 
 @dataclass
@@ -34,41 +36,70 @@ def pending_chunks(conn: Connection) -> list[tuple[str, str]]:
         "WHERE x.chunk_id IS NULL ORDER BY c.document_id, c.ordinal").fetchall()
 
 
+class Extractor(Protocol):
+    """What the extract stage needs: a name (recorded per chunk) and a batch method."""
+    name: str
+
+    def extract(self, chunks: list[tuple[str, str]], save: Save, idle=None) -> None:
+        """Extract every (chunk id, text), calling save(chunk id, entities, relations) per chunk."""
+
+
+class LLMExtractor:
+    """Extraction by the chat model: one combined prompt per chunk, or the seed's two
+    prompts with two_step, plus optional gleaning rounds; answers go through the gateway."""
+
+    def __init__(self, gateway: Gateway, prompts: Prompts, *, two_step: bool = False, gleanings: int = 0):
+        self.gateway, self.prompts = gateway, prompts
+        self.two_step, self.gleanings = two_step, gleanings
+        self.name = gateway.chat_model.name
+
+    def extract(self, chunks: list[tuple[str, str]], save: Save, idle=None) -> None:
+        rounds = ["main"] + (["triplets"] if self.two_step else []) + ["glean"] * self.gleanings
+        states = {cid: _ChunkState(cid, text) for cid, text in chunks}
+        for number, kind in enumerate(rounds):
+            last = number == len(rounds) - 1
+            if kind == "glean":  # a chunk whose last answer found nothing is complete
+                for state in [s for s in states.values() if says_none(s.answers[-1])]:
+                    save(state.id, *_parsed(state))
+                    del states[state.id]
+            jobs = [_job(kind, state, self.prompts, self.two_step) for state in states.values()]
+            for job, text in self.gateway.chat_many("extract", jobs, idle):
+                state: _ChunkState = job.tag
+                state.answers.append(text)
+                if last:
+                    save(state.id, *_parsed(state))
+
+
+def extractor_for(gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
+                  gleanings: int = 0) -> Extractor:
+    """The chat model's extractor, or the offline heuristic one when there is no chat model."""
+    if gateway.chat_model is None:
+        return OfflineExtractor()
+    return LLMExtractor(gateway, prompts, two_step=two_step, gleanings=gleanings)
+
+
 def extract_chunks(conn: Connection, gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
-                   gleanings: int = 0, progress: Progress | None = None, idle=None) -> int:
+                   gleanings: int = 0, progress: Progress | None = None, idle=None,
+                   extractor: Extractor | None = None) -> int:
     """Extract every pending chunk; returns how many chunks were extracted.
 
+    extractor: defaults to extractor_for(gateway, prompts, ...).
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     chunks = pending_chunks(conn)
     total = len(chunks)
     report = progress or (lambda *a: None)
     report("extract", 0, total)
-    if gateway.chat_model is None:
-        for done, (chunk_id, text) in enumerate(chunks, 1):
-            entities, relations = extract_heuristic(text)
-            save_extraction(conn, chunk_id, OFFLINE_EXTRACTOR, entities, relations)
-            report("extract", done, total)
-        return total
-    rounds = ["main"] + (["triplets"] if two_step else []) + ["glean"] * gleanings
-    states = {cid: _ChunkState(cid, text) for cid, text in chunks}
+    extractor = extractor or extractor_for(gateway, prompts, two_step=two_step, gleanings=gleanings)
     done = 0
-    for number, kind in enumerate(rounds):
-        last = number == len(rounds) - 1
-        if kind == "glean":  # a chunk whose last answer found nothing is complete
-            for state in [s for s in states.values() if says_none(s.answers[-1])]:
-                _save_state(conn, state, gateway.chat_model.name)
-                del states[state.id]
-                done += 1
-                report("extract", done, total)
-        jobs = [_job(kind, state, prompts, two_step) for state in states.values()]
-        for job, text in gateway.chat_many("extract", jobs, idle):
-            state: _ChunkState = job.tag
-            state.answers.append(text)
-            if last:
-                _save_state(conn, state, gateway.chat_model.name)
-                done += 1
-                report("extract", done, total)
+
+    def save(chunk_id: str, entities: list[RawEntity], relations: list[RawRelation]) -> None:
+        nonlocal done
+        save_extraction(conn, chunk_id, extractor.name, entities, relations)
+        done += 1
+        report("extract", done, total)
+
+    extractor.extract(chunks, save, idle)
     return total
 
 
@@ -84,13 +115,13 @@ def _job(kind: str, state: _ChunkState, prompts: Prompts, two_step: bool) -> Cha
     return ChatJob(state, prompt, validate=extraction_is_valid)
 
 
-def _save_state(conn: Connection, state: _ChunkState, extractor: str) -> None:
+def _parsed(state: _ChunkState) -> tuple[list[RawEntity], list[RawRelation]]:
     entities: list[RawEntity] = []
     relations: list[RawRelation] = []
     for answer in state.answers:
         entities.extend(parse_entities(answer))
         relations.extend(parse_relations(answer))
-    save_extraction(conn, state.id, extractor, entities, relations)
+    return entities, relations
 
 
 def save_extraction(conn: Connection, chunk_id: str, extractor: str,

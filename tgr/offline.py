@@ -3,30 +3,31 @@
 - HashEmbedder: a local embedder with no weights to download (signed feature hashing of
   words, character trigrams and CJK bigrams). Good for lexical similarity, weaker than a
   neural model on paraphrase.
-- extract_heuristic: entities from capitalised spans (English) or jieba proper-noun POS
-  tags (Chinese); relationships from same-sentence co-occurrence.
+- extract_heuristic: entities from names (tgr.names_en: capitalised spans; tgr.names_zh:
+  jieba's proper-noun tags, titles, compounds, aliases), chosen per sentence by script;
+  relationships from same-sentence co-occurrence.
 - extractive_report / best_sentences: community reports, and the sentences that
   tgr.query turns into answers, assembled from stored descriptions and source text,
   always with citations.
+- OfflineExtractor, ExtractiveReportWriter, ExtractiveAnswerer: the offline provider,
+  behind the same interfaces as the chat model's extractor, report writer and answerer.
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
 """
 from __future__ import annotations
 
 import math
-import re
 import zlib
 from collections import Counter
 from typing import Sequence
 
+from .names_en import english_names
+from .names_zh import chinese_names
 from .parsing import RawEntity, RawRelation
-from .text import (CJK_RUN, STOPWORDS, estimate_tokens, has_cjk, jieba, match_terms, search_terms, shorten,
-                   split_sentences)
+from .text import CJK_RUN, estimate_tokens, has_cjk, match_terms, search_terms, shorten, split_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 class HashEmbedder:
@@ -67,30 +68,27 @@ class HashEmbedder:
 
 # --- heuristic extraction ------------------------------------------------------------
 
-_HONORIFICS = {"mr", "mrs", "ms", "miss", "dr", "mister", "madam"}
-_CONNECTORS = {"of", "the", "de", "van", "von", "la", "le", "du"}
-_NOT_NAMES = {
-    "i", "oh", "ah", "yes", "no", "o", "ay", "aye", "well", "now", "then", "there", "here",
-    "what", "why", "how", "who", "where", "when", "this", "that", "these", "those", "it",
-    "he", "she", "we", "they", "you", "his", "her", "my", "our", "their", "your", "the", "a",
-    "an", "but", "and", "or", "if", "so", "for", "in", "on", "at", "to", "of", "as", "by",
-    "all", "not", "nor", "yet", "nay", "let", "come", "chapter", "book", "project", "hark",
-    "bah", "ha", "eh", "hem", "hallo", "halloa", "hollo", "hush", "alas", "pooh", "mind", "see",
-}
-_PERSON_VERBS = {"said", "cried", "replied", "asked", "exclaimed", "answered", "thought"}
-_PLACE_PREPOSITIONS = {"in", "at", "from", "to", "into", "near", "towards"}
-_CN_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
-             "nt": "organization", "nz": "concept"}
+class OfflineExtractor:
+    """The offline provider's extractor: extract_heuristic on each chunk (no model calls)."""
+    name = OFFLINE_EXTRACTOR
+
+    def __init__(self, max_entities: int = 20):
+        self.max_entities = max_entities
+
+    def extract(self, chunks: Sequence[tuple[str, str]], save, idle=None) -> None:
+        """Call save(chunk id, entities, relations) for each (chunk id, text)."""
+        for chunk_id, text in chunks:
+            save(chunk_id, *extract_heuristic(text, self.max_entities))
 
 
 def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
     """Entities and co-occurrence relationships from one chunk, with no model."""
     sentences = [text[a:b].strip() for a, b in split_sentences(text)]
     sentences = [s for s in sentences if s]
-    if has_cjk(text):
-        found = [_chinese_names(s) for s in sentences]
-    else:
-        found = _english_names(sentences)
+    chinese = [_mostly_cjk(s) for s in sentences]
+    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
+    zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
+    found = [next(zh_names) if zh else next(english) for zh in chinese]
     counts: Counter = Counter()
     types: dict[str, str] = {}
     first_seen: dict[str, int] = {}
@@ -105,6 +103,7 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
         evidence = [s for s, names in zip(sentences, found) if any(n == name for n, _ in names)]
+        evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
         description = shorten(" ".join(evidence[:2]), 300)
         entities.append(RawEntity(name=name, type=types[name], description=description))
     relations = []
@@ -124,84 +123,10 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     return entities, relations
 
 
-def _english_names(sentences: list[str]) -> list[list[tuple[str, str]]]:
-    spans_per_sentence = [_capitalised_spans(s) for s in sentences]
-    # a single word at the start of a sentence counts only if it is capitalised elsewhere too
-    mid_sentence = {name for spans in spans_per_sentence for name, _, start in spans if start}
-    result = []
-    for spans in spans_per_sentence:
-        names = []
-        for name, kind, start in spans:
-            if not start and " " not in name and name not in mid_sentence:
-                continue
-            names.append((name, kind))
-        result.append(names)
-    return result
-
-
-def _capitalised_spans(sentence: str) -> list[tuple[str, str, bool]]:
-    """(name, type, not-at-sentence-start) for each run of capitalised words."""
-    words = list(_WORD.finditer(sentence))
-    spans, i = [], 0
-    while i < len(words):
-        word = words[i].group()
-        if not word[0].isupper():
-            i += 1
-            continue
-        run = [i]
-        j = i + 1
-        while j < len(words):
-            nxt = words[j].group()
-            gap = sentence[words[j - 1].end():words[j].start()]
-            if gap.strip(" .") != "" or "\n" in gap:
-                break
-            if nxt[0].isupper():
-                run.append(j)
-                j += 1
-            elif nxt.lower() in _CONNECTORS and j + 1 < len(words) and words[j + 1].group()[0].isupper():
-                run.extend([j, j + 1])
-                j += 2
-            else:
-                break
-        tokens = [words[k].group() for k in run]
-        tokens[-1] = _POSSESSIVE.sub("", tokens[-1])  # "Scrooge's office": the name is Scrooge
-        previous = words[i - 1].group().lower() if i else ""
-        kind = "concept"
-        while tokens and tokens[0].lower().rstrip(".") in _HONORIFICS:
-            tokens.pop(0)
-            kind = "person"
-        while tokens and _bare(tokens[0]) in _NOT_NAMES:
-            tokens.pop(0)
-        while tokens and _bare(tokens[-1]) in _CONNECTORS | _NOT_NAMES:
-            tokens.pop()
-        if tokens and not all(_bare(t) in STOPWORDS or _bare(t) in _NOT_NAMES for t in tokens):
-            name = " ".join(tokens).strip("'’-")
-            after = words[j].group().lower() if j < len(words) else ""
-            if kind == "concept" and (after in _PERSON_VERBS or previous in _PERSON_VERBS):
-                kind = "person"
-            elif kind == "concept" and previous in _PLACE_PREPOSITIONS:
-                kind = "location"
-            if len(name) > 1 and not name.isupper() or len(name) > 3:
-                spans.append((name, kind, i > 0 and words[run[0]].start() > 0 and previous != ""))
-        i = j
-    return spans
-
-
-def _bare(word: str) -> str:
-    """Lower-cased word without a contraction: "I'll" -> "i"."""
-    return re.split(r"['’]", word, maxsplit=1)[0].lower()
-
-
-def _chinese_names(sentence: str) -> list[tuple[str, str]]:
-    import jieba.posseg as posseg
-
-    jieba()  # quiet logging before the dictionary loads
-    names = []
-    for pair in posseg.lcut(sentence):
-        kind = _CN_TYPES.get(pair.flag)
-        if kind and len(pair.word) >= 2:
-            names.append((pair.word, kind))
-    return names
+def _mostly_cjk(sentence: str) -> bool:
+    """Chinese by weight: a CJK character counts as much as four Latin letters."""
+    cjk = sum(len(run) for run in CJK_RUN.findall(sentence))
+    return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
 
 
 def _between(sentence: str, source: str, target: str) -> str:
@@ -239,6 +164,17 @@ def extractive_report(entities: list[dict], relationships: list[dict]) -> dict:
                               "relationship weight (no LLM was used).",
         "findings": findings,
     }
+
+
+class ExtractiveReportWriter:
+    """The offline provider's report writer: extractive_report from each community's own
+    entities and relationships (the context is not needed)."""
+    name = OFFLINE_WRITER
+
+    def write(self, items, idle=None):
+        """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
+        for item in items:
+            yield item.tag, extractive_report(*item.material()), self.name
 
 
 def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | None = None) -> float:
@@ -279,3 +215,41 @@ def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 
         if len(chosen) == limit:
             break
     return chosen
+
+
+class ExtractiveAnswerer:
+    """The offline provider's answerer: answers assembled from the retrieved text itself.
+
+    answer() serves local and naive queries (the best-matching source sentences, each
+    with its citation); map() and reduce() are global search's two steps (report items
+    scored by overlap with the question, then the best of them as the answer).
+    """
+    name = OFFLINE_WRITER
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, lead: str = "",
+               names: Sequence[str] = ()) -> str:
+        """An answer from (citation, text) passages in ranked order; lead: an opening line."""
+        picked = best_sentences(question, passages, limit=5, boost_terms=names)
+        lines = [lead] if lead else []
+        lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
+                  if sentence not in lead][:4]  # the lead already says it
+        if not lines:
+            return "I don't know: the retrieved passages do not mention the question's terms."
+        return "\n".join(lines)
+
+    def map(self, question: str, items: list[tuple[str, str]]) -> list[tuple[int, str]]:
+        """(score 0-100, cited text) for each (report id, summary or finding) that matches."""
+        terms = match_terms(question)
+        points = []
+        for report_id, text in items:
+            score = int(round(100 * score_overlap(terms, text)))
+            if score > 0:
+                points.append((score, f"{shorten(text, 400)} [Reports: {report_id}]"))
+        return points
+
+    def reduce(self, question: str, points: list[tuple[int, str]], limit: int = 6) -> str:
+        """The best key points (highest score first) as a bulleted answer."""
+        ranked = sorted(points, key=lambda p: (-p[0], p[1]))[:limit]
+        if not ranked:
+            return "I don't know: no community report matches the question."
+        return "\n".join(f"- {text}" for _, text in ranked)

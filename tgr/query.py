@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from .db import Connection
 from .gateway import ChatJob, Gateway
 from .limits import MAX_CONTEXT_TEXT, cap, loads
-from .offline import best_sentences, score_overlap
+from .offline import ExtractiveAnswerer
 from .parsing import parse_points
 from .prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
@@ -70,6 +70,7 @@ class Searcher:
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense)
+        self.answerer = ExtractiveAnswerer()  # answers without a chat model
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:
         if mode not in MODES:
@@ -178,8 +179,8 @@ class Searcher:
         else:
             names = [entities[i][1] for i in ids[:5]]
             named = [i for i in ids if i in retrieval.named_entities]
-            result.answer = _extractive(question, self._lead(question, entities[named[0]], ids.index(named[0]) + 1)
-                                        if named else "", passages, names)
+            lead = self._lead(question, entities[named[0]], ids.index(named[0]) + 1) if named else ""
+            result.answer = self.answerer.answer(question, _cited(passages), lead=lead, names=names)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -208,7 +209,7 @@ class Searcher:
         elif self.gateway.chat_model:
             result.answer = self._generate(question, result.context)
         else:
-            result.answer = _extractive(question, "", passages, [])
+            result.answer = self.answerer.answer(question, _cited(passages))
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -267,7 +268,7 @@ class Searcher:
                                                        response_type=s.response_type)
             result.answer = self.gateway.chat("query", prompt).strip()
         else:
-            result.answer = "\n".join(f"- {text}" for _, text in kept[:6])
+            result.answer = self.answerer.reduce(question, kept)
         cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
         result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited]))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
@@ -295,19 +296,14 @@ class Searcher:
         return points
 
     def _map_offline(self, question: str, batches) -> list[tuple[int, str]]:
-        """Score each report's summary and findings by term overlap with the question."""
-        terms = match_terms(question)
-        points = []
+        """Each report's summary and findings, scored by the offline answerer."""
+        items = []
         for batch in batches:
             for cid, _ in batch:
                 summary, findings = self.conn.execute(
                     "SELECT summary, findings FROM reports WHERE community_id = ?", (cid,)).fetchone()
-                items = [cap(summary)] + _findings(findings)
-                for item in items:
-                    score = int(round(100 * score_overlap(terms, item)))
-                    if score > 0:
-                        points.append((score, f"{shorten(item, 400)} [Reports: {cid}]"))
-        return points
+                items += [(cid, item) for item in [cap(summary)] + _findings(findings)]
+        return self.answerer.map(question, items)
 
 
 def _cited_reports(text: str) -> set[str]:
@@ -327,13 +323,6 @@ def _findings(stored: str) -> list[str]:
             if isinstance(f, dict)] if isinstance(findings, list) else []
 
 
-def _extractive(question: str, lead: str, passages: list[Passage], names: list[str]) -> str:
-    """An answer made of the best-matching source sentences, each with its citation."""
-    picked = best_sentences(question, [(str(n), p.text) for n, p in enumerate(passages, 1)],
-                            limit=5, boost_terms=names)
-    lines = [lead] if lead else []
-    lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
-              if sentence not in lead][:4]  # the lead already says it
-    if not lines:
-        return "I don't know: the retrieved passages do not mention the question's terms."
-    return "\n".join(lines)
+def _cited(passages: list[Passage]) -> list[tuple[str, str]]:
+    """(citation, text) of ranked passages: passage n is source n."""
+    return [(str(n), p.text) for n, p in enumerate(passages, 1)]

@@ -7,17 +7,20 @@ substituted for their members' material, largest sub-community first, until it f
 (the GraphRAG method). Communities whose raw material fits are all written in the first
 wave; only those that need sub-community reports wait for them, level by level, deepest
 first. Malformed JSON is repaired, then asked again; as a last resort the report is
-assembled extractively, so a bad answer never stops the run.
+assembled extractively, so a bad answer never stops the run. The writer is the chat
+model's (LLMReportWriter) or, with no chat model, the offline extractive one; both sit
+behind the ReportWriter interface.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable
+from functools import partial
+from typing import Callable, Iterator, Protocol
 
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
-from .offline import OFFLINE_WRITER, extractive_report
+from .offline import ExtractiveReportWriter, extractive_report
 from .parsing import parse_report
 from .prompts import Prompts
 from .text import ContextTable, content_hash, estimate_tokens, shorten
@@ -138,9 +141,51 @@ def _touched(communities: dict[str, "_Community"], changed: set[str]) -> set[str
 
 def report_settings(gateway: Gateway, prompts: Prompts, budget: int, min_size: int) -> str:
     """Hash of what every report depends on besides its community: writer, prompt, budget."""
-    writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
     template = prompts.community_report if gateway.chat_model else ""
-    return content_hash(writer, template, str(budget), str(min_size))
+    return content_hash(report_writer_for(gateway, prompts).name, template, str(budget), str(min_size))
+
+
+@dataclass
+class ReportItem:
+    """One report to write: a tag to hand back, its context, and its raw material
+    (entities, relationships) on demand, for writers that work from the graph itself."""
+    tag: object
+    context: str
+    material: Callable[[], tuple[list[dict], list[dict]]]
+
+
+class ReportWriter(Protocol):
+    """What the report stage needs: a name (part of each report's context hash) and a batch method."""
+    name: str
+
+    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
+        """(tag, report, generator) for each item, in any order."""
+
+
+class LLMReportWriter:
+    """Reports by the chat model from each community's context; a malformed answer is
+    repaired or asked again by the gateway, and as a last resort written extractively."""
+
+    def __init__(self, gateway: Gateway, prompts: Prompts):
+        self.gateway, self.prompts = gateway, prompts
+        self.name = gateway.chat_model.name
+
+    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
+        jobs = [ChatJob(item, self.prompts.community_report.format(context=item.context),
+                        validate=lambda t: parse_report(t) is not None) for item in items]
+        for job, answer in self.gateway.chat_many("report", jobs, idle):
+            parsed = parse_report(answer)
+            if parsed:
+                yield job.tag.tag, parsed, self.name
+            else:
+                yield job.tag.tag, extractive_report(*job.tag.material()), "fallback"
+
+
+def report_writer_for(gateway: Gateway, prompts: Prompts) -> ReportWriter:
+    """The chat model's report writer, or the offline extractive one without a chat model."""
+    if gateway.chat_model is None:
+        return ExtractiveReportWriter()
+    return LLMReportWriter(gateway, prompts)
 
 
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
@@ -185,13 +230,13 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     graph = _Graph(conn)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    writer = gateway.chat_model.name if gateway.chat_model else OFFLINE_WRITER
+    writer = report_writer_for(gateway, prompts)
     template = prompts.community_report if gateway.chat_model else ""
     written = checked = 0
 
     def unchanged(community: _Community, context: str) -> bool:
         nonlocal checked
-        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer, template, context)
+        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer.name, template, context)
         if same:
             checked += 1
             report("report", written + checked, total)
@@ -210,21 +255,10 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
                 "generator = excluded.generator, context_hash = excluded.context_hash",
                 (community.id, parsed["title"], parsed["summary"], parsed["rating"],
                  parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-                 full, generator, content_hash(writer, template, context)))
+                 full, generator, content_hash(writer.name, template, context)))
         child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)
-
-    def offline(community: _Community) -> dict:
-        entities, edges = graph.material(community.members)
-        return extractive_report(entities, edges)
-
-    if gateway.chat_model is None:
-        for community in todo:
-            context = raw_context(graph, community.members, budget)[0]
-            if not unchanged(community, context):
-                save(community, offline(community), OFFLINE_WRITER, context)
-        return written
 
     # wave 0: everything whose raw material fits (or that has no sub-reports to use)
     waves: dict[int, list[_Community]] = {}
@@ -237,13 +271,10 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
             waves.setdefault(community.level, []).append(community)
 
     def run(batch: list[tuple[_Community, str]]) -> None:
-        jobs = [ChatJob((c, ctx), prompts.community_report.format(context=ctx),
-                        validate=lambda t: parse_report(t) is not None)
-                for c, ctx in batch if not unchanged(c, ctx)]
-        for job, answer in gateway.chat_many("report", jobs, idle):
-            community, context = job.tag
-            parsed = parse_report(answer)
-            save(community, parsed or offline(community), writer if parsed else "fallback", context)
+        items = [ReportItem((c, ctx), ctx, partial(graph.material, c.members))
+                 for c, ctx in batch if not unchanged(c, ctx)]
+        for (community, context), parsed, generator in writer.write(items, idle):
+            save(community, parsed, generator, context)
 
     run(ready)
     for level in sorted(waves, reverse=True):  # deepest first: children are done before parents

@@ -10,13 +10,22 @@ import re
 import unicodedata
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+CJK_RANGES = _CJK  # for character classes elsewhere
 _CJK_RE = re.compile(f"[{_CJK}]")
 CJK_RUN = re.compile(f"[{_CJK}]+")
 # a run of end marks, closing quotes/brackets, then space (or a blank line)
-_SENTENCE_END = re.compile(r"[.!?;。！？；…]+[\"'”’」』)\]]*\s*|\n\s*\n")
-# words after which a full stop does not end the sentence
-_ABBREVIATIONS = frozenset("mr mrs ms dr st mt jr sr prof rev capt col gen sgt lt vs etc".split())
-_LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
+_SENTENCE_END = re.compile(r"[.!?;。！？；…．]+[\"'”’」』)\]）]*\s*|\n\s*\n")
+_CJK_MARKS = frozenset("。！？；…．")
+# a full stop after these never ends a sentence ("Mr. Scrooge", "St. Louis", "e.g. a cat")
+_TITLES = frozenset("mr mrs ms messrs dr prof rev fr st mt ft capt col gen lt sgt cpl maj adm "
+                    "gov sen rep hon pres supt insp e.g i.e cf viz vs".split())
+# after these it ends one only when a usual sentence opener follows ("Acme Inc. sold")
+_ABBREVIATIONS = frozenset("jr sr etc al approx inc ltd corp bros dept univ assn ave blvd a.m p.m".split())
+# and after these only when no number follows ("No. 5", "Jan. 1848", "pp. 3-9")
+_BEFORE_NUMBERS = frozenset("no nos vol vols fig figs pp ch sec op jan feb mar apr jun jul aug sep "
+                            "sept oct nov dec".split())
+_DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")  # U.S, e.g, Ph.D
+_NEXT_WORD = re.compile(r"[\"'“‘(\[]*(\w+)")
 _INDEX_WORD = re.compile(f"[^\\W_{_CJK}]+")
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
@@ -28,6 +37,9 @@ STOPWORDS = frozenset(
     very more most much many one two such only own same other some up down out over under
     again further once here said say says tell told shall should may might must""".split()
 )
+
+_OPENERS = STOPWORDS | frozenset("in on at after before during although while since however "
+                                 "there it this these they he she we i".split())
 
 
 def jieba():
@@ -61,19 +73,63 @@ def estimate_tokens(text: str) -> int:
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans (start, end) covering the text, for English and Chinese."""
+    """Sentence spans (start, end) covering the text, for English and Chinese.
+
+    A Latin full stop ends a sentence only before a space or the end of the text ("3.5",
+    "U.S.A" and "example.com" stay whole), and not after an abbreviation or an initial that
+    the next word continues ("Mr. Scrooge", "G. Stanley Hall", "e.g. a cat", "U.S. Army").
+    """
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
         end = match.end()
-        word = _LAST_WORD.search(text, max(start, match.start() - 6), match.start() + 1)
-        if word and match.group().rstrip() == "." and word.group(1).lower() in _ABBREVIATIONS:
-            continue  # "Mr. Scrooge": an abbreviation, not the end of a sentence
+        if not _ends_sentence(text, match):
+            continue
         if end > start:
             spans.append((start, end))
             start = end
     if start < len(text):
         spans.append((start, len(text)))
     return spans
+
+
+def _ends_sentence(text: str, match: re.Match) -> bool:
+    marks = match.group().rstrip()
+    if marks == "" or any(c in _CJK_MARKS for c in marks):
+        return True  # a blank line, or Chinese punctuation
+    end = match.end()
+    if end < len(text) and end == match.start() + len(marks):
+        return False  # no space after it: "3.5", "U.S.A", "example.com", "（U.S.）读"
+    if marks != ".":
+        return True
+    token = _token_before(text, match.start())
+    if not token or "\n\n" in match.group():
+        return True
+    word = token.lower()
+    if word in _TITLES:
+        return False
+    following = _NEXT_WORD.match(text, end)
+    if following is None:
+        return True
+    nxt = following.group(1)
+    if word in _BEFORE_NUMBERS:
+        return not nxt[0].isdigit()
+    initial = len(token) == 1 and token.isalpha() and token.isupper() and token != "I"
+    if not (initial or word in _ABBREVIATIONS or _DOTTED.fullmatch(token)):
+        return True
+    if nxt[0].islower() or nxt[0].isdigit():
+        return False  # "etc. and", "U.S. dollars", "G. 1844"
+    return nxt.lower() in _OPENERS  # "in the U.S. The next year" ends; "U.S. Army" does not
+
+
+def _token_before(text: str, end: int) -> str:
+    """The word (with inner dots: "U.S") that ends at end, not counting CJK characters."""
+    start = end
+    while start > 0 and end - start < 40:
+        char = text[start - 1]
+        if not (char == "." or char.isalnum()) or _CJK_RE.match(char):
+            break
+        start -= 1
+    return text[start:end]
 
 
 def normalise_name(name: str) -> str:

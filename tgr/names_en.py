@@ -1,0 +1,251 @@
+"""English names without a model: runs of capitalised words, filtered and typed.
+
+A run of capitalised words (any script's letters: "Adolf Schärf", "Zoë") may contain
+connectors ("Lord of the Rings", "Ludwig van Beethoven") and keeps its initials and
+dotted abbreviations ("G. Stanley Hall", "U.S."); a leading "The" is dropped so that all
+mentions agree. A possessive ends a name ("Hello Love's director" -> "Hello Love"), and a
+surname alone joins the one full name the text gives it ("Stockdale" -> "James Bond
+Stockdale"). Generic capitalised words ("President", "March",
+"Country") are not names on their own, nor is a capitalised word that the same text also
+writes in lower case, nor a sentence's first word unless it is capitalised mid-sentence
+too. Types come from cheap cues: honorifics and speech verbs (person), place prepositions
+and words such as "River" (location), "University" or "Inc" (organization), month and
+day names (date); everything else is a concept.
+"""
+from __future__ import annotations
+
+import re
+
+from .text import CJK_RANGES, STOPWORDS
+
+Name = tuple[str, str]  # (name, type)
+
+_LETTER, _ALNUM = rf"[^\W\d_{CJK_RANGES}]", rf"[^\W_{CJK_RANGES}]"  # any script's letters but CJK
+_WORD = re.compile(rf"{_LETTER}{_ALNUM}*(?:[-'’]{_ALNUM}+)*['’]?")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s?$")
+_DOTTED_NAME = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
+_MAX_WORDS = 8
+
+_HONORIFICS = frozenset("mr mrs ms miss dr mister madam sir dame president senator governor "
+                        "professor prof doctor captain capt general gen colonel col lieutenant "
+                        "sergeant judge justice mayor chancellor".split())
+_ROYAL = frozenset("king queen prince princess emperor empress pope saint st lord lady duke "
+                   "duchess earl count countess baron bishop archbishop".split())
+_CONNECTORS = frozenset("of the de van von la le du der den da di del dos das al bin ibn upon".split())
+_NOT_NAMES = frozenset("""i oh ah yes no o ay aye well now then there here what why how who where
+    when this that these those it he she we they you his her my our their your the a an but and
+    or if so for in on at to of as by all not nor yet nay let come chapter book project hark bah
+    ha eh hem hallo halloa hollo hush alas pooh mind see its it's i'm i'll i'd i've we're
+    you're they're don't can't won't isn't""".split())
+_MONTHS = frozenset("january february march april may june july august september october "
+                    "november december".split())
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# capitalised in titles and at the start of a sentence, but not names on their own
+_GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
+    country city state states county province region district town village capital nation
+    republic kingdom empire island islands river lake mountain mountains sea ocean street road
+    north south east west northern southern eastern western central new old great little first
+    second third last early late later after before during since until today yesterday tomorrow
+    university college school academy institute church party army navy government council court
+    company corporation group team club league band album song film movie series season episode
+    show novel story magazine newspaper station airport museum hospital library prize award
+    television radio internet std jan feb mar apr jun jul aug sep sept oct nov dec
+    world international national american british english french german european western
+    century year years day days week month time act article section part volume edition
+    minister secretary chairman director chief officer member leader head founder author writer
+    father mother son daughter brother sister uncle aunt wife husband family man woman men women
+    god heaven hell spirit ghost however meanwhile although though while also still
+    soon suddenly finally perhaps indeed once again even yet thus hence therefore because up
+    according following despite many most some several each every both either neither other
+    another such only one two three four five six seven eight nine ten eleven twelve twenty
+    hundred thousand million billion op vol no inc ltd co corp llc plc jr sr""".split())
+_PERSON_VERBS = frozenset("said cried replied asked exclaimed answered thought says told wrote "
+                          "married".split())
+_PLACE_PREPOSITIONS = frozenset("in at from to into near towards across".split())
+_LOCATION_WORDS = frozenset("""river lake mountain mountains mount sea ocean bay island islands
+    street road avenue square park valley county city province state kingdom republic bridge
+    castle harbour harbor coast desert forest hill hills peninsula canal fort port cape
+    strait gulf""".split())
+_ORGANIZATION_WORDS = frozenset("""university college institute school academy company corporation
+    corp inc ltd llc plc group party church army navy council society association club
+    foundation bank records studios league committee commission ministry department agency
+    union federation museum hospital fc""".split())
+_PLURAL_OWNERS = frozenset("women men children people girls boys ladies gentlemen nations "
+                           "bachelor master".split())
+# "X (born 1950) was", "X is a": the subject of a defining sentence is a name even at its start
+_DEFINING = re.compile(r"\s*[(（]|\s+(?:is|was|are|were)\s+(?:a|an|the)\s")
+_NUMBER_AFTER = re.compile(r" \d{1,3}(?![\d,.]?\d|\w)")  # "Big Hero 6", "Channel 4" (not a year)
+_DATE_WORDS = _MONTHS | _DAYS | frozenset("day eve".split())
+_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»—–-"
+_TRAILING_JUNK = _CONNECTORS | _NOT_NAMES
+_QUOTES_AND_OPENERS = "\"“‘'(:;—–-[«"
+
+
+def english_names(sentences: list[str], text: str | None = None) -> list[list[Name]]:
+    """The names found in each sentence (one list per sentence, in order).
+
+    text: the whole text the sentences come from; a word it writes in lower case
+    ("the president") is not a name on its own even where it is capitalised.
+    """
+    lower = {_POSSESSIVE.sub("", w.strip(_PUNCTUATION)) for w in
+             (text if text is not None else " ".join(sentences)).split() if w.islower()}
+    spans_per_sentence = [_capitalised_spans(s, lower) for s in sentences]
+    mid_sentence = {name for spans in spans_per_sentence for name, _, inside, _ in spans if inside}
+    mid_sentence |= {name.split()[-1] for spans in spans_per_sentence for name, *_ in spans
+                     if " " in name}  # "Stockdale ran" after "James Bond Stockdale"
+    result = []
+    for spans in spans_per_sentence:
+        names = []
+        for name, kind, inside, titled in spans:
+            if " " not in name:
+                key = _POSSESSIVE.sub("", name).lower()
+                if key in _GENERIC or key in lower or key in STOPWORDS:
+                    continue
+                if not inside and name not in mid_sentence:
+                    continue
+            names.append((name, kind, titled))
+        result.append(names)
+    surnames = _surnames([n for names in result for n in names])
+    return [[(name if titled else surnames.get(name, name), kind) for name, kind, titled in names]
+            for names in result]
+
+
+def _surnames(names: list[tuple[str, str, bool]]) -> dict[str, str]:
+    """"Stockdale" -> "James Bond Stockdale" when the text names exactly one such person.
+
+    A surname alone would otherwise tie every text about any Stockdale together; a name
+    that came with a title ("Mrs. Cratchit") may be another person and keeps its own.
+    """
+    full: dict[str, set[str]] = {}
+    for name, kind, _ in names:
+        parts = name.split()
+        if len(parts) > 1 and kind in ("person", "concept") and not _CONNECTORS & set(parts) \
+                and parts[-1][0].isupper() and not _DOTTED_NAME.fullmatch(parts[-1]):
+            full.setdefault(parts[-1], set()).add(name)
+    return {short: next(iter(longs)) for short, longs in full.items() if len(longs) == 1}
+
+
+def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, bool, bool]]:
+    """(name, type, inside, titled) for each run of capitalised words; inside: not
+    sentence-initial; titled: it followed an honorific ("Mrs. Cratchit")."""
+    words = list(_WORD.finditer(sentence))
+    shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
+    spans, i = [], 0
+    while i < len(words):
+        if not _capitalised(words[i].group(), shouting):
+            i += 1
+            continue
+        j = _run_end(sentence, words, i, shouting)
+        span = _name_of(sentence, words, i, j, lower)
+        if span:
+            spans.append(span)
+        i = j
+    return spans
+
+
+def _capitalised(word: str, shouting: bool) -> bool:
+    return word[0].isupper() and not (shouting and word.isupper() and len(word) > 1)
+
+
+def _run_end(sentence: str, words: list[re.Match], i: int, shouting: bool) -> int:
+    """Index after the last word of the run of capitalised words starting at i."""
+    j = i + 1
+    while j < len(words) and j - i < _MAX_WORDS:
+        if _POSSESSIVE.search(words[j - 1].group()) and _bare(words[j - 1].group()) not in _PLURAL_OWNERS:
+            break  # "Scrooge's Christmas": the possessive ends the name ("Women's World Cup" does not)
+        gap = sentence[words[j - 1].end():words[j].start()]
+        if gap not in (" ", ". ", "."):
+            if not (gap == ", " and _comma_continues(words, i, j)):
+                break
+        if _capitalised(words[j].group(), shouting):
+            j += 1
+            continue
+        k = j  # connectors ("of the") only inside a name
+        while k < len(words) and k - j < 2 and words[k].group() in _CONNECTORS \
+                and sentence[words[k - 1].end():words[k].start()] == " ":
+            k += 1
+        if k > j and k < len(words) and sentence[words[k - 1].end():words[k].start()] == " " \
+                and _capitalised(words[k].group(), shouting) and words[k].group() != "The" \
+                and not ("of" in [w.group() for w in words[j:k]] and "of" in [w.group() for w in words[i:j]]):
+            j = k + 1
+            continue
+        break
+    return j
+
+
+def _comma_continues(words: list[re.Match], i: int, j: int) -> bool:
+    """"University of California, Berkeley": a campus after an institution's name."""
+    run = [w.group().lower() for w in words[i:j]]
+    return "of" in run and run[0] in {"university", "college", "institute"} and (
+        j + 1 >= len(words) or not words[j + 1].group()[0].isupper())
+
+
+def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
+             lower: set[str]) -> tuple[str, str, bool, bool] | None:
+    """The name in the run words[i:j] with its type and whether it is mid-sentence."""
+    tokens = list(range(i, j))
+    lowered = [_bare(words[k].group()) for k in tokens]
+    previous = words[i - 1].group().lower() if i else ""
+    before = sentence[:words[i].start()].rstrip()
+    inside = bool(previous) and not (before and before[-1] in _QUOTES_AND_OPENERS)
+    if not inside and _DEFINING.match(sentence, words[j - 1].end()):
+        inside = True
+    kind = "person" if len(tokens) > 1 and lowered[0] in _ROYAL else "concept"
+    titled = False
+    while tokens:
+        first = lowered[0]
+        if len(tokens) > 1 and first in _HONORIFICS and lowered[1] not in _CONNECTORS:
+            kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
+        elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
+            inside = True  # what follows a dropped opener ("But Scrooge") is no longer sentence-initial
+        elif first in _CONNECTORS:
+            pass
+        elif not inside and len(tokens) > 1 and (first in _GENERIC or first in lower):
+            pass  # "Later Scrooge went": Later is no name
+        else:
+            break
+        tokens, lowered = tokens[1:], lowered[1:]
+    while tokens and lowered[-1] in _TRAILING_JUNK:
+        tokens, lowered = tokens[:-1], lowered[:-1]
+    if not tokens or all(w in STOPWORDS or w in _NOT_NAMES for w in lowered):
+        return None
+    if len(tokens) > 1 and all(w in _GENERIC or w in _CONNECTORS for w in lowered):
+        return None  # "North American", "Early Life"
+    start, end = words[tokens[0]].start(), words[tokens[-1]].end()
+    name = sentence[start:end]
+    if _POSSESSIVE.search(name):
+        name = _POSSESSIVE.sub("", name)
+    elif _DOTTED_NAME.fullmatch(name) and sentence[end:end + 1] == ".":
+        name += "."  # "U.S."
+    elif lowered[-1] not in _GENERIC and (number := _NUMBER_AFTER.match(sentence, end)):
+        name += number.group()  # "Big Hero 6"
+    name = name.strip("'’-")
+    if len(name) < 2:
+        return None
+    after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
+    if kind == "concept":
+        kind = _type_of(lowered, previous, after)
+    return name, kind, inside, titled
+
+
+def _type_of(lowered: list[str], previous: str, after: str) -> str:
+    last, first = _POSSESSIVE.sub("", lowered[-1]), lowered[0]
+    if last in _ORGANIZATION_WORDS or first in {"university", "college", "bank"}:
+        return "organization"
+    if last in _LOCATION_WORDS or first in {"mount", "lake", "fort", "port", "cape", "river"}:
+        return "location"
+    if last in _DATE_WORDS and len(lowered) > 1 or first in _MONTHS and len(lowered) == 1:
+        return "date"
+    if after in _PERSON_VERBS or previous in _PERSON_VERBS or after in {"born", "died"} \
+            or len(lowered[-1]) > 1 and any(len(w) == 1 for w in lowered[:-1]):  # "G. Stanley Hall"
+        return "person"
+    if previous in _PLACE_PREPOSITIONS:
+        return "location"
+    return "concept"
+
+
+def _bare(word: str) -> str:
+    """Lower-cased word without a possessive or contraction: "Scrooge's" -> "scrooge", "I'll" -> "i"."""
+    if _POSSESSIVE.search(word):
+        return _POSSESSIVE.sub("", word).lower()
+    return re.split(r"['’]", word, maxsplit=1)[0].lower()
