@@ -19,7 +19,7 @@ from .store import KnowledgeBase
 def _model_options(fn):
     options = [
         click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline'."),
-        click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME or tgr:hash-384."),
+        click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME, local:multilingual-e5-small or tgr:hash-384."),
         click.option("--base-url", envvar="TGR_BASE_URL", help="OpenAI-compatible endpoint (Ollama, vLLM, ...)."),
         click.option("--offline", is_flag=True, help="Ignore any API key: heuristic/extractive default."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
@@ -37,7 +37,7 @@ def _model_options(fn):
 def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
           concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False) -> KnowledgeBase:
     if offline:  # no model at all: extractive answers and the offline embedder
-        chat_model, embed_model = "offline", embed_model or "tgr:hash-384"
+        chat_model, embed_model = "offline", embed_model or "offline"
     return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
                          concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
                          create=create, readonly=readonly)
