@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction
+from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
 from .gateway import Gateway
+from .models import vector_type
 from .text import content_hash
 
 Progress = Callable[[str, int, int], None]
@@ -26,7 +27,7 @@ EMBED_REQUEST = 64  # one embedding request: what an idle step may do between an
 def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
               progress: Progress | None = None) -> int:
     """Embed every row whose text changed since it was last embedded; returns rows embedded."""
-    ensure_vec_tables(conn, gateway.embedder.dim)
+    ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
     total = 0
     for kind in kinds:
         total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None))
@@ -41,12 +42,12 @@ def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str,
     return [(rid, text, h) for rid, text, old in rows if old != (h := content_hash(model, text))]
 
 
-def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors) -> None:
+def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str) -> None:
     vec_table, table, key, _ = TARGETS[kind]
     with transaction(conn):
         conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
-        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, ?)",
-                         [(rid, serialize(v)) for (rid, _, _), v in zip(batch, vectors)])
+        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, {vec_param(vtype)})",
+                         [(rid, serialize(v, vtype)) for (rid, _, _), v in zip(batch, vectors)])
         conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
                          [(h, rid) for rid, _, h in batch])
 
@@ -60,7 +61,8 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress)
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]))
+        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
+               vector_type(gateway.embedder))
         report(stage, min(len(todo), start + BATCH), len(todo))
     return len(todo)
 
@@ -70,7 +72,7 @@ class EmbedWhileWaiting:
     that embedding overlaps the wait for chat answers. Returns False when nothing is left."""
 
     def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities")):
-        ensure_vec_tables(conn, gateway.embedder.dim)
+        ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
         self.conn, self.gateway = conn, gateway
         self.kinds = list(kinds)
         self.kind = ""
@@ -84,7 +86,7 @@ class EmbedWhileWaiting:
             self.todo = _todo(self.conn, self.gateway, self.kind)
         batch, self.todo = self.todo[:EMBED_REQUEST], self.todo[EMBED_REQUEST:]
         vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)
-        _write(self.conn, self.kind, batch, vectors)
+        _write(self.conn, self.kind, batch, vectors, vector_type(self.gateway.embedder))
         return True
 
 

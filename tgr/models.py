@@ -39,10 +39,19 @@ class ChatModel(Protocol):
 
 
 class Embedder(Protocol):
+    """Optional extras: embed_query(texts) embeds questions where the model wants them
+    embedded differently from passages (E5's "query: " prefix); vector_type = "int8" lets
+    the store keep its vectors as int8 (default "float32")."""
+
     name: str
     dim: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def vector_type(embedder: Embedder) -> str:
+    """How the store keeps this embedder's vectors: "float32", or "int8" where the model allows."""
+    return getattr(embedder, "vector_type", "float32")
 
 
 def redact(message: str, *secrets: str | None) -> str:

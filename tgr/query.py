@@ -12,8 +12,9 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
-from .db import Connection, has_table, serialize
+from .db import Connection, has_table, serialize, vec_param
 from .gateway import ChatJob, Gateway
+from .models import vector_type
 from .offline import best_sentences, score_overlap
 from .parsing import parse_points
 from .prompts import Prompts
@@ -85,7 +86,11 @@ class Searcher:
     # -- shared pieces --------------------------------------------------------------------
 
     def _vector(self, question: str) -> bytes:
-        return serialize(self.gateway.embed("query", [question])[0])
+        return serialize(self.gateway.embed("query", [question])[0], self._vtype)
+
+    @property
+    def _vtype(self) -> str:
+        return vector_type(self.gateway.embedder)
 
     def _model_name(self, context_only: bool) -> str:
         if context_only:
@@ -118,7 +123,7 @@ class Searcher:
         found = list(named)
         if has_table(self.conn, "vec_entities"):
             rows = self.conn.execute(
-                "SELECT id FROM vec_entities WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                f"SELECT id FROM vec_entities WHERE embedding MATCH {vec_param(self._vtype)} AND k = ? ORDER BY distance",
                 (self._vector(question), min(k, MAX_KNN))).fetchall()
             found += [r[0] for r in rows if r[0] not in named]
         return found[:max(k, len(named))]
@@ -222,7 +227,7 @@ class Searcher:
         scores: dict[str, float] = {}
         if has_table(self.conn, "vec_chunks"):
             rows = self.conn.execute(
-                "SELECT id FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                f"SELECT id FROM vec_chunks WHERE embedding MATCH {vec_param(self._vtype)} AND k = ? ORDER BY distance",
                 (self._vector(question), min(k, MAX_KNN))).fetchall()
             for rank, (cid,) in enumerate(rows):
                 scores[cid] = scores.get(cid, 0) + 1 / (60 + rank)
@@ -271,7 +276,7 @@ class Searcher:
         if len(rows) > self.settings.global_top and has_table(self.conn, "vec_reports"):
             vector = self._vector(question)
             distance = dict(self.conn.execute(
-                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (vector,)).fetchall())
+                f"SELECT id, vec_distance_cosine(embedding, {vec_param(self._vtype)}) FROM vec_reports", (vector,)).fetchall())
             rows.sort(key=lambda r: (distance.get(r[0], 2.0), -r[3], r[0]))
             rows = rows[:self.settings.global_top]
         return rows

@@ -19,7 +19,7 @@ from .extract import extract_chunks
 from .gateway import Gateway, Usage, cache_key
 from .ingest import Document, read_documents
 from .merge import merge_graph, needs_merge
-from .models import ChatModel, Embedder
+from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
@@ -264,7 +264,7 @@ class KnowledgeBase:
                   "chat_model": chat.name if chat else "offline-extractive",
                   "extractor": chat.name if chat else OFFLINE_EXTRACTOR}
         if "embed_model" not in meta:
-            values.update(embed_model=embedder.name, embed_dim=embedder.dim)
+            values.update(embed_model=embedder.name, embed_dim=embedder.dim, embed_vector=vector_type(embedder))
         if "created_with" not in meta:
             values["created_with"] = values["chat_model"]
         with transaction(self.conn):
@@ -364,7 +364,8 @@ class KnowledgeBase:
             self._embed_spec = embedder
             clear_embeddings(self.conn)
             with transaction(self.conn):
-                set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
+                set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim,
+                         embed_vector=vector_type(embedder))
             self._release_models()
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
@@ -456,6 +457,7 @@ class KnowledgeBase:
             "LEFT JOIN reports r ON r.community_id = c.id GROUP BY c.level ORDER BY c.level")}
         chat = meta.get("chat_model", "-")
         offline = chat == "offline-extractive"
+        embeddings = "hashed" if meta.get("embed_model", "tgr:").startswith("tgr:") else meta["embed_model"]
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {
             "path": str(self.path),
@@ -465,7 +467,8 @@ class KnowledgeBase:
             "chat_model": chat,
             "embed_model": meta.get("embed_model", "-"),
             "embed_dim": int(meta.get("embed_dim", 0) or 0),
-            "quality": ("offline default: heuristic extraction, hashed embeddings, extractive "
+            "embed_vector": meta.get("embed_vector", "float32"),
+            "quality": (f"offline default: heuristic extraction, {embeddings} embeddings, extractive "
                         "reports and answers (lower quality than an LLM)") if offline else "LLM-built",
             "documents": count("SELECT count(*) FROM documents"),
             "chunks": count("SELECT count(*) FROM chunks"),
