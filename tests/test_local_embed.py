@@ -81,6 +81,42 @@ def test_long_batches_go_to_the_engine_in_interruptible_calls():
         assert len(group) == 1 or sum(estimate_tokens(t) + 2 for t in group) <= CALL_TOKENS
 
 
+class BudgetEmbedder(HashEmbedder):
+    """A hashed embedder that, like the local model, asks for short requests; records them."""
+
+    request_tokens = 120
+
+    def __init__(self, name: str):
+        super().__init__(64)
+        self.name = name
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts):
+        self.batches.append(list(texts))
+        return super().embed(texts)
+
+
+def test_idle_embedding_steps_respect_the_embedders_token_budget(db_path):
+    from tgr.embeddings import EmbedWhileWaiting
+
+    text = " ".join(f"Sentence {n} tells of Marley's ghost and the chains he forged." for n in range(200))
+    first = BudgetEmbedder("scripted:first")
+    with tgr.open(db_path, chat="offline", embedder=first) as kb:
+        (db_path.parent / "doc.txt").write_text(text, encoding="utf-8")
+        kb.index([str(db_path.parent / "doc.txt")], chunk_size=60, chunk_overlap=10)
+        chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        second = BudgetEmbedder("scripted:second")  # a new model name: every row is due again
+        gateway = Gateway(kb.conn, None, second, concurrency=1)
+        step = EmbedWhileWaiting(kb.conn, gateway, ("chunks",))
+        while step():
+            pass
+        gateway.close()
+    assert sum(len(b) for b in second.batches) == chunks > 10
+    assert len(second.batches) > 1
+    for batch in second.batches:
+        assert len(batch) == 1 or sum(estimate_tokens(t) for t in batch) <= BudgetEmbedder.request_tokens
+
+
 def test_questions_land_on_the_passage_that_answers_them(embedder):
     passages = embedder.embed(list(DOCS.values()))
     names = list(DOCS)

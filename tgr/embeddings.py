@@ -10,7 +10,7 @@ from typing import Callable
 from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
 from .gateway import Gateway
 from .models import vector_type
-from .text import content_hash
+from .text import content_hash, estimate_tokens
 
 Progress = Callable[[str, int, int], None]
 
@@ -84,10 +84,24 @@ class EmbedWhileWaiting:
                 return False
             self.kind = self.kinds.pop(0)
             self.todo = _todo(self.conn, self.gateway, self.kind)
-        batch, self.todo = self.todo[:EMBED_REQUEST], self.todo[EMBED_REQUEST:]
+        take = _request_rows(self.todo, getattr(self.gateway.embedder, "request_tokens", None))
+        batch, self.todo = self.todo[:take], self.todo[take:]
         vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)
         _write(self.conn, self.kind, batch, vectors, vector_type(self.gateway.embedder))
         return True
+
+
+def _request_rows(todo: list[tuple[str, str, str]], budget: int | None) -> int:
+    """Rows for one idle request: EMBED_REQUEST, or fewer when the embedder names a token
+    budget (an in-process model holds the main thread for as long as it computes)."""
+    if budget is None:
+        return EMBED_REQUEST
+    used = 0
+    for n, (_, text, _) in enumerate(todo[:EMBED_REQUEST]):
+        used += estimate_tokens(text)
+        if n and used > budget:
+            return n
+    return EMBED_REQUEST
 
 
 def clear_embeddings(conn: Connection) -> None:

@@ -37,6 +37,7 @@ class LocalEmbedder:
     name = NAME
     dim = DIM
     vector_type = "int8"  # measured: no recall loss against float32 (README)
+    request_tokens = CALL_TOKENS  # keeps an embedding step between chat answers short
 
     def __init__(self, model: str = MODEL):
         if model != MODEL:

@@ -41,7 +41,8 @@ class ChatModel(Protocol):
 class Embedder(Protocol):
     """Optional extras: embed_query(texts) embeds questions where the model wants them
     embedded differently from passages (E5's "query: " prefix); vector_type = "int8" lets
-    the store keep its vectors as int8 (default "float32")."""
+    the store keep its vectors as int8 (default "float32"); request_tokens caps the estimated
+    tokens of one request made while chat answers are awaited (for in-process models)."""
 
     name: str
     dim: int
