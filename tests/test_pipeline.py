@@ -14,7 +14,7 @@ from tgr.parsing import parse_report
 
 DEMO = FIXTURES / "demo_carol.db"
 # How fixtures/demo_carol.db is built (also in the README).
-DEMO_COMMAND = ["index", "{db}", "fixtures/corpus_en", "--offline", "--chunk-size", "300", "--chunk-overlap", "40", "-q"]
+DEMO_COMMAND = ["index", "{db}", "fixtures/corpus_en", "--offline", "--embed-model", "tgr:hash-384", "--chunk-size", "300", "--chunk-overlap", "40", "-q"]
 DEMO_QUESTIONS = [("Who is Jacob Marley?", "local"), ("What did Scrooge say about Christmas?", "local"),
                   ("What happens with the ghost and the chains?", "global"),
                   ("Scrooge's nephew", "naive")]

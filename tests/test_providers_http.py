@@ -426,16 +426,17 @@ def test_openai_embeddings_path_and_body():
 
 # --- provider resolution -----------------------------------------------------------------
 
-def test_offline_default_without_environment():
+def test_offline_default_without_environment(monkeypatch):
+    monkeypatch.delenv("TGR_EMBED_MODEL")
     assert make_chat(None) is None
-    embedder = make_embedder(None)
-    assert isinstance(embedder, HashEmbedder)
-    assert embedder.name == "tgr:hash-384" and embedder.dim == 384
+    embedder = make_embedder(None)  # the local-embed extra is part of the test install
+    assert embedder.name == "local:multilingual-e5-small" and embedder.dim == 384
     for spec in ("offline", "none", "extractive", "OFFLINE"):
         assert make_chat(spec) is None
 
 
 def test_zhipuai_is_the_default_with_a_key(monkeypatch):
+    monkeypatch.delenv("TGR_EMBED_MODEL")
     monkeypatch.setenv("ZHIPUAI_API_KEY", SECRET_KEY)
     chat = make_chat(None)
     assert isinstance(chat, ZhipuChat) and chat.name == "zhipuai:glm-4-flash"
@@ -480,7 +481,8 @@ def test_tgr_hash_specs_and_unknown_providers():
 
 
 def test_embedder_for_store_resolution(monkeypatch):
-    assert embedder_for_store({}, None).name == "tgr:hash-384"
+    monkeypatch.delenv("TGR_EMBED_MODEL")
+    assert embedder_for_store({}, "tgr:hash-384").name == "tgr:hash-384"
     built = {"embed_model": "tgr:hash-384", "embed_dim": "384"}
     assert embedder_for_store(built, None).name == "tgr:hash-384"
     assert embedder_for_store(built, "tgr:hash-384").dim == 384

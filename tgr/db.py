@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import struct
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Mapping
@@ -320,12 +321,14 @@ def set_meta(conn: Connection, **values) -> None:
     )
 
 
-def ensure_vec_tables(conn: Connection, dim: int) -> None:
-    """Create the vec0 embedding tables for this dimension (once the embedder is known)."""
+def ensure_vec_tables(conn: Connection, dim: int, vector_type: str = "float32") -> None:
+    """Create the vec0 embedding tables for this dimension and element type (float32 or
+    int8), once the embedder is known."""
+    element = {"float32": "float", "int8": "int8"}[vector_type]
     for table in VEC_TABLES:
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
-            f"id TEXT PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
+            f"id TEXT PRIMARY KEY, embedding {element}[{int(dim)}] distance_metric=cosine, "
             f"chunk_size={VEC_CHUNK_ROWS})"
         )
 
@@ -341,5 +344,16 @@ def has_table(conn: Connection, name: str) -> bool:
     ).fetchone() is not None
 
 
-def serialize(vector) -> bytes:
-    return sqlite_vec.serialize_float32(list(vector))
+def serialize(vector, vector_type: str = "float32") -> bytes:
+    """A vector as vec0 stores it. int8 scales each vector by 127 / its largest component:
+    cosine distance ignores a vector's length, so this keeps the most precision per vector."""
+    if vector_type == "float32":
+        return sqlite_vec.serialize_float32(list(vector))
+    values = list(vector)
+    peak = max((abs(x) for x in values), default=0.0) or 1.0
+    return struct.pack(f"{len(values)}b", *(round(x * 127 / peak) for x in values))
+
+
+def vec_param(vector_type: str = "float32") -> str:
+    """The SQL that binds a serialized vector of this type (vec0 reads untyped blobs as float32)."""
+    return "vec_int8(?)" if vector_type == "int8" else "?"

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction
+from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
 from .gateway import Gateway
 from .limits import MAX_CONTEXT_TEXT
-from .text import content_hash
+from .models import vector_type
+from .text import content_hash, estimate_tokens
 
 Progress = Callable[[str, int, int], None]
 
@@ -27,7 +28,7 @@ EMBED_REQUEST = 64  # one embedding request: what an idle step may do between an
 def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
               progress: Progress | None = None) -> int:
     """Embed every row whose text changed since it was last embedded; returns rows embedded."""
-    ensure_vec_tables(conn, gateway.embedder.dim)
+    ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
     total = 0
     for kind in kinds:
         total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None))
@@ -44,12 +45,12 @@ def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str,
     return [(rid, text, h) for rid, text, old in rows if old != (h := content_hash(model, text))]
 
 
-def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors) -> None:
+def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str) -> None:
     vec_table, table, key, _ = TARGETS[kind]
     with transaction(conn):
         conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
-        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, ?)",
-                         [(rid, serialize(v)) for (rid, _, _), v in zip(batch, vectors)])
+        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, {vec_param(vtype)})",
+                         [(rid, serialize(v, vtype)) for (rid, _, _), v in zip(batch, vectors)])
         conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
                          [(h, rid) for rid, _, h in batch])
 
@@ -63,7 +64,8 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress)
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]))
+        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
+               vector_type(gateway.embedder))
         report(stage, min(len(todo), start + BATCH), len(todo))
     return len(todo)
 
@@ -73,7 +75,7 @@ class EmbedWhileWaiting:
     that embedding overlaps the wait for chat answers. Returns False when nothing is left."""
 
     def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities")):
-        ensure_vec_tables(conn, gateway.embedder.dim)
+        ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
         self.conn, self.gateway = conn, gateway
         self.kinds = list(kinds)
         self.kind = ""
@@ -85,10 +87,24 @@ class EmbedWhileWaiting:
                 return False
             self.kind = self.kinds.pop(0)
             self.todo = _todo(self.conn, self.gateway, self.kind)
-        batch, self.todo = self.todo[:EMBED_REQUEST], self.todo[EMBED_REQUEST:]
+        take = _request_rows(self.todo, getattr(self.gateway.embedder, "request_tokens", None))
+        batch, self.todo = self.todo[:take], self.todo[take:]
         vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)
-        _write(self.conn, self.kind, batch, vectors)
+        _write(self.conn, self.kind, batch, vectors, vector_type(self.gateway.embedder))
         return True
+
+
+def _request_rows(todo: list[tuple[str, str, str]], budget: int | None) -> int:
+    """Rows for one idle request: EMBED_REQUEST, or fewer when the embedder names a token
+    budget (an in-process model holds the main thread for as long as it computes)."""
+    if budget is None:
+        return EMBED_REQUEST
+    used = 0
+    for n, (_, text, _) in enumerate(todo[:EMBED_REQUEST]):
+        used += estimate_tokens(text)
+        if n and used > budget:
+            return n
+    return EMBED_REQUEST
 
 
 def clear_embeddings(conn: Connection) -> None:

@@ -274,7 +274,8 @@ class Gateway:
             raise error
 
     def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
-        """Embed texts in batches, concurrently, retried and metered (not cached)."""
+        """Embed texts in batches, concurrently, retried and metered (not cached).
+        The "query" stage embeds questions (embed_query where the embedder has it)."""
         if not texts:
             return []
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
@@ -284,7 +285,7 @@ class Gateway:
         workers = self._pool()
         owner = workers.new_batch()
         for index, batch in enumerate(batches):
-            workers.submit(owner, self._run_embed, (index, batch))
+            workers.submit(owner, self._run_embed, (index, batch, self._embed_call(stage)))
         try:
             for _ in batches:
                 index, vectors, attempts, latency, error = workers.next_result(owner)
@@ -362,12 +363,18 @@ class Gateway:
             outcome.latency = time.perf_counter() - start
         return outcome
 
+    def _embed_call(self, stage: str):
+        """Questions go to embed_query where the embedder has one (E5's "query: " prefix)."""
+        if stage == "query":
+            return getattr(self.embedder, "embed_query", None) or self.embedder.embed
+        return self.embedder.embed
+
     def _run_embed(self, item):
-        index, batch = item
+        index, batch, embed = item
         start = time.perf_counter()
         self._enter()
         try:
-            vectors, attempts = self._with_retries(functools.partial(self.embedder.embed, batch))
+            vectors, attempts = self._with_retries(functools.partial(embed, batch))
             return index, vectors, attempts, time.perf_counter() - start, None
         except BaseException as exc:
             return index, None, 0, time.perf_counter() - start, exc
@@ -376,7 +383,7 @@ class Gateway:
 
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
-        vectors, attempts = self._with_retries(functools.partial(self.embedder.embed, batch))
+        vectors, attempts = self._with_retries(functools.partial(self._embed_call(stage), batch))
         self._record_embed(stage, batch, attempts, time.perf_counter() - start)
         return vectors
 

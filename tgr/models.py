@@ -39,6 +39,11 @@ class ChatModel(Protocol):
 
 
 class Embedder(Protocol):
+    """Optional extras: embed_query(texts) embeds questions where the model wants them
+    embedded differently from passages (E5's "query: " prefix); vector_type = "int8" lets
+    the store keep its vectors as int8 (default "float32"); request_tokens caps the estimated
+    tokens of one request made while chat answers are awaited (for in-process models)."""
+
     name: str
     dim: int
 
@@ -49,6 +54,11 @@ def is_local(model) -> bool:
     """True for a model computed in this process (no API, no tokens): `local = True`, or tgr:*."""
     local = getattr(model, "local", None)
     return bool(local) if local is not None else str(getattr(model, "name", "")).startswith("tgr:")
+
+
+def vector_type(embedder: Embedder) -> str:
+    """How the store keeps this embedder's vectors: "float32", or "int8" where the model allows."""
+    return getattr(embedder, "vector_type", "float32")
 
 
 def redact(message: str, *secrets: str | None) -> str:

@@ -1,9 +1,11 @@
 """Choose the chat model and embedder from options, the environment and the store's meta.
 
 Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
-(the offline embedder), "offline" (no chat model: extractive mode). A bare name goes to
-the OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
-With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default.
+(hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
+chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
+OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
+With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
+is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
 A store always queries with the embedder it was built with, or says which one it needs,
 and by default with the chat model it records; only keys and endpoints come from the
 environment.
@@ -15,11 +17,14 @@ import os
 from .errors import ModelError, ModelMismatch
 from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
                      OpenAIEmbedder, ZhipuChat, ZhipuEmbedder)
+from .local_embed import LocalEmbedder
+from .local_embed import available as local_embed_available
 from .offline import HashEmbedder
 from .safe import terminal_safe
 
 OFFLINE_NAMES = {"offline", "none", "extractive", "offline-extractive"}
 REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
+LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
 
 def _split(spec: str, base_url: str | None) -> tuple[str, str]:
@@ -58,26 +63,38 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
                   timeout: float = 120.0, dim: int | None = None) -> Embedder:
     """An embedder for the spec; with no spec, zhipuai if a key is set, else the offline one."""
     base_url = base_url or os.environ.get("TGR_BASE_URL")
+    if spec is not None and spec.lower() in OFFLINE_NAMES:
+        return offline_embedder()
     if spec is None:
         spec = os.environ.get("TGR_EMBED_MODEL")
     if spec is None:
         if api_key or os.environ.get("ZHIPUAI_API_KEY"):
             spec = f"zhipuai:{ZHIPU_EMBED_DEFAULT}"
         else:
-            return HashEmbedder()
-    if spec.lower() in OFFLINE_NAMES:
-        return HashEmbedder()
+            return offline_embedder()
     provider, name = _split(spec, base_url)
     if provider == "tgr":
         size = name.rsplit("-", 1)[-1]
         return HashEmbedder(int(size) if size.isdigit() else 384)
+    if provider == "local":
+        return LocalEmbedder(name)
     if provider == "zhipuai":
         return ZhipuEmbedder(name, dim=dim, api_key=api_key, timeout=timeout)
     if provider == "openai":
         if not base_url:
             raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
         return OpenAIEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
-    raise ModelError(f"unknown embedding provider in {spec!r} (use zhipuai:, openai: or tgr:hash-384)")
+    raise ModelError(f"unknown embedding provider in {spec!r} "
+                     "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
+
+
+def offline_embedder() -> Embedder:
+    """The embedder of a new offline store: TGR_EMBED_MODEL if it names an in-process one,
+    else the local model when the local-embed extra is installed, else the hashed one."""
+    spec = os.environ.get("TGR_EMBED_MODEL")
+    if spec and spec.partition(":")[0].lower() in LOCAL_PROVIDERS:
+        return make_embedder(spec)
+    return LocalEmbedder() if local_embed_available() else HashEmbedder()
 
 
 def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from .db import Connection
 from .gateway import ChatJob, Gateway
+from .models import vector_type
 from .limits import MAX_CONTEXT_TEXT, cap, loads
 from .offline import ExtractiveAnswerer
 from .parsing import parse_points
@@ -69,7 +70,8 @@ class Searcher:
         self.prompts = prompts
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
-        self.retriever = Retriever(conn, self._embed, dense=self.dense)
+        self.retriever = Retriever(conn, self._embed, dense=self.dense,
+                                   vector_type=vector_type(gateway.embedder))
         self.answerer = ExtractiveAnswerer()  # answers without a chat model
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:

@@ -22,7 +22,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from .db import Connection, has_table, serialize
+from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
@@ -80,12 +80,15 @@ def is_lexical_embedder(name: str | None) -> bool:
 
 class Retriever:
     """Retrieval against one open store. `embed_query(text) -> vector` is used only when
-    `dense` is true (a real embedding model)."""
+    `dense` is true (a real embedding model); vector_type is how the store keeps vectors."""
 
-    def __init__(self, conn: Connection, embed_query=None, dense: bool = False):
+    def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
+                 vector_type: str = "float32"):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
+        self.vector_type = vector_type
+        self.vec = vec_param(vector_type)  # the SQL that binds a query vector
         self._vector: bytes | None = None
         self._question = ""
         self._chunk_total: int | None = None
@@ -156,12 +159,12 @@ class Retriever:
         if not has_table(self.conn, "vec_chunks"):
             return []
         return [(cid, 1.0 - d) for cid, d in self.conn.execute(
-            "SELECT id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
             (self._query_vector(), min(limit, MAX_KNN)))]
 
     def _query_vector(self) -> bytes:
         if self._vector is None:
-            self._vector = serialize(self.embed_query(self._question))
+            self._vector = serialize(self.embed_query(self._question), self.vector_type)
         return self._vector
 
     # -- global ---------------------------------------------------------------------------
@@ -187,7 +190,7 @@ class Retriever:
     def _report_similarity(self, rows: list[tuple]) -> dict[str, float]:
         if self.dense and has_table(self.conn, "vec_reports"):
             return {cid: 1.0 - d for cid, d in self.conn.execute(
-                "SELECT id, vec_distance_cosine(embedding, ?) FROM vec_reports", (self._query_vector(),))}
+                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM vec_reports", (self._query_vector(),))}
         terms = match_terms(self._question)
         return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
 
@@ -256,7 +259,7 @@ class Retriever:
         if not has_table(self.conn, "vec_entities"):
             return {}
         rows = self.conn.execute(
-            "SELECT id, distance FROM vec_entities WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            f"SELECT id, distance FROM vec_entities WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
             (self._query_vector(), limit)).fetchall()
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 

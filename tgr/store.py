@@ -23,13 +23,13 @@ from .gateway import Gateway, Usage
 from .ingest import Document, read_documents
 from .limits import loads
 from .merge import merge_graph, needs_merge
-from .models import ChatModel, Embedder
+from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .reports import build_reports, report_settings
-from .retrieve import Passage, Retriever, is_lexical_embedder
+from .retrieve import Passage
 from .safe import terminal_safe
 from .writelock import WriterLock
 
@@ -337,7 +337,7 @@ class KnowledgeBase:
                 if "created_with" not in meta:
                     values["created_with"] = values["chat_model"]
             if "embed" in kinds and "embed_model" not in meta:
-                values.update(embed_model=embedder.name, embed_dim=embedder.dim)
+                values.update(embed_model=embedder.name, embed_dim=embedder.dim, embed_vector=vector_type(embedder))
             if values:
                 set_meta(self.conn, **values)  # inside the answer's own transaction
 
@@ -460,7 +460,8 @@ class KnowledgeBase:
             self._embed_spec = embedder
             clear_embeddings(self.conn)
             with transaction(self.conn):
-                set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim)
+                set_meta(self.conn, embed_model=embedder.name, embed_dim=embedder.dim,
+                         embed_vector=vector_type(embedder))
             self._release_models()
 
         def body(gateway: Gateway, summary: IndexSummary) -> None:
@@ -520,28 +521,24 @@ class KnowledgeBase:
         Uses the chat model the store records unless another was given; if it cannot be
         reached here, answers extractively and says why through warn (and model_note).
         """
-        if not question or not question.strip():
-            raise ValueError("the question is empty")
-        if not self.meta.get("embed_model"):
-            raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
-        gateway = self._query_gateway()
+        searcher = self._searcher(question, QuerySettings(**query_settings))
         if self.model_note and warn and not context_only:
             warn(self.model_note)
-        searcher = Searcher(self.conn, gateway, self.prompts, QuerySettings(**query_settings))
         return searcher.ask(question.strip(), mode, context_only=context_only)
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
-        """The k passages that best answer the question, best first, with scores and metadata."""
+        """The k passages that best answer the question, best first, with their text, score,
+        document (source, title, own id, metadata) and character offsets. No model is asked
+        for an answer; global mode gives the chunks behind the best community reports."""
+        searcher = self._searcher(question, QuerySettings())
+        return searcher.retriever.retrieve(question.strip(), mode, k).passages
+
+    def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         if not question or not question.strip():
             raise ValueError("the question is empty")
         if not self.meta.get("embed_model"):
             raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
-        return self._retriever().retrieve(question.strip(), mode, k).passages
-
-    def _retriever(self) -> Retriever:
-        gateway = self._query_gateway()
-        return Retriever(self.conn, lambda text: gateway.embed("query", [text])[0],
-                         dense=not is_lexical_embedder(self.meta.get("embed_model")))
+        return Searcher(self.conn, self._query_gateway(), self.prompts, settings)
 
     # -- inspection -----------------------------------------------------------------------
 
@@ -571,6 +568,7 @@ class KnowledgeBase:
             "LEFT JOIN reports r ON r.community_id = c.id GROUP BY c.level ORDER BY c.level")}
         chat = meta.get("chat_model", "-")
         offline = chat == "offline-extractive"
+        embeddings = "hashed" if meta.get("embed_model", "tgr:").startswith("tgr:") else meta["embed_model"]
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {
             "path": str(self.path),
@@ -580,7 +578,8 @@ class KnowledgeBase:
             "chat_model": chat,
             "embed_model": meta.get("embed_model", "-"),
             "embed_dim": int(meta.get("embed_dim", 0) or 0),
-            "quality": ("offline default: heuristic extraction, hashed embeddings, extractive "
+            "embed_vector": meta.get("embed_vector", "float32"),
+            "quality": (f"offline default: heuristic extraction, {embeddings} embeddings, extractive "
                         "reports and answers (lower quality than an LLM)") if offline else "LLM-built",
             "documents": count("SELECT count(*) FROM documents"),
             "chunks": count("SELECT count(*) FROM chunks"),
