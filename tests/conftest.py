@@ -102,6 +102,15 @@ def db_path(tmp_path):
     return tmp_path / "store.db"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _hashed_embedder_by_default():
+    """Module-scoped stores are built before the per-test fixture below runs: give them the
+    hashed embedder too, for the whole session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TGR_EMBED_MODEL", "tgr:hash-384")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_model_environment(monkeypatch):
     """Tests never see a developer's real keys or endpoints. New offline stores get the hashed
