@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import igraph
-import leidenalg
+if TYPE_CHECKING:  # igraph and leidenalg are imported when clustering
+    import igraph
 
 from . import freshness
 from .db import Connection, get_meta, set_meta, transaction
@@ -55,6 +56,8 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
         sizes.update(groups.values())
     nodes = sorted(set(nodes))
     index = {n: i for i, n in enumerate(nodes)}
+    import igraph  # imported when clustering: queries never pay for it
+
     graph = igraph.Graph(n=len(nodes))
     clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w
                     for a, b, w in edges if a in index and b in index and a != b}.items())
@@ -144,6 +147,8 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     sub = graph.induced_subgraph(local)
     if sub.ecount() == 0:
         return [[v] for v in local] if whole else [local]
+    import leidenalg
+
     for attempt in range(4):
         partition = leidenalg.find_partition(
             sub, leidenalg.RBConfigurationVertexPartition, weights="weight",

@@ -6,6 +6,7 @@ it with another bundled-SQLite driver in one process.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 import struct
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 import sqlean as sqlite3
-import sqlite_vec
 
 from . import __version__
 from . import hardening, limits, schemacheck
@@ -164,10 +164,19 @@ def raw_connection() -> Connection:
     return conn
 
 
+def vec_extension_path() -> str:
+    """The sqlite-vec loadable extension inside the sqlite_vec package. Found without importing
+    the package, whose __init__ imports numpy (a tenth of a second on every command)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise StoreError("sqlite-vec is not installed: pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _load_vec(conn: Connection) -> None:
     conn.enable_load_extension(True)
     try:
-        sqlite_vec.load(conn)
+        conn.load_extension(vec_extension_path())
     finally:
         conn.enable_load_extension(False)
 
@@ -348,7 +357,8 @@ def serialize(vector, vector_type: str = "float32") -> bytes:
     """A vector as vec0 stores it. int8 scales each vector by 127 / its largest component:
     cosine distance ignores a vector's length, so this keeps the most precision per vector."""
     if vector_type == "float32":
-        return sqlite_vec.serialize_float32(list(vector))
+        values = list(vector)
+        return struct.pack(f"{len(values)}f", *values)
     values = list(vector)
     peak = max((abs(x) for x in values), default=0.0) or 1.0
     return struct.pack(f"{len(values)}b", *(round(x * 127 / peak) for x in values))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported when a remote model is built
+    import httpx
 
 from .errors import ModelError, TransientModelError
 from .text import estimate_tokens
@@ -119,6 +120,8 @@ class _ZhipuBase:
             if _is_transient_status(status):
                 return TransientModelError(message, _retry_after(exc.response.headers))
             return ModelError(message)
+        import httpx
+
         if isinstance(exc, (httpx.TimeoutException, httpx.TransportError)):
             return TransientModelError(message)
         return ModelError(message)
@@ -180,6 +183,8 @@ class _OpenAIBase:
         self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
         self._owns_http = http_client is None
+        import httpx  # imported with the first remote model: a local query never needs it
+
         self._http = http_client or httpx.Client(timeout=timeout)
         self._http.headers.update(headers)
 
@@ -188,6 +193,8 @@ class _OpenAIBase:
             self._http.close()
 
     def _post(self, path: str, body: dict) -> dict:
+        import httpx
+
         url = f"{self.base_url}{path}"
         try:
             response = self._http.post(url, json=body)
