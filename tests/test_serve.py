@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -13,7 +14,7 @@ import httpx
 import pytest
 
 import tgr
-from conftest import EN_CORPUS, ROOT, SMALL
+from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
 
 SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
 
@@ -76,3 +77,25 @@ def test_serve_without_datasette_names_the_extra(store):
                           env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, timeout=60)
     assert done.returncode != 0 and "pip install 'tgr[serve]'" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_serve_search_finds_chinese_words_and_names_the_fts_table(tmp_path):
+    """The external-content chunks_fts over chunks.terms: a Chinese word typed as is (no
+    spaces, no bigrams) finds exactly the chunks that contain it."""
+    path = tmp_path / "xiyou.db"
+    with tgr.open(path) as kb:
+        kb.index([str(ZH_CORPUS)], **SMALL)
+        fts = kb.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
+        counts = {w: kb.conn.execute("SELECT count(*) FROM chunks WHERE instr(text, ?) > 0", (w,)).fetchone()[0]
+                  for w in ("花果山", "猴王")}
+    assert "content='chunks'" in fts and "contentless_delete" not in fts
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for word, count in counts.items():
+        done = subprocess.run([sys.executable, "-m", "tgr.cli", "serve", str(path), "--get",
+                               f"/xiyou/chunks.json?_search={word}&_shape=array&_size=max"],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SERVER_PATH},
+                              cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)
+        assert count > 0 and len(rows) == count and all(word in r["text"] for r in rows)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before

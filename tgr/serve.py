@@ -48,7 +48,8 @@ def metadata(conn: Connection, store: str | Path) -> dict:
     if "chunks_fts" in tables:
         config["chunks"] = {"fts_table": "chunks_fts", "fts_pk": "seq", "label_column": "id",
                             "description": "Search matches tgr's index terms: lower-cased words, and "
-                                           "jieba words for Chinese (search 花果山, not 花 果 山)."}
+                                           "for Chinese character bigrams plus jieba words, so a word "
+                                           "is typed as is (花果山, not 花 果 山)."}
     config["entities"] = {"label_column": "name", "sort_desc": "degree"}
     config["documents"] = {"label_column": "title"}
     for table in tables:

@@ -1,0 +1,70 @@
+"""Check the LlamaIndex retriever (tgr.integrations.llamaindex_retriever) against the real
+llama-index-core, and time a retrieval through it and through the LangChain retriever.
+
+llama-index-core is not in the test extra (it pulls ~60 packages, ~245 MB: nltk, SQLAlchemy,
+numpy, tiktoken, pillow, aiohttp), so this script is its check. It needs
+`pip install -e '.[llamaindex,langchain]'`, builds an offline store of fixtures/corpus_en in a
+temp dir, and exits non-zero on any mismatch:
+
+    python bench/llamaindex_check.py
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tgr  # noqa: E402
+from tgr.integrations import langchain_retriever, llamaindex_retriever  # noqa: E402
+
+QUESTIONS = ["What does Marley's ghost tell Scrooge?", "Who is Bob Cratchit?", "What are the main themes?"]
+
+
+def main() -> int:
+    from llama_index.core.schema import MetadataMode, NodeWithScore
+
+    os.environ.setdefault("TGR_EMBED_MODEL", "tgr:hash-384")
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="tgr-llamaindex-") as tmp:
+        store = Path(tmp) / "carol.db"
+        with tgr.open(store) as kb:
+            kb.index([str(ROOT / "fixtures" / "corpus_en")], chunk_size=300, chunk_overlap=40)
+        before = hashlib.sha256(store.read_bytes()).hexdigest()
+        for mode in ("local", "naive", "global"):
+            retriever = llamaindex_retriever(store, mode=mode, k=5)
+            for question in QUESTIONS:
+                start = time.perf_counter()
+                nodes = retriever.retrieve(question)
+                took = time.perf_counter() - start
+                with tgr.open(store, readonly=True) as kb:
+                    expected = kb.retrieve(question, mode, 5)
+                if not nodes or not all(isinstance(n, NodeWithScore) for n in nodes):
+                    failures.append(f"{mode} {question!r}: no NodeWithScore results")
+                if [n.node.node_id for n in nodes] != [p.chunk_id for p in expected]:
+                    failures.append(f"{mode} {question!r}: ranking differs from kb.retrieve")
+                if [n.score for n in nodes] != sorted((n.score for n in nodes), reverse=True):
+                    failures.append(f"{mode} {question!r}: scores not descending")
+                shown = nodes[0].node.get_content(metadata_mode=MetadataMode.LLM) if nodes else ""
+                if "chunk_id" in shown or "source:" not in shown:
+                    failures.append(f"{mode} {question!r}: LLM view of a node: {shown[:80]!r}")
+                start = time.perf_counter()
+                langchain_retriever(store, mode=mode, k=5).invoke(question)
+                lc = time.perf_counter() - start
+                print(f"{mode:6} {len(nodes)} nodes, top {nodes[0].score:.4f} {nodes[0].node.metadata['source']}"
+                      f"  llamaindex {took * 1000:.0f} ms  langchain {lc * 1000:.0f} ms  {question}")
+        if hashlib.sha256(store.read_bytes()).hexdigest() != before:
+            failures.append("the store file changed")
+    for failure in failures:
+        print("FAIL", failure)
+    print("ok" if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
