@@ -326,16 +326,16 @@ class Retriever:
                 names.append(key)
             return index[key]
 
+        specificity = {eid: _specificity(m, total) for eid, m in entity_mentions.items()}
         edges, weights = [], []
         for eid, cid in sorted(edges_em):
             edges.append((node("e:" + eid), node("c:" + cid)))
-            weights.append(_specificity(entity_mentions.get(eid, 1), total))
+            weights.append(specificity.get(eid) or _specificity(1, total))
         for src, dst, weight, ms, mt in relations:
             if src == dst or RELATION_WEIGHT <= 0:
                 continue
             edges.append((node("e:" + src), node("e:" + dst)))
-            weights.append(RELATION_WEIGHT * math.log1p(weight)
-                           * min(_specificity(ms, total), _specificity(mt, total)))
+            weights.append(RELATION_WEIGHT * math.log1p(weight) * min(specificity[src], specificity[dst]))
         reset: dict[int, float] = {}
         top = max((s for _, s in seeds), default=0.0)
         chunk_mass = {cid: (s / top) ** SHARPNESS for cid, s in seeds if top > 0 and s > 0}
@@ -355,7 +355,7 @@ class Retriever:
 
 
 def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
-                          reset: list[float], damping: float | None = None, iterations: int = 30):
+                          reset: list[float], damping: float | None = None, iterations: int = 15):
     """PageRank of an undirected weighted graph, jumping back to `reset` (normalised).
 
     Power iteration on numpy arrays: a query subgraph of ~10k nodes and ~30k edges takes a
