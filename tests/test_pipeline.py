@@ -249,3 +249,14 @@ def test_demo_answers_through_the_cli():
     data = json.loads(result.output)
     assert "Marley" in data["answer"] and data["sources"] and data["mode"] == "local"
     assert data["model"] == "offline-extractive"
+
+
+def test_offline_global_answers_a_corpus_wide_question_from_central_reports():
+    with tgr.open(DEMO, readonly=True) as kb:
+        answer = kb.ask("What are the main themes?", mode="global")
+        central = kb.conn.execute(
+            "SELECT c.id FROM communities c JOIN reports r ON r.community_id = c.id WHERE c.level = 0 "
+            "ORDER BY c.size DESC, r.rating DESC LIMIT 1").fetchone()[0]
+    assert not answer.answer.startswith("I don't know")
+    assert f"[Reports: {central}]" in answer.answer
+    assert answer.sources and all(s["text"] for s in answer.sources)
