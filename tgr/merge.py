@@ -86,20 +86,21 @@ def merge_inputs(conn: Connection, prompts: Prompts, chat_model: str | None, sum
 
 
 def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
-                disambiguate: bool) -> bool:
-    """Did the extraction rows, the settings or the prompts change since the last merge?"""
+                disambiguate: bool) -> str | None:
+    """The hash of the merge's inputs if they changed since the last merge (extraction rows,
+    settings, prompts), else None."""
     chat = gateway.chat_model.name if gateway.chat_model is not None else None
-    return not freshness.is_fresh(conn, "merge", merge_inputs(conn, prompts, chat, summary_tokens,
-                                                              disambiguate and chat is not None))
+    inputs = merge_inputs(conn, prompts, chat, summary_tokens, disambiguate and chat is not None)
+    return None if freshness.is_fresh(conn, "merge", inputs) else inputs
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
-                summary_tokens: int = 300, progress: Progress | None = None) -> dict:
+                summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None) -> dict:
     """Rebuild entities, relationships and mentions from the extraction rows."""
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
-    inputs = merge_inputs(conn, prompts, gateway.chat_model.name if llm else None, summary_tokens,
-                          disambiguate and llm)
+    inputs = inputs or merge_inputs(conn, prompts, gateway.chat_model.name if llm else None, summary_tokens,
+                                    disambiguate and llm)
     mentions = [_Mention(*row) for row in conn.execute(
         "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]

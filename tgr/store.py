@@ -295,8 +295,8 @@ class KnowledgeBase:
         state = lambda: f"{report_key}:{freshness.recorded(self.conn, 'merge')}:{freshness.recorded(self.conn, 'cluster')}"
         reports_complete = freshness.recorded(self.conn, "reports") == state()
         changed: set[str] = set()
-        merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
-                                            settings.disambiguate)
+        merge_inputs = needs_merge(self.conn, gateway, prompts, settings.summary_tokens, settings.disambiguate)
+        merged = force_merge or merge_inputs is not None
         cluster_settings = dict(max_cluster_size=settings.max_cluster_size, seed=settings.seed,
                                 resolution=settings.resolution)
         # if the communities match the graph before the merge, the merge says what moved
@@ -304,7 +304,8 @@ class KnowledgeBase:
         if merged:
             with timer("merge"):
                 changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
-                                       summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
+                                       summary_tokens=settings.summary_tokens, progress=progress,
+                                       inputs=merge_inputs)["changed_entities"]
         with timer("cluster"):
             unchanged = None
             if clustered_before:
