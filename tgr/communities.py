@@ -168,11 +168,12 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             resolution: float = 1.0, force: bool = False, warm: bool = True,
-            unchanged: set[str] | None = None) -> dict:
+            changed: set[str] | None = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
-    unchanged: entities whose edges are the same as when the stored communities were
-    computed (see hierarchical_leiden); only trusted when those used the same settings.
+    changed: entities whose rows or relationships changed since the stored communities
+    were computed (None: unknown); every other entity is unchanged (see
+    hierarchical_leiden). Only trusted when those used the same settings.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
@@ -191,7 +192,8 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         (str(max_cluster_size), str(seed), str(resolution))
     communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
                                       resolution=resolution, previous=start,
-                                      unchanged=unchanged if (start and same_settings) else None)
+                                      unchanged=set(nodes) - changed if (start and same_settings
+                                                                          and changed is not None) else None)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)

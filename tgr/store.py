@@ -25,7 +25,7 @@ from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts
 from .providers import embedder_for_store, make_chat, make_embedder
 from .query import Answer, QuerySettings, Searcher
-from .reports import build_reports, report_settings
+from .reports import build_reports, report_settings, reports_state
 from .text import estimate_tokens
 
 Progress = Callable[[str, int, int], None]
@@ -290,10 +290,9 @@ class KnowledgeBase:
                 force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
-        # the reports were complete for the graph and communities as they are before this run?
+        # were the reports complete for the graph and communities as they are before this run?
         report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
-        state = lambda: f"{report_key}:{freshness.recorded(self.conn, 'merge')}:{freshness.recorded(self.conn, 'cluster')}"
-        reports_complete = freshness.recorded(self.conn, "reports") == state()
+        reports_complete = freshness.recorded(self.conn, "reports") == reports_state(self.conn, report_key)
         changed: set[str] = set()
         merge_inputs = needs_merge(self.conn, gateway, prompts, settings.summary_tokens, settings.disambiguate)
         merged = force_merge or merge_inputs is not None
@@ -307,10 +306,8 @@ class KnowledgeBase:
                                        summary_tokens=settings.summary_tokens, progress=progress,
                                        inputs=merge_inputs)["changed_entities"]
         with timer("cluster"):
-            unchanged = None
-            if clustered_before:
-                unchanged = {r[0] for r in self.conn.execute("SELECT id FROM entities")} - changed
-            clustered = cluster(self.conn, **cluster_settings, force=force_cluster, unchanged=unchanged)
+            clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
+                                changed=set(changed) if clustered_before else None)
             changed |= clustered["changed_ids"]
         with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
@@ -319,7 +316,7 @@ class KnowledgeBase:
                           changed=changed if reports_complete else None, progress=progress,
                           idle=EmbedWhileWaiting(self.conn, gateway))
             with transaction(self.conn):
-                freshness.record(self.conn, "reports", state())
+                freshness.record(self.conn, "reports", reports_state(self.conn, report_key))
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
