@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster, is_clustered
-from .corpus import add_document, delete_documents, find_documents, same_source
+from .corpus import add_document, delete_documents, find_documents, source_key
 from .db import Connection, begin_writing, connect, get_meta, set_meta, settle, transaction
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
 from .errors import InputError, ModelMismatch, StoreError
@@ -323,13 +323,19 @@ class KnowledgeBase:
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
                          progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
         known = {r[0]: r[1] for r in self.conn.execute("SELECT id, source FROM documents")}
+        by_source: dict[str, list[str]] = {}
+        for doc_id, source in known.items():
+            key = source_key(source)
+            if key is not None:
+                by_source.setdefault(key, []).append(doc_id)
         new = [d for d in documents if d.id not in known]
         report = progress or (lambda *a: None)
         report("ingest", 0, len(new))
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
             # the same file with other content is a new version: it replaces the old one
-            old = [i for i, source in known.items() if same_source(source, doc.source)]
+            key = source_key(doc.source)
+            old = by_source.pop(key, []) if key is not None else []
             with transaction(self.conn):
                 delete_documents(self.conn, old)
                 add_document(self.conn, doc.id, doc.source, doc.title, doc.text, chunks)
