@@ -42,11 +42,11 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
                         unchanged: set[str] | None = None) -> list[Community]:
     """Communities of every level for the graph (nodes, weighted undirected edges).
 
-    previous: level -> entity -> community id of an earlier clustering (same settings);
-    Leiden then starts from that membership (new entities alone), so a small change
-    moves few nodes. unchanged: entities whose edges are known to be the same as when
-    previous was computed; a group made only of them that previous already split (or
-    left whole) is split the same way again without running Leiden.
+    previous: level -> entity -> community id of an earlier clustering; Leiden then starts
+    from that membership (new entities alone), so a small change moves few nodes.
+    unchanged: entities whose edges are known to be the same as when previous was computed
+    with these settings; a group made only of them that previous already split (or left
+    whole) is split the same way again without running Leiden.
     """
     previous = previous or {}
     unchanged = unchanged or set()
@@ -167,7 +167,7 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False, warm: bool = True,
+            resolution: float = 1.0, force: bool = False,
             changed: set[str] | None = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
@@ -184,7 +184,7 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
                 "rewritten": 0, "removed": 0, "changed_ids": set()}
     previous = stored_communities(conn)
     start: dict[int, dict[str, str]] = {}
-    if warm and not force:
+    if not force:  # Leiden from the previous partition; force starts from scratch
         for c in previous:
             start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
     meta = get_meta(conn)
