@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import tgr
-from conftest import ScriptedChat, ScriptedEmbedder
+from conftest import EN_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import FakeLLM
 from tgr.extract import save_extraction
 from tgr.merge import merge_graph, needs_merge
@@ -411,3 +411,14 @@ def test_only_entities_whose_inputs_changed_are_merged_again(db_path):
         merge(fresh)
         with open_store(db_path) as kb:
             assert dump(kb) == dump(fresh)
+
+
+def test_rebuild_graph_recomputes_every_entity(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)
+        before = dump(kb)
+        kb.conn.execute("UPDATE entities SET description = 'edited by hand' WHERE id = 'scrooge'")
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")])  # inputs unchanged: nothing merged
+        assert entities(kb)["scrooge"]["description"] == "edited by hand"
+        kb.rebuild("graph")  # from the extraction rows, every entity
+        assert dump(kb) == before

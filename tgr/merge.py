@@ -95,13 +95,14 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
-                summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None) -> dict:
+                summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None,
+                everything: bool = False) -> dict:
     """Bring entities, relationships and mentions in line with the extraction rows.
 
     Each entity records a hash of its own inputs (settings, its mention rows and every
     relationship row that names it); only entities whose hash changed are recomputed,
-    with their relationships (with LLM disambiguation on, everything is). The result is
-    the same as merging everything again.
+    with their relationships (with LLM disambiguation on, or everything=True, all are).
+    The result is the same as merging everything again.
     """
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
@@ -117,7 +118,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
     hashes = _key_hashes(repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")),
                          all_mentions, all_relations, key_of)
     stored = dict(conn.execute("SELECT id, input_hash FROM entities"))
-    if disambiguate and llm:
+    if everything or (disambiguate and llm):
         dirty = None  # splits of one name can move relationships of another
     else:
         dirty = {k for k, h in hashes.items() if stored.get(k) != h} | (stored.keys() - hashes.keys())

@@ -304,7 +304,7 @@ class KnowledgeBase:
             with timer("merge"):
                 changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                                        summary_tokens=settings.summary_tokens, progress=progress,
-                                       inputs=merge_inputs)["changed_entities"]
+                                       inputs=merge_inputs, everything=force_merge)["changed_entities"]
         with timer("cluster"):
             clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
                                 changed=set(changed) if clustered_before else None)
