@@ -98,7 +98,8 @@ CREATE TABLE IF NOT EXISTS entities (
     description TEXT NOT NULL,
     degree      INTEGER NOT NULL DEFAULT 0,
     mentions    INTEGER NOT NULL DEFAULT 0,
-    embed_hash  TEXT                    -- hash of the text last embedded into vec_entities
+    embed_hash  TEXT,                   -- hash of the text last embedded into vec_entities
+    input_hash  TEXT                    -- hash of the extraction rows it was merged from
 );
 CREATE INDEX IF NOT EXISTS entities_by_name ON entities(name);
 

@@ -54,6 +54,10 @@ def test_rebuilding_reports_with_unchanged_text_needs_no_embedding(db_path):
         assert summary.reports == vectors > 0
         assert embedder.calls == embeds  # every report answer came from the cache, same text
         assert kb.conn.execute("SELECT count(*) FROM reports WHERE embed_hash IS NULL").fetchone()[0] == 0
+        reports = sorted(kb.conn.execute("SELECT community_id, full_text FROM reports"))
+        kb.rebuild("communities")  # Leiden from scratch finds the same communities: nothing to redo
+        assert embedder.calls == embeds
+        assert sorted(kb.conn.execute("SELECT community_id, full_text FROM reports")) == reports
 
 
 def test_another_report_prompt_rewrites_every_report(db_path):

@@ -97,6 +97,7 @@ def _downgrade_to_schema_2(path) -> None:
         DROP INDEX documents_by_external_id;
         ALTER TABLE documents DROP COLUMN external_id;
         ALTER TABLE documents DROP COLUMN metadata;
+        ALTER TABLE entities DROP COLUMN input_hash;
         PRAGMA user_version = 2;
         COMMIT;
     """)
@@ -119,6 +120,7 @@ def test_migration_4_rebuilds_the_index_and_keeps_everything(db_path):
         assert after == before  # rebuilding chunks cascaded nothing
         assert kb.conn.execute("SELECT seq, id FROM chunks ORDER BY seq").fetchall() == seqs
         assert kb.conn.execute("SELECT count(*) FROM chunks WHERE terms = ''").fetchone()[0] == 0
+        assert "input_hash" in {r[1] for r in kb.conn.execute("PRAGMA table_info(entities)")}
         assert kb.ask("Who is Marley?", mode="naive").answer == answer
         kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
     assert stock_sqlite(db_path, READ_EVERYTHING)["match"]["marley"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import tgr
-from conftest import ScriptedChat, ScriptedEmbedder
+from conftest import EN_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import FakeLLM
 from tgr.extract import save_extraction
 from tgr.merge import merge_graph, needs_merge
@@ -244,12 +244,12 @@ def test_long_combined_description_is_summarised_once(db_path):
         assert estimate_tokens(found["marley"]["description"]) <= 300
         assert found["marley"]["description"].startswith("fact0x0")
         assert found["fred"]["description"] == "Short."
-        # merging again answers from the cache
+        # merging again: Marley's inputs did not change, so nothing is asked, not even the cache
         calls = chat.calls
         merge(kb, summary_tokens=300)
         assert chat.calls == calls
         assert kb.gateway().usage["summarize"].calls == 1
-        assert kb.gateway().usage["summarize"].cache_hits == 1
+        assert kb.gateway().usage["summarize"].cache_hits == 0
 
 
 def test_single_long_description_is_trimmed_without_a_call(db_path):
@@ -388,3 +388,37 @@ def test_mentions_beyond_the_prompt_cap_join_the_first_entity(db_path):
         assert set(found) == {"mercury"} | {f"mercury#{i}" for i in range(2, 13)}
         assert entity_chunks(kb, "mercury") == {"c00", "c12", "c13"}
         assert entity_chunks(kb, "mercury#12") == {"c11"}
+
+
+def test_only_entities_whose_inputs_changed_are_merged_again(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        first = merge(kb)
+        before = dump(kb)
+        assert first["recomputed"] == len(entities(kb))
+        again = merge(kb)
+        assert again["recomputed"] == 0 and again["changed_entities"] == set() and dump(kb) == before
+        # a new chunk naming Fred and a newcomer: only those two (and nothing else) are redone
+        load(kb, [("c9", [E("Fred", "person", "Scrooge's nephew."), E("Topper", "person", "A guest.")],
+                   [R("Fred", "Topper", "invites", "Fred invites Topper.")])], document="doc2")
+        third = merge(kb)
+        assert third["recomputed"] == 2 and third["changed_entities"] == {"fred", "topper"}
+        fresh_path = db_path.parent / "fresh.db"
+    with open_store(fresh_path) as fresh:  # the same tables as merging everything at once
+        load(fresh, CAROL)
+        load(fresh, [("c9", [E("Fred", "person", "Scrooge's nephew."), E("Topper", "person", "A guest.")],
+                      [R("Fred", "Topper", "invites", "Fred invites Topper.")])], document="doc2")
+        merge(fresh)
+        with open_store(db_path) as kb:
+            assert dump(kb) == dump(fresh)
+
+
+def test_rebuild_graph_recomputes_every_entity(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)
+        before = dump(kb)
+        kb.conn.execute("UPDATE entities SET description = 'edited by hand' WHERE id = 'scrooge'")
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")])  # inputs unchanged: nothing merged
+        assert entities(kb)["scrooge"]["description"] == "edited by hand"
+        kb.rebuild("graph")  # from the extraction rows, every entity
+        assert dump(kb) == before

@@ -43,11 +43,11 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
                         unchanged: set[str] | None = None) -> list[Community]:
     """Communities of every level for the graph (nodes, weighted undirected edges).
 
-    previous: level -> entity -> community id of an earlier clustering (same settings);
-    Leiden then starts from that membership (new entities alone), so a small change
-    moves few nodes. unchanged: entities whose edges are known to be the same as when
-    previous was computed; a group made only of them that previous already split (or
-    left whole) is split the same way again without running Leiden.
+    previous: level -> entity -> community id of an earlier clustering; Leiden then starts
+    from that membership (new entities alone), so a small change moves few nodes.
+    unchanged: entities whose edges are known to be the same as when previous was computed
+    with these settings; a group made only of them that previous already split (or left
+    whole) is split the same way again without running Leiden.
     """
     previous = previous or {}
     unchanged = unchanged or set()
@@ -172,12 +172,13 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False, warm: bool = True,
-            unchanged: set[str] | None = None) -> dict:
+            resolution: float = 1.0, force: bool = False,
+            changed: set[str] | None = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
-    unchanged: entities whose edges are the same as when the stored communities were
-    computed (see hierarchical_leiden); only trusted when those used the same settings.
+    changed: entities whose rows or relationships changed since the stored communities
+    were computed (None: unknown); every other entity is unchanged (see
+    hierarchical_leiden). Only trusted when those used the same settings.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
@@ -188,7 +189,7 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
                 "rewritten": 0, "removed": 0, "changed_ids": set()}
     previous = stored_communities(conn)
     start: dict[int, dict[str, str]] = {}
-    if warm and not force:
+    if not force:  # Leiden from the previous partition; force starts from scratch
         for c in previous:
             start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
     meta = get_meta(conn)
@@ -196,7 +197,8 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         (str(max_cluster_size), str(seed), str(resolution))
     communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
                                       resolution=resolution, previous=start,
-                                      unchanged=unchanged if (start and same_settings) else None)
+                                      unchanged=set(nodes) - changed if (start and same_settings
+                                                                          and changed is not None) else None)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)

@@ -77,7 +77,8 @@ def documents(conn: Connection) -> list[StoredDocument]:
 
 def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocument], list[str]]:
     """The documents named by specs (a document id or a unique prefix of one, a source path
-    as given when indexed, or a title), and the specs that named nothing."""
+    as given when indexed or the same file, or a title: every document with it), and the
+    specs that named nothing."""
     stored = documents(conn)
     found: dict[str, StoredDocument] = {}
     missing = []
@@ -88,6 +89,8 @@ def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocum
         if not hits and len(spec) >= 6:
             prefixed = [d for d in stored if d.id.startswith(spec)]
             hits = prefixed if len(prefixed) == 1 else []
+            if len(prefixed) > 1:
+                spec += f" (a prefix of {len(prefixed)} document ids)"
         if not hits:
             missing.append(spec)
         for d in hits:
@@ -95,11 +98,14 @@ def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocum
     return list(found.values()), missing
 
 
-def same_source(stored: str, new: str) -> bool:
-    """Do two document sources name the same file? (stdin never does)."""
-    if "<stdin>" in (stored, new):
-        return False
-    return stored == new or _same_path(new, stored)
+def source_key(source: str) -> str | None:
+    """What makes two document sources the same file (None: stdin, never the same)."""
+    if source == "<stdin>":
+        return None
+    try:
+        return os.path.realpath(source)
+    except (OSError, ValueError):
+        return source
 
 
 def _same_path(spec: str, source: str) -> bool:

@@ -57,7 +57,8 @@ def _add_document_ids_and_metadata(conn: "sqlite3.Connection") -> None:
 
 def _external_content_fts(conn: "sqlite3.Connection") -> None:
     """4: an FTS index stock SQLite reads (external content over chunks.terms instead of
-    contentless_delete, an SQLite >= 3.43 option), and chunk seq numbers never reused."""
+    contentless_delete, an SQLite >= 3.43 option), chunk seq numbers never reused, and
+    entities that remember what they were merged from."""
     from .text import index_terms
 
     conn.execute("DROP TABLE IF EXISTS chunks_fts")
@@ -82,6 +83,8 @@ def _external_content_fts(conn: "sqlite3.Connection") -> None:
                      [(" ".join(index_terms(f"{title}\n{text}")), seq) for seq, title, text in rows])
     conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='chunks', content_rowid='seq')")
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    if "input_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(entities)")}:
+        conn.execute("ALTER TABLE entities ADD COLUMN input_hash TEXT")  # merge redoes only changed entities
 
 
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,

@@ -27,8 +27,9 @@ class InputHash:
         return self
 
     def rows(self, rows: Iterable) -> "InputHash":
-        for row in rows:
-            self.add(tuple(row))
+        """Add every row (a tuple of values), in order."""
+        self._hash.update("\x00".join(repr(tuple(row)) for row in rows).encode("utf-8"))
+        self._hash.update(b"\x01")
         return self
 
     def hexdigest(self) -> str:

@@ -23,7 +23,6 @@ from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, sea
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
-PROGRESS_EVERY = 5000  # mentions or relations between two progress reports
 
 
 @dataclass
@@ -87,34 +86,54 @@ def merge_inputs(conn: Connection, prompts: Prompts, chat_model: str | None, sum
 
 
 def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
-                disambiguate: bool) -> bool:
-    """Did the extraction rows, the settings or the prompts change since the last merge?"""
+                disambiguate: bool) -> str | None:
+    """The hash of the merge's inputs if they changed since the last merge (extraction rows,
+    settings, prompts), else None."""
     chat = gateway.chat_model.name if gateway.chat_model is not None else None
-    return not freshness.is_fresh(conn, "merge", merge_inputs(conn, prompts, chat, summary_tokens,
-                                                              disambiguate and chat is not None))
+    inputs = merge_inputs(conn, prompts, chat, summary_tokens, disambiguate and chat is not None)
+    return None if freshness.is_fresh(conn, "merge", inputs) else inputs
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
-                summary_tokens: int = 300, progress: Progress | None = None) -> dict:
-    """Rebuild entities, relationships and mentions from the extraction rows."""
+                summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None,
+                everything: bool = False) -> dict:
+    """Bring entities, relationships and mentions in line with the extraction rows.
+
+    Each entity records a hash of its own inputs (settings, its mention rows and every
+    relationship row that names it); only entities whose hash changed are recomputed,
+    with their relationships (with LLM disambiguation on, or everything=True, all are).
+    The result is the same as merging everything again.
+    """
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
-    inputs = merge_inputs(conn, prompts, gateway.chat_model.name if llm else None, summary_tokens,
-                          disambiguate and llm)
-    mentions = [_Mention(*row) for row in conn.execute(
-        "SELECT e.chunk_id, e.name, e.type, e.description FROM extracted_entities e "
+    chat = gateway.chat_model.name if llm else None
+    inputs = inputs or merge_inputs(conn, prompts, chat, summary_tokens, disambiguate and llm)
+    all_mentions = [(_Mention(*row[:4]), row[4]) for row in conn.execute(
+        "SELECT e.chunk_id, e.name, e.type, e.description, e.position FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
-    relation_count = conn.execute("SELECT count(*) FROM extracted_relations r "
-                                  "JOIN chunks c ON c.id = r.chunk_id").fetchone()[0]
-    steps = len(mentions) + relation_count + 1  # each mention, each relation, then the write
+    all_relations = conn.execute(
+        "SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position FROM extracted_relations r "
+        "JOIN chunks c ON c.id = r.chunk_id ORDER BY c.document_id, c.ordinal, r.position").fetchall()
+    steps = len(all_mentions) + len(all_relations) + 1  # each mention, each relation, then the write
     report("merge", 0, steps)
+    key_of = _memo(normalise_name)
+    hashes = _key_hashes(repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")),
+                         all_mentions, all_relations, key_of)
+    stored = dict(conn.execute("SELECT id, input_hash FROM entities"))
+    if everything or (disambiguate and llm):
+        dirty = None  # splits of one name can move relationships of another
+    else:
+        dirty = {k for k, h in hashes.items() if stored.get(k) != h} | (stored.keys() - hashes.keys())
+    inside = (lambda key: True) if dirty is None else dirty.__contains__
+
     groups: dict[str, list[_Mention]] = defaultdict(list)
-    for done, mention in enumerate(mentions, 1):
-        if done % PROGRESS_EVERY == 0:
-            report("merge", done, steps)
-        key = normalise_name(mention.name)
-        if key:
+    for mention, _ in all_mentions:
+        key = key_of(mention.name)
+        if key and inside(key):
             groups[key].append(mention)
+    relations = [row[:5] for row in all_relations
+                 if inside(key_of(row[1]) or "") or inside(key_of(row[2]) or "")]
+    report("merge", len(all_mentions), steps)
 
     entities: dict[str, _Entity] = {}
     by_key: dict[str, list[_Entity]] = {}
@@ -127,14 +146,14 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
             entity = _Entity(entity_id, list(part), chunks={m.chunk_id for m in part})
             entities[entity_id] = entity
             by_key[key].append(entity)
+    if dirty is not None:  # the unchanged end of a relationship: as stored, not rewritten
+        for _, source, target, _, _ in relations:
+            for key in (key_of(source), key_of(target)):
+                if key and key not in dirty and key not in by_key:
+                    by_key[key] = [_Entity(key)]
 
-    relations = conn.execute(
-        "SELECT r.chunk_id, r.source, r.target, r.predicate, r.description FROM extracted_relations r "
-        "JOIN chunks c ON c.id = r.chunk_id ORDER BY c.document_id, c.ordinal, r.position").fetchall()
     edges: dict[str, dict] = {}
-    for done, (chunk_id, source, target, predicate, description) in enumerate(relations, 1):
-        if done % PROGRESS_EVERY == 0:
-            report("merge", len(mentions) + done, steps)
+    for chunk_id, source, target, predicate, description in relations:
         ends = [_resolve(entities, by_key, name, chunk_id, description) for name in (source, target)]
         if None in ends or ends[0].id == ends[1].id:
             continue
@@ -157,20 +176,24 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         degree[edge["source"]] += 1
         degree[edge["target"]] += 1
 
-    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks))
-                   for e in entities.values()}
+    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
+                          hashes.get(e.id)) for e in entities.values()}
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
                        fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
                  for rid, e in edges.items()}
     entity_mentions = {(e.id, c) for e in entities.values() for c in e.chunks}
     edge_mentions = {(rid, c) for rid, e in edges.items() for c in e["chunks"]}
-    # only rows that differ are written: unchanged entities keep their rows (and vectors)
+    # what was stored for the same scope; only rows that differ are written
+    in_scope = (lambda i: True) if dirty is None else dirty.__contains__
     old_entities = {r[0]: tuple(r[1:]) for r in conn.execute(
-        "SELECT id, name, type, description, degree, mentions FROM entities")}
+        "SELECT id, name, type, description, degree, mentions, input_hash FROM entities") if in_scope(r[0])}
     old_edges = {r[0]: tuple(r[1:]) for r in conn.execute(
-        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships")}
-    old_entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions"))
-    old_edge_mentions = set(conn.execute("SELECT relationship_id, chunk_id FROM relationship_mentions"))
+        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships")
+        if in_scope(r[1]) or in_scope(r[2])}
+    old_entity_mentions = {r for r in conn.execute("SELECT entity_id, chunk_id FROM entity_mentions")
+                           if in_scope(r[0])}
+    old_edge_mentions = {r for r in conn.execute("SELECT relationship_id, chunk_id FROM relationship_mentions")
+                         if r[0] in old_edges or r[0] in edge_rows}
     changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | (old_entities.keys() - entity_rows.keys())
     changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
     for rid in changed_edges:  # a relationship is part of both ends' material
@@ -183,9 +206,10 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         conn.executemany("DELETE FROM relationships WHERE id = ?",
                          [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
         conn.executemany(
-            "INSERT INTO entities(id, name, type, description, degree, mentions) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET name = excluded.name, type = excluded.type, "
-            "description = excluded.description, degree = excluded.degree, mentions = excluded.mentions",
+            "INSERT INTO entities(id, name, type, description, degree, mentions, input_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+            "type = excluded.type, description = excluded.description, degree = excluded.degree, "
+            "mentions = excluded.mentions, input_hash = excluded.input_hash",
             [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])
         conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
                          sorted(old_entity_mentions - entity_mentions))
@@ -203,7 +227,36 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
                          sorted(edge_mentions - old_edge_mentions))
         freshness.record(conn, "merge", inputs)
     report("merge", steps, steps)
-    return {"entities": len(entities), "relationships": len(edges), "changed_entities": changed}
+    total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
+    return {"entities": total[0], "relationships": total[1], "changed_entities": changed,
+            "recomputed": len(entities)}
+
+
+def _memo(fn):
+    cache: dict = {}
+
+    def memo(arg):
+        if arg not in cache:
+            cache[arg] = fn(arg)
+        return cache[arg]
+
+    return memo
+
+
+def _key_hashes(settings: str, mentions, relations, key_of) -> dict[str, str]:
+    """Per normalised name: a hash of the settings, its mention rows and every relationship
+    row that names it (in merge order): all an entity of that name is computed from."""
+    rows: dict[str, list[str]] = defaultdict(list)
+    for mention, position in mentions:
+        key = key_of(mention.name)
+        if key:
+            rows[key].append(repr((mention.chunk_id, position, mention.name, mention.type, mention.description)))
+    for row in relations:
+        text = repr(row)
+        for key in {key_of(row[1]), key_of(row[2])}:
+            if key:
+                rows[key].append(text)
+    return {key: content_hash(settings, *lines, length=32) for key, lines in rows.items()}
 
 
 def _top(counter: Counter) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator, Protocol
 
+from . import freshness
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
 from .offline import ExtractiveReportWriter, extractive_report
@@ -137,6 +138,12 @@ def _touched(communities: dict[str, "_Community"], changed: set[str]) -> set[str
             touched.add(parent)
             parent = communities[parent].parent_id
     return touched
+
+
+def reports_state(conn: Connection, settings_key: str) -> str:
+    """What complete reports are made for: their settings and the graph and communities
+    (by the merge and cluster input hashes). Recorded as freshness 'reports'."""
+    return f"{settings_key}:{freshness.recorded(conn, 'merge')}:{freshness.recorded(conn, 'cluster')}"
 
 
 def report_settings(gateway: Gateway, prompts: Prompts, budget: int, min_size: int) -> str:

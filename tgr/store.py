@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
@@ -12,7 +13,7 @@ from typing import Callable, Iterable
 from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
 from .communities import cluster, is_clustered
-from .corpus import add_document, delete_documents, find_documents, same_source
+from .corpus import add_document, delete_documents, find_documents, source_key
 from .db import (Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction,
                  unfinished_message)
 from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
@@ -28,7 +29,7 @@ from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
-from .reports import build_reports, report_settings
+from .reports import build_reports, report_settings, reports_state
 from .retrieve import Passage
 from .safe import terminal_safe
 from .writelock import WriterLock
@@ -361,13 +362,12 @@ class KnowledgeBase:
                 force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         prompts = _with_types(self.prompts, settings.entity_types)
-        # the reports were complete for the graph and communities as they are before this run?
+        # were the reports complete for the graph and communities as they are before this run?
         report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
-        state = lambda: f"{report_key}:{freshness.recorded(self.conn, 'merge')}:{freshness.recorded(self.conn, 'cluster')}"
-        reports_complete = freshness.recorded(self.conn, "reports") == state()
+        reports_complete = freshness.recorded(self.conn, "reports") == reports_state(self.conn, report_key)
         changed: set[str] = set()
-        merged = force_merge or needs_merge(self.conn, gateway, prompts, settings.summary_tokens,
-                                            settings.disambiguate)
+        merge_inputs = needs_merge(self.conn, gateway, prompts, settings.summary_tokens, settings.disambiguate)
+        merged = force_merge or merge_inputs is not None
         cluster_settings = dict(max_cluster_size=settings.max_cluster_size, seed=settings.seed,
                                 resolution=settings.resolution)
         # if the communities match the graph before the merge, the merge says what moved
@@ -375,14 +375,13 @@ class KnowledgeBase:
         if merged:
             with timer("merge"):
                 changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
-                                       summary_tokens=settings.summary_tokens, progress=progress)["changed_entities"]
+                                       summary_tokens=settings.summary_tokens, progress=progress,
+                                       inputs=merge_inputs, everything=force_merge)["changed_entities"]
         report = progress or (lambda *a: None)
         with timer("cluster"):  # one step: Leiden gives no progress of its own
             report("cluster", 0, 1)
-            unchanged = None
-            if clustered_before:
-                unchanged = {r[0] for r in self.conn.execute("SELECT id FROM entities")} - changed
-            clustered = cluster(self.conn, **cluster_settings, force=force_cluster, unchanged=unchanged)
+            clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
+                                changed=set(changed) if clustered_before else None)
             changed |= clustered["changed_ids"]
             report("cluster", 1, 1)
         with timer("report"):  # reports whose material changed are rewritten, only those are looked at
@@ -392,24 +391,31 @@ class KnowledgeBase:
                           changed=changed if reports_complete else None, progress=progress,
                           idle=EmbedWhileWaiting(self.conn, gateway))
             with transaction(self.conn):
-                freshness.record(self.conn, "reports", state())
+                freshness.record(self.conn, "reports", reports_state(self.conn, report_key))
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
                          progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
         known = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT id, source, external_id FROM documents")}
+        by_source: dict[tuple, list[str]] = {}  # (file, row id) -> stored documents
+        for doc_id, (source, external_id) in known.items():
+            key = source_key(source)
+            if key is not None:
+                by_source.setdefault((key, external_id), []).append(doc_id)
+        # a file that gives several documents without ids (rows with no id): nothing says which
+        # stored document a changed one replaces, so those are only ever added
+        unnamed = Counter(source_key(d.source) for d in documents if d.external_id is None)
         new = [d for d in documents if d.id not in known]
         report = progress or (lambda *a: None)
         report("ingest", 0, len(new))
         for done, doc in enumerate(new, 1):
             chunks = chunk_text(doc.text, doc.id, settings.chunk_size, settings.chunk_overlap)
             # the same file (or the same row id of a file) with other content is a new version:
-            # it replaces the old one; rows without ids are never replaced (nothing says which)
-            old = [i for i, (source, external_id) in known.items()
-                   if external_id == doc.external_id and same_source(source, doc.source)]
-            if len(old) > 1 or (old and doc.external_id is None and sum(
-                    same_source(source, doc.source) for source, _ in known.values()) > 1):
+            # it replaces the old one
+            key = source_key(doc.source)
+            old = by_source.pop((key, doc.external_id), []) if key is not None else []
+            if len(old) > 1 or (doc.external_id is None and unnamed[key] > 1):
                 old = []
             with transaction(self.conn):
                 delete_documents(self.conn, old)
