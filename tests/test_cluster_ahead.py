@@ -79,3 +79,13 @@ def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):
         ahead.start(*stored_graph(kb.conn))
         cluster(kb.conn, **settings, ahead=ahead)
         assert as_tuples(stored_communities(kb.conn)) == as_tuples(expected)
+
+
+def test_close_stops_a_child_still_running():
+    nodes, edges = random_graph(n=150)
+    ahead = ClusterAhead(SETTINGS, min_edges=0)
+    ahead.start(nodes, edges)
+    ahead.close()  # e.g. Ctrl-C during the summary wave: no child outlives the run
+    assert ahead.result() is None
+    ahead.start(nodes, edges)  # and it can start again
+    assert ahead.result()[0] == graph_hash(sorted(nodes), sorted(edges), **SETTINGS)

@@ -10,7 +10,6 @@ the child (no spawn, a killed process) falls back the same way.
 from __future__ import annotations
 
 import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
 
 from .communities import Community, graph_hash, hierarchical_leiden
 
@@ -22,36 +21,54 @@ def _leiden(nodes: list[str], edges: list[tuple[str, str, float]], settings: dic
     return graph_hash(nodes, edges, **settings), hierarchical_leiden(nodes, edges, **settings)
 
 
+def _child(pipe, nodes, edges, settings) -> None:
+    try:
+        pipe.send(_leiden(nodes, edges, settings))
+    finally:
+        pipe.close()
+
+
 class ClusterAhead:
-    """start() before the summary wave; result() after the merge is stored; close() always."""
+    """start() before the summary wave; result() after the merge is stored; close() always
+    (it stops a child still running, e.g. after Ctrl-C)."""
 
     def __init__(self, settings: dict, min_edges: int = MIN_EDGES):
         self.settings, self.min_edges = dict(settings), min_edges
-        self._pool: ProcessPoolExecutor | None = None
-        self._future: Future | None = None
+        self._process = self._pipe = None
 
     def start(self, nodes: list[str], edges: list[tuple[str, str, float]]) -> None:
         """Begin clustering this graph in a child process (if it is large enough)."""
-        if self._future is not None or len(edges) < self.min_edges:
+        if self._process is not None or len(edges) < self.min_edges:
             return
         try:
-            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            self._future = self._pool.submit(_leiden, list(nodes), list(edges), self.settings)
+            context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+            self._pipe, child_end = context.Pipe(duplex=False)
+            self._process = context.Process(target=_child, args=(child_end, list(nodes), list(edges),
+                                                                  self.settings), daemon=True)
+            self._process.start()
+            child_end.close()
         except (OSError, RuntimeError, ValueError):
             self.close()
 
     def result(self) -> tuple[str, list[Community]] | None:
         """(graph hash, communities) from the child, or None if none was started or it failed."""
-        if self._future is None:
+        if self._process is None:
             return None
         try:
-            return self._future.result()
-        except Exception:  # noqa: BLE001 - a broken child only costs the head start
+            while not self._pipe.poll(0.05):
+                if not self._process.is_alive() and not self._pipe.poll():
+                    return None  # ended without an answer
+            return self._pipe.recv()
+        except (EOFError, OSError):
             return None
         finally:
             self.close()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        self._pool, self._future = None, None
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.terminate()
+            self._process.join(5)
+        if self._pipe is not None:
+            self._pipe.close()
+        self._process = self._pipe = None
