@@ -47,7 +47,7 @@ class ClusterAhead:
                                                                   self.settings), daemon=True)
             self._process.start()
             child_end.close()
-        except (OSError, RuntimeError, ValueError):
+        except Exception:  # noqa: BLE001 - no child (no spawn, nothing to pickle): cluster() runs Leiden
             self.close()
 
     def result(self) -> tuple[str, list[Community]] | None:
