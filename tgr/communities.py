@@ -173,12 +173,15 @@ def stored_communities(conn: Connection) -> list[Community]:
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             resolution: float = 1.0, force: bool = False,
-            changed: set[str] | None = None) -> dict:
+            changed: set[str] | None = None, ahead=None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
     changed: entities whose rows or relationships changed since the stored communities
     were computed (None: unknown); every other entity is unchanged (see
     hierarchical_leiden). Only trusted when those used the same settings.
+
+    ahead: a ClusterAhead (tgr.cluster_ahead) whose result, computed while the merge waited
+    for its summaries, is used when nothing was clustered before and it is of this graph.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
@@ -195,10 +198,14 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     meta = get_meta(conn)
     same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
         (str(max_cluster_size), str(seed), str(resolution))
-    communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
-                                      resolution=resolution, previous=start,
-                                      unchanged=set(nodes) - changed if (start and same_settings
-                                                                          and changed is not None) else None)
+    early = ahead.result() if ahead is not None and not start else None
+    if early is not None and early[0] == inputs:  # the same graph, clustered from scratch
+        communities = early[1]
+    else:
+        communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
+                                          resolution=resolution, previous=start,
+                                          unchanged=set(nodes) - changed if (start and same_settings
+                                                                              and changed is not None) else None)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
@@ -237,8 +244,14 @@ def _graph(conn: Connection, max_cluster_size: int, seed: int, resolution: float
     """The entity graph and the hash of it with the clustering settings."""
     nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
     edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
-    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in nodes)
-    return nodes, edges, inputs.add("edges").rows(edges).hexdigest()
+    return nodes, edges, graph_hash(nodes, edges, max_cluster_size, seed, resolution)
+
+
+def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluster_size: int, seed: int,
+               resolution: float) -> str:
+    """Hash of a graph (sorted nodes, sorted edges) with the clustering settings."""
+    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in sorted(nodes))
+    return inputs.add("edges").rows(tuple(e) for e in sorted(edges)).hexdigest()
 
 
 def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:

@@ -96,13 +96,16 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
                 summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None,
-                everything: bool = False) -> dict:
+                everything: bool = False, before_summaries=None) -> dict:
     """Bring entities, relationships and mentions in line with the extraction rows.
 
     Each entity records a hash of its own inputs (settings, its mention rows and every
     relationship row that names it); only entities whose hash changed are recomputed,
     with their relationships (with LLM disambiguation on, or everything=True, all are).
     The result is the same as merging everything again.
+
+    before_summaries(nodes, edges), if given, is called with the merged entities and edges
+    just before the description-summary wave (only when there is one), e.g. to cluster meanwhile.
     """
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
@@ -170,7 +173,9 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         ends[1].chunks.add(chunk_id)
 
     report("merge", steps - 1, steps)
-    descriptions = _combine(gateway, prompts, entities, summary_tokens, report)
+    graph = lambda: (list(entities), [(e["source"], e["target"], float(e["weight"])) for e in edges.values()])
+    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
+                            (lambda: before_summaries(*graph())) if before_summaries else None)
     degree = Counter()
     for edge in edges.values():
         degree[edge["source"]] += 1
@@ -286,7 +291,7 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
 
 
 def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
-             budget: int, report: Progress) -> dict[str, str]:
+             budget: int, report: Progress, before_wave=None) -> dict[str, str]:
     """Each entity's description: joined, or LLM-summarised when over budget."""
     combined, jobs = {}, []
     for entity in entities.values():
@@ -302,6 +307,8 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
             else:
                 combined[entity.id] = fit_tokens(text, budget)
     report("summarize", 0, len(jobs))
+    if jobs and before_wave is not None:
+        before_wave()
     for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs), 1):
         if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
             combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)

@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 from . import __version__, freshness
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
+from .cluster_ahead import ClusterAhead
 from .communities import cluster, is_clustered
 from .corpus import add_document, delete_documents, find_documents, source_key
 from .db import (Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction,
@@ -372,18 +373,26 @@ class KnowledgeBase:
                                 resolution=settings.resolution)
         # if the communities match the graph before the merge, the merge says what moved
         clustered_before = merged and not force_cluster and is_clustered(self.conn, **cluster_settings)
-        if merged:
-            with timer("merge"):
-                changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
-                                       summary_tokens=settings.summary_tokens, progress=progress,
-                                       inputs=merge_inputs, everything=force_merge)["changed_entities"]
-        report = progress or (lambda *a: None)
-        with timer("cluster"):  # one step: Leiden gives no progress of its own
-            report("cluster", 0, 1)
-            clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
-                                changed=set(changed) if clustered_before else None)
-            changed |= clustered["changed_ids"]
-            report("cluster", 1, 1)
+        # a first clustering needs only the graph: it runs while the summaries are awaited
+        ahead = ClusterAhead(cluster_settings) if merged and not self.conn.execute(
+            "SELECT 1 FROM communities LIMIT 1").fetchone() else None
+        try:
+            if merged:
+                with timer("merge"):
+                    changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
+                                           summary_tokens=settings.summary_tokens, progress=progress,
+                                           inputs=merge_inputs, everything=force_merge,
+                                           before_summaries=ahead.start if ahead else None)["changed_entities"]
+            report = progress or (lambda *a: None)
+            with timer("cluster"):  # one step: Leiden gives no progress of its own
+                report("cluster", 0, 1)
+                clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
+                                    changed=set(changed) if clustered_before else None, ahead=ahead)
+                changed |= clustered["changed_ids"]
+                report("cluster", 1, 1)
+        finally:
+            if ahead is not None:  # no child outlives the run
+                ahead.close()
         with timer("report"):  # reports whose material changed are rewritten, only those are looked at
             build_reports(self.conn, gateway, prompts, budget=settings.report_tokens,
                           min_size=settings.min_community_size, refresh=merged or clustered["changed"]

@@ -1,0 +1,91 @@
+"""tgr/cluster_ahead.py: Leiden in a child process while the summary wave is in flight."""
+from __future__ import annotations
+
+import random
+
+from conftest import ScriptedChat
+from test_communities import as_tuples, random_graph, shapes
+from test_merge import CAROL, load, long_descriptions, merge, open_store, summarize_prompts
+from tgr.cluster_ahead import ClusterAhead
+from tgr.communities import cluster, graph_hash, hierarchical_leiden, stored_communities
+
+SETTINGS = dict(max_cluster_size=10, seed=42, resolution=1.0)
+
+
+def stored_graph(conn):
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
+    return nodes, edges
+
+
+def test_the_merge_hands_over_the_graph_it_stores_before_the_summary_wave(db_path):
+    chat = ScriptedChat()
+    seen = []
+    with open_store(db_path, chat) as kb:
+        load(kb, CAROL + [("m" + cid, entities, relations) for cid, entities, relations in long_descriptions()])
+        merge(kb, summary_tokens=300,
+              before_summaries=lambda nodes, edges: seen.append((nodes, edges, len(summarize_prompts(chat)))))
+        assert len(summarize_prompts(chat)) == 1
+        (nodes, edges, asked_before), = seen
+        assert asked_before == 0, "called before the wave is sent"
+        assert (sorted(nodes), sorted(edges)) == stored_graph(kb.conn)
+
+
+def test_no_summary_wave_no_call(db_path):
+    seen = []
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb, summary_tokens=300, before_summaries=lambda *graph: seen.append(graph))
+        assert seen == []
+
+
+def test_the_child_clusters_as_hierarchical_leiden_does():
+    nodes, edges = random_graph(n=150)
+    shuffled = edges[:]
+    random.Random(3).shuffle(shuffled)
+    ahead = ClusterAhead(SETTINGS, min_edges=0)
+    ahead.start(list(reversed(nodes)), shuffled)
+    digest, communities = ahead.result()
+    assert digest == graph_hash(sorted(nodes), sorted(edges), **SETTINGS)
+    assert as_tuples(communities) == as_tuples(hierarchical_leiden(nodes, edges, **SETTINGS))
+    assert ahead.result() is None, "a result is handed over once; the child is gone"
+
+
+def test_small_graphs_are_clustered_in_process():
+    nodes, edges = random_graph(n=40)
+    ahead = ClusterAhead(SETTINGS, min_edges=len(edges) + 1)
+    ahead.start(nodes, edges)
+    assert ahead.result() is None
+
+
+def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        merge(kb, summary_tokens=300)
+        nodes, edges = stored_graph(kb.conn)
+        expected = hierarchical_leiden(nodes, edges, max_cluster_size=2)
+        other = edges[1:]  # another graph: its clustering differs, and must not be stored
+        assert shapes(hierarchical_leiden(nodes, other, max_cluster_size=2)) != shapes(expected)
+        settings = dict(SETTINGS, max_cluster_size=2)
+        ahead = ClusterAhead(settings, min_edges=0)
+        ahead.start(nodes, other)
+        cluster(kb.conn, **settings, ahead=ahead)
+        assert shapes(stored_communities(kb.conn)) == shapes(expected)
+
+    with open_store(db_path.with_name("same.db")) as kb:
+        load(kb, CAROL)
+        merge(kb, summary_tokens=300)
+        ahead = ClusterAhead(settings, min_edges=0)
+        ahead.start(*stored_graph(kb.conn))
+        cluster(kb.conn, **settings, ahead=ahead)
+        assert as_tuples(stored_communities(kb.conn)) == as_tuples(expected)
+
+
+def test_close_stops_a_child_still_running():
+    nodes, edges = random_graph(n=150)
+    ahead = ClusterAhead(SETTINGS, min_edges=0)
+    ahead.start(nodes, edges)
+    ahead.close()  # e.g. Ctrl-C during the summary wave: no child outlives the run
+    assert ahead.result() is None
+    ahead.start(nodes, edges)  # and it can start again
+    assert ahead.result()[0] == graph_hash(sorted(nodes), sorted(edges), **SETTINGS)
