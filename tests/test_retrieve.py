@@ -9,7 +9,7 @@ import igraph
 import pytest
 
 import tgr
-from tgr.retrieve import Retriever, is_lexical_embedder, personalized_pagerank, question_spans
+from tgr.retrieve import SMALL_GRAPH_EDGES, Retriever, is_lexical_embedder, personalized_pagerank, question_spans
 
 from conftest import ROOT, SMALL, ZH_CORPUS
 
@@ -55,6 +55,21 @@ def test_pagerank_matches_igraph():
     theirs = graph.personalized_pagerank(damping=0.6, reset=reset, weights=weights)
     assert ours == pytest.approx(theirs, abs=1e-6)
     assert sum(ours) == pytest.approx(1.0)
+
+
+def test_large_graphs_take_the_numpy_path_with_the_same_result():
+    import random
+
+    rng = random.Random(7)
+    n = 3000
+    edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(3 * SMALL_GRAPH_EDGES)]
+    edges = [(a, b) for a, b in edges if a != b]
+    weights = [rng.uniform(0.1, 3.0) for _ in edges]
+    reset = [1.0 if i % 97 == 0 else 0.0 for i in range(n)]
+    ours = personalized_pagerank(n, edges, weights, reset, damping=0.5, iterations=60)
+    theirs = igraph.Graph(n=n, edges=edges, directed=False).personalized_pagerank(
+        damping=0.5, reset=reset, weights=weights)
+    assert len(edges) > SMALL_GRAPH_EDGES and ours == pytest.approx(theirs, abs=1e-6)
 
 
 def test_a_node_without_edges_returns_its_mass_to_the_seeds():
@@ -128,7 +143,7 @@ def test_a_chinese_question_needs_no_jieba(tmp_path):
         "for mode in ('local', 'naive', 'global'):\n"
         "    a = kb.ask('花果山在哪里？', mode=mode)\n"
         "    assert a.answer and (a.sources or mode == 'global'), mode\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jieba', 'igraph', 'httpx'))))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jieba', 'igraph', 'httpx', 'numpy'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TGR_EMBED_MODEL": "tgr:hash-384"},

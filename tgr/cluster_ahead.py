@@ -9,8 +9,6 @@ the child (no spawn, a killed process) falls back the same way.
 """
 from __future__ import annotations
 
-import multiprocessing
-
 from .communities import Community, graph_hash, hierarchical_leiden
 
 MIN_EDGES = 3000  # below this Leiden takes well under a second: not worth a process
@@ -41,6 +39,8 @@ class ClusterAhead:
         if self._process is not None or len(edges) < self.min_edges:
             return
         try:
+            import multiprocessing  # only when a large graph is clustered: queries never pay for it
+
             context = multiprocessing.get_context("spawn")  # no fork of a process with threads
             self._pipe, child_end = context.Pipe(duplex=False)
             self._process = context.Process(target=_child, args=(child_end, list(nodes), list(edges),

@@ -20,8 +20,6 @@ import zlib
 from collections import Counter
 from typing import Sequence
 
-from .names_en import english_names
-from .names_zh import chinese_names
 from .parsing import RawEntity, RawRelation
 from .text import CJK_RUN, estimate_tokens, has_cjk, match_terms, search_terms, shorten, split_sentences
 
@@ -86,6 +84,9 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     sentences = [text[a:b].strip() for a, b in split_sentences(text)]
     sentences = [s for s in sentences if s]
     chinese = [_mostly_cjk(s) for s in sentences]
+    from .names_en import english_names  # their word lists load with the first extraction
+    from .names_zh import chinese_names
+
     english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
     zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
     found = [next(zh_names) if zh else next(english) for zh in chinese]

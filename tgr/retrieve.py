@@ -40,6 +40,7 @@ RELATION_WEIGHT = 0.5 # an entity-entity edge against an entity-chunk edge
 DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see _fuse)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
+SMALL_GRAPH_EDGES = 2000  # PageRank of a larger query graph uses numpy
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 
 
@@ -352,17 +353,38 @@ class Retriever:
 
 def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
                           reset: list[float], damping: float | None = None, iterations: int = 15):
-    """PageRank of an undirected weighted graph, jumping back to `reset` (normalised).
+    """PageRank of an undirected weighted graph, jumping back to `reset` (normalised); mass at
+    a node without edges returns to the reset distribution. 15 power iterations leave an error
+    below damping ** 15 (2e-7 at 0.35).
 
-    Power iteration on numpy arrays: a query subgraph of ~10k nodes and ~30k edges takes a
-    few milliseconds. Mass at a node without edges returns to the reset distribution."""
+    Small query graphs run in plain Python: importing numpy would cost a cold `tgr ask` more
+    than the walk itself. Large ones (~10k nodes, ~30k edges: a few milliseconds) use numpy."""
+    damping = DAMPING if damping is None else damping
+    total = sum(reset)
+    r = [x / total for x in reset]
+    if len(edges) > SMALL_GRAPH_EDGES:
+        return _pagerank_numpy(n, edges, weights, r, damping, iterations)
+    out = [0.0] * n
+    for (a, b), w in zip(edges, weights):
+        out[a] += w
+        out[b] += w
+    links = [(a, b, w / out[a], w / out[b]) for (a, b), w in zip(edges, weights)]
+    dangling = [i for i in range(n) if out[i] == 0]
+    p = list(r)
+    for _ in range(iterations):
+        spread = [0.0] * n
+        for a, b, share_ab, share_ba in links:
+            spread[b] += p[a] * share_ab
+            spread[a] += p[b] * share_ba
+        lost = sum(p[i] for i in dangling)
+        p = [(1 - damping) * r[i] + damping * (spread[i] + lost * r[i]) for i in range(n)]
+    return p
+
+
+def _pagerank_numpy(n: int, edges, weights, r: list[float], damping: float, iterations: int):
     import numpy as np
 
-    damping = DAMPING if damping is None else damping
-    r = np.asarray(reset, dtype=np.float64)
-    r /= r.sum()
-    if not edges:
-        return r.tolist()
+    r = np.asarray(r, dtype=np.float64)
     pairs = np.asarray(edges, dtype=np.int64)
     w = np.asarray(weights, dtype=np.float64)
     src = np.concatenate([pairs[:, 0], pairs[:, 1]])
