@@ -97,6 +97,18 @@ def fake_server():
         yield server
 
 
+@pytest.fixture(scope="session")
+def hierarchy_store(tmp_path_factory, _hashed_embedder_by_default):
+    """An offline store of both fixture corpora with small communities, so that its community
+    hierarchy has several levels. Shared by read-only tests: copy it before changing anything."""
+    import tgr
+
+    path = tmp_path_factory.mktemp("hierarchy") / "carol.db"
+    with tgr.open(path) as kb:
+        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL, max_cluster_size=4)
+    return path
+
+
 @pytest.fixture
 def db_path(tmp_path):
     return tmp_path / "store.db"

@@ -12,7 +12,6 @@ import sqlean as sqlite3
 from click.testing import CliRunner
 
 import tgr
-from conftest import EN_CORPUS, SMALL, ZH_CORPUS
 from tgr.cli import main
 from tgr.export import export_store, read_graph, render_html, script_json
 
@@ -20,11 +19,8 @@ HOSTILE = "</script><script>alert(1)</script><!--\u2028\u2029\x1b]0;pwned\x07 & 
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("export") / "carol.db"
-    with tgr.open(path) as kb:  # both fixture corpora, small communities: the hierarchy has levels
-        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL, max_cluster_size=4)
-    return path
+def store(hierarchy_store):
+    return hierarchy_store
 
 
 def levels(path) -> list[int]:

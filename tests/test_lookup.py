@@ -7,16 +7,12 @@ import pytest
 import sqlean as sqlite3
 
 import tgr
-from conftest import EN_CORPUS, SMALL, ZH_CORPUS
 from tgr import lookup
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lookup") / "carol.db"
-    with tgr.open(path) as kb:  # both fixture corpora, small communities: the hierarchy has levels
-        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL, max_cluster_size=4)
-    return path
+def store(hierarchy_store):
+    return hierarchy_store
 
 
 def test_entity_lookup_by_any_spelling_and_similar_names(store):

@@ -13,8 +13,7 @@ import sqlean as sqlite3
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-import tgr
-from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
+from conftest import ROOT
 
 # the server process imports what this test imports (this checkout, the same SDK)
 SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
@@ -22,11 +21,8 @@ TOOLS = {"ask", "retrieve", "entity", "communities", "community_report"}
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("mcp") / "carol.db"
-    with tgr.open(path) as kb:  # both fixture corpora, small communities: the hierarchy has levels
-        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL, max_cluster_size=4)
-    return path
+def store(hierarchy_store):
+    return hierarchy_store
 
 
 def rows(path, sql, params=()):

@@ -19,9 +19,9 @@ MAX_CONTEXT_TEXT = 20_000
 _HASH_EMBEDDER = re.compile(r"tgr:hash-(\d+)")
 
 
-def json_depth(text: str) -> int:
-    """Deepest nesting of [ and { outside JSON strings (linear scan, no recursion)."""
-    depth = deepest = 0
+def json_brackets(text: str):
+    """The brackets of JSON text outside strings, in order, and last a bool: whether the
+    text ended inside a string (one linear scan, no recursion)."""
     in_string = escaped = False
     for ch in text:
         if in_string:
@@ -33,10 +33,19 @@ def json_depth(text: str) -> int:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch in "[{":
+        elif ch in "[{]}":
+            yield ch
+    yield in_string
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside JSON strings."""
+    depth = deepest = 0
+    for ch in json_brackets(text):
+        if ch in ("[", "{"):
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in "]}":
+        elif ch in ("]", "}"):
             depth = max(0, depth - 1)
     return deepest
 

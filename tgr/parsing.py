@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .limits import too_deep_or_large
+from .limits import json_brackets, too_deep_or_large
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -178,20 +178,13 @@ def _repair(text: str) -> str:
 
 def _close_brackets(text: str) -> str:
     """Close the strings, lists and objects a truncated JSON answer left open."""
-    stack, in_string, escaped = [], False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            stack.append("}" if char == "{" else "]")
-        elif char in "}]" and stack:
+    stack, in_string = [], False
+    for item in json_brackets(text):
+        if item is True or item is False:
+            in_string = item
+        elif item in "{[":
+            stack.append("}" if item == "{" else "]")
+        elif stack:
             stack.pop()
     tail = '"' if in_string else ""
     body = re.sub(r",\s*$", "", text + tail)
