@@ -97,6 +97,17 @@ def fake_server():
         yield server
 
 
+def rows(path, sql, params=()) -> list[tuple]:
+    """The rows of one query on a store file, read with its own short-lived connection."""
+    import sqlean
+
+    conn = sqlean.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
 @pytest.fixture(scope="session")
 def hierarchy_store(tmp_path_factory, _hashed_embedder_by_default):
     """An offline store of both fixture corpora with small communities, so that its community

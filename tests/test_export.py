@@ -15,6 +15,8 @@ import tgr
 from tgr.cli import main
 from tgr.export import export_store, read_graph, render_html, script_json
 
+from conftest import rows
+
 HOSTILE = "</script><script>alert(1)</script><!--\u2028\u2029\x1b]0;pwned\x07 & <b>bold</b>\x00"
 
 
@@ -25,14 +27,6 @@ def store(hierarchy_store):
 
 def levels(path) -> list[int]:
     return [level for (level,) in rows(path, "SELECT DISTINCT level FROM communities ORDER BY level")]
-
-
-def rows(path, sql, params=()):
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def export(path, out, **options):

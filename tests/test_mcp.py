@@ -9,11 +9,10 @@ import sys
 
 import anyio
 import pytest
-import sqlean as sqlite3
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import ROOT
+from conftest import ROOT, rows
 
 # the server process imports what this test imports (this checkout, the same SDK)
 SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
@@ -23,14 +22,6 @@ TOOLS = {"ask", "retrieve", "entity", "communities", "community_report"}
 @pytest.fixture(scope="module")
 def store(hierarchy_store):
     return hierarchy_store
-
-
-def rows(path, sql, params=()):
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def digest(path) -> str:

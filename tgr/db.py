@@ -6,6 +6,7 @@ it with another bundled-SQLite driver in one process.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import time
@@ -122,16 +123,10 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     if exists and not os.access(path, os.W_OK):
         readonly = True
     conn = open_file(path, readonly=readonly)
-    try:
+    with _closed_on_failure(conn, path):
         _check_is_tgr(conn, path, readonly)
         if not readonly and (upgrade or not exists):
             _ensure_schema(conn, fresh=not exists)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StoreError(f"{path}: not a usable SQLite database ({exc})") from None
-    except BaseException:
-        conn.close()
-        raise
     return conn
 
 
@@ -142,20 +137,27 @@ def open_file(path: Path, *, readonly: bool) -> Connection:
                                factory=Connection)
     else:
         conn = sqlite3.connect(str(path), isolation_level=None, factory=Connection)
-    try:
+    with _closed_on_failure(conn, path):
         hardening.harden(conn, str(path))
         _load_vec(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 5000")
         if readonly:
             conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+@contextlib.contextmanager
+def _closed_on_failure(conn: Connection, path: Path):
+    """Close the connection on any failure; a database error becomes a one-line StoreError."""
+    try:
+        yield
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a usable SQLite database ({exc})") from None
     except BaseException:
         conn.close()
         raise
-    return conn
 
 
 def raw_connection() -> Connection:
