@@ -116,3 +116,35 @@ def test_answers_arriving_after_ctrl_c_are_kept(tmp_path):
         assert count(db_path, "SELECT count(*) FROM llm_cache") == paid
         finish(db_path, server, env)
         assert server.stats.chat_calls == count(db_path, "SELECT count(*) FROM llm_cache")  # none paid twice
+
+
+def test_an_interrupted_store_is_finished_without_its_input_files(tmp_path):
+    db_path = tmp_path / "store.db"
+    with FakeServer(latency=0.15) as server:
+        code, _, _, env = start_and_interrupt(db_path, server, signal.SIGINT)
+        assert code == 130
+        total = count(db_path, "SELECT count(*) FROM chunks")
+        done = count(db_path, "SELECT count(*) FROM extractions")
+        run = lambda *args: subprocess.run([sys.executable, "-m", "tgr.cli", *args], cwd=ROOT, env=env,  # noqa: E731
+                                           capture_output=True, text=True, timeout=60)
+        checked = run("check", str(db_path))
+        assert f"{total - done} of {total} chunks are not extracted yet" in checked.stdout
+        assert f"`tgr index {db_path}` finishes them" in checked.stdout
+
+        # no PATHS: only what the store holds is finished (as for a shipped file without its corpus)
+        finished = run("index", str(db_path), "--base-url", server.url, "--chat-model", "fake-chat",
+                       "--embed-model", "openai:fake-embed", "-q")
+        assert finished.returncode == 0, finished.stderr
+        assert count(db_path, "SELECT count(*) FROM extractions") == total
+        assert count(db_path, "SELECT count(*) FROM documents") == 1
+        assert count(db_path, "SELECT count(*) FROM reports") > 0
+        assert count(db_path, "SELECT count(*) FROM chunks WHERE embed_hash IS NULL") == 0
+        assert "is a complete tgr store" in run("check", str(db_path)).stdout
+
+
+def test_index_without_paths_creates_nothing(tmp_path):
+    missing = tmp_path / "new.db"
+    result = subprocess.run([sys.executable, "-m", "tgr.cli", "index", str(missing), "--offline"], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "nothing to index" in result.stderr
+    assert not missing.exists()

@@ -60,11 +60,31 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
         damage = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
         if damage != ["ok"]:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
+        elif not unsafe:
+            problems += [Problem("note", m) for m in _work_left(conn, path)]
     except db.DatabaseError as exc:
         problems.append(Problem("refused", f"not a usable SQLite database ({exc})"))
     finally:
         conn.close()
     return _ordered(problems)
+
+
+def _work_left(conn: db.Connection, path: Path) -> list[str]:
+    """What an interrupted run left undone (answers are still right, from what is there)."""
+    left = []
+    count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    chunks = count("SELECT count(*) FROM chunks")
+    pending = count("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
+                    "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id)")
+    if pending:
+        left.append(f"{pending} of {chunks} chunks are not extracted yet (an interrupted index); "
+                    f"`tgr index {path}` finishes them")
+    unembedded = {table: count(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL")
+                  for table in ("chunks", "entities", "reports")}
+    if any(unembedded.values()):
+        rows = ", ".join(f"{n} {table}" for table, n in unembedded.items() if n)
+        left.append(f"no vector yet for {rows}; `tgr index {path}` computes them")
+    return left
 
 
 def _ordered(problems: list[Problem]) -> list[Problem]:

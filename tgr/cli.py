@@ -182,7 +182,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("store", type=click.Path(dir_okay=False))
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @_model_options
 @click.option("--chunk-size", type=click.IntRange(16), help="Tokens per chunk (new stores; default 1200).")
 @click.option("--chunk-overlap", type=click.IntRange(0), help="Tokens shared by neighbouring chunks (default 100).")
@@ -198,10 +198,17 @@ def main() -> None:
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
           estimate, as_json, quiet):
-    """Index documents (files, directories, '-' for stdin) into STORE."""
+    """Index documents (files, directories, '-' for stdin) into STORE.
+
+    With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
+    extract, then the graph, communities, reports and embeddings.
+    """
     settings = dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap, two_step=two_step,
                     gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed,
                     entity_types=_entity_types(entity_types))
+    if not paths and not os.path.exists(store):
+        raise click.UsageError("nothing to index: give files or directories (with no PATHS, an existing "
+                               "STORE's unfinished work is finished)")
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
     with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,

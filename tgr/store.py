@@ -247,7 +247,9 @@ class KnowledgeBase:
               stdin=None, **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
-        Safe to interrupt: everything committed is kept, and the same call resumes.
+        Safe to interrupt: everything committed is kept, and the same call resumes. With no
+        paths, only the work the store itself still holds is finished (chunks not yet
+        extracted, then every derived stage): a shipped or interrupted file needs no input files.
         """
         warnings: list[str] = []
 
@@ -255,8 +257,9 @@ class KnowledgeBase:
             warnings.append(message)
             (warn or (lambda m: None))(message)
 
-        documents = read_documents(list(paths), on_warning, stdin=stdin)
-        if not documents:
+        paths = list(paths)
+        documents = read_documents(paths, on_warning, stdin=stdin) if paths else []
+        if not documents and (paths or not self._has_documents()):
             raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
         self._writable("index", on_warning)  # before the settings: another run may be choosing them
         settings = self.settings(**overrides)
@@ -266,6 +269,9 @@ class KnowledgeBase:
                             lambda gw, s: self._index(gw, settings, documents, s, progress, on_warning))
         summary.warnings = warnings
         return summary
+
+    def _has_documents(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
 
     def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
         started = time.perf_counter()
