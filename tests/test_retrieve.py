@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -150,3 +151,44 @@ def test_a_chinese_question_needs_no_jieba(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+class TopicEmbedder:
+    """A real embedder with a tiny vocabulary: each dimension is a subject, each listed word
+    adds to its subjects (the last dimension keeps every vector non-zero)."""
+
+    name = "test:topics"
+    dim = 4
+    WORDS = {"bridge": (1, 1, 0), "1932": (1, 0, 0), "ribbon": (1, 0, 0), "ceremony": (1, 0, 0),
+             "crowds": (1, 0, 0), "premier": (1, 0, 0), "climb": (0, 1, 0), "climbing": (0, 1, 0),
+             "tourists": (0, 1, 0), "ferry": (0, 0, 1), "ferries": (0, 0, 1)}
+
+    def embed(self, texts):
+        vectors = []
+        for text in texts:
+            vector = [0.0, 0.0, 0.0, 0.3]
+            for word in re.findall(r"\w+", text.lower()):
+                for i, x in enumerate(self.WORDS.get(word, (0, 0, 0))):
+                    vector[i] += x
+            vectors.append(vector)
+        return vectors
+
+
+def test_a_retelling_of_the_best_passage_outranks_one_that_only_shares_the_questions_words(tmp_path):
+    # BM25 and the question's vector both prefer "climb" (it shares "Harbour Bridge ... opened")
+    # to "retelling"; but "retelling" is about what the best passage is about
+    rows = [
+        {"doc_id": "opening", "text": "When the Harbour Bridge was opened in 1932, the ribbon ceremony "
+                                      "drew crowds to the bridge."},
+        {"doc_id": "retelling", "text": "Crowds cheered in 1932 as the premier cut the ribbon on the new bridge."},
+        {"doc_id": "climb", "text": "Tourists climb the Harbour Bridge, which was opened to climbing."},
+    ] + [{"doc_id": f"ferry{n}", "text": f"Ferries number {n} cross the harbour every day; "
+                                         f"ferry {n} was opened in {1950 + n}."} for n in range(8)]
+    corpus = tmp_path / "bridge.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path = tmp_path / "bridge.db"
+    with tgr.open(path, chat="offline", embedder=TopicEmbedder()) as kb:
+        kb.index([str(corpus)])
+    with tgr.open(path, embedder=TopicEmbedder(), readonly=True) as kb:
+        ranked = [p.external_id for p in kb.retrieve("When was the Harbour Bridge opened?", "naive", 3)]
+    assert ranked == ["opening", "retelling", "climb"]

@@ -4,7 +4,8 @@
 with a score:
 
 - naive: FTS5 BM25 over the chunk terms (a document's title is indexed with each of its
-  chunks), fused with dense KNN (scaled scores summed) when the store's embedder is a real model.
+  chunks), fused with dense KNN (scaled scores summed) when the store's embedder is a real model,
+  and then with the chunks nearest to the best fused one (pseudo-relevance feedback).
   Hashed vectors (tgr:hash-*) are left out of ranking: they lower recall.
 - local: personalized PageRank (as in HippoRAG) over a query subgraph of entities and chunks.
   Reset mass sits on the entities the question names (weighted by how specific they are),
@@ -38,6 +39,7 @@ ENTITY_RESET = 0.3    # ... on entities the question names ...
 TITLE_RESET = 1.0     # ... and on documents whose title the question names
 RELATION_WEIGHT = 0.5 # an entity-entity edge against an entity-chunk edge
 DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see _fuse)
+FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 SMALL_GRAPH_EDGES = 2000  # PageRank of a larger query graph uses numpy
@@ -136,11 +138,23 @@ class Retriever:
     # -- naive ----------------------------------------------------------------------------
 
     def naive_scores(self, question: str, k: int) -> list[tuple[str, float]]:
-        """BM25, fused with dense KNN when the embedder is real."""
+        """BM25, fused with dense KNN and feedback when the embedder is real."""
         bm25 = self.bm25(question, max(k, SEED_CHUNKS))
         if not self.dense:
             return bm25[:k]
-        return _fuse(bm25, self.dense_chunks(max(k, SEED_CHUNKS)))[:k]
+        return self.dense_seeds(bm25, max(k, SEED_CHUNKS))[:k]
+
+    def dense_seeds(self, bm25: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+        """BM25 and dense KNN fused, then fused again with the chunks nearest the best of
+        them (pseudo-relevance feedback). The best chunk stands for what the question is
+        about better than the question does: retellings of the same news and other passages
+        on that one subject rise, passages that only share the question's words fall."""
+        dense = self.dense_chunks(limit)
+        first = _fuse((bm25, 1.0), (dense, DENSE_WEIGHT))
+        if not first or FEEDBACK_WEIGHT <= 0:
+            return first
+        near = self.nearest_chunks(first[0][0], limit)
+        return _fuse((bm25, 1.0), (dense, DENSE_WEIGHT), (near, FEEDBACK_WEIGHT))
 
     def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best FTS5 matches of the question's terms."""
@@ -158,6 +172,15 @@ class Retriever:
         return [(cid, 1.0 - d) for cid, d in self.conn.execute(
             f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
             (self._query_vector(), min(limit, MAX_KNN)))]
+
+    def nearest_chunks(self, chunk_id: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
+        row = self.conn.execute("SELECT embedding FROM vec_chunks WHERE id = ?", (chunk_id,)).fetchone()
+        if row is None or len(row[0]) != len(self._query_vector()):
+            return []  # no vector, or a malformed one in a file made elsewhere
+        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
+            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
+            (row[0], min(limit, MAX_KNN)))]
 
     def _query_vector(self) -> bytes:
         if self._vector is None:
@@ -213,7 +236,7 @@ class Retriever:
         named = self.named_entities(spans)
         seeds = self.bm25(question, SEED_CHUNKS)
         if self.dense:
-            seeds = _fuse(seeds, self.dense_chunks(SEED_CHUNKS))
+            seeds = self.dense_seeds(seeds, SEED_CHUNKS)
             named = _merge_weights(named, self.dense_entities(10))
         titled = self.titled_chunks(spans)
         scores, entity_scores = self.walk(named, seeds, titled)
@@ -438,12 +461,12 @@ def _add_reset(reset: dict[int, float], weights: dict[str, float], share: float,
         reset[i] = reset.get(i, 0.0) + share * weight / total
 
 
-def _fuse(lexical: list[tuple[str, float]], dense: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """BM25 and vector rankings in one: the sum of their scores, each scaled to 0..1 over its
-    own list (on the evaluation sets this beat reciprocal-rank fusion, which drops how far
-    apart the scores are)."""
+def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, float]]:
+    """(ranking, weight) pairs in one ranking: the weighted sum of their scores, each scaled to
+    0..1 over its own list (on the evaluation sets this beat reciprocal-rank fusion, which
+    drops how far apart the scores are)."""
     fused: dict[str, float] = {}
-    for ranking, weight in ((lexical, 1.0), (dense, DENSE_WEIGHT)):
+    for ranking, weight in rankings:
         if not ranking:
             continue
         high, low = ranking[0][1], ranking[-1][1]
