@@ -5,7 +5,6 @@ and other text as one token per four characters (the usual BPE average for Engli
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 
@@ -54,6 +53,8 @@ def jieba():
 
 def content_hash(*parts: str, length: int = 16) -> str:
     """Stable short hex id for a piece of content."""
+    import hashlib  # here: loading OpenSSL costs a cold `tgr ask` (which hashes nothing) ~4 ms
+
     h = hashlib.sha256()
     for part in parts:
         h.update(part.encode("utf-8"))
