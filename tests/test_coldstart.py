@@ -68,3 +68,29 @@ def test_the_check_sees_a_module_that_is_loaded(hierarchy_store):
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert {"csv", "tgr.merge", "tgr.freshness"} <= set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+TEXTS = [
+    "", "Who is Marley?", "Scrooge's nephew, Fred.", "Adolf Schärf’s “office” — 1948", "naïve café, Ægir",
+    "花果山在哪里？", "石猴 (Stone Monkey) 道：“我进去！”", "ひらがなとカタカナ", "한국어 문장", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
+    "emoji 🐒 monkey", "mixed end 猴", "丽 U+F9xx compatibility", "snake_case words_and 3.5 numbers",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_cjk_patterns_compiled_on_demand_match_as_the_full_ones(text):
+    """text.py compiles its CJK character classes only for text that could hold CJK: the
+    results must be those of the full patterns on every kind of text."""
+    import re
+
+    from tgr import text as t
+
+    full = {name: re.compile(getattr(t, name).pattern) for name in ("_CJK_RE", "CJK_RUN", "_INDEX_WORD")}
+    for name, pattern in full.items():
+        lazy = getattr(t, name)
+        assert lazy.findall(text) == pattern.findall(text), name
+        assert bool(lazy.search(text)) == bool(pattern.search(text)), name
+        assert bool(lazy.match(text)) == bool(pattern.match(text)), name
+    cjk = len(full["_CJK_RE"].findall(text))
+    assert t.has_cjk(text) == (cjk > 0)
+    assert t.estimate_tokens(text) == cjk + (len(text) - cjk + 3) // 4
