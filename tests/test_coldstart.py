@@ -91,6 +91,7 @@ def test_cjk_patterns_compiled_on_demand_match_as_the_full_ones(text):
         assert lazy.findall(text) == pattern.findall(text), name
         assert bool(lazy.search(text)) == bool(pattern.search(text)), name
         assert bool(lazy.match(text)) == bool(pattern.match(text)), name
+        assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in pattern.finditer(text)], name
     cjk = len(full["_CJK_RE"].findall(text))
     assert t.has_cjk(text) == (cjk > 0)
     assert t.estimate_tokens(text) == cjk + (len(text) - cjk + 3) // 4

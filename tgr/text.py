@@ -48,6 +48,9 @@ class _CjkPattern:
         pattern = self._for(text)
         return pattern.findall(text) if pattern else []
 
+    def __getattr__(self, name: str):  # any other method (finditer, sub, ...): the full pattern
+        return getattr(_compiled(self.pattern), name)
+
 
 _CJK_RE = _CjkPattern(f"[{_CJK}]")
 CJK_RUN = _CjkPattern(f"[{_CJK}]+")
