@@ -521,3 +521,20 @@ def test_extractive_answerer_answers_maps_and_reduces():
     reduced = answerer.reduce("q", [(40, "low [Reports: 1]"), (90, "high [Reports: 2]")])
     assert reduced.splitlines() == ["- high [Reports: 2]", "- low [Reports: 1]"]
     assert answerer.reduce("q", []).startswith("I don't know")
+
+
+def test_offline_relations_do_not_depend_on_the_hash_seed():
+    """Two names that start at the same place ("长安", "长安大唐国") were ordered by set
+    iteration, so the relationship's direction changed from one process to the next."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    script = ("from tgr.offline import extract_heuristic\n"
+              "_, relations = extract_heuristic('菩萨与木吒离了此处，一直东来，不一日就到了长安大唐国。长安城里，唐王正坐早朝。')\n"
+              "print([(r.source, r.target) for r in relations])\n")
+    outputs = {subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": str(seed)}
+                              ).stdout for seed in range(6)}
+    assert len(outputs) == 1 and "长安大唐国" in outputs.pop()

@@ -7,9 +7,7 @@ embeds the data as escaped JSON that its script only ever puts into textContent.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from . import __version__
@@ -235,6 +233,8 @@ def write_json(data: GraphData, out: str | Path) -> None:
 
 def layout(data: GraphData, seed: int = LAYOUT_SEED) -> list[tuple[float, float]]:
     """Positions for every entity (Fruchterman-Reingold in igraph, seeded), in pixels."""
+    import random
+
     import igraph
 
     index = {e["id"]: i for i, e in enumerate(data.entities)}
@@ -294,6 +294,8 @@ def script_json(value) -> str:
 
 
 def _static(name: str) -> str:
+    from importlib import resources  # imported here: `tgr ask` loads this module (cli) but never reads a page
+
     return resources.files("tgr").joinpath("static", name).read_text(encoding="utf-8")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import queue
 import random
@@ -68,6 +67,8 @@ INTERRUPT_GRACE_S = 15.0
 
 
 def cache_key(model: str, prompt: str, params: dict) -> str:
+    import hashlib  # here: an offline question never needs it, and OpenSSL is slow to load
+
     blob = json.dumps([model, prompt, params], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -110,7 +110,8 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     relations = []
     seen_pairs: set[tuple[str, str]] = set()
     for sentence, names in zip(sentences, found):
-        present = sorted({n for n, _ in names if n in keep_set}, key=lambda n: sentence.find(n))
+        # by position, then name: "长安" and "长安大唐国" start at the same place
+        present = sorted({n for n, _ in names if n in keep_set}, key=lambda n: (sentence.find(n), n))
         for i, source in enumerate(present):
             for target in present[i + 1:]:
                 pair = (source, target)

@@ -9,7 +9,6 @@ placeholders of each template must stay the same.
 from __future__ import annotations
 
 import json
-import string
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -173,6 +172,8 @@ OPTIONAL_PLACEHOLDERS = {"entity_types"}  # a domain prompt may list its types i
 
 
 def _placeholders(template: str) -> set[str]:
+    import string  # only custom prompts are checked: a question with the defaults never loads it
+
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
 

@@ -7,8 +7,8 @@ triggers, FTS5 and vec0 shadow tables) is what a store may hold under those name
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 # SQLite's own objects a store may legitimately hold.
 _INTERNAL_TABLES = {"sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"}
@@ -16,15 +16,14 @@ _USING = re.compile(r"\bUSING\s+(\w+)", re.IGNORECASE)
 _PUNCT_SPACE = re.compile(r" ?([(),;=]) ?")
 
 
-@dataclass(frozen=True)
-class Expected:
+# Immutable records as NamedTuples: a frozen dataclass takes ~0.5 ms to create, on every command.
+class Expected(NamedTuple):
     type: str               # table | index | view | trigger
     kind: str               # for tables: 'table' or the virtual table module ('fts5', 'vec0')
     sql: str | None         # for views and triggers: the exact definition
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     fatal: bool             # True: tgr refuses the store
     name: str
     message: str

@@ -8,32 +8,29 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from . import __version__, freshness
+from . import __version__
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, chunk_text
-from .cluster_ahead import ClusterAhead
-from .communities import cluster, is_clustered
-from .corpus import add_document, delete_documents, find_documents, source_key
 from .db import (Connection, begin_writing, connect, get_meta, migrate, set_meta, settle, transaction,
                  unfinished_message)
-from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
-from .estimate import estimate_index
 from .errors import InputError, ModelMismatch, StoreError
-from .extract import extract_chunks
 from .gateway import Gateway, Usage
-from .ingest import Document, read_documents
 from .limits import loads
-from .merge import merge_graph, needs_merge
 from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 from .providers import chat_for_store, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
-from .reports import build_reports, report_settings, reports_state
 from .retrieve import Passage
 from .safe import terminal_safe
 from .writelock import WriterLock
+
+if TYPE_CHECKING:
+    from .ingest import Document
+
+# The indexing stages (ingest, extract, merge, cluster, report, embed) are imported by the
+# methods that run them: a question never needs them, and a cold `tgr ask` would pay for them.
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -251,6 +248,8 @@ class KnowledgeBase:
         paths, only the work the store itself still holds is finished (chunks not yet
         extracted, then every derived stage): a shipped or interrupted file needs no input files.
         """
+        from .ingest import read_documents
+
         warnings: list[str] = []
 
         def on_warning(message: str) -> None:
@@ -274,6 +273,8 @@ class KnowledgeBase:
         return self.conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
 
     def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
+        from .embeddings import clear_embeddings
+
         started = time.perf_counter()
         self._writable(command)
         chat, embedder = self._models()
@@ -353,6 +354,9 @@ class KnowledgeBase:
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
+        from .embeddings import EmbedWhileWaiting
+        from .extract import extract_chunks
+
         timer = _stage_timer(summary)
         self._record_prompts()
         with timer("ingest"):
@@ -368,6 +372,13 @@ class KnowledgeBase:
                 progress: Progress | None, timer, force_merge: bool,
                 force_cluster: bool = False, force_reports: bool = False) -> None:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
+        from . import freshness
+        from .cluster_ahead import ClusterAhead
+        from .communities import cluster, is_clustered
+        from .embeddings import EmbedWhileWaiting, embed_all
+        from .merge import merge_graph, needs_merge
+        from .reports import build_reports, report_settings, reports_state
+
         prompts = _with_types(self.prompts, settings.entity_types)
         # were the reports complete for the graph and communities as they are before this run?
         report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
@@ -412,6 +423,8 @@ class KnowledgeBase:
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
                          progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
+        from .corpus import add_document, delete_documents, source_key
+
         known = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT id, source, external_id FROM documents")}
         by_source: dict[tuple, list[str]] = {}  # (file, row id) -> stored documents
         for doc_id, (source, external_id) in known.items():
@@ -467,6 +480,8 @@ class KnowledgeBase:
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, **overrides) -> IndexSummary:
         """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports."""
+        from .embeddings import clear_embeddings
+
         stages = ("graph", "embeddings", "communities", "reports")
         if stage not in stages:
             raise ValueError(f"stage must be one of {', '.join(stages)}")
@@ -502,6 +517,8 @@ class KnowledgeBase:
         dry_run: only say which documents would go (summary.documents_removed). An unknown
         name raises InputError before anything is removed.
         """
+        from .corpus import delete_documents, find_documents
+
         specs = [d for d in documents]
         if not specs:
             raise InputError("nothing to delete: no documents given")
@@ -526,6 +543,9 @@ class KnowledgeBase:
 
     def estimate(self, paths: Iterable[str], **overrides) -> dict:
         """Expected model calls and tokens of indexing these paths, before spending anything."""
+        from .estimate import estimate_index
+        from .ingest import read_documents
+
         settings = self.settings(**overrides)
         chat = self._chat_model()  # the embedder is not needed for an estimate
         return estimate_index(self.conn, chat, _with_types(self.prompts, settings.entity_types),

