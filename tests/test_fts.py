@@ -124,3 +124,18 @@ def test_migration_4_rebuilds_the_index_and_keeps_everything(db_path):
         assert kb.ask("Who is Marley?", mode="naive").answer == answer
         kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
     assert stock_sqlite(db_path, READ_EVERYTHING)["match"]["marley"]
+
+
+def test_chinese_index_words_are_jiebas_search_words():
+    """The index's Chinese words come from rjieba (fast); they must be the words jieba's own
+    search-mode cut gives, or a store's terms would depend on which segmenter built it."""
+    from tgr.text import CJK_RUN, index_terms, jieba
+
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted(ZH_CORPUS.glob("*.txt")))
+    runs = CJK_RUN.findall(text)
+    bigrams = [r[i:i + 2] for r in runs for i in range(max(1, len(r) - 1))]
+    words = [w for r in runs for w in jieba().cut_for_search(r) if len(w) > 1]
+    terms = index_terms(text)
+    assert len(words) > 1000
+    assert terms[len(terms) - len(words):] == words
+    assert terms[len(terms) - len(words) - len(bigrams):len(terms) - len(words)] == bigrams
