@@ -96,8 +96,8 @@ def pending_count(conn: Connection) -> int:
 
 
 class IndexWhileWaiting:
-    """An idle step for Gateway.chat_many: each call indexes a few pending chunks (a few
-    milliseconds). Returns False when none is left."""
+    """An idle step for Gateway.chat_many: each call indexes a few pending chunks (about 20 ms
+    for 1,200-token Chinese chunks). Returns False when none is left."""
 
     STEP = 16
 
