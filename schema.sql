@@ -60,6 +60,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     terms, content='chunks', content_rowid='seq'
 );
 
+-- Chunks stored before their full-text terms were computed: `tgr index` stores chunks first
+-- and computes the terms while the first model calls are in flight. Such a chunk's terms
+-- are '' and chunks_fts has no row for it yet; the run (or the next one, after an
+-- interruption, or `tgr check --fix`) fills them in and removes the chunk from here.
+CREATE TABLE IF NOT EXISTS chunks_unindexed (
+    seq INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE
+);
+
 -- Output of the extract stage, exactly as parsed from each chunk's model answer.
 -- Everything after extraction (merge, embed, cluster, report) is rebuilt from these
 -- rows, so a shipped .db can rebuild any later stage without the source files.

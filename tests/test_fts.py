@@ -124,3 +124,69 @@ def test_migration_4_rebuilds_the_index_and_keeps_everything(db_path):
         assert kb.ask("Who is Marley?", mode="naive").answer == answer
         kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
     assert stock_sqlite(db_path, READ_EVERYTHING)["match"]["marley"]
+
+
+def test_chinese_index_words_are_jiebas_search_words():
+    """The index's Chinese words come from rjieba (fast); they must be the words jieba's own
+    search-mode cut gives, or a store's terms would depend on which segmenter built it."""
+    from tgr.text import CJK_RUN, index_terms, jieba
+
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted(ZH_CORPUS.glob("*.txt")))
+    runs = CJK_RUN.findall(text)
+    bigrams = [r[i:i + 2] for r in runs for i in range(max(1, len(r) - 1))]
+    words = [w for r in runs for w in jieba().cut_for_search(r) if len(w) > 1]
+    terms = index_terms(text)
+    assert len(words) > 1000
+    assert terms[len(terms) - len(words):] == words
+    assert terms[len(terms) - len(words) - len(bigrams):len(terms) - len(words)] == bigrams
+
+
+def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
+    """`tgr index` stores chunks first and computes their terms while the first model calls
+    are in flight. Until then a chunk is outside the index, and every path stays right:
+    delete, `tgr check`, and the next index or `check --fix` filling the rest in, which
+    gives the same index as computing the terms at once."""
+    from tgr import check
+    from tgr.chunking import chunk_text
+    from tgr.corpus import add_document, delete_documents, find_documents, pending_count
+    from tgr.ingest import read_documents
+    from tgr.store import IndexSettings
+
+    files = [str(EN_CORPUS), str(ZH_CORPUS)]
+    reference = tmp_path / "reference.db"
+    with offline_store(reference) as kb:
+        kb.index(files, **SMALL)
+    late = tmp_path / "late.db"
+    conn = db.connect(late)
+    with db.transaction(conn):
+        db.set_meta(conn, **IndexSettings(**SMALL).to_meta())
+        for doc in read_documents(files):
+            chunks = chunk_text(doc.text, doc.id, SMALL["chunk_size"], SMALL["chunk_overlap"])
+            add_document(conn, doc, chunks, index=False)
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert chunks > 4 and pending_count(conn) == chunks
+    assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'scrooge'").fetchone()[0] == 0
+    (first, *_), _ = find_documents(conn, [str(next(EN_CORPUS.glob("*.txt")))])
+    with db.transaction(conn):
+        delete_documents(conn, [first.id])
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+    left = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert left < chunks and pending_count(conn) == left
+    conn.close()
+
+    assert any(p.severity == "unfinished" and "full-text index" in p.message for p in check.diagnose(late))
+    assert check.fix(late)[0] == f"added {left} chunks to the full-text index"
+    assert check.diagnose(late) == []
+    with offline_store(late) as kb:
+        kb.index(files, **SMALL)  # adds the deleted document again, its chunks indexed by the run
+        kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        assert pending_count(kb.conn) == 0
+        got = dict(kb.conn.execute("SELECT id, terms FROM chunks"))
+        hits = [r[0] for r in kb.conn.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH '\"花果 果山\" OR scrooge' ORDER BY c.id")]
+    with offline_store(reference) as kb:
+        assert got == dict(kb.conn.execute("SELECT id, terms FROM chunks"))
+        assert hits and hits == [r[0] for r in kb.conn.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH '\"花果 果山\" OR scrooge' ORDER BY c.id")]

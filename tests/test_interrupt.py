@@ -92,7 +92,8 @@ def test_kill_9_loses_nothing_committed(tmp_path):
         # and the result is the same as an uninterrupted run
         clean = tmp_path / "clean.db"
         finish(clean, server, env)
-        for table, key in (("entities", "id, description"), ("relationships", "id, weight"),
+        assert count(db_path, "SELECT count(*) FROM chunks_unindexed") == 0  # every chunk searchable
+        for table, key in (("chunks", "id, terms"), ("entities", "id, description"), ("relationships", "id, weight"),
                            ("communities", "id, size"), ("reports", "community_id, title")):
             sql = f"SELECT group_concat(x, ';') FROM (SELECT {key.replace(', ', ' || ')} AS x FROM {table} ORDER BY 1)"
             assert count(db_path, sql) == count(clean, sql), table

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import db, schemacheck
+from . import corpus, db, schemacheck
 from .errors import StoreError
 from .limits import meta_problems
 from .store import IndexSettings
@@ -57,6 +57,11 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
                 IndexSettings.from_meta(db.get_meta(conn))
             except StoreError as exc:
                 problems.append(Problem("refused", str(exc)))
+        unindexed = corpus.pending_count(conn)
+        if unindexed:
+            problems.append(Problem("unfinished", f"{unindexed} chunks are not in the full-text index yet (an "
+                                                  "interrupted `tgr index`; `tgr check --fix` or the next index "
+                                                  "adds them)"))
         damage = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
         if damage != ["ok"]:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
@@ -93,21 +98,27 @@ def _ordered(problems: list[Problem]) -> list[Problem]:
 
 
 def fix(path: str | os.PathLike) -> list[str]:
-    """Finish an incomplete store (fold in its WAL, remove leftover -wal/-shm); returns what was done.
+    """Finish an incomplete store (add chunks missing from the full-text index, fold in its WAL,
+    remove leftover -wal/-shm); returns what was done.
 
     Refuses a store that tgr would refuse anyway: nothing in a hostile file is touched.
     """
     path = Path(path)
-    refused = [p for p in diagnose(path) if p.severity == "refused"]
+    problems = diagnose(path)
+    refused = [p for p in problems if p.severity == "refused"]
     if refused:
         raise StoreError(f"{path}: not fixing a store tgr refuses: {refused[0].message}")
     leftovers = db.pending_wal(path)
-    if not leftovers:
+    if not leftovers and not any(p.severity == "unfinished" for p in problems):
         return []
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
-        raise StoreError(f"{path}: cannot finish a read-only store (its -wal holds part of it)")
+        raise StoreError(f"{path}: cannot finish a read-only store")
+    done = []
     conn = db.connect(path, create=False, upgrade=False)
     try:
+        indexed = corpus.index_pending(conn)
+        if indexed:
+            done.append(f"added {indexed} chunks to the full-text index")
         if not db.settle(conn):
             raise StoreError(f"{path}: another process is still reading the store; run "
                              f"`tgr check --fix {path}` again once it is done")
@@ -115,4 +126,6 @@ def fix(path: str | os.PathLike) -> list[str]:
         conn.close()
     for leftover in db.pending_wal(path):  # the file is in rollback-journal mode now: unused
         leftover.unlink()
-    return [f"folded {', '.join(p.name for p in leftovers)} into {path.name}"]
+    if leftovers:
+        done.append(f"folded {', '.join(p.name for p in leftovers)} into {path.name}")
+    return done

@@ -5,6 +5,12 @@ Stock SQLite reads it, but it is only in step with chunks if every insert and de
 goes through here: an insert adds the chunk's terms, a delete removes exactly the terms
 stored with the chunk (FTS5 'delete' command). No triggers: a store made elsewhere is
 untrusted, and tgr opens stores with trusted_schema off.
+
+A chunk may be stored before its terms are computed (add_document with index=False, so
+that an index run's first model calls need not wait for segmentation). Invariant: such
+a chunk is listed in chunks_unindexed, its terms are '' and chunks_fts has no row for
+it; index_pending() computes the terms, adds the FTS row and unlists it in one
+transaction. Until then full-text search does not find the chunk.
 """
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ import os
 from dataclasses import dataclass
 
 from .chunking import Chunk
-from .db import Connection, has_table
+from .db import Connection, has_table, transaction
 from .ingest import Document
 from .text import index_terms
+
+_BATCH = 256  # chunks per transaction of index_pending
 
 
 @dataclass
@@ -26,10 +34,11 @@ class StoredDocument:
     chunks: int
 
 
-def add_document(conn: Connection, doc: Document, chunks: list[Chunk]) -> int:
+def add_document(conn: Connection, doc: Document, chunks: list[Chunk], *, index: bool = True) -> int:
     """Store a document and its chunks with their FTS rows (inside the caller's transaction).
 
     A document's title is indexed with each of its chunks: it says what every part is about.
+    index=False stores the chunks without terms, listed for index_pending().
     Returns the number of chunks added; OR IGNORE, so another process storing the same
     document meanwhile is harmless.
     """
@@ -41,25 +50,77 @@ def add_document(conn: Connection, doc: Document, chunks: list[Chunk]) -> int:
     doc_id = doc.id
     added = 0
     for c in chunks:
-        terms = " ".join(index_terms(f"{doc.title}\n{c.text}"))
+        terms = " ".join(index_terms(f"{doc.title}\n{c.text}")) if index else ""
         cursor = conn.execute(
             "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens, terms) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (c.id, doc_id, c.ordinal, c.text, c.start, c.end, c.tokens, terms))
         if cursor.rowcount:
-            conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
+            if index:
+                conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
+            else:
+                conn.execute("INSERT INTO chunks_unindexed(seq) VALUES (?)", (cursor.lastrowid,))
             added += 1
     return added
+
+
+def index_pending(conn: Connection, limit: int | None = None) -> int:
+    """Compute the terms of up to limit chunks stored without them (all if None), store them
+    and add their FTS rows, a transaction per batch. Returns how many were indexed."""
+    if not has_table(conn, "chunks_unindexed"):
+        return 0
+    done = 0
+    while limit is None or done < limit:
+        size = _BATCH if limit is None else min(_BATCH, limit - done)
+        rows = conn.execute(
+            "SELECT u.seq, d.title, c.text FROM chunks_unindexed u JOIN chunks c ON c.seq = u.seq "
+            "JOIN documents d ON d.id = c.document_id WHERE c.terms = '' ORDER BY u.seq LIMIT ?",
+            (size,)).fetchall()
+        if not rows:
+            break
+        terms = [(seq, " ".join(index_terms(f"{title}\n{text}"))) for seq, title, text in rows]
+        with transaction(conn):
+            for seq, text in terms:  # only chunks still listed (another writer may have got there first)
+                if conn.execute("DELETE FROM chunks_unindexed WHERE seq = ?", (seq,)).rowcount:
+                    conn.execute("UPDATE chunks SET terms = ? WHERE seq = ?", (text, seq))
+                    conn.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (seq, text))
+                    done += 1
+    return done
+
+
+def pending_count(conn: Connection) -> int:
+    """How many chunks are not in the full-text index yet."""
+    if not has_table(conn, "chunks_unindexed"):
+        return 0
+    return conn.execute("SELECT count(*) FROM chunks_unindexed").fetchone()[0]
+
+
+class IndexWhileWaiting:
+    """An idle step for Gateway.chat_many: each call indexes a few pending chunks (about 20 ms
+    for 1,200-token Chinese chunks). Returns False when none is left."""
+
+    STEP = 16
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    def __call__(self) -> bool:
+        return index_pending(self.conn, self.STEP) > 0
 
 
 def delete_documents(conn: Connection, doc_ids: list[str]) -> int:
     """Remove documents with their chunks, FTS rows, chunk vectors and extractions
     (inside the caller's transaction). Returns the number of chunks removed."""
     removed = 0
+    pending = has_table(conn, "chunks_unindexed")
     for doc_id in doc_ids:
         rows = conn.execute("SELECT seq, id, terms FROM chunks WHERE document_id = ?", (doc_id,)).fetchall()
+        unindexed = {r[0] for r in conn.execute(
+            "SELECT u.seq FROM chunks_unindexed u JOIN chunks c ON c.seq = u.seq WHERE c.document_id = ?",
+            (doc_id,))} if pending else set()
         conn.executemany("INSERT INTO chunks_fts(chunks_fts, rowid, terms) VALUES ('delete', ?, ?)",
-                         [(seq, terms) for seq, _, terms in rows])
+                         [(seq, terms) for seq, _, terms in rows if seq not in unindexed])
+        conn.executemany("DELETE FROM chunks_unindexed WHERE seq = ?", [(seq,) for seq in sorted(unindexed)])
         if has_table(conn, "vec_chunks"):
             conn.executemany("DELETE FROM vec_chunks WHERE id = ?", [(cid,) for _, cid, _ in rows])
         conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))  # cascades to extractions

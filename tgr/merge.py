@@ -19,7 +19,7 @@ from .freshness import InputHash
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
-from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, search_terms, split_sentences
+from .text import content_hash, estimate_tokens, fit_tokens, match_terms, normalise_name, split_sentences
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
@@ -319,14 +319,18 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
 
 
 def _summary_check(name: str, descriptions: list[str]):
-    """A summary must be plain text that talks about the entity's own material."""
-    known = set(search_terms(name + " " + " ".join(descriptions)))
+    """A summary must be plain text that talks about the entity's own material.
+
+    Words and Chinese bigrams (match_terms), not jieba's words: this runs for every summary
+    before the wave is sent, and segmenting a hub's many descriptions (plus loading jieba's
+    dictionary) took seconds on a large Chinese graph."""
+    known = set(match_terms(name + " " + " ".join(descriptions)))
 
     def valid(text: str) -> bool:
         text = text.strip()
         if not text or "<" in text[:20] or text.lower().startswith(("sorry", "i cannot", "i can't")):
             return False
-        return len(known & set(search_terms(text))) >= 2 or len(known) < 2
+        return len(known & set(match_terms(text))) >= 2 or len(known) < 2
 
     return valid
 

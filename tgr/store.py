@@ -354,6 +354,7 @@ class KnowledgeBase:
 
     def _index(self, gateway: Gateway, settings: IndexSettings, documents: list[Document],
                summary: IndexSummary, progress: Progress | None, warn: Warn) -> None:
+        from .corpus import IndexWhileWaiting
         from .embeddings import EmbedWhileWaiting
         from .extract import extract_chunks
 
@@ -362,10 +363,13 @@ class KnowledgeBase:
         with timer("ingest"):
             summary.documents_added = self._store_documents(documents, settings, progress, warn, summary)
         prompts = _with_types(self.prompts, settings.entity_types)
-        with timer("extract"):  # chunk vectors are made while extraction answers are awaited
+        # chunks were stored without their full-text terms: those, then chunk vectors, are
+        # computed while extraction answers are awaited
+        idle = _one_after_another(IndexWhileWaiting(self.conn), EmbedWhileWaiting(self.conn, gateway, ("chunks",)))
+        with timer("extract"):
             summary.chunks_extracted = extract_chunks(
                 self.conn, gateway, prompts, two_step=settings.two_step, gleanings=settings.gleanings,
-                progress=progress, idle=EmbedWhileWaiting(self.conn, gateway, ("chunks",)))
+                progress=progress, idle=idle)
         self._derive(gateway, settings, summary, progress, timer, force_merge=False)
 
     def _derive(self, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
@@ -375,10 +379,13 @@ class KnowledgeBase:
         from . import freshness
         from .cluster_ahead import ClusterAhead
         from .communities import cluster, is_clustered
+        from .corpus import index_pending
         from .embeddings import EmbedWhileWaiting, embed_all
         from .merge import merge_graph, needs_merge
         from .reports import build_reports, report_settings, reports_state
 
+        with timer("fts"):  # terms the extraction wave left (or an interrupted run)
+            index_pending(self.conn)
         prompts = _with_types(self.prompts, settings.entity_types)
         # were the reports complete for the graph and communities as they are before this run?
         report_key = report_settings(gateway, prompts, settings.report_tokens, settings.min_community_size)
@@ -447,7 +454,7 @@ class KnowledgeBase:
                 old = []
             with transaction(self.conn):
                 delete_documents(self.conn, old)
-                add_document(self.conn, doc, chunks)
+                add_document(self.conn, doc, chunks, index=False)  # terms: see _index
             for old_id in old:
                 warn(f"{doc.where}: content changed since it was indexed; replaced the old version")
                 summary.documents_removed.append(known.pop(old_id)[0])
@@ -687,6 +694,20 @@ def _stage_timer(summary: IndexSummary):
             seconds[stage] = round(seconds.get(stage, 0) + time.perf_counter() - start, 4)
 
     return timed
+
+
+def _one_after_another(*steps):
+    """An idle step that runs each step until it has nothing left, then the next."""
+    pending = list(steps)
+
+    def step() -> bool:
+        while pending:
+            if pending[0]():
+                return True
+            pending.pop(0)
+        return False
+
+    return step
 
 
 def _recorded_prompt_names(recorded: str | None) -> str:

@@ -214,7 +214,11 @@ def index_terms(text: str) -> list[str]:
     for run in runs:
         terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
     if runs:
-        cut = jieba().cut_for_search
+        # rjieba: jieba's dictionary and algorithm in Rust, the same words (2 of 112,089 runs
+        # of 西游记 differ) about 15 times faster; this cut was most of a Chinese ingest
+        import rjieba
+
+        cut = rjieba.cut_for_search
         terms.extend(w for run in runs for w in cut(run) if len(w) > 1)
     return terms
 
