@@ -176,7 +176,9 @@ def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
 
     assert any(p.severity == "unfinished" and "full-text index" in p.message for p in check.diagnose(late))
     assert check.fix(late)[0] == f"added {left} chunks to the full-text index"
-    assert check.diagnose(late) == []
+    # what is left is the model work this hand-built store never started
+    assert [p.message.split(";")[0] for p in check.diagnose(late)] == [
+        f"{left} of {left} chunks are not extracted yet (an interrupted index)", f"no vector yet for {left} chunks"]
     with offline_store(late) as kb:
         kb.index(files, **SMALL)  # adds the deleted document again, its chunks indexed by the run
         kb.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
