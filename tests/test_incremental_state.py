@@ -1,0 +1,162 @@
+"""The state an incremental run keeps at write time instead of recomputing it: the names
+whose extraction rows changed (merge_pending), the normalised names on extraction rows,
+each entity's input hash, the graph's freshness hash, and embed_hash (NULL exactly where
+a row's text is not yet in its vector). After any sequence of adds, replacements and
+deletes, all of it equals what a full recomputation gives."""
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+import tgr
+from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
+from test_equivalence import pieces, run_sequence
+from tgr import db
+from tgr.embeddings import TARGETS
+from tgr.extract import save_extraction
+from tgr.merge import merge_graph, needs_merge
+from tgr.parsing import RawEntity as E
+from tgr.parsing import RawRelation as R
+from tgr.prompts import Prompts
+from tgr.text import content_hash, normalise_name
+
+
+def offline(path):
+    return tgr.open(path, chat="offline", embedder="tgr:hash-384")
+
+
+def scripted(path):
+    return tgr.open(path, chat=ScriptedChat(), embedder=ScriptedEmbedder())
+
+
+def kept_state(kb) -> dict:
+    q = lambda sql: sorted(kb.conn.execute(sql).fetchall())
+    return {"entities": q("SELECT id, name, type, description, degree, mentions, input_hash FROM entities"),
+            "relationships": q("SELECT id, source_id, target_id, predicate, description, weight FROM relationships"),
+            "merge": kb.meta.get("fresh.merge"), "cluster": kb.meta.get("fresh.cluster")}
+
+
+def check_row_state(kb) -> None:
+    """Nothing pending after a run; every key is the normalised name; every vector's hash is
+    the hash of its row's current text."""
+    assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
+    for name, key in kb.conn.execute("SELECT name, key FROM extracted_entities"):
+        assert key == normalise_name(name)
+    for source, target, source_key, target_key in kb.conn.execute(
+            "SELECT source, target, source_key, target_key FROM extracted_relations"):
+        assert (source_key, target_key) == (normalise_name(source), normalise_name(target))
+    model = kb.meta["embed_model"]
+    for vec_table, table, key, text_sql in TARGETS.values():
+        rows = kb.conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table}").fetchall()
+        assert rows, table
+        for rid, text, stored in rows:
+            assert stored == content_hash(model, text), (table, rid)
+        vectors = {r[0] for r in kb.conn.execute(f"SELECT id FROM {vec_table}")}
+        assert vectors == {r[0] for r in rows}, table
+
+
+@pytest.mark.parametrize("open_store,corpus,seed", [(offline, EN_CORPUS, 11), (offline, ZH_CORPUS, 12),
+                                                    (scripted, EN_CORPUS, 13)])
+def test_state_kept_at_write_time_equals_a_full_recomputation(tmp_path, open_store, corpus, seed):
+    texts = pieces(corpus, 4)
+    remaining, log = run_sequence(tmp_path, texts, random.Random(seed), open_store, steps=6)
+    with open_store(tmp_path / "living.db") as kb:
+        if not remaining:  # the sequence ended empty: give the check something to look at
+            kb.index([str(tmp_path / "doc0.txt")])
+        check_row_state(kb)
+        kept = kept_state(kb)
+        assert kept["merge"] and kept["cluster"]
+        summary = kb.rebuild("graph")  # every entity merged again from all rows
+        assert kept_state(kb) == kept, log
+        assert summary.model_calls == 0
+        check_row_state(kb)
+
+
+def test_hand_edits_of_extraction_rows_reach_the_graph(tmp_path, db_path):
+    """Rows inserted or changed with sqlite3, without their keys, are noticed and keyed."""
+    doc = tmp_path / "ships.txt"
+    doc.write_text("Captain Nemo commands the Nautilus. The Nautilus sails under the sea.\n")
+    with offline(db_path) as kb:
+        kb.index([str(doc)], chunk_size=300, chunk_overlap=40)
+        chunk = kb.conn.execute("SELECT id FROM chunks").fetchone()[0]
+        kb.conn.execute("INSERT INTO extracted_entities(chunk_id, position, name, type, description) "
+                        "VALUES (?, 99, ' Ned  Land', 'person', 'A harpooner.')", (chunk,))
+        kb.conn.execute("INSERT INTO extracted_relations(chunk_id, position, source, target, predicate, "
+                        "description) VALUES (?, 99, 'Ned Land', 'Nautilus', 'sails on', 'Ned sails.')", (chunk,))
+        kb.conn.execute("UPDATE extracted_entities SET description = 'An underwater ship.' "
+                        "WHERE name = 'Nautilus' AND position = (SELECT min(position) FROM extracted_entities "
+                        "WHERE name = 'Nautilus')")
+        kb.index([str(doc)])
+        entities = dict(kb.conn.execute("SELECT id, description FROM entities"))
+        assert entities["ned land"] == "A harpooner."
+        assert "An underwater ship." in entities["nautilus"]
+        assert kb.conn.execute("SELECT count(*) FROM relationships WHERE source_id = 'ned land' "
+                               "OR target_id = 'ned land'").fetchone()[0] == 1
+        check_row_state(kb)
+
+
+def test_a_merge_reads_only_the_rows_of_changed_names(db_path):
+    with scripted(db_path) as kb:
+        conn = kb.conn
+        conn.execute("INSERT INTO documents(id, source, title, text, chars) VALUES ('d', 'd.txt', 'd', 'x', 1)")
+        for ordinal, chunk in enumerate(("c1", "c2")):
+            conn.execute("INSERT INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
+                         "VALUES (?, 'd', ?, 'x', 0, 1, 1)", (chunk, ordinal))
+        save_extraction(conn, "c1", "test", [E("Scrooge", "person", "A miser."), E("Marley", "person", "Dead.")],
+                        [R("Scrooge", "Marley", "partner of", "Partners.")])
+        gateway, prompts = kb.gateway(), Prompts()
+        merge_graph(conn, gateway, prompts, inputs=needs_merge(conn, gateway, prompts, 300, False))
+        assert needs_merge(conn, gateway, prompts, 300, False) is None
+        save_extraction(conn, "c2", "test", [E("Fred", "person", "The nephew."), E("SCROOGE", "person", "Uncle.")],
+                        [R("Fred", "Scrooge", "nephew of", "Fred is his nephew.")])
+        inputs = needs_merge(conn, gateway, prompts, 300, False)
+        assert sorted(inputs.names) == ["Fred", "SCROOGE", "Scrooge"]
+        result = merge_graph(conn, gateway, prompts, inputs=inputs)
+        assert result["recomputed"] == 2  # fred and scrooge; marley is not read again
+        assert result["changed_entities"] == {"fred", "scrooge"}
+        assert "Uncle." in conn.execute("SELECT description FROM entities WHERE id = 'scrooge'").fetchone()[0]
+        assert needs_merge(conn, gateway, prompts, 300, False) is None
+        other = needs_merge(conn, gateway, prompts, 40, False)  # other settings: every row
+        assert other is not None and other.names is None
+
+
+def _downgrade_to_schema_4(path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("""
+        BEGIN;
+        DROP TRIGGER extracted_entity_added; DROP TRIGGER extracted_entity_removed;
+        DROP TRIGGER extracted_entity_changed; DROP TRIGGER extracted_relation_added;
+        DROP TRIGGER extracted_relation_removed; DROP TRIGGER extracted_relation_changed;
+        DROP TABLE merge_pending;
+        DROP INDEX extracted_entities_by_key; DROP INDEX extracted_relations_by_source;
+        DROP INDEX extracted_relations_by_target;
+        ALTER TABLE extracted_entities DROP COLUMN key;
+        ALTER TABLE extracted_relations DROP COLUMN source_key;
+        ALTER TABLE extracted_relations DROP COLUMN target_key;
+        UPDATE entities SET embed_hash = 'stale' WHERE id = (SELECT min(id) FROM entities);
+        PRAGMA user_version = 4;
+        COMMIT;
+    """)
+    conn.close()
+
+
+def test_migration_5_keys_the_rows_and_resets_stale_embed_hashes(tmp_path):
+    part1, part2 = EN_CORPUS / "carol_stave1_part1.txt", EN_CORPUS / "carol_stave1_part2.txt"
+    with offline(tmp_path / "fresh.db") as kb:
+        kb.index([str(part1), str(part2)], chunk_size=300, chunk_overlap=40)
+        fresh = kept_state(kb)
+    with offline(tmp_path / "old.db") as kb:
+        kb.index([str(part1)], chunk_size=300, chunk_overlap=40)
+        stale = kb.conn.execute("SELECT min(id) FROM entities").fetchone()[0]
+    _downgrade_to_schema_4(tmp_path / "old.db")
+    with offline(tmp_path / "old.db") as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 4  # opening does not migrate
+        kb.index([str(part2)])
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 5
+        check_row_state(kb)  # the stale vector was redone, every row keyed
+        assert kb.conn.execute("SELECT embed_hash FROM entities WHERE id = ?", (stale,)).fetchone()[0] != "stale"
+        state = kept_state(kb)
+        for key in ("entities", "relationships", "merge"):
+            assert state[key] == fresh[key], key
