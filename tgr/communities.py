@@ -185,11 +185,12 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
-    nodes, edges, inputs = _graph(conn, max_cluster_size, seed, resolution)
+    inputs = cluster_inputs(conn, max_cluster_size, seed, resolution)
     if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0, "changed_ids": set()}
+    nodes, edges = _graph(conn)
     previous = stored_communities(conn)
     start: dict[int, dict[str, str]] = {}
     if not force:  # Leiden from the previous partition; force starts from scratch
@@ -199,7 +200,8 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
         (str(max_cluster_size), str(seed), str(resolution))
     early = ahead.result() if ahead is not None and not start else None
-    if early is not None and early[0] == inputs:  # the same graph, clustered from scratch
+    if early is not None and early[0] == graph_hash(nodes, edges, max_cluster_size, seed, resolution):
+        # the same graph, clustered from scratch
         communities = early[1]
     else:
         communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
@@ -240,11 +242,18 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
 
 
-def _graph(conn: Connection, max_cluster_size: int, seed: int, resolution: float):
-    """The entity graph and the hash of it with the clustering settings."""
-    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:
+    """The entity graph: sorted nodes and weighted edges."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
     edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
-    return nodes, edges, graph_hash(nodes, edges, max_cluster_size, seed, resolution)
+    return nodes, edges
+
+
+def cluster_inputs(conn: Connection, max_cluster_size: int, seed: int, resolution: float) -> str:
+    """Hash of what clustering reads: the settings and the graph, named by the merge's
+    freshness hash (every entity's input hash), so that no stage rereads the graph to see
+    whether it changed."""
+    return InputHash("cluster", max_cluster_size, seed, resolution, freshness.recorded(conn, "merge")).hexdigest()
 
 
 def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluster_size: int, seed: int,
@@ -256,7 +265,7 @@ def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluste
 
 def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
     """Were the stored communities computed from the graph as it is now?"""
-    return freshness.is_fresh(conn, "cluster", _graph(conn, max_cluster_size, seed, resolution)[2])
+    return freshness.is_fresh(conn, "cluster", cluster_inputs(conn, max_cluster_size, seed, resolution))
 
 
 def _number(community_id: str) -> int:
