@@ -160,3 +160,42 @@ def test_migration_5_keys_the_rows_and_resets_stale_embed_hashes(tmp_path):
         state = kept_state(kb)
         for key in ("entities", "relationships", "merge"):
             assert state[key] == fresh[key], key
+
+
+def test_clustering_only_the_changed_components_gives_the_whole_graphs_result(tmp_path):
+    """An addition re-clusters only the connected components holding a changed entity; the
+    result is what hierarchical Leiden from the previous partition gives on the whole graph."""
+    from tgr.communities import hierarchical_leiden, stored_communities
+
+    texts = pieces(EN_CORPUS, 3) + pieces(ZH_CORPUS, 1)
+    files = []
+    for i, text in enumerate(texts):
+        files.append(tmp_path / f"doc{i}.txt")
+        files[-1].write_text(text, encoding="utf-8")
+    q = lambda kb, sql: {r[0]: r[1:] for r in kb.conn.execute(sql).fetchall()}
+    entity_sql = "SELECT id, name, type, description, degree, mentions, input_hash FROM entities"
+    edge_sql = "SELECT id, source_id, target_id, predicate, description, weight FROM relationships"
+    with offline(tmp_path / "store.db") as kb:
+        kb.index([str(f) for f in files[:2]], chunk_size=120, chunk_overlap=20)
+        previous = stored_communities(kb.conn)
+        entities, edges = q(kb, entity_sql), q(kb, edge_sql)
+        kb.index([str(f) for f in files[2:]])
+        new_entities, new_edges = q(kb, entity_sql), q(kb, edge_sql)
+        nodes = sorted(new_entities)
+        graph = sorted((s, t, w) for s, t, _, _, w in new_edges.values())
+        after = {(c.level, frozenset(c.members), c.is_leaf) for c in stored_communities(kb.conn)}
+        kept = {c.id for c in stored_communities(kb.conn)} & {c.id for c in previous}
+    # what the merge reports as changed: entities whose rows differ, and both ends of changed edges
+    changed = {e for e in entities.keys() | new_entities.keys() if entities.get(e) != new_entities.get(e)}
+    for rid in edges.keys() | new_edges.keys():
+        if edges.get(rid) != new_edges.get(rid):
+            changed.update(row[0] for row in (edges.get(rid), new_edges.get(rid)) if row)
+            changed.update(row[1] for row in (edges.get(rid), new_edges.get(rid)) if row)
+    start: dict = {}
+    for c in previous:
+        start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    expected = hierarchical_leiden(nodes, graph, max_cluster_size=10, seed=42, previous=start,
+                                   unchanged=set(nodes) - changed)
+    assert after == {(c.level, frozenset(c.members), c.is_leaf) for c in expected}
+    untouched = [c for c in previous if not changed & set(c.members)]
+    assert untouched and kept >= {c.id for c in untouched}  # communities of unchanged components stay

@@ -163,12 +163,41 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     return [local]
 
 
-def stored_communities(conn: Connection) -> list[Community]:
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def stored_communities(conn: Connection, holding: set[str] | None = None) -> list[Community]:
+    """The stored communities (only those holding one of these entities, and those left with
+    no members when their entities were deleted, if given)."""
+    if holding is None:
+        scope, args = "", ()
+    else:
+        scope = (f"WHERE id IN (SELECT community_id FROM community_members WHERE entity_id {_IN}) OR NOT EXISTS "
+                 "(SELECT 1 FROM community_members m WHERE m.community_id = communities.id)")
+        args = (json.dumps(sorted(holding)),)
+    rows = conn.execute(f"SELECT id, level, parent_id, is_leaf FROM communities {scope} ORDER BY level, id",
+                        args).fetchall()
     members: dict[str, list[str]] = {}
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 + ("" if holding is None else f"WHERE community_id {_IN} ")
+                                 + "ORDER BY 1, 2", () if holding is None else
+                                 (json.dumps([r[0] for r in rows]),)).fetchall():
         members.setdefault(cid, []).append(eid)
-    return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in
-            conn.execute("SELECT id, level, parent_id, is_leaf FROM communities ORDER BY level, id")]
+    return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
+
+
+def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: set[str],
+              known: dict[str, str]) -> set[str]:
+    """The entities of the connected components that hold a changed entity or one that no
+    stored community holds (known: entity -> its level-0 community)."""
+    import igraph
+
+    index = {n: i for i, n in enumerate(nodes)}
+    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges
+                                              if a in index and b in index and a != b])
+    membership = graph.connected_components().membership
+    hit = {membership[i] for i, n in enumerate(nodes) if n in changed or n not in known}
+    return {n for i, n in enumerate(nodes) if membership[i] in hit}
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
@@ -191,14 +220,34 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0, "changed_ids": set()}
     nodes, edges = _graph(conn)
-    previous = stored_communities(conn)
+    meta = get_meta(conn)
+    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+    used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
+    previous, scoped = None, False
+    if not force and same_settings and changed is not None:
+        # components without a changed entity keep their communities as stored (Leiden would
+        # keep their previous split): only the others are read, clustered and compared
+        known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
+                                  "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
+        if known:
+            scope = _affected(nodes, edges, changed, known)
+            gone_entities = changed - set(nodes)
+            previous = stored_communities(conn, scope | gone_entities)
+            if all(m in scope or m in gone_entities for c in previous for m in c.members):
+                scoped = True
+                nodes = sorted(scope)
+                edges = [e for e in edges if e[0] in scope]  # a component's edges stay inside it
+                for level, number in conn.execute(
+                        "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
+                        "GROUP BY level").fetchall():
+                    used[level] = max(used.get(level, -1), number)
+    if not scoped:
+        previous = stored_communities(conn)
     start: dict[int, dict[str, str]] = {}
     if not force:  # Leiden from the previous partition; force starts from scratch
         for c in previous:
             start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
-    meta = get_meta(conn)
-    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
-        (str(max_cluster_size), str(seed), str(resolution))
     early = ahead.result() if ahead is not None and not start else None
     if early is not None and early[0] == graph_hash(nodes, edges, max_cluster_size, seed, resolution):
         # the same graph, clustered from scratch
@@ -208,7 +257,6 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
                                           resolution=resolution, previous=start,
                                           unchanged=set(nodes) - changed if (start and same_settings
                                                                               and changed is not None) else None)
-    used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
     for c in communities:
@@ -234,11 +282,9 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed, cluster_resolution=resolution,
                  community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
         freshness.record(conn, "cluster", inputs)
-    levels: dict[int, int] = {}
-    for c in communities:
-        levels[c.level] = levels.get(c.level, 0) + 1
+    levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
     touched = {c.id for c in changed_rows + changed_members}
-    return {"communities": len(communities), "levels": levels, "changed": changed,
+    return {"communities": sum(levels.values()), "levels": levels, "changed": changed,
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
 
 
