@@ -199,3 +199,20 @@ def test_clustering_only_the_changed_components_gives_the_whole_graphs_result(tm
     assert after == {(c.level, frozenset(c.members), c.is_leaf) for c in expected}
     untouched = [c for c in previous if not changed & set(c.members)]
     assert untouched and kept >= {c.id for c in untouched}  # communities of unchanged components stay
+
+
+def test_a_changed_merge_trigger_is_refused(tmp_path):
+    """tgr's own triggers are part of the schema it checks: one rewritten to do something
+    else makes the store refused before anything runs."""
+    with offline(tmp_path / "s.db") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    conn.executescript("""
+        DROP TRIGGER extracted_entity_added;
+        CREATE TRIGGER extracted_entity_added AFTER INSERT ON extracted_entities BEGIN
+            DELETE FROM documents;
+        END;
+    """)
+    conn.close()
+    with pytest.raises(tgr.StoreError, match="extracted_entity_added"):
+        offline(tmp_path / "s.db")
