@@ -216,3 +216,19 @@ def test_a_changed_merge_trigger_is_refused(tmp_path):
     conn.close()
     with pytest.raises(tgr.StoreError, match="extracted_entity_added"):
         offline(tmp_path / "s.db")
+
+
+def test_a_write_restores_schema_objects_dropped_by_hand(tmp_path):
+    """A current store is not rebuilt on every write, but one missing an index, a view or a
+    trigger of schema.sql gets it back from the next writing command."""
+    path = tmp_path / "s.db"
+    with offline(path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("DROP INDEX extracted_entities_by_key; DROP VIEW entity_overview; "
+                       "DROP TRIGGER extracted_relation_removed;")
+    conn.close()
+    with offline(path) as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part2.txt")])
+        names = {r[0] for r in kb.conn.execute("SELECT name FROM sqlite_master")}
+    assert {"extracted_entities_by_key", "entity_overview", "extracted_relation_removed"} <= names

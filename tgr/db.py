@@ -259,6 +259,8 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
     """Run pending migrations in order, each in its own transaction. Returns the new version."""
     migrations = MIGRATIONS if migrations is None else migrations
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == target and _schema_current(conn):
+        return version  # nothing to upgrade or restore: every write run would redo it otherwise
     if version < target:  # a step may rebuild a table; dropping the old one must not cascade
         conn.execute("PRAGMA foreign_keys = OFF")
     try:
@@ -280,6 +282,18 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
             conn.execute(f'DROP VIEW IF EXISTS "{view}"')
         _run_script(conn, schema_sql())  # new views / indexes are IF NOT EXISTS
     return version
+
+
+def _schema_current(conn: Connection) -> bool:
+    """Does the store hold every object of schema.sql, with tgr's definition of each view
+    and trigger? (The vec0 tables are created in code.)"""
+    present = dict(conn.execute("SELECT name, sql FROM sqlite_master").fetchall())
+    for name, want in schemacheck.expected_objects().items():
+        if name.startswith(VEC_TABLES):
+            continue
+        if name not in present or (want.sql is not None and schemacheck.normal_sql(present[name]) != want.sql):
+            return False
+    return True
 
 
 def _run_script(conn: Connection, script: str) -> None:
