@@ -108,8 +108,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS extracted_entity_removed AFTER DELETE ON extracted_entities BEGIN
     INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name);
 END;
-CREATE TRIGGER IF NOT EXISTS extracted_entity_changed AFTER UPDATE OF name, type, description, chunk_id, position
-    ON extracted_entities BEGIN
+CREATE TRIGGER IF NOT EXISTS extracted_entity_changed
+    AFTER UPDATE OF name, type, description, chunk_id, position ON extracted_entities BEGIN
     INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name), (new.name);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_relation_added AFTER INSERT ON extracted_relations BEGIN
@@ -118,8 +118,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS extracted_relation_removed AFTER DELETE ON extracted_relations BEGIN
     INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target);
 END;
-CREATE TRIGGER IF NOT EXISTS extracted_relation_changed AFTER UPDATE OF source, target, predicate, description, chunk_id, position
-    ON extracted_relations BEGIN
+CREATE TRIGGER IF NOT EXISTS extracted_relation_changed
+    AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations BEGIN
     INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target), (new.source), (new.target);
 END;
 
