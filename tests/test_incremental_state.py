@@ -14,6 +14,7 @@ import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from test_equivalence import pieces, run_sequence
 from tgr import db
+from tgr.communities import ClusterMeanwhile, cluster, stored_communities
 from tgr.embeddings import TARGETS
 from tgr.extract import save_extraction
 from tgr.merge import merge_graph, needs_merge
@@ -165,7 +166,7 @@ def test_migration_5_keys_the_rows_and_resets_stale_embed_hashes(tmp_path):
 def test_clustering_only_the_changed_components_gives_the_whole_graphs_result(tmp_path):
     """An addition re-clusters only the connected components holding a changed entity; the
     result is what hierarchical Leiden from the previous partition gives on the whole graph."""
-    from tgr.communities import hierarchical_leiden, stored_communities
+    from tgr.communities import hierarchical_leiden
 
     texts = pieces(EN_CORPUS, 3) + pieces(ZH_CORPUS, 1)
     files = []
@@ -232,3 +233,43 @@ def test_a_write_restores_schema_objects_dropped_by_hand(tmp_path):
         kb.index([str(EN_CORPUS / "carol_stave1_part2.txt")])
         names = {r[0] for r in kb.conn.execute("SELECT name FROM sqlite_master")}
     assert {"extracted_entities_by_key", "entity_overview", "extracted_relation_removed"} <= names
+
+
+def _clustered(conn) -> list:
+    return sorted((c.id, c.level, c.parent_id, c.members, c.is_leaf) for c in stored_communities(conn))
+
+
+def test_clustering_while_the_summaries_are_awaited_gives_the_same_communities(tmp_path):
+    """An incremental merge with a summary wave clusters the graph it is about to store in
+    that wait; cluster() takes that result, and it is what clustering afterwards gives."""
+    settings = dict(max_cluster_size=10, seed=42, resolution=1.0)
+    texts = pieces(EN_CORPUS, 2)
+    for i, text in enumerate(texts):
+        (tmp_path / f"doc{i}.txt").write_text(text, encoding="utf-8")
+    with tgr.open(tmp_path / "a.db", chat=ScriptedChat(delay=0.2), embedder=ScriptedEmbedder()) as kb:
+        kb.index([str(tmp_path / "doc0.txt"), str(tmp_path / "doc1.txt")], chunk_size=120, chunk_overlap=20,
+                 summary_tokens=40)
+        conn = kb.conn
+        hub = conn.execute("SELECT name FROM entities ORDER BY degree DESC, id LIMIT 1").fetchone()[0]
+        conn.execute("INSERT INTO documents(id, source, title, text, chars) VALUES ('d9', 'd9.txt', 'd9', 'x', 1)")
+        conn.execute("INSERT INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens) "
+                     "VALUES ('c9', 'd9', 0, 'x', 0, 1, 1)")
+        long = " ".join(f"{hub} keeps the counting-house ledger number {n} open." for n in range(12))
+        save_extraction(conn, "c9", "test", [E(hub, "person", long), E("Ledger Clerk", "person", "A clerk.")],
+                        [R(hub, "Ledger Clerk", "employs", f"{hub} employs the ledger clerk.")])
+        conn.execute("VACUUM INTO ?", (str(tmp_path / "b.db"),))
+        gateway, prompts = kb.gateway(), Prompts()
+        meanwhile = ClusterMeanwhile(conn, settings)
+        merged = merge_graph(conn, gateway, prompts, summary_tokens=40,
+                             inputs=needs_merge(conn, gateway, prompts, 40, False), while_summaries=meanwhile.prepare)
+        assert kb.gateway().usage["summarize"].calls >= 1  # there was a wave to wait for
+        result = cluster(conn, **settings, changed=merged["changed_entities"], meanwhile=meanwhile)
+        assert result["computed_meanwhile"]
+        during = _clustered(conn)
+    with tgr.open(tmp_path / "b.db", chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:
+        gateway, prompts = kb.gateway(), Prompts()
+        merged = merge_graph(kb.conn, gateway, prompts, summary_tokens=40,
+                             inputs=needs_merge(kb.conn, gateway, prompts, 40, False))
+        result = cluster(kb.conn, **settings, changed=merged["changed_entities"])
+        assert not result["computed_meanwhile"]
+        assert _clustered(kb.conn) == during

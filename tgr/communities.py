@@ -6,6 +6,10 @@ children with a parent link, and so on. Seeded, on subgraphs built in a fixed or
 same component always gives the same communities, whatever else the graph holds, so an
 unrelated addition leaves them alone. Isolated entities form singleton communities.
 
+After a change, only the connected components holding a changed entity are clustered
+again; when the merge has a description-summary wave to wait for, that clustering runs in
+the wait (ClusterMeanwhile) and is used only if its inputs are exactly those cluster() sees.
+
 Community ids follow their members: after re-clustering, a community keeps the id of
 the previous community it shares a majority of members with (both ways); others get a
 new number never used before at their level. Reports, ratings, vectors and citations of
@@ -202,7 +206,7 @@ def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: se
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             resolution: float = 1.0, force: bool = False,
-            changed: set[str] | None = None, ahead=None) -> dict:
+            changed: set[str] | None = None, ahead=None, meanwhile: "ClusterMeanwhile | None" = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
     changed: entities whose rows or relationships changed since the stored communities
@@ -211,6 +215,8 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
 
     ahead: a ClusterAhead (tgr.cluster_ahead) whose result, computed while the merge waited
     for its summaries, is used when nothing was clustered before and it is of this graph.
+    meanwhile: a ClusterMeanwhile whose result is used when it was computed from exactly
+    the inputs Leiden would get here.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
@@ -218,45 +224,32 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
-                "rewritten": 0, "removed": 0, "changed_ids": set()}
+                "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
     nodes, edges = _graph(conn)
     meta = get_meta(conn)
-    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
-        (str(max_cluster_size), str(seed), str(resolution))
+    same_settings = _same_settings(meta, max_cluster_size, seed, resolution)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
-    previous, scoped = None, False
-    if not force and same_settings and changed is not None:
-        # components without a changed entity keep their communities as stored (Leiden would
-        # keep their previous split): only the others are read, clustered and compared
-        known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
-                                  "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
-        if known:
-            scope = _affected(nodes, edges, changed, known)
-            gone_entities = changed - set(nodes)
-            previous = stored_communities(conn, scope | gone_entities)
-            if all(m in scope or m in gone_entities for c in previous for m in c.members):
-                scoped = True
-                nodes = sorted(scope)
-                edges = [e for e in edges if e[0] in scope]  # a component's edges stay inside it
-                for level, number in conn.execute(
-                        "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
-                        "GROUP BY level").fetchall():
-                    used[level] = max(used.get(level, -1), number)
-    if not scoped:
+    scoped = _changed_components(conn, nodes, edges, changed) if not force and same_settings else None
+    if scoped is not None:
+        nodes, edges, previous = scoped
+        for level, number in conn.execute(
+                "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
+                "GROUP BY level").fetchall():
+            used[level] = max(used.get(level, -1), number)
+    else:
         previous = stored_communities(conn)
-    start: dict[int, dict[str, str]] = {}
-    if not force:  # Leiden from the previous partition; force starts from scratch
-        for c in previous:
-            start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    start = _membership(previous) if not force else {}  # force: Leiden from scratch
+    unchanged = set(nodes) - changed if (start and same_settings and changed is not None) else None
+    settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
     early = ahead.result() if ahead is not None and not start else None
+    computed = meanwhile.result(_leiden_key(nodes, edges, start, unchanged, settings)) if meanwhile else None
     if early is not None and early[0] == graph_hash(nodes, edges, max_cluster_size, seed, resolution):
         # the same graph, clustered from scratch
         communities = early[1]
+    elif computed is not None:  # the same inputs, clustered while the merge awaited its summaries
+        communities = computed
     else:
-        communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
-                                          resolution=resolution, previous=start,
-                                          unchanged=set(nodes) - changed if (start and same_settings
-                                                                              and changed is not None) else None)
+        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
     for c in communities:
@@ -285,7 +278,86 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
     touched = {c.id for c in changed_rows + changed_members}
     return {"communities": sum(levels.values()), "levels": levels, "changed": changed,
-            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched,
+            "computed_meanwhile": computed is not None}
+
+
+def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
+    """Were the stored communities computed with these settings?"""
+    return (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+
+
+def _membership(communities: list[Community]) -> dict[int, dict[str, str]]:
+    """level -> entity -> community id."""
+    start: dict[int, dict[str, str]] = {}
+    for c in communities:
+        start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    return start
+
+
+def _changed_components(conn: Connection, nodes: list[str], edges: list[tuple[str, str, float]],
+                        changed: set[str] | None):
+    """(nodes, edges, stored communities) of the connected components that hold a changed
+    entity, or None when everything is to be clustered. Components without a changed entity
+    keep their communities as stored, which is what Leiden from the previous partition
+    would give them."""
+    if changed is None:
+        return None
+    known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
+                              "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
+    if not known:
+        return None
+    scope = _affected(nodes, edges, changed, known)
+    gone = changed - set(nodes)
+    previous = stored_communities(conn, scope | gone)
+    if not all(m in scope or m in gone for c in previous for m in c.members):
+        return None  # stored communities that straddle components: cluster everything
+    return sorted(scope), [e for e in edges if e[0] in scope], previous  # edges stay inside a component
+
+
+def _leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
+    """Hash of everything hierarchical_leiden is given."""
+    digest = InputHash(sorted(settings.items())).rows((n,) for n in nodes).rows(tuple(e) for e in edges)
+    digest.rows((level, sorted(groups.items())) for level, groups in sorted(start.items()))
+    return digest.add(sorted(unchanged) if unchanged is not None else None).hexdigest()
+
+
+class ClusterMeanwhile:
+    """Clustering of the graph a merge is about to store, done as an idle step while the
+    merge awaits its description summaries (an incremental run: the stored communities
+    are of the graph before it). cluster() takes the result only when it was computed from
+    exactly the inputs it would give Leiden itself, so the outcome never depends on timing."""
+
+    def __init__(self, conn: Connection, settings: dict):
+        self.conn, self.settings = conn, dict(settings)
+        self._key: str | None = None
+        self._communities: list[Community] | None = None
+
+    def prepare(self, recomputed: set[str], nodes: list[str], edges: list[tuple[str, str, float]],
+                changed: set[str]):
+        """The idle step for a merge that replaces the entities recomputed (and every edge
+        touching them) by nodes and edges; changed: what the merge will say changed."""
+
+        def step() -> bool:
+            stored_nodes, stored_edges = _graph(self.conn)
+            graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
+            graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
+                                 + [tuple(e) for e in edges])
+            scoped = _changed_components(self.conn, graph_nodes, graph_edges, changed)
+            if scoped is not None:
+                scope_nodes, scope_edges, previous = scoped
+                start = _membership(previous)
+                unchanged = set(scope_nodes) - changed
+                self._key = _leiden_key(scope_nodes, scope_edges, start, unchanged, self.settings)
+                self._communities = hierarchical_leiden(scope_nodes, scope_edges, **self.settings,
+                                                        previous=start, unchanged=unchanged)
+            return False
+
+        return step
+
+    def result(self, key: str) -> list[Community] | None:
+        return self._communities if key == self._key else None
 
 
 def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:

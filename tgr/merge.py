@@ -115,7 +115,7 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
                 summary_tokens: int = 300, progress: Progress | None = None, inputs: MergeInputs | None = None,
-                everything: bool = False, before_summaries=None) -> dict:
+                everything: bool = False, before_summaries=None, while_summaries=None) -> dict:
     """Bring entities, relationships and mentions in line with the extraction rows.
 
     Each entity records a hash of its own inputs (settings, its mention rows and every
@@ -126,6 +126,10 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
 
     before_summaries(nodes, edges), if given, is called with the merged entities and edges
     just before the description-summary wave (only when there is one), e.g. to cluster meanwhile.
+    while_summaries(recomputed, nodes, edges, changed), if given and only some entities are
+    recomputed, returns an idle step (see Gateway.chat_many) to run while the summaries are
+    awaited: recomputed, the entity ids whose stored rows are replaced by nodes and by the
+    edges touching them; changed, what the merge will report as changed.
     """
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
@@ -202,15 +206,6 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
 
     report("merge", steps - 1, steps)
     graph = lambda: (list(entities), [(e["source"], e["target"], float(e["weight"])) for e in edges.values()])
-    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
-                            (lambda: before_summaries(*graph())) if before_summaries else None)
-    degree = Counter()
-    for edge in edges.values():
-        degree[edge["source"]] += 1
-        degree[edge["target"]] += 1
-
-    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
-                          hashes.get(e.id)) for e in entities.values()}
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
                        fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
                  for rid, e in edges.items()}
@@ -230,12 +225,26 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
     old_edge_mentions = set(conn.execute(
         f"SELECT relationship_id, chunk_id FROM relationship_mentions WHERE relationship_id {IN_KEYS}",
         (json.dumps(sorted(old_edges.keys() | edge_rows.keys())),)).fetchall())
-    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | (old_entities.keys() - entity_rows.keys())
     changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
+    edge_ends = set()
     for rid in changed_edges:  # a relationship is part of both ends' material
         for row in (edge_rows.get(rid), old_edges.get(rid)):
             if row:
-                changed.update(row[:2])
+                edge_ends.update(row[:2])
+    idle = None
+    if while_summaries is not None and dirty is not None:
+        # a recomputed entity's input hash changed, so its row changes whatever its summary
+        idle = while_summaries(set(dirty), *graph(), set(dirty) | edge_ends)
+    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
+                            (lambda: before_summaries(*graph())) if before_summaries else None, idle)
+    degree = Counter()
+    for edge in edges.values():
+        degree[edge["source"]] += 1
+        degree[edge["target"]] += 1
+    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
+                          hashes.get(e.id)) for e in entities.values()}
+    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | \
+        (old_entities.keys() - entity_rows.keys()) | edge_ends
     with transaction(conn):
         conn.executemany("DELETE FROM entities WHERE id = ?",
                          [(i,) for i in sorted(old_entities.keys() - entity_rows.keys())])
@@ -342,7 +351,7 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
 
 
 def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
-             budget: int, report: Progress, before_wave=None) -> dict[str, str]:
+             budget: int, report: Progress, before_wave=None, idle=None) -> dict[str, str]:
     """Each entity's description: joined, or LLM-summarised when over budget."""
     combined, jobs = {}, []
     for entity in entities.values():
@@ -360,7 +369,7 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
     report("summarize", 0, len(jobs))
     if jobs and before_wave is not None:
         before_wave()
-    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs), 1):
+    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs, idle), 1):
         if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
             combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)
         else:
