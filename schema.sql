@@ -1,4 +1,4 @@
--- tgr knowledge store schema (version 4).
+-- tgr knowledge store schema (version 5).
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
 -- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
@@ -84,8 +84,10 @@ CREATE TABLE IF NOT EXISTS extracted_entities (
     name        TEXT NOT NULL,
     type        TEXT NOT NULL,
     description TEXT NOT NULL,
+    key         TEXT,                   -- normalised name (the entity it merges into); set by tgr
     PRIMARY KEY (chunk_id, position)
 );
+CREATE INDEX IF NOT EXISTS extracted_entities_by_key ON extracted_entities(key);
 CREATE TABLE IF NOT EXISTS extracted_relations (
     chunk_id    TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
     position    INTEGER NOT NULL,
@@ -94,8 +96,40 @@ CREATE TABLE IF NOT EXISTS extracted_relations (
     predicate   TEXT NOT NULL,
     description TEXT NOT NULL,
     strength    REAL NOT NULL DEFAULT 1,
+    source_key  TEXT,                   -- normalised names of source and target; set by tgr
+    target_key  TEXT,
     PRIMARY KEY (chunk_id, position)
 );
+CREATE INDEX IF NOT EXISTS extracted_relations_by_source ON extracted_relations(source_key);
+CREATE INDEX IF NOT EXISTS extracted_relations_by_target ON extracted_relations(target_key);
+
+-- Names whose extraction rows were added, changed or removed since the last merge, so that
+-- a merge reads only the rows of those names. The triggers keep it on every path that
+-- changes extraction rows (a new extraction, a deleted document's cascade, an edit by hand);
+-- filling in the key columns is no change.
+CREATE TABLE IF NOT EXISTS merge_pending (
+    name TEXT PRIMARY KEY
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_added AFTER INSERT ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.name);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_removed AFTER DELETE ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_changed
+    AFTER UPDATE OF name, type, description, chunk_id, position ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name), (new.name);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_added AFTER INSERT ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.source), (new.target);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_removed AFTER DELETE ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_changed
+    AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target), (new.source), (new.target);
+END;
 
 -- The entity graph (merge stage). id is the normalised name; a same-name entity
 -- split off by LLM disambiguation gets the suffix '#<n>'.
@@ -106,7 +140,7 @@ CREATE TABLE IF NOT EXISTS entities (
     description TEXT NOT NULL,
     degree      INTEGER NOT NULL DEFAULT 0,
     mentions    INTEGER NOT NULL DEFAULT 0,
-    embed_hash  TEXT,                   -- hash of the text last embedded into vec_entities
+    embed_hash  TEXT,                   -- hash of the text embedded into vec_entities (NULL: to embed)
     input_hash  TEXT                    -- hash of the extraction rows it was merged from
 );
 CREATE INDEX IF NOT EXISTS entities_by_name ON entities(name);

@@ -97,7 +97,7 @@ class BudgetEmbedder(HashEmbedder):
 
 
 def test_idle_embedding_steps_respect_the_embedders_token_budget(db_path):
-    from tgr.embeddings import EmbedWhileWaiting
+    from tgr.embeddings import EmbedWhileWaiting, clear_embeddings
 
     text = " ".join(f"Sentence {n} tells of Marley's ghost and the chains he forged." for n in range(200))
     first = BudgetEmbedder("scripted:first")
@@ -105,7 +105,8 @@ def test_idle_embedding_steps_respect_the_embedders_token_budget(db_path):
         (db_path.parent / "doc.txt").write_text(text, encoding="utf-8")
         kb.index([str(db_path.parent / "doc.txt")], chunk_size=60, chunk_overlap=10)
         chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        second = BudgetEmbedder("scripted:second")  # a new model name: every row is due again
+        clear_embeddings(kb.conn)  # as moving to another model does: every row is due again
+        second = BudgetEmbedder("scripted:second")
         gateway = Gateway(kb.conn, None, second, concurrency=1)
         step = EmbedWhileWaiting(kb.conn, gateway, ("chunks",))
         while step():

@@ -6,6 +6,10 @@ children with a parent link, and so on. Seeded, on subgraphs built in a fixed or
 same component always gives the same communities, whatever else the graph holds, so an
 unrelated addition leaves them alone. Isolated entities form singleton communities.
 
+After a change, only the connected components holding a changed entity are clustered
+again; when the merge has a description-summary wave to wait for, that clustering runs in
+the wait (ClusterMeanwhile) and is used only if its inputs are exactly those cluster() sees.
+
 Community ids follow their members: after re-clustering, a community keeps the id of
 the previous community it shares a majority of members with (both ways); others get a
 new number never used before at their level. Reports, ratings, vectors and citations of
@@ -163,17 +167,46 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     return [local]
 
 
-def stored_communities(conn: Connection) -> list[Community]:
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def stored_communities(conn: Connection, holding: set[str] | None = None) -> list[Community]:
+    """The stored communities (only those holding one of these entities, and those left with
+    no members when their entities were deleted, if given)."""
+    if holding is None:
+        scope, args = "", ()
+    else:
+        scope = (f"WHERE id IN (SELECT community_id FROM community_members WHERE entity_id {_IN}) OR NOT EXISTS "
+                 "(SELECT 1 FROM community_members m WHERE m.community_id = communities.id)")
+        args = (json.dumps(sorted(holding)),)
+    rows = conn.execute(f"SELECT id, level, parent_id, is_leaf FROM communities {scope} ORDER BY level, id",
+                        args).fetchall()
     members: dict[str, list[str]] = {}
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 + ("" if holding is None else f"WHERE community_id {_IN} ")
+                                 + "ORDER BY 1, 2", () if holding is None else
+                                 (json.dumps([r[0] for r in rows]),)).fetchall():
         members.setdefault(cid, []).append(eid)
-    return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in
-            conn.execute("SELECT id, level, parent_id, is_leaf FROM communities ORDER BY level, id")]
+    return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
+
+
+def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: set[str],
+              known: dict[str, str]) -> set[str]:
+    """The entities of the connected components that hold a changed entity or one that no
+    stored community holds (known: entity -> its level-0 community)."""
+    import igraph
+
+    index = {n: i for i, n in enumerate(nodes)}
+    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges
+                                              if a in index and b in index and a != b])
+    membership = graph.connected_components().membership
+    hit = {membership[i] for i, n in enumerate(nodes) if n in changed or n not in known}
+    return {n for i, n in enumerate(nodes) if membership[i] in hit}
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
             resolution: float = 1.0, force: bool = False,
-            changed: set[str] | None = None, ahead=None) -> dict:
+            changed: set[str] | None = None, ahead=None, meanwhile: "ClusterMeanwhile | None" = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
     changed: entities whose rows or relationships changed since the stored communities
@@ -182,31 +215,41 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
 
     ahead: a ClusterAhead (tgr.cluster_ahead) whose result, computed while the merge waited
     for its summaries, is used when nothing was clustered before and it is of this graph.
+    meanwhile: a ClusterMeanwhile whose result is used when it was computed from exactly
+    the inputs Leiden would get here.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
-    nodes, edges, inputs = _graph(conn, max_cluster_size, seed, resolution)
+    inputs = cluster_inputs(conn, max_cluster_size, seed, resolution)
     if not force and freshness.is_fresh(conn, "cluster", inputs):
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
-                "rewritten": 0, "removed": 0, "changed_ids": set()}
-    previous = stored_communities(conn)
-    start: dict[int, dict[str, str]] = {}
-    if not force:  # Leiden from the previous partition; force starts from scratch
-        for c in previous:
-            start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+                "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
+    nodes, edges = _graph(conn)
     meta = get_meta(conn)
-    same_settings = (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
-        (str(max_cluster_size), str(seed), str(resolution))
-    early = ahead.result() if ahead is not None and not start else None
-    if early is not None and early[0] == inputs:  # the same graph, clustered from scratch
-        communities = early[1]
-    else:
-        communities = hierarchical_leiden(nodes, edges, max_cluster_size=max_cluster_size, seed=seed,
-                                          resolution=resolution, previous=start,
-                                          unchanged=set(nodes) - changed if (start and same_settings
-                                                                              and changed is not None) else None)
+    same_settings = _same_settings(meta, max_cluster_size, seed, resolution)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
+    scoped = _changed_components(conn, nodes, edges, changed) if not force and same_settings else None
+    if scoped is not None:
+        nodes, edges, previous = scoped
+        for level, number in conn.execute(
+                "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
+                "GROUP BY level").fetchall():
+            used[level] = max(used.get(level, -1), number)
+    else:
+        previous = stored_communities(conn)
+    start = _membership(previous) if not force else {}  # force: Leiden from scratch
+    unchanged = set(nodes) - changed if (start and same_settings and changed is not None) else None
+    settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
+    early = ahead.result() if ahead is not None and not start else None
+    computed = meanwhile.result(_leiden_key(nodes, edges, start, unchanged, settings)) if meanwhile else None
+    if early is not None and early[0] == graph_hash(nodes, edges, max_cluster_size, seed, resolution):
+        # the same graph, clustered from scratch
+        communities = early[1]
+    elif computed is not None:  # the same inputs, clustered while the merge awaited its summaries
+        communities = computed
+    else:
+        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
     for c in communities:
@@ -232,19 +275,103 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed, cluster_resolution=resolution,
                  community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
         freshness.record(conn, "cluster", inputs)
-    levels: dict[int, int] = {}
-    for c in communities:
-        levels[c.level] = levels.get(c.level, 0) + 1
+    levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
     touched = {c.id for c in changed_rows + changed_members}
-    return {"communities": len(communities), "levels": levels, "changed": changed,
-            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+    return {"communities": sum(levels.values()), "levels": levels, "changed": changed,
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched,
+            "computed_meanwhile": computed is not None}
 
 
-def _graph(conn: Connection, max_cluster_size: int, seed: int, resolution: float):
-    """The entity graph and the hash of it with the clustering settings."""
-    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities"))
+def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
+    """Were the stored communities computed with these settings?"""
+    return (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+
+
+def _membership(communities: list[Community]) -> dict[int, dict[str, str]]:
+    """level -> entity -> community id."""
+    start: dict[int, dict[str, str]] = {}
+    for c in communities:
+        start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    return start
+
+
+def _changed_components(conn: Connection, nodes: list[str], edges: list[tuple[str, str, float]],
+                        changed: set[str] | None):
+    """(nodes, edges, stored communities) of the connected components that hold a changed
+    entity, or None when everything is to be clustered. Components without a changed entity
+    keep their communities as stored, which is what Leiden from the previous partition
+    would give them."""
+    if changed is None:
+        return None
+    known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
+                              "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
+    if not known:
+        return None
+    scope = _affected(nodes, edges, changed, known)
+    gone = changed - set(nodes)
+    previous = stored_communities(conn, scope | gone)
+    if not all(m in scope or m in gone for c in previous for m in c.members):
+        return None  # stored communities that straddle components: cluster everything
+    return sorted(scope), [e for e in edges if e[0] in scope], previous  # edges stay inside a component
+
+
+def _leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
+    """Hash of everything hierarchical_leiden is given."""
+    digest = InputHash(sorted(settings.items())).rows((n,) for n in nodes).rows(tuple(e) for e in edges)
+    digest.rows((level, sorted(groups.items())) for level, groups in sorted(start.items()))
+    return digest.add(sorted(unchanged) if unchanged is not None else None).hexdigest()
+
+
+class ClusterMeanwhile:
+    """Clustering of the graph a merge is about to store, done as an idle step while the
+    merge awaits its description summaries (an incremental run: the stored communities
+    are of the graph before it). cluster() takes the result only when it was computed from
+    exactly the inputs it would give Leiden itself, so the outcome never depends on timing."""
+
+    def __init__(self, conn: Connection, settings: dict):
+        self.conn, self.settings = conn, dict(settings)
+        self._key: str | None = None
+        self._communities: list[Community] | None = None
+
+    def prepare(self, recomputed: set[str], nodes: list[str], edges: list[tuple[str, str, float]],
+                changed: set[str]):
+        """The idle step for a merge that replaces the entities recomputed (and every edge
+        touching them) by nodes and edges; changed: what the merge will say changed."""
+
+        def step() -> bool:
+            stored_nodes, stored_edges = _graph(self.conn)
+            graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
+            graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
+                                 + [tuple(e) for e in edges])
+            scoped = _changed_components(self.conn, graph_nodes, graph_edges, changed)
+            if scoped is not None:
+                scope_nodes, scope_edges, previous = scoped
+                start = _membership(previous)
+                unchanged = set(scope_nodes) - changed
+                self._key = _leiden_key(scope_nodes, scope_edges, start, unchanged, self.settings)
+                self._communities = hierarchical_leiden(scope_nodes, scope_edges, **self.settings,
+                                                        previous=start, unchanged=unchanged)
+            return False
+
+        return step
+
+    def result(self, key: str) -> list[Community] | None:
+        return self._communities if key == self._key else None
+
+
+def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:
+    """The entity graph: sorted nodes and weighted edges."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
     edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
-    return nodes, edges, graph_hash(nodes, edges, max_cluster_size, seed, resolution)
+    return nodes, edges
+
+
+def cluster_inputs(conn: Connection, max_cluster_size: int, seed: int, resolution: float) -> str:
+    """Hash of what clustering reads: the settings and the graph, named by the merge's
+    freshness hash (every entity's input hash), so that no stage rereads the graph to see
+    whether it changed."""
+    return InputHash("cluster", max_cluster_size, seed, resolution, freshness.recorded(conn, "merge")).hexdigest()
 
 
 def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluster_size: int, seed: int,
@@ -256,7 +383,7 @@ def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluste
 
 def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
     """Were the stored communities computed from the graph as it is now?"""
-    return freshness.is_fresh(conn, "cluster", _graph(conn, max_cluster_size, seed, resolution)[2])
+    return freshness.is_fresh(conn, "cluster", cluster_inputs(conn, max_cluster_size, seed, resolution))
 
 
 def _number(community_id: str) -> int:

@@ -20,7 +20,7 @@ from . import __version__
 from . import hardening, limits, schemacheck
 from .errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store
@@ -87,8 +87,31 @@ def _external_content_fts(conn: "sqlite3.Connection") -> None:
         conn.execute("ALTER TABLE entities ADD COLUMN input_hash TEXT")  # merge redoes only changed entities
 
 
+def _keyed_extractions(conn: "sqlite3.Connection") -> None:
+    """5: extraction rows carry the normalised names they merge into (merge_pending and its
+    triggers come from schema.sql), and an embed_hash is NULL unless it is the hash of the
+    row's current text, so that the embed stage reads only rows marked NULL."""
+    from .embeddings import forget_stale_embed_hashes
+    from .text import normalise_name
+
+    if "key" not in _columns(conn, "extracted_entities"):
+        conn.execute("ALTER TABLE extracted_entities ADD COLUMN key TEXT")
+    for column in ("source_key", "target_key"):
+        if column not in _columns(conn, "extracted_relations"):
+            conn.execute(f"ALTER TABLE extracted_relations ADD COLUMN {column} TEXT")
+    conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?",
+                     [(normalise_name(name), rowid) for rowid, name in
+                      conn.execute("SELECT rowid, name FROM extracted_entities").fetchall()])
+    conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
+                     [(normalise_name(source), normalise_name(target), rowid) for rowid, source, target in
+                      conn.execute("SELECT rowid, source, target FROM extracted_relations").fetchall()])
+    model = conn.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()
+    forget_stale_embed_hashes(conn, model[0] if model else None)
+    conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")  # one full look
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
-                                    4: _external_content_fts}
+                                    4: _external_content_fts, 5: _keyed_extractions}
 
 Connection = hardening.Connection
 DatabaseError = sqlite3.DatabaseError
@@ -236,6 +259,8 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
     """Run pending migrations in order, each in its own transaction. Returns the new version."""
     migrations = MIGRATIONS if migrations is None else migrations
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == target and _schema_current(conn):
+        return version  # nothing to upgrade or restore: every write run would redo it otherwise
     if version < target:  # a step may rebuild a table; dropping the old one must not cascade
         conn.execute("PRAGMA foreign_keys = OFF")
     try:
@@ -257,6 +282,18 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
             conn.execute(f'DROP VIEW IF EXISTS "{view}"')
         _run_script(conn, schema_sql())  # new views / indexes are IF NOT EXISTS
     return version
+
+
+def _schema_current(conn: Connection) -> bool:
+    """Does the store hold every object of schema.sql, with tgr's definition of each view
+    and trigger? (The vec0 tables are created in code.)"""
+    present = dict(conn.execute("SELECT name, sql FROM sqlite_master").fetchall())
+    for name, want in schemacheck.expected_objects().items():
+        if name.startswith(VEC_TABLES):
+            continue
+        if name not in present or (want.sql is not None and schemacheck.normal_sql(present[name]) != want.sql):
+            return False
+    return True
 
 
 def _run_script(conn: Connection, script: str) -> None:

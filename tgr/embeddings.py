@@ -1,7 +1,9 @@
 """Embed stage: keep vec_entities, vec_chunks and vec_reports in step with their rows.
 
-A row is (re-)embedded only when the text it would embed changed (embed_hash), so the
-vec0 tables double as the embedding cache and re-running an index embeds nothing.
+A row is (re-)embedded only when the text it would embed changed: embed_hash is the hash
+of the text in its vector, and whoever changes that text sets it to NULL (the merge and
+report upserts do so only when the text really changed), so the stage reads only the
+rows marked NULL, and re-running an index embeds nothing.
 """
 from __future__ import annotations
 
@@ -35,14 +37,31 @@ def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "
     return total
 
 
+def _texts(conn: Connection, kind: str, where: str) -> list[tuple[str, str, str | None]]:
+    """(id, text to embed, embed_hash) of the rows of one kind that match where."""
+    _, table, key, text_sql = TARGETS[kind]
+    # no embedder reads more than this; a store's oversized text must not cost more
+    return conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
+                        f"WHERE {where} ORDER BY {key}").fetchall()
+
+
 def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str, str]]:
     """(id, text, hash) of the rows whose text changed since it was last embedded."""
-    _, table, key, text_sql = TARGETS[kind]
     model = gateway.embedder.name
-    # no embedder reads more than this; a store's oversized text must not cost more
-    rows = conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
-                        f"ORDER BY {key}").fetchall()
-    return [(rid, text, h) for rid, text, old in rows if old != (h := content_hash(model, text))]
+    return [(rid, text, content_hash(model, text)) for rid, text, _ in _texts(conn, kind, "embed_hash IS NULL")]
+
+
+def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
+    """Set embed_hash to NULL wherever it is not the hash of the row's text with this
+    embedding model (None: everywhere), so the embed stage redoes exactly those rows
+    (inside the caller's transaction). Returns how many were reset."""
+    reset = 0
+    for kind, (_, table, key, _) in TARGETS.items():
+        stale = [(rid,) for rid, text, old in _texts(conn, kind, "embed_hash IS NOT NULL")
+                 if model is None or old != content_hash(model, text)]
+        conn.executemany(f"UPDATE {table} SET embed_hash = NULL WHERE {key} = ?", stale)
+        reset += len(stale)
+    return reset
 
 
 def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str) -> None:

@@ -17,6 +17,7 @@ from .offline import OfflineExtractor
 from .parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
                       parse_relations, says_none)
 from .prompts import Prompts
+from .text import normalise_name
 
 Progress = Callable[[str, int, int], None]
 Save = Callable[[str, list[RawEntity], list[RawRelation]], None]
@@ -130,15 +131,15 @@ def save_extraction(conn: Connection, chunk_id: str, extractor: str,
     with transaction(conn):  # replaces an earlier result (e.g. from a concurrent run)
         for table in ("extracted_entities", "extracted_relations", "extractions"):
             conn.execute(f"DELETE FROM {table} WHERE chunk_id = ?", (chunk_id,))
-        conn.executemany(
-            "INSERT INTO extracted_entities(chunk_id, position, name, type, description) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(chunk_id, i, e.name, e.type, e.description) for i, e in enumerate(entities)])
+        conn.executemany(  # key: the normalised name, by which the merge finds an entity's rows
+            "INSERT INTO extracted_entities(chunk_id, position, name, type, description, key) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(chunk_id, i, e.name, e.type, e.description, normalise_name(e.name)) for i, e in enumerate(entities)])
         conn.executemany(
             "INSERT INTO extracted_relations(chunk_id, position, source, target, predicate, "
-            "description, strength) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(chunk_id, i, r.source, r.target, r.predicate, r.description, r.strength)
-             for i, r in enumerate(relations)])
+            "description, strength, source_key, target_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(chunk_id, i, r.source, r.target, r.predicate, r.description, r.strength,
+              normalise_name(r.source), normalise_name(r.target)) for i, r in enumerate(relations)])
         conn.execute(
             "INSERT INTO extractions(chunk_id, extractor, entities, relations) VALUES (?, ?, ?, ?)",
             (chunk_id, extractor, len(entities), len(relations)))

@@ -9,6 +9,7 @@ is deterministic and always consistent with them.
 """
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
@@ -67,62 +68,93 @@ class _Entity:
         return result
 
 
-def merge_inputs(conn: Connection, prompts: Prompts, chat_model: str | None, summary_tokens: int,
-                 disambiguate: bool) -> str:
-    """Hash of exactly what a merge reads: every extraction row with its text, in merge
-    order, the merge settings, and the prompts and model used for summaries and splits."""
-    digest = InputHash("merge", summary_tokens, disambiguate, chat_model,
-                       prompts.summarize_descriptions if chat_model else "",
-                       prompts.disambiguate if disambiguate else "")
-    digest.rows(conn.execute(
-        "SELECT e.chunk_id, e.position, e.name, e.type, e.description FROM extracted_entities e "
-        "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position"))
-    digest.add("relations")
-    digest.rows(conn.execute(
-        "SELECT r.chunk_id, r.position, r.source, r.target, r.predicate, r.description "
-        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
-        "ORDER BY c.document_id, c.ordinal, r.position"))
-    return digest.hexdigest()
+MENTIONS_SQL = ("SELECT e.chunk_id, e.name, e.type, e.description, e.position FROM extracted_entities e "
+                "JOIN chunks c ON c.id = e.chunk_id {where} ORDER BY c.document_id, c.ordinal, e.position")
+RELATIONS_SQL = ("SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position "
+                 "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id {where} "
+                 "ORDER BY c.document_id, c.ordinal, r.position")
+IN_KEYS = "IN (SELECT value FROM json_each(?))"
+
+
+@dataclass
+class MergeInputs:
+    """What a merge is to look at: its settings' hash, and the names whose extraction rows
+    changed since the last merge (merge_pending), or None for every row."""
+    settings: str
+    names: list[str] | None
+
+
+def merge_settings(prompts: Prompts, chat_model: str | None, summary_tokens: int, disambiguate: bool) -> str:
+    """Hash of the merge settings and of the prompts and model used for summaries and splits."""
+    return InputHash("merge", summary_tokens, disambiguate, chat_model,
+                     prompts.summarize_descriptions if chat_model else "",
+                     prompts.disambiguate if disambiguate else "").hexdigest()[:32]
+
+
+def graph_state(conn: Connection, settings: str) -> str:
+    """What the stored graph was merged from: the settings and every entity's input hash
+    (each a hash of all the extraction rows naming it). Recorded as freshness 'merge'."""
+    digest = InputHash().rows(conn.execute("SELECT id, input_hash FROM entities ORDER BY id").fetchall())
+    return f"{settings}:{digest.hexdigest()}"
 
 
 def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
-                disambiguate: bool) -> str | None:
-    """The hash of the merge's inputs if they changed since the last merge (extraction rows,
-    settings, prompts), else None."""
+                disambiguate: bool) -> MergeInputs | None:
+    """What the merge must look at if its inputs changed since the last merge (extraction
+    rows, settings, prompts), else None. Only names in merge_pending can have changed rows
+    while the settings are the same; other settings (or LLM disambiguation) look at every row."""
     chat = gateway.chat_model.name if gateway.chat_model is not None else None
-    inputs = merge_inputs(conn, prompts, chat, summary_tokens, disambiguate and chat is not None)
-    return None if freshness.is_fresh(conn, "merge", inputs) else inputs
+    settings = merge_settings(prompts, chat, summary_tokens, disambiguate and chat is not None)
+    recorded = freshness.recorded(conn, "merge") or ""
+    names = [r[0] for r in conn.execute("SELECT name FROM merge_pending ORDER BY name").fetchall()]
+    same = recorded.split(":", 1)[0] == settings
+    if same and not names:
+        return None
+    return MergeInputs(settings, names if same and not (disambiguate and chat is not None) else None)
 
 
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
-                summary_tokens: int = 300, progress: Progress | None = None, inputs: str | None = None,
-                everything: bool = False, before_summaries=None) -> dict:
+                summary_tokens: int = 300, progress: Progress | None = None, inputs: MergeInputs | None = None,
+                everything: bool = False, before_summaries=None, while_summaries=None) -> dict:
     """Bring entities, relationships and mentions in line with the extraction rows.
 
     Each entity records a hash of its own inputs (settings, its mention rows and every
     relationship row that names it); only entities whose hash changed are recomputed,
     with their relationships (with LLM disambiguation on, or everything=True, all are).
-    The result is the same as merging everything again.
+    With inputs naming the changed names, only the rows naming those are read. The result
+    is the same as merging everything again.
 
     before_summaries(nodes, edges), if given, is called with the merged entities and edges
     just before the description-summary wave (only when there is one), e.g. to cluster meanwhile.
+    while_summaries(recomputed, nodes, edges, changed), if given and only some entities are
+    recomputed, returns an idle step (see Gateway.chat_many) to run while the summaries are
+    awaited: recomputed, the entity ids whose stored rows are replaced by nodes and by the
+    edges touching them; changed, what the merge will report as changed.
     """
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
     chat = gateway.chat_model.name if llm else None
-    inputs = inputs or merge_inputs(conn, prompts, chat, summary_tokens, disambiguate and llm)
+    if inputs is None or everything:
+        inputs = MergeInputs(merge_settings(prompts, chat, summary_tokens, disambiguate and llm), None)
+    key_of = _memo(normalise_name)
+    _fill_keys(conn, key_of)
+    keys = None if inputs.names is None else sorted({key_of(n) for n in inputs.names} - {""})
+    # with keys, the rows of the changed names only: everything their entities are computed from
+    args = () if keys is None else (json.dumps(keys),)
     all_mentions = [(_Mention(*row[:4]), row[4]) for row in conn.execute(
-        "SELECT e.chunk_id, e.name, e.type, e.description, e.position FROM extracted_entities e "
-        "JOIN chunks c ON c.id = e.chunk_id ORDER BY c.document_id, c.ordinal, e.position")]
+        MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args).fetchall()]
     all_relations = conn.execute(
-        "SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position FROM extracted_relations r "
-        "JOIN chunks c ON c.id = r.chunk_id ORDER BY c.document_id, c.ordinal, r.position").fetchall()
+        RELATIONS_SQL.format(where="" if keys is None else
+                             f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2).fetchall()
     steps = len(all_mentions) + len(all_relations) + 1  # each mention, each relation, then the write
     report("merge", 0, steps)
-    key_of = _memo(normalise_name)
     hashes = _key_hashes(repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")),
                          all_mentions, all_relations, key_of)
-    stored = dict(conn.execute("SELECT id, input_hash FROM entities"))
+    if keys is None:
+        stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
+    else:  # rows naming a changed name also name other entities: those are not recomputed
+        hashes = {k: hashes[k] for k in keys if k in hashes}
+        stored = dict(conn.execute(f"SELECT id, input_hash FROM entities WHERE id {IN_KEYS}", args).fetchall())
     if everything or (disambiguate and llm):
         dirty = None  # splits of one name can move relationships of another
     else:
@@ -174,37 +206,45 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
 
     report("merge", steps - 1, steps)
     graph = lambda: (list(entities), [(e["source"], e["target"], float(e["weight"])) for e in edges.values()])
-    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
-                            (lambda: before_summaries(*graph())) if before_summaries else None)
-    degree = Counter()
-    for edge in edges.values():
-        degree[edge["source"]] += 1
-        degree[edge["target"]] += 1
-
-    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
-                          hashes.get(e.id)) for e in entities.values()}
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
                        fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
                  for rid, e in edges.items()}
     entity_mentions = {(e.id, c) for e in entities.values() for c in e.chunks}
     edge_mentions = {(rid, c) for rid, e in edges.items() for c in e["chunks"]}
     # what was stored for the same scope; only rows that differ are written
-    in_scope = (lambda i: True) if dirty is None else dirty.__contains__
+    scope = "" if dirty is None else "WHERE {} " + IN_KEYS
+    scoped = () if dirty is None else (json.dumps(sorted(dirty)),)
     old_entities = {r[0]: tuple(r[1:]) for r in conn.execute(
-        "SELECT id, name, type, description, degree, mentions, input_hash FROM entities") if in_scope(r[0])}
+        "SELECT id, name, type, description, degree, mentions, input_hash FROM entities "
+        + scope.format("id"), scoped).fetchall()}
     old_edges = {r[0]: tuple(r[1:]) for r in conn.execute(
-        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships")
-        if in_scope(r[1]) or in_scope(r[2])}
-    old_entity_mentions = {r for r in conn.execute("SELECT entity_id, chunk_id FROM entity_mentions")
-                           if in_scope(r[0])}
-    old_edge_mentions = {r for r in conn.execute("SELECT relationship_id, chunk_id FROM relationship_mentions")
-                         if r[0] in old_edges or r[0] in edge_rows}
-    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | (old_entities.keys() - entity_rows.keys())
+        "SELECT id, source_id, target_id, predicate, description, weight FROM relationships "
+        + scope.format(f"source_id {IN_KEYS} OR target_id" if scoped else ""), scoped * 2).fetchall()}
+    old_entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions "
+                                           + scope.format("entity_id"), scoped).fetchall())
+    old_edge_mentions = set(conn.execute(
+        f"SELECT relationship_id, chunk_id FROM relationship_mentions WHERE relationship_id {IN_KEYS}",
+        (json.dumps(sorted(old_edges.keys() | edge_rows.keys())),)).fetchall())
     changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
+    edge_ends = set()
     for rid in changed_edges:  # a relationship is part of both ends' material
         for row in (edge_rows.get(rid), old_edges.get(rid)):
             if row:
-                changed.update(row[:2])
+                edge_ends.update(row[:2])
+    idle = None
+    if while_summaries is not None and dirty is not None:
+        # a recomputed entity's input hash changed, so its row changes whatever its summary
+        idle = while_summaries(set(dirty), *graph(), set(dirty) | edge_ends)
+    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
+                            (lambda: before_summaries(*graph())) if before_summaries else None, idle)
+    degree = Counter()
+    for edge in edges.values():
+        degree[edge["source"]] += 1
+        degree[edge["target"]] += 1
+    entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
+                          hashes.get(e.id)) for e in entities.values()}
+    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | \
+        (old_entities.keys() - entity_rows.keys()) | edge_ends
     with transaction(conn):
         conn.executemany("DELETE FROM entities WHERE id = ?",
                          [(i,) for i in sorted(old_entities.keys() - entity_rows.keys())])
@@ -212,7 +252,9 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
                          [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
         conn.executemany(
             "INSERT INTO entities(id, name, type, description, degree, mentions, input_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET embed_hash = CASE WHEN "
+            "entities.name = excluded.name AND entities.description = excluded.description "
+            "THEN entities.embed_hash END, name = excluded.name, "
             "type = excluded.type, description = excluded.description, degree = excluded.degree, "
             "mentions = excluded.mentions, input_hash = excluded.input_hash",
             [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])
@@ -230,11 +272,29 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
                          sorted(old_edge_mentions - edge_mentions))
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
                          sorted(edge_mentions - old_edge_mentions))
-        freshness.record(conn, "merge", inputs)
+        if inputs.names is None:
+            conn.execute("DELETE FROM merge_pending")
+        else:
+            conn.execute(f"DELETE FROM merge_pending WHERE name {IN_KEYS}", (json.dumps(inputs.names),))
+        freshness.record(conn, "merge", graph_state(conn, inputs.settings))
     report("merge", steps, steps)
     total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
     return {"entities": total[0], "relationships": total[1], "changed_entities": changed,
             "recomputed": len(entities)}
+
+
+def _fill_keys(conn: Connection, key_of) -> None:
+    """Give extraction rows stored without their normalised names (by hand) those names."""
+    entities = conn.execute("SELECT rowid, name FROM extracted_entities WHERE key IS NULL").fetchall()
+    relations = conn.execute("SELECT rowid, source, target FROM extracted_relations WHERE source_key IS NULL "
+                             "UNION SELECT rowid, source, target FROM extracted_relations "
+                             "WHERE target_key IS NULL").fetchall()
+    if entities or relations:
+        with transaction(conn):
+            conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?",
+                             [(key_of(name), rowid) for rowid, name in entities])
+            conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
+                             [(key_of(source), key_of(target), rowid) for rowid, source, target in relations])
 
 
 def _memo(fn):
@@ -291,7 +351,7 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
 
 
 def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
-             budget: int, report: Progress, before_wave=None) -> dict[str, str]:
+             budget: int, report: Progress, before_wave=None, idle=None) -> dict[str, str]:
     """Each entity's description: joined, or LLM-summarised when over budget."""
     combined, jobs = {}, []
     for entity in entities.values():
@@ -309,7 +369,7 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
     report("summarize", 0, len(jobs))
     if jobs and before_wave is not None:
         before_wave()
-    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs), 1):
+    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs, idle), 1):
         if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
             combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)
         else:

@@ -49,15 +49,22 @@ def report_text(report: dict) -> str:
     return "\n".join(lines).strip()
 
 
-class _Graph:
-    """Entities and relationships of the store, loaded once for all reports."""
+_IN = "IN (SELECT value FROM json_each(?))"
 
-    def __init__(self, conn: Connection):
+
+class _Graph:
+    """Entities and relationships of the store (or of the given entities and the
+    relationships among them), loaded once for all reports."""
+
+    def __init__(self, conn: Connection, only: set[str] | None = None):
+        args = () if only is None else (json.dumps(sorted(only)),)
         self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
-                         for r in conn.execute("SELECT id, name, type, description, degree FROM entities")}
+                         for r in conn.execute("SELECT id, name, type, description, degree FROM entities"
+                                               + ("" if only is None else f" WHERE id {_IN}"), args).fetchall()}
         self.edges = [{"id": r[0], "source": r[1], "target": r[2], "description": r[3], "weight": r[4]}
-                      for r in conn.execute("SELECT id, source_id, target_id, description, weight "
-                                            "FROM relationships ORDER BY id")]
+                      for r in conn.execute("SELECT id, source_id, target_id, description, weight FROM relationships"
+                                            + ("" if only is None else f" WHERE source_id {_IN} AND target_id {_IN}")
+                                            + " ORDER BY id", args * 2).fetchall()]
         self.edges_of: dict[str, list[dict]] = {}
         for edge in self.edges:
             self.edges_of.setdefault(edge["source"], []).append(edge)
@@ -129,9 +136,9 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     return raw_context(graph, community.members, budget)[0]
 
 
-def _touched(communities: dict[str, "_Community"], changed: set[str]) -> set[str]:
-    """Communities that are in changed or hold a member in it, with all their ancestors."""
-    touched = {cid for cid, c in communities.items() if cid in changed or not changed.isdisjoint(c.members)}
+def _with_ancestors(communities: dict[str, "_Community"], ids: set[str]) -> set[str]:
+    """The communities of ids, with all their ancestors."""
+    touched = ids & communities.keys()
     for cid in list(touched):
         parent = communities[cid].parent_id
         while parent in communities and parent not in touched:
@@ -210,31 +217,43 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     report = progress or (lambda *a: None)
-    rows = conn.execute("SELECT id, level, parent_id FROM communities ORDER BY level DESC, id").fetchall()
-    members: dict[str, list[str]] = {}
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
-        members.setdefault(cid, []).append(eid)
-    communities = {cid: _Community(cid, level, parent, members.get(cid, [])) for cid, level, parent in rows}
+    # every community row (small); members, reports and graph only for the communities looked at
+    rows = conn.execute("SELECT id, level, parent_id, size FROM communities ORDER BY level DESC, id").fetchall()
+    communities = {cid: _Community(cid, level, parent, []) for cid, level, parent, _ in rows}
     for c in communities.values():
         if c.parent_id in communities:
             communities[c.parent_id].children.append(c.id)
-    qualified = {c.id for c in communities.values() if len(c.members) >= min_size}
+    qualified = {cid for cid, _, _, size in rows if size >= min_size}
     with transaction(conn):
-        conn.executemany("DELETE FROM reports WHERE community_id = ?",
-                         [(r[0],) for r in conn.execute("SELECT community_id FROM reports").fetchall()
-                          if r[0] not in qualified])
-    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
-        "SELECT community_id, full_text, context_hash FROM reports")}
+        conn.execute("DELETE FROM reports WHERE community_id IN (SELECT id FROM communities WHERE size < ?)",
+                     (min_size,))
+    missing = {r[0] for r in conn.execute(
+        "SELECT id FROM communities c WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.community_id = c.id)")}
     refresh = refresh or force
-    look = set(communities) if force or changed is None else \
-        _touched(communities, changed) | {cid for cid, (_, h) in existing.items() if h is None}
+    everything = force or changed is None
+    if everything:
+        look = set(communities)
+    else:
+        holding = {r[0] for r in conn.execute(
+            f"SELECT DISTINCT community_id FROM community_members WHERE entity_id {_IN}",
+            (json.dumps(sorted(changed)),)).fetchall()}
+        unhashed = {r[0] for r in conn.execute("SELECT community_id FROM reports WHERE context_hash IS NULL")}
+        look = _with_ancestors(communities, holding | changed) | unhashed
     todo = [communities[cid] for cid in communities
-            if cid in qualified and ((refresh and cid in look) or cid not in existing)]
+            if cid in qualified and ((refresh and cid in look) or cid in missing)]
     total = len(todo)
     report("report", 0, total)
     if not todo:
         return 0
-    graph = _Graph(conn)
+    needed = None if everything else {c.id for c in todo} | {child for c in todo for child in c.children}
+    scope = (lambda column: "") if needed is None else (lambda column: f"WHERE {column} {_IN}")
+    args = () if needed is None else (json.dumps(sorted(needed)),)
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 f"{scope('community_id')} ORDER BY 1, 2", args).fetchall():
+        communities[cid].members.append(eid)
+    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
+        f"SELECT community_id, full_text, context_hash FROM reports {scope('community_id')}", args).fetchall()}
+    graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     writer = report_writer_for(gateway, prompts)
@@ -253,10 +272,12 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
         nonlocal written
         full = report_text(parsed)
         with transaction(conn):
-            conn.execute(  # an upsert keeps embed_hash: the vector is redone only if the text changed
+            conn.execute(  # the vector is redone only if the embedded text changed (embed_hash NULL)
                 "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
                 "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(community_id) DO UPDATE SET title = excluded.title, summary = excluded.summary, "
+                "ON CONFLICT(community_id) DO UPDATE SET embed_hash = CASE WHEN reports.title = excluded.title "
+                "AND reports.summary = excluded.summary THEN reports.embed_hash END, "
+                "title = excluded.title, summary = excluded.summary, "
                 "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
                 "findings = excluded.findings, full_text = excluded.full_text, "
                 "generator = excluded.generator, context_hash = excluded.context_hash",

@@ -29,10 +29,13 @@ class Finding(NamedTuple):
     message: str
 
 
-def _normal(sql: str | None) -> str:
+def normal_sql(sql: str | None) -> str:
     """A definition with layout and case folded, so that formatting never matters."""
     text = " ".join((sql or "").lower().split())
     return _PUNCT_SPACE.sub(r"\1", text)
+
+
+_normal = normal_sql
 
 
 def _kind(sql: str | None) -> str:

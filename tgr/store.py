@@ -378,7 +378,7 @@ class KnowledgeBase:
         """merge -> embed -> cluster -> report -> embed reports, each only if needed."""
         from . import freshness
         from .cluster_ahead import ClusterAhead
-        from .communities import cluster, is_clustered
+        from .communities import ClusterMeanwhile, cluster, is_clustered
         from .corpus import index_pending
         from .embeddings import EmbedWhileWaiting, embed_all
         from .merge import merge_graph, needs_merge
@@ -400,18 +400,23 @@ class KnowledgeBase:
         # a first clustering needs only the graph: it runs while the summaries are awaited
         ahead = ClusterAhead(cluster_settings) if merged and not self.conn.execute(
             "SELECT 1 FROM communities LIMIT 1").fetchone() else None
+        # an incremental one, of the graph the merge is about to store, in the same wait
+        meanwhile = ClusterMeanwhile(self.conn, cluster_settings) if clustered_before and not ahead else None
         try:
             if merged:
                 with timer("merge"):
                     changed |= merge_graph(self.conn, gateway, prompts, disambiguate=settings.disambiguate,
                                            summary_tokens=settings.summary_tokens, progress=progress,
                                            inputs=merge_inputs, everything=force_merge,
-                                           before_summaries=ahead.start if ahead else None)["changed_entities"]
+                                           before_summaries=ahead.start if ahead else None,
+                                           while_summaries=meanwhile.prepare if meanwhile else None
+                                           )["changed_entities"]
             report = progress or (lambda *a: None)
             with timer("cluster"):  # one step: Leiden gives no progress of its own
                 report("cluster", 0, 1)
                 clustered = cluster(self.conn, **cluster_settings, force=force_cluster,
-                                    changed=set(changed) if clustered_before else None, ahead=ahead)
+                                    changed=set(changed) if clustered_before else None, ahead=ahead,
+                                    meanwhile=meanwhile)
                 changed |= clustered["changed_ids"]
                 report("cluster", 1, 1)
         finally:
