@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
+from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 
 MODES = ("local", "global", "naive")
@@ -42,7 +43,6 @@ DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see
 FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
-SMALL_GRAPH_EDGES = 2000  # PageRank of a larger query graph uses numpy
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 
 
@@ -365,62 +365,13 @@ class Retriever:
         if not reset:
             return {}, {}
         vector = [reset.get(i, 0.0) for i in range(len(names))]
-        ranks = personalized_pagerank(len(names), edges, weights, vector)
+        ranks = personalized_pagerank(len(names), edges, weights, vector, DAMPING)
         chunks, entities = {}, {}
         for key, value in zip(names, ranks):
             if value <= 0:
                 continue
             (chunks if key[0] == "c" else entities)[key[2:]] = value
         return chunks, entities
-
-
-def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
-                          reset: list[float], damping: float | None = None, iterations: int = 15):
-    """PageRank of an undirected weighted graph, jumping back to `reset` (normalised); mass at
-    a node without edges returns to the reset distribution. 15 power iterations leave an error
-    below damping ** 15 (2e-7 at 0.35).
-
-    Small query graphs run in plain Python: importing numpy would cost a cold `tgr ask` more
-    than the walk itself. Large ones (~10k nodes, ~30k edges: a few milliseconds) use numpy."""
-    damping = DAMPING if damping is None else damping
-    total = sum(reset)
-    r = [x / total for x in reset]
-    if len(edges) > SMALL_GRAPH_EDGES:
-        return _pagerank_numpy(n, edges, weights, r, damping, iterations)
-    out = [0.0] * n
-    for (a, b), w in zip(edges, weights):
-        out[a] += w
-        out[b] += w
-    links = [(a, b, w / out[a], w / out[b]) for (a, b), w in zip(edges, weights)]
-    dangling = [i for i in range(n) if out[i] == 0]
-    p = list(r)
-    for _ in range(iterations):
-        spread = [0.0] * n
-        for a, b, share_ab, share_ba in links:
-            spread[b] += p[a] * share_ab
-            spread[a] += p[b] * share_ba
-        lost = sum(p[i] for i in dangling)
-        p = [(1 - damping) * r[i] + damping * (spread[i] + lost * r[i]) for i in range(n)]
-    return p
-
-
-def _pagerank_numpy(n: int, edges, weights, r: list[float], damping: float, iterations: int):
-    import numpy as np
-
-    r = np.asarray(r, dtype=np.float64)
-    pairs = np.asarray(edges, dtype=np.int64)
-    w = np.asarray(weights, dtype=np.float64)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    w = np.concatenate([w, w])
-    out = np.bincount(src, weights=w, minlength=n)
-    share = w / out[src]
-    dangling = out == 0
-    p = r.copy()
-    for _ in range(iterations):
-        spread = np.bincount(dst, weights=p[src] * share, minlength=n)
-        p = (1 - damping) * r + damping * (spread + p[dangling].sum() * r)
-    return p.tolist()
 
 
 def question_spans(question: str) -> list[tuple[str, bool]]:
