@@ -123,7 +123,7 @@ class Retriever:
             f"SELECT c.id, substr(c.text, 1, {MAX_CONTEXT_TEXT}), c.document_id, d.source, d.title, c.ordinal, "
             "c.char_start, c.char_end "
             "FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,))}
+            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,)).fetchall()}
         extra = _document_extras(self.conn, {r[2] for r in rows.values()})
         result = []
         for cid, score in ranked:
@@ -162,16 +162,18 @@ class Retriever:
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        # rank inside the full-text index first, then look up only the best rows' ids
         return [(cid, -score) for cid, score in self.conn.execute(
-            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
-            "WHERE chunks_fts MATCH ? ORDER BY s, c.seq LIMIT ?", (match, limit))]
+            "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
+            "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
     def dense_chunks(self, limit: int) -> list[tuple[str, float]]:
         if not has_table(self.conn, "vec_chunks"):
             return []
         return [(cid, 1.0 - d) for cid, d in self.conn.execute(
             f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (self._query_vector(), min(limit, MAX_KNN)))]
+            (self._query_vector(), min(limit, MAX_KNN))).fetchall()]
 
     def nearest_chunks(self, chunk_id: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
@@ -180,7 +182,7 @@ class Retriever:
             return []  # no vector, or a malformed one in a file made elsewhere
         return [(cid, 1.0 - d) for cid, d in self.conn.execute(
             f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (row[0], min(limit, MAX_KNN)))]
+            (row[0], min(limit, MAX_KNN))).fetchall()]
 
     def _query_vector(self) -> bytes:
         if self._vector is None:
@@ -313,7 +315,7 @@ class Retriever:
             "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(seed_chunks)),)).fetchall()
         entity_mentions = {eid: m for eid, _, m in mentions}
         for eid, m in self.conn.execute("SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                                        (json.dumps(sorted(named), ensure_ascii=False),)):
+                                        (json.dumps(sorted(named), ensure_ascii=False),)).fetchall():
             entity_mentions[eid] = m
         # relationships of the named entities reach their neighbours (and between known ones)
         relations = self.conn.execute(
@@ -337,24 +339,22 @@ class Retriever:
             "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
 
-        index: dict[str, int] = {}
-        names: list[str] = []
+        index: dict[str, int] = {}  # node key ("e:" entity id, "c:" chunk id) -> node number
+        number = index.setdefault
 
         def node(key: str) -> int:
-            if key not in index:
-                index[key] = len(names)
-                names.append(key)
-            return index[key]
+            return number(key, len(index))
 
         specificity = {eid: _specificity(m, total) for eid, m in entity_mentions.items()}
+        unknown = _specificity(1, total)
         edges, weights = [], []
         for eid, cid in sorted(edges_em):
-            edges.append((node("e:" + eid), node("c:" + cid)))
-            weights.append(specificity.get(eid) or _specificity(1, total))
+            edges.append((number("e:" + eid, len(index)), number("c:" + cid, len(index))))
+            weights.append(specificity.get(eid) or unknown)
         for src, dst, weight, ms, mt in relations:
             if src == dst or RELATION_WEIGHT <= 0:
                 continue
-            edges.append((node("e:" + src), node("e:" + dst)))
+            edges.append((number("e:" + src, len(index)), number("e:" + dst, len(index))))
             weights.append(RELATION_WEIGHT * math.log1p(weight) * min(specificity[src], specificity[dst]))
         reset: dict[int, float] = {}
         top = max((s for _, s in seeds), default=0.0)
@@ -364,10 +364,10 @@ class Retriever:
         _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
         if not reset:
             return {}, {}
-        vector = [reset.get(i, 0.0) for i in range(len(names))]
-        ranks = personalized_pagerank(len(names), edges, weights, vector, DAMPING)
+        vector = [reset.get(i, 0.0) for i in range(len(index))]
+        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING)
         chunks, entities = {}, {}
-        for key, value in zip(names, ranks):
+        for key, value in zip(index, ranks):
             if value <= 0:
                 continue
             (chunks if key[0] == "c" else entities)[key[2:]] = value
@@ -444,13 +444,13 @@ def _page(metadata: dict, char_start: int) -> int | None:
 
 def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
     """external_id and metadata of documents, on stores that have those columns."""
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
     if "external_id" not in columns:
         return {}
     extras = {}
     for doc_id, external_id, metadata in conn.execute(
             "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(document_ids)),)):
+            (json.dumps(sorted(document_ids)),)).fetchall():
         try:  # the file may come from anyone: a malformed or hostile value becomes {}
             meta = json.loads(metadata) if metadata and len(metadata) <= 1_000_000 else {}
         except (ValueError, RecursionError):
