@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
+from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
@@ -161,6 +162,10 @@ class Retriever:
         terms = list(dict.fromkeys(query_terms(question)))
         if not terms:
             return []
+        common = common_terms(self.conn, terms)
+        if common:  # weightless, and the longest posting lists: leave them out
+            kept = [t for t in terms if t not in common]
+            terms = kept or terms[:1]
         match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
         # rank inside the full-text index first, then look up only the best rows' ids
         return [(cid, -score) for cid, score in self.conn.execute(

@@ -1,0 +1,38 @@
+"""Question terms too common to rank by, found once per store and connection.
+
+A term in half of the chunks or more gets no BM25 weight from FTS5: it clamps the IDF
+log((N - n + 0.5) / (n + 0.5)), which is <= 0 there, to 1e-6. Yet matching the term reads its
+posting list, the longest in the index ("the", "of": nearly every chunk, dozens of positions
+each), so a question's stopwords cost most of its full-text query and, on a large store, grow
+with the whole corpus. Only stopwords are looked up (one count per word, remembered until the
+store changes): other words are seldom that common, and counting every Chinese substring of a
+question would cost more than it saves.
+"""
+from __future__ import annotations
+
+import weakref
+
+from .text import STOPWORDS
+
+# connection -> (store version, chunk count, {stopword: chunks containing it})
+_counts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def common_terms(conn, terms: list[str]) -> set[str]:
+    """Those of the terms that are in at least half of the store's chunks."""
+    candidates = [t for t in terms if t in STOPWORDS]
+    if not candidates:
+        return set()
+    # data_version moves when another connection commits, total_changes when this one writes
+    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    state = _counts.get(conn)
+    if state is None or state[0] != version:
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        state = (version, total, {})
+        _counts[conn] = state
+    _, total, counts = state
+    for term in candidates:
+        if term not in counts:
+            counts[term] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                        (f'"{term}"',)).fetchone()[0]
+    return {t for t in candidates if total and 2 * counts[t] >= total}
