@@ -3,15 +3,11 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
-import sys
 
 import igraph
 import pytest
 
 from tgr.pagerank import _pagerank_numpy, _pagerank_python, personalized_pagerank
-
-from conftest import ROOT
 
 
 def random_graph(rng: random.Random):
@@ -51,22 +47,3 @@ def test_edges_without_a_positive_finite_weight_carry_nothing():
     # a node whose only edge weighs nothing has no edge: its mass goes back to the seeds
     assert personalized_pagerank(2, [(0, 1)], [0.0], [1.0, 0], 0.5) == [1.0, 0.0]
 
-
-def test_numpy_is_imported_only_once_a_process_has_walked_several_graphs():
-    # a cold `tgr ask` walks one graph and must not pay for importing numpy; a long-lived
-    # process (eval, server) switches to it, and the numbers stay the same
-    script = (
-        "import sys\n"
-        "from tgr import pagerank\n"
-        "graph = (3, [(0, 1), (1, 2)], [1.0, 2.0], [1.0, 0.0, 0.0], 0.35)\n"
-        "first = pagerank.personalized_pagerank(*graph)\n"
-        "for _ in range(pagerank.WARM_WALKS - 1):\n"
-        "    pagerank.personalized_pagerank(*graph)\n"
-        "cold = 'numpy' in sys.modules\n"
-        "warm = pagerank.personalized_pagerank(*graph)\n"
-        "print(cold, 'numpy' in sys.modules, warm == first)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True", "True"]

@@ -153,6 +153,25 @@ def test_a_chinese_question_needs_no_jieba(tmp_path):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+def test_a_long_lived_process_switches_to_numpy_with_the_same_ranking(store):
+    # a cold `tgr ask` must not pay for importing numpy; an eval or a server does, once
+    script = (
+        "import sys, json, tgr\n"
+        "from tgr.retrieve import WARM_QUERIES\n"
+        f"kb = tgr.open({str(store)!r}, readonly=True)\n"
+        "ask = lambda: [(p.chunk_id, p.score) for p in kb.retrieve('Who directed Harbour of Glass?', 'local', 8)]\n"
+        "first = ask()\n"
+        "cold = 'numpy' in sys.modules\n"
+        "for _ in range(WARM_QUERIES):\n"
+        "    ask()\n"
+        "print(json.dumps([cold, 'numpy' in sys.modules, ask() == first]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True]
+
+
 class TopicEmbedder:
     """A real embedder with a tiny vocabulary: each dimension is a subject, each listed word
     adds to its subjects (the last dimension keeps every vector non-zero)."""

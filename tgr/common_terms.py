@@ -10,12 +10,8 @@ question would cost more than it saves.
 """
 from __future__ import annotations
 
-import weakref
-
+from .store_cache import cached
 from .text import STOPWORDS
-
-# connection -> (store version, chunk count, {stopword: chunks containing it})
-_counts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def common_terms(conn, terms: list[str]) -> set[str]:
@@ -23,14 +19,8 @@ def common_terms(conn, terms: list[str]) -> set[str]:
     candidates = [t for t in terms if t in STOPWORDS]
     if not candidates:
         return set()
-    # data_version moves when another connection commits, total_changes when this one writes
-    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-    state = _counts.get(conn)
-    if state is None or state[0] != version:
-        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        state = (version, total, {})
-        _counts[conn] = state
-    _, total, counts = state
+    total, counts = cached(conn, "stopword counts", lambda: (
+        conn.execute("SELECT count(*) FROM chunks").fetchone()[0], {}))
     for term in candidates:
         if term not in counts:
             counts[term] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",

@@ -3,10 +3,10 @@
 Both paths add every node's incoming shares in the order of the edge list, so they give
 bit-identical results and the choice between them is only a matter of speed. Importing numpy
 costs a cold `tgr ask` (one walk) more than the walk over a small graph, so plain Python runs
-unless numpy is already loaded (a local embedder imports it), the graph is large, or the
-process has already walked WARM_WALKS graphs: a long-lived one (an eval, a server, a notebook),
-where the import (~0.1 s, once) soon costs less than the plain-Python walks it replaces
-(~3-5 ms each against ~1 ms on the dev-set stores).
+unless numpy is already loaded (a local embedder imports it), the graph is large, or the caller
+asks for numpy: a long-lived process (an eval, a server, a notebook), where the import (~0.1 s,
+once) soon costs less than the plain-Python walks it replaces (~3-5 ms each against ~1 ms on
+the dev-set stores).
 """
 from __future__ import annotations
 
@@ -14,25 +14,21 @@ import math
 import sys
 
 SMALL_GRAPH_EDGES = 2000  # a larger graph is worth importing numpy for (~10k nodes, ~30k edges: a few ms)
-WARM_WALKS = 8            # ... and so is a process that has walked this many graphs
-
-_walks = 0  # graphs walked in this process
 
 
 def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
-                          reset: list[float], damping: float, iterations: int = 15):
+                          reset: list[float], damping: float, iterations: int = 15, numpy: bool = False):
     """PageRank of an undirected weighted graph, following an edge with probability `damping`
     and jumping back to `reset` (normalised) otherwise; mass at a node without edges returns to
     the reset distribution. 15 power iterations leave an error below damping ** 15 (2e-7 at
-    0.35). Edges without a positive finite weight are ignored."""
+    0.35). Edges without a positive finite weight are ignored. numpy: use it for a small graph
+    too (the result is the same)."""
     total = sum(reset)
     r = [x / total for x in reset]
     if not all(0 < w < math.inf for w in weights):  # a store made elsewhere may hold anything
         kept = [(e, w) for e, w in zip(edges, weights) if 0 < w < math.inf]
         edges, weights = [e for e, _ in kept], [w for _, w in kept]
-    global _walks
-    _walks += 1
-    if len(edges) > SMALL_GRAPH_EDGES or _walks > WARM_WALKS or "numpy" in sys.modules:
+    if numpy or len(edges) > SMALL_GRAPH_EDGES or "numpy" in sys.modules:
         return _pagerank_numpy(n, edges, weights, r, damping, iterations)
     return _pagerank_python(n, edges, weights, r, damping, iterations)
 

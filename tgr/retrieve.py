@@ -29,6 +29,7 @@ from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
+from .vector_matrix import nearest
 
 MODES = ("local", "global", "naive")
 MAX_KNN = 4096        # the most neighbours one sqlite-vec KNN query returns
@@ -45,6 +46,12 @@ FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those tw
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
+# A process that has asked this many questions is a long-lived one (an eval, a server, a
+# notebook): it pays once for numpy and for in-memory copies of small vector tables, and each
+# later query runs faster with the same results (see tgr.pagerank and tgr.vector_matrix).
+WARM_QUERIES = 8
+
+_queries = 0  # questions retrieved for in this process
 
 
 @dataclass
@@ -96,6 +103,7 @@ class Retriever:
         self._vector: bytes | None = None
         self._question = ""
         self._chunk_total: int | None = None
+        self.warm = False  # see WARM_QUERIES
 
     # -- public ---------------------------------------------------------------------------
 
@@ -113,6 +121,9 @@ class Retriever:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
 
     def _begin(self, question: str) -> None:
+        global _queries
+        _queries += 1
+        self.warm = _queries > WARM_QUERIES
         self._question, self._vector = question, None
 
     def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
@@ -176,18 +187,24 @@ class Retriever:
     def dense_chunks(self, limit: int) -> list[tuple[str, float]]:
         if not has_table(self.conn, "vec_chunks"):
             return []
-        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
-            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (self._query_vector(), min(limit, MAX_KNN))).fetchall()]
+        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", self._query_vector(), min(limit, MAX_KNN))]
 
     def nearest_chunks(self, chunk_id: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         row = self.conn.execute("SELECT embedding FROM vec_chunks WHERE id = ?", (chunk_id,)).fetchone()
         if row is None or len(row[0]) != len(self._query_vector()):
             return []  # no vector, or a malformed one in a file made elsewhere
-        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
-            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (row[0], min(limit, MAX_KNN))).fetchall()]
+        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", row[0], min(limit, MAX_KNN))]
+
+    def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
+        if self.warm and self.vector_type == "int8":
+            found = nearest(self.conn, table, vector, k)
+            if found is not None:
+                return found
+        return self.conn.execute(
+            f"SELECT id, distance FROM {table} WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
+            (vector, k)).fetchall()
 
     def _query_vector(self) -> bytes:
         if self._vector is None:
@@ -285,9 +302,7 @@ class Retriever:
     def dense_entities(self, limit: int) -> dict[str, float]:
         if not has_table(self.conn, "vec_entities"):
             return {}
-        rows = self.conn.execute(
-            f"SELECT id, distance FROM vec_entities WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (self._query_vector(), limit)).fetchall()
+        rows = self._knn("vec_entities", self._query_vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 
     def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
@@ -370,7 +385,7 @@ class Retriever:
         if not reset:
             return {}, {}
         vector = [reset.get(i, 0.0) for i in range(len(index))]
-        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING)
+        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING, numpy=self.warm)
         chunks, entities = {}, {}
         for key, value in zip(index, ranks):
             if value <= 0:
