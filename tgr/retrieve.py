@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
+from .store_cache import cached
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
@@ -47,8 +48,9 @@ GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "
 SOURCES_PER_REPORT = 3  # chunks behind each report
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 # A process that has asked this many questions is a long-lived one (an eval, a server, a
-# notebook): it pays once for numpy and for in-memory copies of small vector tables, and each
-# later query runs faster with the same results (see tgr.pagerank and tgr.vector_matrix).
+# notebook): it pays once for importing numpy, and a connection that has answered this many
+# (since the store last changed) for in-memory copies of small vector tables; each later query
+# runs faster with the same results (see tgr.pagerank and tgr.vector_matrix).
 WARM_QUERIES = 8
 
 _queries = 0  # questions retrieved for in this process
@@ -103,7 +105,8 @@ class Retriever:
         self._vector: bytes | None = None
         self._question = ""
         self._chunk_total: int | None = None
-        self.warm = False  # see WARM_QUERIES
+        self.warm = False  # see WARM_QUERIES: this process is a long-lived one ...
+        self.copies = False  # ... and this connection answers often enough for vector copies
 
     # -- public ---------------------------------------------------------------------------
 
@@ -124,6 +127,10 @@ class Retriever:
         global _queries
         _queries += 1
         self.warm = _queries > WARM_QUERIES
+        if self.dense and self.vector_type == "int8":
+            asked = cached(self.conn, "questions asked", lambda: [0])
+            asked[0] += 1
+            self.copies = asked[0] > WARM_QUERIES
         self._question, self._vector = question, None
 
     def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
@@ -198,7 +205,7 @@ class Retriever:
 
     def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
-        if self.warm and self.vector_type == "int8":
+        if self.copies:
             found = nearest(self.conn, table, vector, k)
             if found is not None:
                 return found
