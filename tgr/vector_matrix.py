@@ -28,10 +28,12 @@ def nearest(conn, table: str, query: bytes, k: int) -> list[tuple[str, float]] |
 
     ids, vectors, norms = matrix
     q = np.frombuffer(query, dtype=np.int8).astype(np.float32)
-    q_norm = float(q @ q)
+    q_norm = float(np.einsum("i,i->", q, q))
     if q.shape[0] != vectors.shape[1] or q_norm == 0:
         return None
-    dot = (vectors @ q).astype(np.float64)
+    # einsum, not a BLAS product: OpenBLAS threads would spin on the other core after
+    # every query (measured: 6.7 CPU-ms per query against 1.0), slowing the next embedding
+    dot = np.einsum("ij,j->i", vectors, q).astype(np.float64)
     distance = (1 - dot / (norms * math.sqrt(q_norm))).astype(np.float32)
     order = np.argsort(distance, kind="stable")[:k]
     return [(ids[i], float(distance[i])) for i in order.tolist()]
