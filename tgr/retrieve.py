@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
-from .store_cache import cached
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
+from .store_cache import cached
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 from .vector_matrix import nearest
 
