@@ -10,7 +10,9 @@ import igraph
 import pytest
 
 import tgr
-from tgr.retrieve import SMALL_GRAPH_EDGES, Retriever, is_lexical_embedder, personalized_pagerank, question_spans
+from tgr.query import QuerySettings
+from tgr.retrieve import (SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, is_lexical_embedder, personalized_pagerank,
+                          question_spans)
 
 from conftest import ROOT, SMALL, ZH_CORPUS
 
@@ -153,6 +155,25 @@ def test_a_chinese_question_needs_no_jieba(tmp_path):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+def test_a_long_lived_process_switches_to_numpy_with_the_same_ranking(store):
+    # a cold `tgr ask` must not pay for importing numpy; an eval or a server does, once
+    script = (
+        "import sys, json, tgr\n"
+        "from tgr.retrieve import WARM_QUERIES\n"
+        f"kb = tgr.open({str(store)!r}, readonly=True)\n"
+        "ask = lambda: [(p.chunk_id, p.score) for p in kb.retrieve('Who directed Harbour of Glass?', 'local', 8)]\n"
+        "first = ask()\n"
+        "cold = 'numpy' in sys.modules\n"
+        "for _ in range(WARM_QUERIES):\n"
+        "    ask()\n"
+        "print(json.dumps([cold, 'numpy' in sys.modules, ask() == first]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True]
+
+
 class TopicEmbedder:
     """A real embedder with a tiny vocabulary: each dimension is a subject, each listed word
     adds to its subjects (the last dimension keeps every vector non-zero)."""
@@ -192,3 +213,33 @@ def test_a_retelling_of_the_best_passage_outranks_one_that_only_shares_the_quest
     with tgr.open(path, embedder=TopicEmbedder(), readonly=True) as kb:
         ranked = [p.external_id for p in kb.retrieve("When was the Harbour Bridge opened?", "naive", 3)]
     assert ranked == ["opening", "retelling", "climb"]
+
+
+class Int8TopicEmbedder(TopicEmbedder):
+    """The same subjects, kept by the store as int8 vectors (as the local embedder's are)."""
+
+    name = "test:topics-int8"
+    vector_type = "int8"
+
+
+def test_a_connection_that_answers_often_uses_vector_copies_with_the_same_ranking(tmp_path):
+    rows = [{"doc_id": f"d{n}", "text": text} for n, text in enumerate([
+        "When the Harbour Bridge was opened in 1932, the ribbon ceremony drew crowds.",
+        "Tourists climb the Harbour Bridge, which was opened to climbing.",
+        "Ferries cross the harbour every day; the ferry was opened in 1950.",
+        "Crowds cheered in 1932 as the premier cut the ribbon on the new bridge."])]
+    corpus = tmp_path / "bridge.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path = tmp_path / "bridge.db"
+    with tgr.open(path, chat="offline", embedder=Int8TopicEmbedder()) as kb:
+        kb.index([str(corpus)])
+    questions = ["When was the Harbour Bridge opened?", "Who climbs the bridge?", "ferries"]
+    with tgr.open(path, embedder=Int8TopicEmbedder(), readonly=True) as kb:
+        first = {(q, mode): kb.retrieve(q, mode, 4) for q in questions for mode in ("local", "naive")}
+        for _ in range(WARM_QUERIES):
+            kb.retrieve(questions[0], "naive", 4)
+        searcher = kb._searcher(questions[0], QuerySettings())
+        searcher.retriever.retrieve(questions[0], "naive", 4)
+        assert searcher.retriever.copies  # this connection now searches an in-memory copy
+        again = {(q, mode): kb.retrieve(q, mode, 4) for q in questions for mode in ("local", "naive")}
+    assert again == first

@@ -23,10 +23,14 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
+from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .offline import score_overlap
+from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
+from .store_cache import cached
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
+from .vector_matrix import nearest
 
 MODES = ("local", "global", "naive")
 MAX_KNN = 4096        # the most neighbours one sqlite-vec KNN query returns
@@ -42,8 +46,14 @@ DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see
 FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
-SMALL_GRAPH_EDGES = 2000  # PageRank of a larger query graph uses numpy
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
+# A process that has asked this many questions is a long-lived one (an eval, a server, a
+# notebook): it pays once for importing numpy, and a connection that has answered this many
+# (since the store last changed) for in-memory copies of small vector tables; each later query
+# runs faster with the same results (see tgr.pagerank and tgr.vector_matrix).
+WARM_QUERIES = 8
+
+_queries = 0  # questions retrieved for in this process
 
 
 @dataclass
@@ -95,6 +105,8 @@ class Retriever:
         self._vector: bytes | None = None
         self._question = ""
         self._chunk_total: int | None = None
+        self.warm = False  # see WARM_QUERIES: this process is a long-lived one ...
+        self.copies = False  # ... and this connection answers often enough for vector copies
 
     # -- public ---------------------------------------------------------------------------
 
@@ -112,6 +124,13 @@ class Retriever:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
 
     def _begin(self, question: str) -> None:
+        global _queries
+        _queries += 1
+        self.warm = _queries > WARM_QUERIES
+        if self.dense and self.vector_type == "int8":
+            asked = cached(self.conn, "questions asked", lambda: [0])
+            asked[0] += 1
+            self.copies = asked[0] > WARM_QUERIES
         self._question, self._vector = question, None
 
     def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
@@ -123,7 +142,7 @@ class Retriever:
             f"SELECT c.id, substr(c.text, 1, {MAX_CONTEXT_TEXT}), c.document_id, d.source, d.title, c.ordinal, "
             "c.char_start, c.char_end "
             "FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,))}
+            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,)).fetchall()}
         extra = _document_extras(self.conn, {r[2] for r in rows.values()})
         result = []
         for cid, score in ranked:
@@ -161,26 +180,38 @@ class Retriever:
         terms = list(dict.fromkeys(query_terms(question)))
         if not terms:
             return []
+        common = common_terms(self.conn, terms)
+        if common:  # weightless, and the longest posting lists: leave them out
+            kept = [t for t in terms if t not in common]
+            terms = kept or terms[:1]
         match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        # rank inside the full-text index first, then look up only the best rows' ids
         return [(cid, -score) for cid, score in self.conn.execute(
-            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
-            "WHERE chunks_fts MATCH ? ORDER BY s, c.seq LIMIT ?", (match, limit))]
+            "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
+            "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
     def dense_chunks(self, limit: int) -> list[tuple[str, float]]:
         if not has_table(self.conn, "vec_chunks"):
             return []
-        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
-            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (self._query_vector(), min(limit, MAX_KNN)))]
+        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", self._query_vector(), min(limit, MAX_KNN))]
 
     def nearest_chunks(self, chunk_id: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         row = self.conn.execute("SELECT embedding FROM vec_chunks WHERE id = ?", (chunk_id,)).fetchone()
         if row is None or len(row[0]) != len(self._query_vector()):
             return []  # no vector, or a malformed one in a file made elsewhere
-        return [(cid, 1.0 - d) for cid, d in self.conn.execute(
-            f"SELECT id, distance FROM vec_chunks WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (row[0], min(limit, MAX_KNN)))]
+        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", row[0], min(limit, MAX_KNN))]
+
+    def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
+        if self.copies:
+            found = nearest(self.conn, table, vector, k)
+            if found is not None:
+                return found
+        return self.conn.execute(
+            f"SELECT id, distance FROM {table} WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
+            (vector, k)).fetchall()
 
     def _query_vector(self) -> bytes:
         if self._vector is None:
@@ -278,9 +309,7 @@ class Retriever:
     def dense_entities(self, limit: int) -> dict[str, float]:
         if not has_table(self.conn, "vec_entities"):
             return {}
-        rows = self.conn.execute(
-            f"SELECT id, distance FROM vec_entities WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
-            (self._query_vector(), limit)).fetchall()
+        rows = self._knn("vec_entities", self._query_vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 
     def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
@@ -313,7 +342,7 @@ class Retriever:
             "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(seed_chunks)),)).fetchall()
         entity_mentions = {eid: m for eid, _, m in mentions}
         for eid, m in self.conn.execute("SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                                        (json.dumps(sorted(named), ensure_ascii=False),)):
+                                        (json.dumps(sorted(named), ensure_ascii=False),)).fetchall():
             entity_mentions[eid] = m
         # relationships of the named entities reach their neighbours (and between known ones)
         relations = self.conn.execute(
@@ -337,24 +366,22 @@ class Retriever:
             "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
 
-        index: dict[str, int] = {}
-        names: list[str] = []
+        index: dict[str, int] = {}  # node key ("e:" entity id, "c:" chunk id) -> node number
+        number = index.setdefault
 
         def node(key: str) -> int:
-            if key not in index:
-                index[key] = len(names)
-                names.append(key)
-            return index[key]
+            return number(key, len(index))
 
         specificity = {eid: _specificity(m, total) for eid, m in entity_mentions.items()}
+        unknown = _specificity(1, total)
         edges, weights = [], []
         for eid, cid in sorted(edges_em):
-            edges.append((node("e:" + eid), node("c:" + cid)))
-            weights.append(specificity.get(eid) or _specificity(1, total))
+            edges.append((number("e:" + eid, len(index)), number("c:" + cid, len(index))))
+            weights.append(specificity.get(eid) or unknown)
         for src, dst, weight, ms, mt in relations:
             if src == dst or RELATION_WEIGHT <= 0:
                 continue
-            edges.append((node("e:" + src), node("e:" + dst)))
+            edges.append((number("e:" + src, len(index)), number("e:" + dst, len(index))))
             weights.append(RELATION_WEIGHT * math.log1p(weight) * min(specificity[src], specificity[dst]))
         reset: dict[int, float] = {}
         top = max((s for _, s in seeds), default=0.0)
@@ -364,63 +391,14 @@ class Retriever:
         _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
         if not reset:
             return {}, {}
-        vector = [reset.get(i, 0.0) for i in range(len(names))]
-        ranks = personalized_pagerank(len(names), edges, weights, vector)
+        vector = [reset.get(i, 0.0) for i in range(len(index))]
+        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING, numpy=self.warm)
         chunks, entities = {}, {}
-        for key, value in zip(names, ranks):
+        for key, value in zip(index, ranks):
             if value <= 0:
                 continue
             (chunks if key[0] == "c" else entities)[key[2:]] = value
         return chunks, entities
-
-
-def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
-                          reset: list[float], damping: float | None = None, iterations: int = 15):
-    """PageRank of an undirected weighted graph, jumping back to `reset` (normalised); mass at
-    a node without edges returns to the reset distribution. 15 power iterations leave an error
-    below damping ** 15 (2e-7 at 0.35).
-
-    Small query graphs run in plain Python: importing numpy would cost a cold `tgr ask` more
-    than the walk itself. Large ones (~10k nodes, ~30k edges: a few milliseconds) use numpy."""
-    damping = DAMPING if damping is None else damping
-    total = sum(reset)
-    r = [x / total for x in reset]
-    if len(edges) > SMALL_GRAPH_EDGES:
-        return _pagerank_numpy(n, edges, weights, r, damping, iterations)
-    out = [0.0] * n
-    for (a, b), w in zip(edges, weights):
-        out[a] += w
-        out[b] += w
-    links = [(a, b, w / out[a], w / out[b]) for (a, b), w in zip(edges, weights)]
-    dangling = [i for i in range(n) if out[i] == 0]
-    p = list(r)
-    for _ in range(iterations):
-        spread = [0.0] * n
-        for a, b, share_ab, share_ba in links:
-            spread[b] += p[a] * share_ab
-            spread[a] += p[b] * share_ba
-        lost = sum(p[i] for i in dangling)
-        p = [(1 - damping) * r[i] + damping * (spread[i] + lost * r[i]) for i in range(n)]
-    return p
-
-
-def _pagerank_numpy(n: int, edges, weights, r: list[float], damping: float, iterations: int):
-    import numpy as np
-
-    r = np.asarray(r, dtype=np.float64)
-    pairs = np.asarray(edges, dtype=np.int64)
-    w = np.asarray(weights, dtype=np.float64)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    w = np.concatenate([w, w])
-    out = np.bincount(src, weights=w, minlength=n)
-    share = w / out[src]
-    dangling = out == 0
-    p = r.copy()
-    for _ in range(iterations):
-        spread = np.bincount(dst, weights=p[src] * share, minlength=n)
-        p = (1 - damping) * r + damping * (spread + p[dangling].sum() * r)
-    return p.tolist()
 
 
 def question_spans(question: str) -> list[tuple[str, bool]]:
@@ -493,13 +471,13 @@ def _page(metadata: dict, char_start: int) -> int | None:
 
 def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
     """external_id and metadata of documents, on stores that have those columns."""
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
     if "external_id" not in columns:
         return {}
     extras = {}
     for doc_id, external_id, metadata in conn.execute(
             "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(document_ids)),)):
+            (json.dumps(sorted(document_ids)),)).fetchall():
         try:  # the file may come from anyone: a malformed or hostile value becomes {}
             meta = json.loads(metadata) if metadata and len(metadata) <= 1_000_000 else {}
         except (ValueError, RecursionError):
