@@ -267,7 +267,9 @@ class Retriever:
         named = self.named_entities(spans)
         seeds = self.bm25(question, SEED_CHUNKS)
         if self.dense:
-            seeds = self.dense_seeds(seeds, SEED_CHUNKS)
+            # the fused lists hold up to three times as many; the tail adds little reset mass
+            # but a large subgraph (its entities, their other chunks)
+            seeds = self.dense_seeds(seeds, SEED_CHUNKS)[:SEED_CHUNKS]
             named = _merge_weights(named, self.dense_entities(10))
         titled = self.titled_chunks(spans)
         scores, entity_scores = self.walk(named, seeds, titled)
