@@ -131,6 +131,7 @@ def test_an_interrupted_store_is_finished_without_its_input_files(tmp_path):
         checked = run("check", str(db_path))
         assert f"{total - done} of {total} chunks are not extracted yet" in checked.stdout
         assert f"`tgr index {db_path}` finishes them" in checked.stdout
+        assert "entity names changed since the graph was last merged" in checked.stdout
 
         # no PATHS: only what the store holds is finished (as for a shipped file without its corpus)
         finished = run("index", str(db_path), "--base-url", server.url, "--chat-model", "fake-chat",

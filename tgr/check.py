@@ -84,6 +84,10 @@ def _work_left(conn: db.Connection, path: Path) -> list[str]:
     if pending:
         left.append(f"{pending} of {chunks} chunks are not extracted yet (an interrupted index); "
                     f"`tgr index {path}` finishes them")
+    changed = count("SELECT count(*) FROM merge_pending") if db.has_table(conn, "merge_pending") else 0
+    if changed:
+        left.append(f"{changed} entity names changed since the graph was last merged; "
+                    f"`tgr index {path}` brings the graph, communities and reports up to date")
     unembedded = {table: count(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL")
                   for table in ("chunks", "entities", "reports")}
     if any(unembedded.values()):
