@@ -144,6 +144,12 @@ CREATE TABLE IF NOT EXISTS entities (
     input_hash  TEXT                    -- hash of the extraction rows it was merged from
 );
 CREATE INDEX IF NOT EXISTS entities_by_name ON entities(name);
+-- A vector is redone when the text it was made from changes, whoever changes it (the merge,
+-- an edit by hand): the embed stage reads only rows whose embed_hash is NULL.
+CREATE TRIGGER IF NOT EXISTS entity_text_changed AFTER UPDATE OF name, description ON entities
+    WHEN old.name IS NOT new.name OR old.description IS NOT new.description BEGIN
+    UPDATE entities SET embed_hash = NULL WHERE id = new.id;
+END;
 
 -- Provenance: which chunks each entity was extracted from.
 CREATE TABLE IF NOT EXISTS entity_mentions (
@@ -202,6 +208,10 @@ CREATE TABLE IF NOT EXISTS reports (
     embed_hash         TEXT,
     context_hash       TEXT             -- hash of writer + the context it was written from
 );
+CREATE TRIGGER IF NOT EXISTS report_text_changed AFTER UPDATE OF title, summary ON reports
+    WHEN old.title IS NOT new.title OR old.summary IS NOT new.summary BEGIN
+    UPDATE reports SET embed_hash = NULL WHERE community_id = new.community_id;
+END;
 
 -- Every chat answer tgr has paid for, keyed by a hash of model + prompt + parameters.
 -- Re-running an index is free; it doubles as an audit log and a test fixture source.

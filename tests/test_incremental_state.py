@@ -98,6 +98,30 @@ def test_hand_edits_of_extraction_rows_reach_the_graph(tmp_path, db_path):
         check_row_state(kb)
 
 
+def test_hand_edits_of_embedded_text_are_embedded_again(tmp_path, db_path):
+    """An entity description or report summary changed with sqlite3 gets a new vector on the
+    next run (schema.sql's triggers mark it), and nothing else is embedded again."""
+    doc = tmp_path / "ships.txt"
+    doc.write_text("Captain Nemo commands the Nautilus. The Nautilus sails under the sea with Nemo.\n")
+    with offline(db_path) as kb:
+        kb.index([str(doc)], chunk_size=300, chunk_overlap=40)
+        report = kb.conn.execute("SELECT community_id FROM reports ORDER BY community_id").fetchone()[0]
+        before = {table: dict(kb.conn.execute(f"SELECT id, embedding FROM {table}"))
+                  for table in ("vec_entities", "vec_reports", "vec_chunks")}
+        kb.conn.execute("UPDATE entities SET description = 'A submarine.' WHERE id = 'nautilus'")
+        kb.conn.execute("UPDATE reports SET summary = 'Edited by hand.' WHERE community_id = ?", (report,))
+        kb.conn.execute("UPDATE entities SET mentions = mentions WHERE id = 'nemo'")  # text unchanged
+        kb.conn.commit()
+        summary = kb.index([])
+        after = {table: dict(kb.conn.execute(f"SELECT id, embedding FROM {table}"))
+                 for table in ("vec_entities", "vec_reports", "vec_chunks")}
+        changed = {(table, rid) for table in before for rid in before[table]
+                   if before[table][rid] != after[table].get(rid)}
+        assert changed == {("vec_entities", "nautilus"), ("vec_reports", report)}
+        assert summary.model_calls == 0
+        check_row_state(kb)
+
+
 def test_a_merge_reads_only_the_rows_of_changed_names(db_path):
     with scripted(db_path) as kb:
         conn = kb.conn

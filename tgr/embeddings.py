@@ -1,9 +1,10 @@
 """Embed stage: keep vec_entities, vec_chunks and vec_reports in step with their rows.
 
 A row is (re-)embedded only when the text it would embed changed: embed_hash is the hash
-of the text in its vector, and whoever changes that text sets it to NULL (the merge and
-report upserts do so only when the text really changed), so the stage reads only the
-rows marked NULL, and re-running an index embeds nothing.
+of the text in its vector, and a change of that text sets it to NULL (schema.sql's
+triggers on entities and reports, whoever writes: the merge, a report, an edit by hand;
+chunk text never changes), so the stage reads only the rows marked NULL, and re-running
+an index embeds nothing.
 """
 from __future__ import annotations
 

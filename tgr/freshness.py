@@ -6,7 +6,7 @@ hash of its current inputs differs. Whole-stage hashes live in meta as 'fresh.<s
 entities, embed_hash on chunks, entities and reports, context_hash on reports), so those
 stages redo only changed items. Where recomputing a hash would read the whole store, it
 is kept up to date when its inputs are written instead: the merge's changed names
-(merge_pending, kept by triggers), embed_hash set to NULL when a row's text changes, and
+(merge_pending, kept by triggers), embed_hash set to NULL by triggers when a row's text changes, and
 the merge hash made of the entities' input hashes.
 """
 from __future__ import annotations

@@ -252,9 +252,7 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
                          [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
         conn.executemany(
             "INSERT INTO entities(id, name, type, description, degree, mentions, input_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET embed_hash = CASE WHEN "
-            "entities.name = excluded.name AND entities.description = excluded.description "
-            "THEN entities.embed_hash END, name = excluded.name, "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
             "type = excluded.type, description = excluded.description, degree = excluded.degree, "
             "mentions = excluded.mentions, input_hash = excluded.input_hash",
             [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])

@@ -272,11 +272,10 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
         nonlocal written
         full = report_text(parsed)
         with transaction(conn):
-            conn.execute(  # the vector is redone only if the embedded text changed (embed_hash NULL)
+            conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
                 "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
                 "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(community_id) DO UPDATE SET embed_hash = CASE WHEN reports.title = excluded.title "
-                "AND reports.summary = excluded.summary THEN reports.embed_hash END, "
+                "ON CONFLICT(community_id) DO UPDATE SET "
                 "title = excluded.title, summary = excluded.summary, "
                 "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
                 "findings = excluded.findings, full_text = excluded.full_text, "
