@@ -300,6 +300,27 @@ def test_legacy_encodings_decode_and_are_recorded(tmp_path, name, text, codec, r
     assert doc.text == text and doc.metadata == {"encoding": recorded}
 
 
+def test_long_cp1252_prose_with_curly_quotes_and_dashes_decodes(tmp_path):
+    # the detector calls this much typography "messy"; that it reads as English settles it
+    paragraphs = ["\u201cCall me Ishmael,\u201d he said \u2014 and then, \u2018Some years ago\u2019 \u2014 never "
+                  "mind how long precisely \u2014 having little or no money in my purse, I thought I would sail "
+                  "about a little and see the watery part of the world.",
+                  "\u201cIt\u2019s a way I have of driving off the spleen,\u201d said he; \u201cwhenever it is a damp, "
+                  "drizzly November in my soul \u2014 then I account it high time to get to sea.\u201d"] * 50
+    path = tmp_path / "loomings.txt"
+    text = "\n\n".join(paragraphs)
+    path.write_bytes(text.encode("cp1252"))
+    [doc] = read_documents([str(path)])
+    assert doc.text == text and doc.metadata == {"encoding": "cp1252"}
+
+
+def test_korean_is_not_mistaken_for_chinese(tmp_path):
+    path = tmp_path / "hangul.txt"
+    path.write_bytes(("대한민국은 동아시아의 한반도 남부에 위치한 민주공화국이다. " * 3).encode("euc-kr"))
+    with pytest.raises(InputError, match="hangul.txt: not UTF-8 .*it may be CP949"):
+        read_documents([str(path)])
+
+
 def test_legacy_encoded_documents_answer_with_their_encoding_in_the_sources(tmp_path, db_path):
     docs = tmp_path / "docs"
     docs.mkdir()

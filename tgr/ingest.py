@@ -35,7 +35,10 @@ LEGACY_ENCODINGS = ["utf_16_le", "utf_16_be", "gb18030", "big5", "cp950", "big5h
 # Big5 as written in practice often holds Microsoft (cp950) or Hong Kong extensions: the
 # narrowest of these that decodes the whole file is the one recorded.
 FAMILIES = {name: ["big5", "cp950", "big5hkscs"] for name in ("big5", "cp950", "big5hkscs")}
-MAX_CHAOS = 0.1  # charset-normalizer's "mess" ratio above which a decoding is not trusted
+# charset-normalizer's "mess" ratio above which a decoding is not trusted, unless the text
+# also reads as a language (coherence): English with many curly quotes and dashes in CP1252
+# scores a mess of 0.17 and a coherence of 0.78; Korean decoded as GB18030 0.17 and 0.
+MAX_CHAOS, MAX_CHAOS_COHERENT, MIN_COHERENCE = 0.1, 0.2, 0.5
 NAMES_SHOWN = 10
 
 Warn = Callable[[str], None]
@@ -154,8 +157,8 @@ def _detect(raw: bytes) -> tuple[str, str] | None:
     """The legacy encoding charset-normalizer is confident about, if any."""
     from charset_normalizer import from_bytes  # imported only for files that need it
 
-    best = from_bytes(raw, cp_isolation=LEGACY_ENCODINGS).best()
-    if best is None or best.chaos > MAX_CHAOS:
+    best = from_bytes(raw, cp_isolation=LEGACY_ENCODINGS, threshold=MAX_CHAOS_COHERENT).best()
+    if best is None or best.chaos > (MAX_CHAOS_COHERENT if best.coherence >= MIN_COHERENCE else MAX_CHAOS):
         return None
     if best.encoding.startswith("utf_16") and (len(raw) % 2 or b"\x00" not in raw and not best.coherence):
         return None  # UTF-16 without a BOM is believed only for even lengths that look like text
