@@ -485,3 +485,17 @@ def test_html_in_the_encoding_its_meta_tag_declares(tmp_path):
     page.write_bytes(f"<p>{text}</p>".encode("cp1251"))
     with pytest.raises(InputError, match="privet.html: not UTF-8"):
         read_documents([str(page)])
+
+
+def test_a_file_the_system_cannot_read_is_a_one_line_error(tmp_path):
+    # /proc/self/mem exists but reading it from the start fails (EIO), even for root
+    with pytest.raises(InputError, match=r"^/proc/self/mem: cannot read it \(Input/output error\)$"):
+        read_documents(["/proc/self/mem"])
+
+
+def test_a_rows_own_encoding_field_is_kept(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes((json.dumps({"id": "a", "text": CHINESE, "encoding": "as scanned"}, ensure_ascii=False)
+                      + "\n").encode("gb18030"))
+    [doc] = read_documents([str(rows)])
+    assert doc.metadata == {"encoding": "as scanned"} and doc.text == CHINESE

@@ -13,6 +13,7 @@ from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
 from .query import MODES
+from .safe import terminal_safe
 from .store import KnowledgeBase
 
 
@@ -246,7 +247,7 @@ def _document_name(source: dict) -> str:
         name += f" id {source['external_id']}"
     if source.get("page"):
         name += f" p. {source['page']}"
-    return name
+    return terminal_safe(name)  # the store may come from anyone
 
 
 def _cited_sources(answer: str) -> set[int]:

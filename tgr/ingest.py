@@ -111,7 +111,8 @@ def _read(file: _File, warn: Warn) -> list[Document]:
         return []
     docs = []
     for record in records:
-        metadata = {**record.metadata, "encoding": encoding} if encoding else record.metadata
+        # a row's own "encoding" field, if it has one, is its data and wins
+        metadata = {"encoding": encoding, **record.metadata} if encoding else record.metadata
         docs.append(Document(id=content_hash(record.text), source=file.source, title=record.title,
                              text=record.text, external_id=record.external_id, metadata=metadata,
                              where=record.where))
@@ -199,7 +200,11 @@ def _files(path: str, warn: Warn, stdin) -> Iterator[_File]:
     if not p.exists():
         raise InputError(f"{path}: no such file or directory")
     if not p.is_dir():
-        yield _File(str(p), p.read_bytes(), True)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        yield _File(str(p), raw, True)
         return
     files, unsupported, outside = _walk(p)
     if unsupported:
@@ -209,7 +214,12 @@ def _files(path: str, warn: Warn, stdin) -> Iterator[_File]:
     if not files:
         warn(f"{path}: no files of a supported type ({', '.join(sorted(READERS))})")
     for f in files:
-        yield _File(str(f), f.read_bytes(), False)
+        try:
+            raw = f.read_bytes()
+        except OSError as exc:
+            warn(f"{f}: cannot read it ({exc.strerror or exc}), skipped")
+            continue
+        yield _File(str(f), raw, False)
 
 
 def _walk(root: Path) -> tuple[list[Path], list[Path], list[Path]]:
