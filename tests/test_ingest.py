@@ -499,3 +499,24 @@ def test_a_rows_own_encoding_field_is_kept(tmp_path):
                       + "\n").encode("gb18030"))
     [doc] = read_documents([str(rows)])
     assert doc.metadata == {"encoding": "as scanned"} and doc.text == CHINESE
+
+
+def test_rst_json_and_tsv_round_trip_into_sources(tmp_path, db_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "stubb.rst").write_text("=====\nStubb\n=====\n\nStubb is the second mate of the Pequod.\n", encoding="utf-8")
+    (docs / "list.json").write_text(json.dumps([{"doc_id": "q1", "title": "Queequeg", "text": "Queequeg is a "
+                                                 "harpooner from Kokovoko.", "url": "https://example.org/q"}]),
+                                    encoding="utf-8")
+    (docs / "mates.tsv").write_text("id\ttitle\ttext\tdate\nf1\tFlask\tFlask is the third mate, from Tisbury.\t1851\n",
+                                    encoding="utf-8")
+    summary, warnings = index(db_path, [docs])
+    assert summary.documents == 3 and warnings == []
+    with offline_store(db_path) as kb:
+        found = {}
+        for question in ("Who is the second mate?", "Where is Queequeg from?", "Where is Flask from?"):
+            best = kb.ask(question, mode="naive").sources[0]
+            found[best["title"]] = (Path(best["source"]).name, best["external_id"], best["metadata"])
+    assert found == {"Stubb": ("stubb.rst", None, {}),
+                     "Queequeg": ("list.json", "q1", {"url": "https://example.org/q"}),
+                     "Flask": ("mates.tsv", "f1", {"date": "1851"})}
