@@ -79,6 +79,16 @@ def test_jsonl_rows_become_documents_with_ids_titles_and_metadata(tmp_path, db_p
     assert source["metadata"]["url"] == "https://example.org/whale"
 
 
+def test_metadata_stays_json_that_sqlite_can_query(tmp_path, db_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "w", "text": "%s", "score": NaN, "url": "https://example.org/w"}\n' % WHALE,
+                    encoding="utf-8")
+    index(db_path, [rows])
+    with offline_store(db_path) as kb:
+        assert kb.conn.execute("SELECT json_extract(metadata, '$.url'), json_type(metadata, '$.score') "
+                               "FROM documents WHERE external_id = 'w'").fetchone() == ("https://example.org/w", "null")
+
+
 def test_jsonl_rows_with_the_same_text_are_one_document(tmp_path):
     rows = tmp_path / "dupes.jsonl"
     rows.write_text(json.dumps({"id": "a", "text": WHALE}) + "\n" + json.dumps({"id": "b", "text": WHALE}) + "\n",
