@@ -79,6 +79,16 @@ def test_jsonl_rows_become_documents_with_ids_titles_and_metadata(tmp_path, db_p
     assert source["metadata"]["url"] == "https://example.org/whale"
 
 
+def test_metadata_stays_json_that_sqlite_can_query(tmp_path, db_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "w", "text": "%s", "score": NaN, "url": "https://example.org/w"}\n' % WHALE,
+                    encoding="utf-8")
+    index(db_path, [rows])
+    with offline_store(db_path) as kb:
+        assert kb.conn.execute("SELECT json_extract(metadata, '$.url'), json_type(metadata, '$.score') "
+                               "FROM documents WHERE external_id = 'w'").fetchone() == ("https://example.org/w", "null")
+
+
 def test_jsonl_rows_with_the_same_text_are_one_document(tmp_path):
     rows = tmp_path / "dupes.jsonl"
     rows.write_text(json.dumps({"id": "a", "text": WHALE}) + "\n" + json.dumps({"id": "b", "text": WHALE}) + "\n",
@@ -300,6 +310,27 @@ def test_legacy_encodings_decode_and_are_recorded(tmp_path, name, text, codec, r
     assert doc.text == text and doc.metadata == {"encoding": recorded}
 
 
+def test_long_cp1252_prose_with_curly_quotes_and_dashes_decodes(tmp_path):
+    # the detector calls this much typography "messy"; that it reads as English settles it
+    paragraphs = ["\u201cCall me Ishmael,\u201d he said \u2014 and then, \u2018Some years ago\u2019 \u2014 never "
+                  "mind how long precisely \u2014 having little or no money in my purse, I thought I would sail "
+                  "about a little and see the watery part of the world.",
+                  "\u201cIt\u2019s a way I have of driving off the spleen,\u201d said he; \u201cwhenever it is a damp, "
+                  "drizzly November in my soul \u2014 then I account it high time to get to sea.\u201d"] * 50
+    path = tmp_path / "loomings.txt"
+    text = "\n\n".join(paragraphs)
+    path.write_bytes(text.encode("cp1252"))
+    [doc] = read_documents([str(path)])
+    assert doc.text == text and doc.metadata == {"encoding": "cp1252"}
+
+
+def test_korean_is_not_mistaken_for_chinese(tmp_path):
+    path = tmp_path / "hangul.txt"
+    path.write_bytes(("대한민국은 동아시아의 한반도 남부에 위치한 민주공화국이다. " * 3).encode("euc-kr"))
+    with pytest.raises(InputError, match="hangul.txt: not UTF-8 .*it may be CP949"):
+        read_documents([str(path)])
+
+
 def test_legacy_encoded_documents_answer_with_their_encoding_in_the_sources(tmp_path, db_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -464,3 +495,38 @@ def test_html_in_the_encoding_its_meta_tag_declares(tmp_path):
     page.write_bytes(f"<p>{text}</p>".encode("cp1251"))
     with pytest.raises(InputError, match="privet.html: not UTF-8"):
         read_documents([str(page)])
+
+
+def test_a_file_the_system_cannot_read_is_a_one_line_error(tmp_path):
+    # /proc/self/mem exists but reading it from the start fails (EIO), even for root
+    with pytest.raises(InputError, match=r"^/proc/self/mem: cannot read it \(Input/output error\)$"):
+        read_documents(["/proc/self/mem"])
+
+
+def test_a_rows_own_encoding_field_is_kept(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes((json.dumps({"id": "a", "text": CHINESE, "encoding": "as scanned"}, ensure_ascii=False)
+                      + "\n").encode("gb18030"))
+    [doc] = read_documents([str(rows)])
+    assert doc.metadata == {"encoding": "as scanned"} and doc.text == CHINESE
+
+
+def test_rst_json_and_tsv_round_trip_into_sources(tmp_path, db_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "stubb.rst").write_text("=====\nStubb\n=====\n\nStubb is the second mate of the Pequod.\n", encoding="utf-8")
+    (docs / "list.json").write_text(json.dumps([{"doc_id": "q1", "title": "Queequeg", "text": "Queequeg is a "
+                                                 "harpooner from Kokovoko.", "url": "https://example.org/q"}]),
+                                    encoding="utf-8")
+    (docs / "mates.tsv").write_text("id\ttitle\ttext\tdate\nf1\tFlask\tFlask is the third mate, from Tisbury.\t1851\n",
+                                    encoding="utf-8")
+    summary, warnings = index(db_path, [docs])
+    assert summary.documents == 3 and warnings == []
+    with offline_store(db_path) as kb:
+        found = {}
+        for question in ("Who is the second mate?", "Where is Queequeg from?", "Where is Flask from?"):
+            best = kb.ask(question, mode="naive").sources[0]
+            found[best["title"]] = (Path(best["source"]).name, best["external_id"], best["metadata"])
+    assert found == {"Stubb": ("stubb.rst", None, {}),
+                     "Queequeg": ("list.json", "q1", {"url": "https://example.org/q"}),
+                     "Flask": ("mates.tsv", "f1", {"date": "1851"})}

@@ -452,7 +452,7 @@ def _document_name(source: dict) -> str:
         name += f" id {source['external_id']}"
     if source.get("page"):
         name += f" p. {source['page']}"
-    return name
+    return terminal_safe(name)  # the store may come from anyone
 
 
 @main.command()

@@ -107,6 +107,11 @@ def _present(value) -> bool:
     return value is not None and str(value).strip() != ""
 
 
+def _json(text: str):
+    """json.loads, with NaN and Infinity (which Python accepts) as null: metadata stays JSON."""
+    return json.loads(text, parse_constant=lambda name: None)
+
+
 def read_jsonl(source: str, text: str, warn: Warn) -> list[Record]:
     """.jsonl: one JSON object per line (blank lines ignored); see row_record for the fields."""
     records = []
@@ -116,7 +121,7 @@ def read_jsonl(source: str, text: str, warn: Warn) -> list[Record]:
             continue
         where = f"{source}:{number}"
         try:
-            fields = json.loads(line)
+            fields = _json(line)
         except (ValueError, RecursionError) as exc:
             warn(f"{where}: not valid JSON ({str(exc).splitlines()[0][:80]}), skipped")
             continue
@@ -133,7 +138,7 @@ def read_jsonl(source: str, text: str, warn: Warn) -> list[Record]:
 def read_json(source: str, text: str, warn: Warn) -> list[Record]:
     """.json: a list of document objects (the JSONL fields), or one such object."""
     try:
-        value = json.loads(text)
+        value = _json(text)
     except (ValueError, RecursionError) as exc:
         raise Unreadable(f"{source}: not valid JSON ({str(exc).splitlines()[0][:80]})") from None
     items = value if isinstance(value, list) else [value]

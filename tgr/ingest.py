@@ -35,7 +35,10 @@ LEGACY_ENCODINGS = ["utf_16_le", "utf_16_be", "gb18030", "big5", "cp950", "big5h
 # Big5 as written in practice often holds Microsoft (cp950) or Hong Kong extensions: the
 # narrowest of these that decodes the whole file is the one recorded.
 FAMILIES = {name: ["big5", "cp950", "big5hkscs"] for name in ("big5", "cp950", "big5hkscs")}
-MAX_CHAOS = 0.1  # charset-normalizer's "mess" ratio above which a decoding is not trusted
+# charset-normalizer's "mess" ratio above which a decoding is not trusted, unless the text
+# also reads as a language (coherence): English with many curly quotes and dashes in CP1252
+# scores a mess of 0.17 and a coherence of 0.78; Korean decoded as GB18030 0.17 and 0.
+MAX_CHAOS, MAX_CHAOS_COHERENT, MIN_COHERENCE = 0.1, 0.2, 0.5
 NAMES_SHOWN = 10
 
 Warn = Callable[[str], None]
@@ -108,7 +111,8 @@ def _read(file: _File, warn: Warn) -> list[Document]:
         return []
     docs = []
     for record in records:
-        metadata = {**record.metadata, "encoding": encoding} if encoding else record.metadata
+        # a row's own "encoding" field, if it has one, is its data and wins
+        metadata = {"encoding": encoding, **record.metadata} if encoding else record.metadata
         docs.append(Document(id=content_hash(record.text), source=file.source, title=record.title,
                              text=record.text, external_id=record.external_id, metadata=metadata,
                              where=record.where))
@@ -154,8 +158,8 @@ def _detect(raw: bytes) -> tuple[str, str] | None:
     """The legacy encoding charset-normalizer is confident about, if any."""
     from charset_normalizer import from_bytes  # imported only for files that need it
 
-    best = from_bytes(raw, cp_isolation=LEGACY_ENCODINGS).best()
-    if best is None or best.chaos > MAX_CHAOS:
+    best = from_bytes(raw, cp_isolation=LEGACY_ENCODINGS, threshold=MAX_CHAOS_COHERENT).best()
+    if best is None or best.chaos > (MAX_CHAOS_COHERENT if best.coherence >= MIN_COHERENCE else MAX_CHAOS):
         return None
     if best.encoding.startswith("utf_16") and (len(raw) % 2 or b"\x00" not in raw and not best.coherence):
         return None  # UTF-16 without a BOM is believed only for even lengths that look like text
@@ -196,7 +200,11 @@ def _files(path: str, warn: Warn, stdin) -> Iterator[_File]:
     if not p.exists():
         raise InputError(f"{path}: no such file or directory")
     if not p.is_dir():
-        yield _File(str(p), p.read_bytes(), True)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        yield _File(str(p), raw, True)
         return
     files, unsupported, outside = _walk(p)
     if unsupported:
@@ -206,7 +214,12 @@ def _files(path: str, warn: Warn, stdin) -> Iterator[_File]:
     if not files:
         warn(f"{path}: no files of a supported type ({', '.join(sorted(READERS))})")
     for f in files:
-        yield _File(str(f), f.read_bytes(), False)
+        try:
+            raw = f.read_bytes()
+        except OSError as exc:
+            warn(f"{f}: cannot read it ({exc.strerror or exc}), skipped")
+            continue
+        yield _File(str(f), raw, False)
 
 
 def _walk(root: Path) -> tuple[list[Path], list[Path], list[Path]]:
