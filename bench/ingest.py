@@ -22,6 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from tgr.ingest import read_documents  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "fixtures"))
+from handmade_pdf import make_pdf  # noqa: E402
+
 
 def paragraphs(text: str) -> list[str]:
     return [p.strip() for p in text.split("\n\n") if p.strip()]
@@ -29,32 +32,16 @@ def paragraphs(text: str) -> list[str]:
 
 def pdf_bytes(pages: list[str]) -> bytes:
     """A text-only PDF, one page per string, lines of ~90 characters."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>", None, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    kids = []
+    page_lines = []
     for page in pages:
-        ops = ["BT", "/F1 10 Tf", "12 TL", "40 760 Td"]
-        words, line = page.encode("latin-1", "replace").decode("latin-1").split(), ""
+        words, lines, line = page.encode("latin-1", "replace").decode("latin-1").split(), [], ""
         for word in words:
             if len(line) + len(word) > 90:
-                ops.append("(" + line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") ' ")
+                lines.append(line)
                 line = ""
             line += word + " "
-        ops.append("(" + line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") '")
-        stream = "\n".join(ops + ["ET"])
-        objects.append(f"<< /Length {len(stream.encode('latin-1'))} >>\nstream\n{stream}\nendstream")
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       f"/Resources << /Font << /F1 3 0 R >> >> /Contents {len(objects)} 0 R >>")
-        kids.append(f"{len(objects)} 0 R")
-    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
+        page_lines.append(lines + [line])
+    return make_pdf(page_lines)
 
 
 def build(text: str, out: Path) -> dict[str, Path]:

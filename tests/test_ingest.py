@@ -15,6 +15,7 @@ import pytest
 
 import tgr
 from conftest import ROOT, SMALL
+from handmade_pdf import make_pdf
 from tgr.errors import InputError
 from tgr.ingest import read_documents
 
@@ -176,37 +177,6 @@ def test_rst_title_skips_adornment_lines(tmp_path):
     path.write_text("=========\nThe Whale\n=========\n\nIntro\n-----\n\n" + WHALE + "\n", encoding="utf-8")
     [doc] = read_documents([str(path)])
     assert doc.title == "The Whale" and WHALE in doc.text
-
-
-def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
-    """A small valid PDF whose pages show the given lines in Helvetica (built by hand)."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>", None,
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    kids = []
-    for lines in pages:
-        ops = ["BT", "/F1 12 Tf", "14 TL", "72 720 Td"]
-        for line in lines:
-            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops += [f"({escaped}) Tj", "T*"]
-        stream = "\n".join(ops + ["ET"])
-        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       f"/Resources << /Font << /F1 3 0 R >> >> /Contents {len(objects)} 0 R >>")
-        kids.append(f"{len(objects)} 0 R")
-    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
-    if title:
-        objects.append(f"<< /Title ({title}) >>")
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    info = f" /Info {len(objects)} 0 R" if title else ""
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
 
 
 def test_pdf_pages_keep_their_offsets_and_sources_say_the_page(tmp_path, db_path):
