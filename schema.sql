@@ -250,9 +250,40 @@ CREATE TABLE IF NOT EXISTS model_calls (
     completion_tokens INTEGER NOT NULL,
     usage_source      TEXT NOT NULL,    -- api | estimate | local
     latency_ms        REAL NOT NULL,
-    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    price             REAL NOT NULL DEFAULT 1  -- of a synchronous call: 1; a Batch API answer: 0.5
 );
 CREATE INDEX IF NOT EXISTS model_calls_by_run ON model_calls(run_id, stage);
+
+-- Batch API jobs of `tgr index --batch`: the provider's ids and the last status seen, so
+-- that a later run collects them (never a key or an endpoint). outcome: NULL while the job
+-- is open, 'collected' once its answers are in llm_cache, 'abandoned' when no run asks for
+-- its prompts any more.
+CREATE TABLE IF NOT EXISTS batch_jobs (
+    id            INTEGER PRIMARY KEY,
+    model         TEXT NOT NULL,        -- the chat model, as in llm_cache
+    stage         TEXT NOT NULL,        -- extract | summarize | report | ...
+    batch_id      TEXT NOT NULL,        -- the provider's id of the batch
+    input_file_id TEXT NOT NULL,
+    status        TEXT NOT NULL,        -- the provider's: validating, in_progress, completed, expired, ...
+    outcome       TEXT,
+    requests      INTEGER NOT NULL,
+    completed     INTEGER NOT NULL DEFAULT 0,
+    failed        INTEGER NOT NULL DEFAULT 0,
+    run_id        INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    submitted_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    updated_at    TEXT
+);
+-- The requests of each job: key = the llm_cache key of the prompt (also its custom_id).
+-- state: sent | answered | rejected (the answer failed its check) | failed | expired | unclaimed
+CREATE TABLE IF NOT EXISTS batch_items (
+    job_id  INTEGER NOT NULL REFERENCES batch_jobs(id) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    state   TEXT NOT NULL,
+    error   TEXT,
+    PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batch_items_by_key ON batch_items(key);
 
 -- Views for people who open the file with sqlite3.
 CREATE VIEW IF NOT EXISTS entity_overview AS

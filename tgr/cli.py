@@ -16,6 +16,7 @@ from .errors import TgrError
 from .prompts import load_prompts_file
 from .export import DEFAULT_TOP, export_format, export_store
 from .query import MODES
+from .batch import BatchPending
 from .safe import terminal_safe
 from .store import KnowledgeBase
 
@@ -198,15 +199,22 @@ def main() -> None:
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
 @_prompt_options
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
+@click.option("--batch/--no-batch", default=None,
+              help="Send each wave of prompts as a Batch API job: half the price, answers within hours "
+                   "(default: only to collect jobs STORE holds open).")
+@click.option("--no-wait", is_flag=True, help="With --batch: submit the jobs and exit (code 3); run "
+                                              "`tgr index STORE` again to collect them.")
+@click.option("--batch-fallback", is_flag=True, help="Answer batch requests that failed or expired "
+                                                     "synchronously instead of in the next job.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          estimate, as_json, quiet):
+          estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
-    extract, then the graph, communities, reports and embeddings.
+    extract, batch jobs it submitted, then the graph, communities, reports and embeddings.
     """
     settings = dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap, two_step=two_step,
                     gleanings=gleanings, disambiguate=disambiguate, max_cluster_size=max_cluster_size, seed=seed,
@@ -219,13 +227,17 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                prompts_file=prompts_file) as kb:
         if estimate:
-            result = kb.estimate(paths, **settings)
+            result = kb.estimate(paths, batch=bool(batch), **settings)
             _print_mapping(result, as_json)
             return
         bars = _progress(quiet)
         try:
             summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
-                               **settings)
+                               batch=_batch_options(batch, no_wait, batch_fallback), **settings)
+        except BatchPending as pending:
+            bars.close()
+            click.echo(f"{_one_line(pending)}; run `tgr index {store}` to collect the answers and go on", err=True)
+            sys.exit(3)
         finally:
             bars.close()
         if as_json:
@@ -243,9 +255,22 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
             click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}{local}")
             click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+            if summary.batch_calls:
+                click.echo(f"batch          {summary.batch_calls} calls at half price; billed as "
+                           f"{summary.billed_tokens} tokens")
         else:  # offline: everything was computed here
             click.echo(f"model calls    none (computed locally{local})")
         click.echo(f"wall time      {summary.wall_s:.1f} s")
+
+
+def _batch_options(batch: bool | None, no_wait: bool, fallback: bool):
+    """--batch/--no-batch, --no-wait, --batch-fallback as the library's batch argument."""
+    from .batch import BatchOptions
+
+    if batch is False:
+        return False
+    # without --batch: only to collect the jobs the store holds open, if any
+    return BatchOptions(wait=not no_wait, fallback=fallback, only_open=batch is None)
 
 
 @main.command()
@@ -363,15 +388,19 @@ def stats(store, as_json):
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"{'stage':<18}{'kind':<7}{'calls':>7}{'hits':>7}{'prompt tok':>12}{'compl tok':>11}{'model s':>9}")
+    click.echo(f"{'stage':<18}{'kind':<7}{'calls':>7}{'hits':>7}{'prompt tok':>12}{'compl tok':>11}{'model s':>9}"
+               f"{'billed tok':>12}")
     for row in data["by_stage"]:
         click.echo(f"{row['stage']:<18}{row['kind']:<7}{row['calls']:>7}{row['cache_hits']:>7}"
-                   f"{row['prompt_tokens']:>12}{row['completion_tokens']:>11}{row['model_seconds']:>9}")
+                   f"{row['prompt_tokens']:>12}{row['completion_tokens']:>11}{row['model_seconds']:>9}"
+                   f"{row['billed_tokens']:>12}")
     click.echo("")
-    click.echo(f"{'run':<5}{'command':<22}{'status':<12}{'wall s':>8}{'calls':>7}{'hits':>7}{'prompt tok':>12}")
+    click.echo(f"{'run':<5}{'command':<22}{'status':<12}{'wall s':>8}{'calls':>7}{'hits':>7}{'prompt tok':>12}"
+               f"{'billed tok':>12}")
     for run in data["runs"]:
         click.echo(f"{run['run']:<5}{run['command']:<22}{run['status']:<12}{(run['wall_s'] or 0):>8.1f}"
-                   f"{run['calls']:>7}{run['cache_hits']:>7}{run['prompt_tokens']:>12}")
+                   f"{run['calls']:>7}{run['cache_hits']:>7}{run['prompt_tokens']:>12}{run['billed_tokens']:>12}")
+    click.echo("billed tok: prompt + completion tokens, each call at its price (a Batch API call: half)")
 
 
 @main.command()

@@ -20,7 +20,7 @@ from . import __version__
 from . import hardening, limits, schemacheck
 from .errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store
@@ -110,8 +110,15 @@ def _keyed_extractions(conn: "sqlite3.Connection") -> None:
     conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")  # one full look
 
 
+def _batch_jobs(conn: "sqlite3.Connection") -> None:
+    """6: the ledger prices each call (a Batch API answer costs half); the batch_jobs and
+    batch_items tables come from schema.sql, which migrate() runs after the steps."""
+    if "price" not in _columns(conn, "model_calls"):
+        conn.execute("ALTER TABLE model_calls ADD COLUMN price REAL NOT NULL DEFAULT 1")
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
-                                    4: _external_content_fts, 5: _keyed_extractions}
+                                    4: _external_content_fts, 5: _keyed_extractions, 6: _batch_jobs}
 
 Connection = hardening.Connection
 DatabaseError = sqlite3.DatabaseError

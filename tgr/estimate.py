@@ -54,8 +54,12 @@ def expected_extraction_completion(tokens: int, share: float) -> float:
 
 
 def estimate_index(conn: Connection, chat, prompts: Prompts, documents: list[Document], *,
-                   chunk_size: int, chunk_overlap: int, two_step: bool, gleanings: int) -> dict:
-    """Expected model calls and tokens of indexing documents into the store on conn."""
+                   chunk_size: int, chunk_overlap: int, two_step: bool, gleanings: int,
+                   batch: bool = False) -> dict:
+    """Expected model calls and tokens of indexing documents into the store on conn; billed
+    tokens count each at its price (a Batch API call: half)."""
+    from .batch import BATCH_PRICE
+
     known = {r[0] for r in conn.execute("SELECT c.id FROM chunks c JOIN extractions x ON x.chunk_id = c.id")}
     new_chunks = cached = prompt_tokens = 0
     reports = completion = 0.0
@@ -78,6 +82,8 @@ def estimate_index(conn: Connection, chat, prompts: Prompts, documents: list[Doc
     extraction_calls = new_chunks * rounds if chat else 0
     report_calls = int(round(reports + FIRST_REPORTS * (new_chunks > 0))) if chat else 0
     extraction_completion = int(round(completion * rounds)) if chat else 0
+    tokens = ((prompt_tokens * rounds if chat else 0) + report_calls * REPORT_PROMPT_TOKENS
+              + extraction_completion + report_calls * REPORT_COMPLETION_TOKENS)
     return {
         "model": chat.name if chat else "offline (no model calls)",
         "documents": len(documents),
@@ -88,4 +94,6 @@ def estimate_index(conn: Connection, chat, prompts: Prompts, documents: list[Doc
         "calls": extraction_calls + report_calls,
         "prompt_tokens": (prompt_tokens * rounds if chat else 0) + report_calls * REPORT_PROMPT_TOKENS,
         "completion_tokens": extraction_completion + report_calls * REPORT_COMPLETION_TOKENS,
+        "price": "Batch API, half the synchronous price" if batch else "synchronous (--batch: half)",
+        "billed_tokens": int(round(tokens * (BATCH_PRICE if batch else 1.0))),
     }

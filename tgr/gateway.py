@@ -4,7 +4,9 @@ Every chat call goes through Gateway.chat_many: answers are looked up in / store
 store's llm_cache table (key = hash of model + prompt + params), transient errors are
 retried with exponential backoff + jitter (honouring Retry-After), calls run on worker
 threads up to `concurrency` at once (optionally capped in requests per minute), and each
-call or cache hit is written to the model_calls ledger. SQLite is only touched from the
+call or cache hit is written to the model_calls ledger. With a batch runner attached
+(tgr/batch.py), a wave's misses go to the provider's Batch API instead, and land in the
+same cache and ledger. SQLite is only touched from the
 calling thread: workers do network I/O and nothing else.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ class _Outcome:
     latency: float = 0.0
     error: BaseException | None = None
     valid: bool = True
+    price: float = 1.0  # of a synchronous call (a Batch API answer: 0.5)
 
 
 @dataclass
@@ -54,6 +57,8 @@ class Usage:
     completion_tokens: int = 0
     prompt_chars: int = 0
     local: int = 0  # local computations (e.g. hashed embeddings): not model calls
+    batched: int = 0  # calls answered through a Batch API
+    billed_tokens: float = 0.0  # prompt + completion tokens, each call at its price
 
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
@@ -202,6 +207,7 @@ class Gateway:
         self._limiter = _RateLimiter(rpm)
         self._workers: _Workers | None = None
         self._jitter = random.Random(0)
+        self.batch = None  # a tgr.batch.BatchRunner: misses go to the provider's Batch API
 
     # -- public API ---------------------------------------------------------------------
 
@@ -240,12 +246,15 @@ class Gateway:
                 yield job, row[0]
             else:
                 misses[key] = [job]
+        idle = _UntilDone(idle) if idle is not None else None
+        if misses and self.batch is not None and self.write_cache:
+            answered, misses = self.batch.settle(self, stage, misses, idle)
+            yield from answered
         if not misses:
             return
         workers = self._pool()
         batch = workers.new_batch()
         pending, error = 0, None
-        idle = _UntilDone(idle) if idle is not None else None
         try:
             for key, same in misses.items():
                 workers.submit(batch, self._run_chat, _Outcome(same[0], key))
@@ -408,20 +417,25 @@ class Gateway:
 
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
         """Cache the answer and record the call, in one transaction (one commit per call)."""
-        c = outcome.completion
         with transaction(self.conn) if self.write_cache else contextlib.nullcontext():
-            if self.write_cache and outcome.valid:  # a rejected answer is used once, never cached
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
-                    "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (outcome.key, model, outcome.job.prompt,
-                     json.dumps(outcome.job.params, sort_keys=True), c.text,
-                     c.prompt_tokens, c.completion_tokens))
-            self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
-                         c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt))
+            self.record_answer(stage, model, outcome)
+
+    def record_answer(self, stage: str, model: str, outcome: _Outcome) -> None:
+        """Cache a valid answer and write its ledger row (inside the caller's transaction)."""
+        c = outcome.completion
+        if self.write_cache and outcome.valid:  # a rejected answer is used once, never cached
+            self.conn.execute(
+                "INSERT OR REPLACE INTO llm_cache(key, model, prompt, params, response, "
+                "prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (outcome.key, model, outcome.job.prompt,
+                 json.dumps(outcome.job.params, sort_keys=True), c.text,
+                 c.prompt_tokens, c.completion_tokens))
+        self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
+                     c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt),
+                     outcome.price)
 
     def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
-                source, latency, prompt_chars) -> None:
+                source, latency, prompt_chars, price: float = 1.0) -> None:
         usage = self.stage_usage(stage)
         if hit:
             usage.cache_hits += 1
@@ -429,15 +443,17 @@ class Gateway:
             usage.local += 1
         else:
             usage.calls += 1
+            usage.batched += price != 1.0
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
+            usage.billed_tokens += (prompt_tokens + completion_tokens) * price
             usage.prompt_chars += prompt_chars
         if self.write_cache and self.on_answer is not None:
             self.on_answer(kind)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "
-                "prompt_tokens, completion_tokens, usage_source, latency_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "prompt_tokens, completion_tokens, usage_source, latency_ms, price) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.run_id, stage, kind, model, int(hit), attempts, prompt_tokens,
-                 completion_tokens, source, round(latency * 1000, 2)))
+                 completion_tokens, source, round(latency * 1000, 2), price))

@@ -134,13 +134,22 @@ class ZhipuChat(_ZhipuBase):
         super().__init__(model, **kwargs)
         self.name = f"zhipuai:{model}"
 
-    def complete(self, prompt: str, **params) -> Completion:
+    def request_body(self, prompt: str, **params) -> dict:
+        """The JSON body of one chat request (the same in a batch job's input file)."""
         sampling = {"do_sample": False} if params.get("temperature", 0.0) == 0.0 else {
             "temperature": params["temperature"]}
+        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": params.get("max_tokens", 4096), **sampling}
+
+    def batch_api(self):
+        """zhipuai's Batch API (files + batches) with this model's client and key."""
+        from .batch_api import zhipu_batch_api
+
+        return zhipu_batch_api(self.name, self._client, self._key)
+
+    def complete(self, prompt: str, **params) -> Completion:
         try:
-            response = self._client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": prompt}],
-                max_tokens=params.get("max_tokens", 4096), **sampling)
+            response = self._client.chat.completions.create(**self.request_body(prompt, **params))
         except Exception as exc:  # the SDK's errors are translated to tgr's
             raise self._translate(exc) from None
         try:
@@ -180,6 +189,7 @@ class _OpenAIBase:
                  timeout: float = DEFAULT_TIMEOUT, http_client: httpx.Client | None = None):
         self.model = model
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
         self._owns_http = http_client is None
@@ -221,13 +231,19 @@ class OpenAIChat(_OpenAIBase):
         super().__init__(model, base_url, **kwargs)
         self.name = f"openai:{model}"
 
+    def request_body(self, prompt: str, **params) -> dict:
+        """The JSON body of one chat request (the same in a batch job's input file)."""
+        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
+
+    def batch_api(self):
+        """The endpoint's Batch API (files + batches) through the openai SDK."""
+        from .batch_api import openai_batch_api
+
+        return openai_batch_api(self.name, self.base_url, self._key, self.timeout)
+
     def complete(self, prompt: str, **params) -> Completion:
-        data = self._post("/chat/completions", {
-            "model": self.model,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": params.get("temperature", 0.0),
-            "max_tokens": params.get("max_tokens", 4096),
-        })
+        data = self._post("/chat/completions", self.request_body(prompt, **params))
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):

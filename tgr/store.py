@@ -83,6 +83,8 @@ class IndexSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_chars: int = 0
+    batch_calls: int = 0             # of model_calls, answered through a Batch API (half price)
+    billed_tokens: int = 0           # prompt + completion tokens, each call at its price
     max_in_flight: int = 0
     stage_seconds: dict = field(default_factory=dict)
     calls_by_stage: dict = field(default_factory=dict)
@@ -241,12 +243,15 @@ class KnowledgeBase:
         return settings
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, **overrides) -> IndexSummary:
+              stdin=None, batch=None, **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
         paths, only the work the store itself still holds is finished (chunks not yet
         extracted, then every derived stage): a shipped or interrupted file needs no input files.
+        batch: a tgr.batch.BatchOptions (or True) to send each wave through the provider's
+        Batch API at half the price; None does so only to collect jobs the store holds open
+        (tgr.batch.BatchPending is raised when not waiting for them); False never.
         """
         from .ingest import read_documents
 
@@ -265,14 +270,16 @@ class KnowledgeBase:
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
         summary = self._run("index", settings,
-                            lambda gw, s: self._index(gw, settings, documents, s, progress, on_warning))
+                            lambda gw, s: self._index(gw, settings, documents, s, progress, on_warning),
+                            batch=batch, progress=progress)
         summary.warnings = warnings
         return summary
 
     def _has_documents(self) -> bool:
         return self.conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
 
-    def _run(self, command: str, settings: IndexSettings, body) -> IndexSummary:
+    def _run(self, command: str, settings: IndexSettings, body, batch=None, progress=None) -> IndexSummary:
+        from .batch import BatchPending, runner_for
         from .embeddings import clear_embeddings
 
         started = time.perf_counter()
@@ -292,13 +299,22 @@ class KnowledgeBase:
         status = "failed"
         gateway.on_answer = self._model_recorder(settings, chat, embedder)
         try:
+            gateway.batch = runner_for(self.conn, chat, batch, progress)  # tgr/batch.py
             body(gateway, summary)
             gateway.on_answer(None)  # a run that needed no model call still records them
+            if gateway.batch:
+                gateway.batch.abandon_stale()
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
+        except BatchPending:
+            status = "waiting"  # for its batch jobs: the next run collects them
+            raise
         finally:
+            if gateway.batch:
+                gateway.batch.close()
+                gateway.batch = None
             summary.wall_s = round(time.perf_counter() - started, 3)
             self._fill_summary(summary, gateway, before)
             with transaction(self.conn):
@@ -488,6 +504,7 @@ class KnowledgeBase:
         summary.prompt_tokens = total.prompt_tokens
         summary.completion_tokens = total.completion_tokens
         summary.prompt_chars = total.prompt_chars
+        summary.batch_calls, summary.billed_tokens = total.batched, round(total.billed_tokens)
         summary.max_in_flight = gateway.max_in_flight
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, **overrides) -> IndexSummary:
@@ -553,8 +570,9 @@ class KnowledgeBase:
 
         return self._run("delete", settings, body)
 
-    def estimate(self, paths: Iterable[str], **overrides) -> dict:
-        """Expected model calls and tokens of indexing these paths, before spending anything."""
+    def estimate(self, paths: Iterable[str], *, batch: bool = False, **overrides) -> dict:
+        """Expected model calls and tokens of indexing these paths, before spending anything
+        (billed at half the price with batch: the provider's Batch API)."""
         from .estimate import estimate_index
         from .ingest import read_documents
 
@@ -563,7 +581,7 @@ class KnowledgeBase:
         return estimate_index(self.conn, chat, _with_types(self.prompts, settings.entity_types),
                               read_documents(list(paths)), chunk_size=settings.chunk_size,
                               chunk_overlap=settings.chunk_overlap, two_step=settings.two_step,
-                              gleanings=settings.gleanings)
+                              gleanings=settings.gleanings, batch=batch)
 
     # -- querying -------------------------------------------------------------------------
 
@@ -649,11 +667,16 @@ class KnowledgeBase:
 
     def stats(self) -> dict:
         """The cost ledger: calls and tokens per stage, and per run."""
+        from .batch import billed_tokens
+
+        billed_stages, billed_runs = billed_tokens(self.conn, "stage, kind"), billed_tokens(self.conn, "run_id")
         by_stage = [dict(zip(("stage", "kind", "calls", "cache_hits", "prompt_tokens", "completion_tokens",
                               "model_seconds"), row)) for row in self.conn.execute(
             "SELECT stage, kind, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens), "
             "round(sum(model_seconds), 2) FROM cost_by_stage GROUP BY stage, kind "
             "ORDER BY (SELECT min(id) FROM model_calls m WHERE m.stage = cost_by_stage.stage)")]
+        for row in by_stage:
+            row["billed_tokens"] = billed_stages.get((row["stage"], row["kind"]), 0)
         runs = []
         for run_id, command, status, started, wall in self.conn.execute(
                 "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):
@@ -665,7 +688,7 @@ class KnowledgeBase:
                 "FROM model_calls WHERE run_id = ?", (run_id,)).fetchone()
             runs.append({"run": run_id, "command": command, "status": status, "started_at": started,
                          "wall_s": wall, "calls": calls, "cache_hits": hits, "prompt_tokens": pt,
-                         "completion_tokens": ct})
+                         "completion_tokens": ct, "billed_tokens": billed_runs.get(run_id, 0)})
         return {"by_stage": by_stage, "runs": runs}
 
 
