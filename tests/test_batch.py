@@ -170,3 +170,19 @@ def test_estimate_shows_the_batch_price(tmp_path):
     assert synchronous["billed_tokens"] > 0
     assert batch["billed_tokens"] == pytest.approx(synchronous["billed_tokens"] / 2, abs=1)
     assert json.dumps(batch)  # printable as --json
+
+
+def test_an_answer_that_fails_its_check_is_asked_again_in_the_next_job(tmp_path):
+    faults = dict(faults=0.3, fault_kinds=("malformed",))
+    with FakeServer(**faults) as sync_server, open_store(tmp_path / "sync.db", sync_server) as kb:
+        kb.index([ONE_FILE], **SMALL)
+    with FakeServer(batch_delay=0.02, **faults) as server:
+        index_batch(tmp_path / "batch.db", server)
+        stats = server.stats
+    assert stats.faults_injected > 0 and stats.chat_calls == 0
+    states = dict(rows(tmp_path / "batch.db", "SELECT state, count(*) FROM batch_items GROUP BY state"))
+    assert states["rejected"] == stats.faults_injected
+    assert rows(tmp_path / "batch.db", "SELECT count(*) FROM batch_items WHERE state = 'rejected' AND key IN "
+                                       "(SELECT key FROM llm_cache)") == [(stats.faults_injected,)]
+    for sql in CONTENT:  # the second answer is the one kept, as with synchronous calls
+        assert rows(tmp_path / "batch.db", sql) == rows(tmp_path / "sync.db", sql), sql

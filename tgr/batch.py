@@ -141,8 +141,9 @@ class BatchRunner:
                 continue  # in a job that is still open
             if state == "rejected" and count >= MAX_ATTEMPTS and key in self._rejected:
                 answered.extend((job, self._rejected[key]) for job in pending.pop(key))  # used once
-            elif state in ("failed", "expired", "rejected") and self.options.fallback:
-                left[key] = pending.pop(key)
+            elif (state == "rejected" and count >= MAX_ATTEMPTS) or (state != "rejected" and self.options.fallback
+                                                                    and state in ("failed", "expired")):
+                left[key] = pending.pop(key)  # the gateway asks (and checks) synchronously
             elif count >= MAX_ATTEMPTS:
                 given_up.append(error or state)
             else:
