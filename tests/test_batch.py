@@ -186,3 +186,18 @@ def test_an_answer_that_fails_its_check_is_asked_again_in_the_next_job(tmp_path)
                                        "(SELECT key FROM llm_cache)") == [(stats.faults_injected,)]
     for sql in CONTENT:  # the second answer is the one kept, as with synchronous calls
         assert rows(tmp_path / "batch.db", sql) == rows(tmp_path / "sync.db", sql), sql
+
+
+def test_a_job_the_provider_does_not_know_is_sent_again(tmp_path):
+    store = tmp_path / "store.db"
+    with FakeServer(batch_delay=5) as first:  # submitted to one server, which then goes away
+        with pytest.raises(BatchPending):
+            index_batch(store, first, wait=False)
+    problems = CliRunner().invoke(main, ["check", str(store)]).output
+    assert "Batch API jobs are submitted and not collected yet" in problems
+    with FakeServer(batch_delay=0.02) as second:
+        index_batch(store, second)
+        assert second.stats.chat_calls == 0 and second.stats.repaid == 0
+    outcomes = rows(store, "SELECT outcome FROM batch_jobs ORDER BY id")
+    assert outcomes[0] == ("abandoned",) and set(outcomes[1:]) == {("collected",)}
+    assert rows(store, "SELECT count(*) FROM reports")[0][0] > 0

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .batch_api import JobStatus, completion_from_body, read_results, request_line
+from .batch_api import BatchNotFound, JobStatus, completion_from_body, read_results, request_line
 from .db import Connection, transaction
 from .errors import ModelError, TgrError, TransientModelError
 
@@ -190,7 +190,12 @@ class BatchRunner:
             done = total = 0
             collected = False
             for job_id, batch_id, requests in jobs:
-                status = self._status(batch_id)
+                try:
+                    status = self._status(batch_id)
+                except BatchNotFound as exc:  # its requests are sent again
+                    self._forget(job_id, str(exc))
+                    collected = True
+                    continue
                 total += requests
                 if status is None:
                     continue
@@ -226,6 +231,13 @@ class BatchRunner:
             return None
         self._poll_failures = 0
         return status
+
+    def _forget(self, job_id: int, error: str) -> None:
+        """A job the provider does not know: abandoned, its requests failed (sent again)."""
+        with transaction(self.conn):
+            self.conn.execute("UPDATE batch_items SET state = 'failed', error = ? WHERE job_id = ? AND state = 'sent'",
+                              (error[:300], job_id))
+            self.conn.execute("UPDATE batch_jobs SET outcome = 'abandoned' WHERE id = ?", (job_id,))
 
     def _note(self, job_id: int, status: JobStatus) -> None:
         with transaction(self.conn):

@@ -19,6 +19,10 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
 
+class BatchNotFound(ModelError):
+    """The provider does not know this batch (another account or endpoint, or deleted)."""
+
+
 @dataclass
 class JobStatus:
     """A batch as the provider reports it."""
@@ -87,6 +91,8 @@ class SDKBatchAPI:
     def _translate(self, what: str, exc: Exception) -> Exception:
         message = redact(f"{self.name} Batch API ({what}): {exc}", self._secret)
         status = getattr(getattr(exc, "response", None), "status_code", None)
+        if status == 404 and what == "status":
+            return BatchNotFound(message)
         if status is not None:
             if status == 404:
                 message += " (does this endpoint offer the Batch API? index without --batch)"

@@ -88,6 +88,10 @@ def _work_left(conn: db.Connection, path: Path) -> list[str]:
     if changed:
         left.append(f"{changed} entity names changed since the graph was last merged; "
                     f"`tgr index {path}` brings the graph, communities and reports up to date")
+    jobs = count("SELECT count(*) FROM batch_jobs WHERE outcome IS NULL") if db.has_table(conn, "batch_jobs") else 0
+    if jobs:
+        left.append(f"{jobs} Batch API jobs are submitted and not collected yet; `tgr index {path}` waits "
+                    "for them and goes on")
     unembedded = {table: count(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL")
                   for table in ("chunks", "entities", "reports")}
     if any(unembedded.values()):

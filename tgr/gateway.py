@@ -443,7 +443,7 @@ class Gateway:
             usage.local += 1
         else:
             usage.calls += 1
-            usage.batched += price != 1.0
+            usage.batched += int(price < 1.0)
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.billed_tokens += (prompt_tokens + completion_tokens) * price
