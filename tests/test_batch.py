@@ -201,3 +201,36 @@ def test_a_job_the_provider_does_not_know_is_sent_again(tmp_path):
     outcomes = rows(store, "SELECT outcome FROM batch_jobs ORDER BY id")
     assert outcomes[0] == ("abandoned",) and set(outcomes[1:]) == {("collected",)}
     assert rows(store, "SELECT count(*) FROM reports")[0][0] > 0
+
+
+def test_ctrl_c_while_waiting_for_a_job_then_a_plain_index_collects_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    store = tmp_path / "store.db"
+    env = {**os.environ, "TGR_API_KEY": KEY, "PYTHONPATH": str(ROOT)}
+    with FakeServer(batch_delay=60) as server:
+        models = ["--base-url", server.url, "--chat-model", "openai:fake", "--embed-model", "openai:fake-embedding"]
+        process = subprocess.Popen([sys.executable, "-m", "tgr.cli", "index", str(store), ONE_FILE, *models,
+                                    "--batch", "--chunk-size", "300", "--chunk-overlap", "40"],
+                                   cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not server.batches.counts["batches"]:
+            time.sleep(0.05)
+        time.sleep(0.5)  # polling now, with its progress line
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130 and "interrupted" in err and "extract (batch)" in err, err
+        assert rows(store, "SELECT status FROM runs") == [("interrupted",)]
+        server.batches.delay = 0  # the job finishes while nobody is waiting; the next ones at once
+        done = subprocess.run([sys.executable, "-m", "tgr.cli", "index", str(store), *models, "-q"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "batch" in done.stdout  # the `batch  N calls at half price` line
+        assert server.stats.chat_calls == 0 and server.stats.repaid == 0
+    assert rows(store, "SELECT count(*) FROM batch_jobs WHERE outcome IS NULL") == [(0,)]

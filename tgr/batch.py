@@ -48,7 +48,7 @@ class BatchOptions:
 
     wait: bool = True
     fallback: bool = False
-    poll_first: float = 2.0     # seconds between status checks, growing 1.5x ...
+    poll_first: float = 1.0     # seconds between status checks, growing 1.5x ...
     poll_max: float = 60.0      # ... up to this
     only_open: bool = False     # batch only to collect jobs the store holds open (else synchronous)
 
