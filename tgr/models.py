@@ -162,6 +162,8 @@ class ZhipuChat(_ZhipuBase):
 class ZhipuEmbedder(_ZhipuBase):
     """zhipuai embedding models (embedding-3 by default, cosine)."""
 
+    vector_type = "int8"  # in a new store (see tgr.providers.keep_store_vector_type; README)
+
     def __init__(self, model: str = ZHIPU_EMBED_DEFAULT, dim: int | None = None, **kwargs):
         super().__init__(model, **kwargs)
         self.dim = dim or (ZHIPU_EMBED_DIM if model == "embedding-3" else 1024)
@@ -253,6 +255,8 @@ class OpenAIChat(_OpenAIBase):
 
 class OpenAIEmbedder(_OpenAIBase):
     """Embeddings through any OpenAI-compatible /embeddings endpoint."""
+
+    vector_type = "int8"  # in a new store (see tgr.providers.keep_store_vector_type; README)
 
     def __init__(self, model: str, base_url: str, dim: int | None = None, **kwargs):
         super().__init__(model, base_url, **kwargs)

@@ -16,7 +16,7 @@ import os
 
 from .errors import ModelError, ModelMismatch
 from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
-                     OpenAIEmbedder, ZhipuChat, ZhipuEmbedder)
+                     OpenAIEmbedder, ZhipuChat, ZhipuEmbedder, vector_type)
 from .local_embed import LocalEmbedder
 from .local_embed import available as local_embed_available
 from .offline import HashEmbedder
@@ -95,6 +95,16 @@ def offline_embedder() -> Embedder:
     if spec and spec.partition(":")[0].lower() in LOCAL_PROVIDERS:
         return make_embedder(spec)
     return LocalEmbedder() if local_embed_available() else HashEmbedder()
+
+
+def keep_store_vector_type(embedder: Embedder, meta: dict) -> Embedder:
+    """A built store keeps its vectors as they were stored: meta embed_vector, or float32 for
+    a store older than int8 vectors (API embedders wrote float32 before they wrote int8)."""
+    if meta.get("embed_model"):
+        stored = meta.get("embed_vector", "float32")
+        if stored in ("float32", "int8") and vector_type(embedder) != stored:
+            embedder.vector_type = stored
+    return embedder
 
 
 def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:

@@ -20,7 +20,7 @@ from .limits import loads
 from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
-from .providers import chat_for_store, embedder_for_store, make_embedder
+from .providers import chat_for_store, embedder_for_store, keep_store_vector_type, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .retrieve import Passage
 from .safe import terminal_safe
@@ -179,7 +179,7 @@ class KnowledgeBase:
                 if built and built != embedder.name:
                     raise ModelMismatch(f"this store was built with the embedding model {built}, "
                                         f"not {embedder.name}")
-            self._resolved = (chat, embedder)
+            self._resolved = (chat, keep_store_vector_type(embedder, self.meta))
         return self._resolved
 
     def _chat_model(self, lenient: bool = False) -> ChatModel | None:
