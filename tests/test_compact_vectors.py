@@ -55,3 +55,17 @@ def test_a_float32_store_from_before_int8_stays_float32(tmp_path):
         assert "float[64]" in vec_sql(path)
         assert rows(path, "SELECT count(*) FROM vec_chunks_rowids")[0][0] == rows(path, "SELECT count(*) FROM chunks")[0][0]
         assert answer.sources
+
+
+def test_rebuilding_the_embeddings_moves_a_float32_store_to_int8(tmp_path):
+    path = tmp_path / "old.db"
+    with FakeServer() as server:
+        old_style = OpenAIEmbedder("fake-embedding", server.url, api_key="k")
+        old_style.vector_type = "float32"
+        with store(path, server, old_style) as kb:
+            kb.index([PART1], **SMALL)
+        with store(path, server) as kb:
+            kb.rebuild("embeddings")
+            assert kb.meta["embed_vector"] == "int8"
+            assert kb.retrieve("Marley's ghost", "naive", k=3)
+    assert "int8[64]" in vec_sql(path)
