@@ -234,3 +234,12 @@ def test_ctrl_c_while_waiting_for_a_job_then_a_plain_index_collects_it(tmp_path)
         assert "batch" in done.stdout  # the `batch  N calls at half price` line
         assert server.stats.chat_calls == 0 and server.stats.repaid == 0
     assert rows(store, "SELECT count(*) FROM batch_jobs WHERE outcome IS NULL") == [(0,)]
+
+
+def test_a_wave_larger_than_one_job_is_split_at_the_providers_limits():
+    from tgr.batch import MAX_BYTES, MAX_REQUESTS, _parts
+
+    small = [(str(i), b"{}\n") for i in range(MAX_REQUESTS + 1)]
+    assert [len(p) for p in _parts(small)] == [MAX_REQUESTS, 1]
+    big = b"x" * (MAX_BYTES // 2 + 1)
+    assert [len(p) for p in _parts([("a", big), ("b", big), ("c", b"{}\n")])] == [1, 2]

@@ -137,16 +137,16 @@ class BatchRunner:
         """(key, job, retry) to send now; moves what goes no further to answered or left."""
         to_send, given_up = [], []
         for key, (count, state, error) in {**{k: (0, "", "") for k in pending}, **self._history(pending)}.items():
+            exhausted, failed = count >= MAX_ATTEMPTS, state in ("failed", "expired")
             if state == "sent":
                 continue  # in a job that is still open
-            if state == "rejected" and count >= MAX_ATTEMPTS and key in self._rejected:
+            if state == "rejected" and exhausted and key in self._rejected:
                 answered.extend((job, self._rejected[key]) for job in pending.pop(key))  # used once
-            elif (state == "rejected" and count >= MAX_ATTEMPTS) or (state != "rejected" and self.options.fallback
-                                                                    and state in ("failed", "expired")):
+            elif (state == "rejected" and exhausted) or (failed and self.options.fallback):
                 left[key] = pending.pop(key)  # the gateway asks (and checks) synchronously
-            elif count >= MAX_ATTEMPTS:
+            elif failed and exhausted:
                 given_up.append(error or state)
-            else:
+            else:  # never sent, or sent again (an answer lost or rejected, a request failed)
                 to_send.append((key, pending[key][0], state == "rejected"))
         if given_up:
             raise ModelError(f"{len(given_up)} {stage} requests failed in {MAX_ATTEMPTS} batch jobs each "
@@ -160,13 +160,7 @@ class BatchRunner:
         for key, job, retry in to_send:
             params = {**job.params, "temperature": RETRY_TEMPERATURE} if retry else job.params
             lines.append((key, request_line(key, self.api.endpoint, self.chat.request_body(job.prompt, **params))))
-        start = 0
-        while start < len(lines):
-            end, size = start, 0
-            while end < len(lines) and end - start < MAX_REQUESTS and (end == start or size + len(lines[end][1]) <= MAX_BYTES):
-                size += len(lines[end][1])
-                end += 1
-            part = lines[start:end]
+        for part in _parts(lines):
             data = b"".join(line for _, line in part)
             batch_id, file_id = gateway._with_retries(lambda: self.api.submit(data, {"tgr_stage": stage}))[0]
             with transaction(self.conn):
@@ -176,7 +170,6 @@ class BatchRunner:
                     (self.model, stage, batch_id, file_id, len(part), gateway.run_id)).lastrowid
                 self.conn.executemany("INSERT INTO batch_items(job_id, key, state) VALUES (?, ?, 'sent')",
                                       [(job_id, key) for key, _ in part])
-            start = end
 
     # -- waiting and collecting -----------------------------------------------------------
 
@@ -290,3 +283,16 @@ class BatchRunner:
             if idle is not None and idle():
                 continue
             time.sleep(min(remaining, 0.2))
+
+
+def _parts(lines: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
+    """Consecutive runs of request lines within one job's limits (at least one line each)."""
+    parts: list[list[tuple[str, bytes]]] = []
+    size = 0
+    for line in lines:
+        if not parts or len(parts[-1]) >= MAX_REQUESTS or size + len(line[1]) > MAX_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(line)
+        size += len(line[1])
+    return parts
