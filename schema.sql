@@ -231,7 +231,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id          INTEGER PRIMARY KEY,
     command     TEXT NOT NULL,
     settings    TEXT NOT NULL,          -- JSON
-    status      TEXT NOT NULL,          -- running | done | interrupted | failed
+    status      TEXT NOT NULL,          -- running | done | interrupted | failed | waiting (for batch jobs)
     counts      TEXT,                   -- JSON summary at the end
     started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
     wall_s      REAL
