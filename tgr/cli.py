@@ -290,14 +290,20 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
               help="Modes to measure (repeatable; default local and naive).")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
-def evaluate_store(store, questions, modes, limit, as_json):
+@click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
+def evaluate_store(store, questions, modes, limit, as_json, strict):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids')."""
-    from .evaluate import KS, evaluate, load_questions
+    from .evaluate import KS, evaluate, load_questions, match_evidence
 
     rows = load_questions(questions)[:limit]
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        results = evaluate(kb, rows, modes or ("local", "naive"))
+        matched = match_evidence(kb, rows)
+        if matched.problem() and strict:
+            raise click.ClickException(_one_line(matched.problem()))
+        if matched.problem():
+            click.echo(f"warning: {_one_line(matched.problem())}", err=True)
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched)
     if as_json:
         click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
                               ensure_ascii=False, indent=2))
