@@ -15,6 +15,7 @@ from .db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
 from .export import DEFAULT_TOP, export_format, export_store
+from .fresh import RemovedIfUnused
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -215,9 +216,10 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         raise click.UsageError("nothing to index: give files or directories (with no PATHS, an existing "
                                "STORE's unfinished work is finished)")
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
-    with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               prompts_file=prompts_file) as kb:
+    with RemovedIfUnused(target), \
+            _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                  offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+                  prompts_file=prompts_file) as kb:  # a failed first index leaves no file
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
