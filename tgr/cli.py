@@ -1,6 +1,7 @@
 """The tgr command line: parse arguments, call one library function, print the result."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -133,9 +134,15 @@ class _Lines:
         self.stage, self.state, self.shown = None, (0, 0), None
 
 
+@contextlib.contextmanager
 def _progress(quiet: bool):
-    """Progress bars on a terminal, plain lines every few seconds otherwise, nothing if quiet."""
-    return _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    """The progress of every command that reports it: bars on a terminal, plain lines every few
+    seconds otherwise, nothing if quiet; the last state shown when the command ends."""
+    shown = _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    try:
+        yield shown
+    finally:
+        shown.close()
 
 
 class _Group(click.Group):
@@ -224,12 +231,9 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
             return
-        bars = _progress(quiet)
-        try:
-            summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
-                               **settings)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.index(paths, progress=progress,
+                               warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True), **settings)
         if as_json:
             click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
             return
@@ -334,11 +338,8 @@ def delete(store, documents, chat_model, embed_model, base_url, offline, concurr
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=dry_run) as kb:
-        bars = _Bars(quiet)
-        try:
-            summary = kb.delete(documents, dry_run=dry_run, progress=bars)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.delete(documents, dry_run=dry_run, progress=progress)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -442,12 +443,9 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                prompts_file=prompts_file) as kb:
-        bars = _progress(quiet)
-        try:
-            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size,
+        with _progress(quiet) as progress:
+            summary = kb.rebuild(stage, progress=progress, max_cluster_size=max_cluster_size,
                                  entity_types=_entity_types(entity_types))
-        finally:
-            bars.close()
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
