@@ -160,6 +160,11 @@ class _Group(click.Group):
             raise click.ClickException(_one_line(exc)) from None
 
 
+def _warn(message: str) -> None:
+    """One warning line on stderr (the message may quote the store)."""
+    click.echo(f"warning: {_one_line(message)}", err=True)
+
+
 def _one_line(text) -> str:
     """A message (which may quote the store) as one safe line."""
     return terminal_safe(" ".join(str(text).split()))
@@ -232,8 +237,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             _print_mapping(result, as_json)
             return
         with _progress(quiet) as progress:
-            summary = kb.index(paths, progress=progress,
-                               warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True), **settings)
+            summary = kb.index(paths, progress=progress, warn=_warn, **settings)
         if as_json:
             click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
             return
@@ -269,8 +273,7 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=True) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k,
-                        warn=lambda m: click.echo(f"warning: {m}", err=True))
+        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
     if as_json:
         click.echo(result.to_json())
     elif context_only:
@@ -308,7 +311,7 @@ def evaluate_store(store, questions, modes, limit, as_json, strict):
         if matched.problem() and strict:
             raise click.ClickException(_one_line(matched.problem()))
         if matched.problem():
-            click.echo(f"warning: {_one_line(matched.problem())}", err=True)
+            _warn(matched.problem())
         results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched)
     if as_json:
         click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
