@@ -5,8 +5,10 @@ documents were indexed under: `doc_id`/`id` of a .jsonl/.csv row, else the sourc
 to `tgr index`); `qid` is optional. An evidence id that is no document's id still names a file
 when exactly one document's source is the same file from here, or ends with the same path
 components (so `a.txt` or `docs/a.txt` finds `../project/docs/a.txt`, however the folder was
-typed), or has it as its title; otherwise it counts as missed, and match_evidence says so. For each mode the ranked passages of `retrieve()` are turned into a ranking of
-distinct documents, and recall@k is the share of a question's evidence documents among the
+typed), or has it as its title; otherwise it counts as missed, and match_evidence says so.
+
+For each mode the ranked passages of `retrieve()` are turned into a ranking of distinct
+documents, and recall@k is the share of a question's evidence documents among the
 first k, averaged over the questions; `complete@k` is the share of questions with all of their
 evidence in the first k. Where questions name their facts (`meta.supporting_facts[].text`, or
 `meta.answer_items`, each item a string or a list of alternatives), `facts@k` is the share of
@@ -76,12 +78,14 @@ def match_evidence(kb, questions: list[dict]) -> EvidenceMatch:
     """Match every evidence id of the questions to a stored document (see the module notes)."""
     stored = document_names(kb.conn)
     keys = {key for key, _, _ in stored}
-    names = _NameIndex(stored)
+    names = None  # built only when an evidence id is not a document's id
     found, exact, by_name, missing = {}, 0, 0, []
     for evidence in dict.fromkeys(e for q in questions for e in q["evidence_doc_ids"]):
         if evidence in keys:
             found[evidence], exact = evidence, exact + 1
-        elif (key := names.find(evidence)) is not None:
+            continue
+        names = names or _NameIndex(stored)
+        if (key := names.find(evidence)) is not None:
             found[evidence], by_name = key, by_name + 1
         else:
             missing.append(evidence)
@@ -95,11 +99,13 @@ class _NameIndex:
         self.by_basename: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         self.by_real: dict[str, set[str]] = {}
         self.by_title: dict[str, set[str]] = {}
+        paths: dict[str, tuple[tuple[str, ...], str]] = {}  # source -> (its parts, its real path)
         for key, source, title in stored:
             if source != "<stdin>":
-                parts = _parts(source)
-                self.by_basename.setdefault(parts[-1], []).append((key, parts))
-                self.by_real.setdefault(_real(source), set()).add(key)
+                parts, real = paths.get(source) or paths.setdefault(source, (_parts(source), _real(source)))
+                if parts:
+                    self.by_basename.setdefault(parts[-1], []).append((key, parts))
+                self.by_real.setdefault(real, set()).add(key)
             if title:
                 self.by_title.setdefault(title, set()).add(key)
 
