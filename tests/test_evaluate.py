@@ -66,6 +66,7 @@ def test_cli_prints_a_table_and_json_rows(files):
     assert [line.split()[0] for line in lines[2:]] == ["local", "naive"]
     data = json.loads(CliRunner().invoke(main, ["eval", str(store), str(questions), "--json", "--limit", "2"]).output)
     assert data["questions"] == 2 and [r["mode"] for r in data["results"]] == ["local", "naive"]
+    assert data["evidence"] == {"ids": 3, "exact": 3, "by_path_or_title": 0, "missing": []}
     assert [row["qid"] for row in data["results"][0]["rows"]] == ["q1", "q2"]
 
 

@@ -314,7 +314,8 @@ def evaluate_store(store, questions, modes, limit, as_json, strict):
             _warn(matched.problem())
         results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched)
     if as_json:
-        click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
+        click.echo(json.dumps({"store": store, "questions": len(rows), "evidence": matched.to_dict(),
+                               "results": [r.to_dict() for r in results]},
                               ensure_ascii=False, indent=2))
         return
     has_facts = any(r.facts for r in results)

@@ -60,6 +60,9 @@ class EvidenceMatch:
     def total(self) -> int:
         return self.exact + self.by_name + len(self.missing)
 
+    def to_dict(self) -> dict:
+        return {"ids": self.total, "exact": self.exact, "by_path_or_title": self.by_name, "missing": self.missing}
+
     def problem(self) -> str | None:
         """One line when some evidence ids name no document (None when all do)."""
         if not self.missing:
