@@ -106,7 +106,7 @@ def build_server(worker: StoreWorker):
     server_class, worker.tool_error = _sdk()
     with warnings.catch_warnings():
         # the SDK's settings model has a forward reference pydantic-settings warns about on every
-        # start (mcp 1.x with pydantic-settings >= 2.12); nothing for a tgr user to act on
+        # start (seen with mcp 1.19 and pydantic-settings 2.16); nothing for a tgr user to act on
         warnings.filterwarnings("ignore", message="Field 'lifespan' has an incomplete definition",
                                 category=_incomplete_field_warning())
         server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
