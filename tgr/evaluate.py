@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .corpus import document_names
 from .errors import InputError
 
 KS = (2, 5, 10)
@@ -79,7 +78,7 @@ class EvidenceMatch:
 
 def match_evidence(kb, questions: list[dict]) -> EvidenceMatch:
     """Match every evidence id of the questions to a stored document (see the module notes)."""
-    stored = document_names(kb.conn)
+    stored = kb.document_names()
     keys = {key for key, _, _ in stored}
     names = None  # built only when an evidence id is not a document's id
     found, exact, by_name, missing = {}, 0, 0, []
