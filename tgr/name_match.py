@@ -1,0 +1,207 @@
+"""Entity lookups that forgive: recorded aliases, case, accents, `·` and hyphens, traditional
+Chinese for simplified, and typos ("Scroge", "Jacob Marly").
+
+Every entity name and alias is folded once into a key (`fold`); a lookup folds the query the
+same way and looks the key up, and only then looks for a key within a few edits of it
+(rapidfuzz's optimal-string-alignment distance, so a swapped pair of letters is one edit).
+The folded index of a connection is cached until the store changes. Store text is untrusted:
+names are cut to MAX_NAME_CHARS before any matching, so a huge name costs no more than a long one.
+"""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .db import Connection, has_table
+from .text import has_cjk, normalise_name
+
+MAX_NAME_CHARS = 120
+MAX_ALIASES = 200_000       # rows of an alias table read at most (an untrusted store may hold millions)
+_SEPARATORS = re.compile(r"[·・•‧∙⋅･\-‐‑‒–—_.,'’‘`]+")
+_SPACES = re.compile(r"\s+")
+_CJK_SPACE = re.compile(r"(?<=[^\x00-\u2fff]) (?=[^\x00-\u2fff])")
+
+
+@lru_cache(maxsize=1)
+def _t2s():
+    """OpenCC's traditional-to-simplified converter (its dictionaries ship in the wheel)."""
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def fold(name: str) -> str:
+    """The forgiving key of a name: normalised and case-folded, accents removed, `·`, hyphens,
+    dots and apostrophes dropped or spaced, traditional Chinese characters made simplified."""
+    text = normalise_name(str(name)[:MAX_NAME_CHARS * 2])
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = unicodedata.normalize("NFC", text)
+    if has_cjk(text):
+        text = _t2s().convert(text)
+    text = _SEPARATORS.sub(lambda m: "" if _between_cjk(m) else " ", text)
+    text = _SPACES.sub(" ", text).strip()
+    text = _CJK_SPACE.sub("", text)
+    return text[:MAX_NAME_CHARS]
+
+
+def _between_cjk(match: re.Match) -> bool:
+    text, start, end = match.string, match.start(), match.end()
+    return (start > 0 and ord(text[start - 1]) > 0x2FFF) or (end < len(text) and ord(text[end]) > 0x2FFF)
+
+
+def max_edits(key: str) -> int:
+    """Typos forgiven in a folded name of this length: none up to four characters (or two
+    Chinese characters), one up to seven, two up to fifteen, three beyond."""
+    n = len(key)
+    if n <= 4 and not (has_cjk(key) and n > 2):
+        return 0
+    return 1 if n <= 7 else 2 if n <= 15 else 3
+
+
+def stored_aliases(conn: Connection) -> list[tuple[str, str]]:
+    """(entity id, alias) pairs from the store's entity_aliases table when it has one."""
+    if not has_table(conn, "entity_aliases"):
+        return []
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(entity_aliases)")]
+    entity = next((c for c in ("entity_id", "entity") if c in columns), None)
+    alias = next((c for c in ("alias", "name", "surface", "surface_form") if c in columns), None)
+    if entity is None or alias is None:
+        return []
+    return [(str(e), str(a)) for e, a in conn.execute(
+        f'SELECT "{entity}", "{alias}" FROM entity_aliases WHERE "{alias}" IS NOT NULL '
+        f'ORDER BY "{entity}", "{alias}" LIMIT ?', (MAX_ALIASES,)) if e is not None]
+
+
+@dataclass(frozen=True)
+class Match:
+    """An entity found for a query, and how: 'name', 'alias', 'folded' (accents, `·`, case,
+    traditional/simplified) or 'typo' (edits = how many)."""
+
+    entity_id: str
+    surface: str
+    how: str
+    edits: int = 0
+
+
+class NameIndex:
+    """Every entity name and alias of a store, folded, for exact and near-miss lookups."""
+
+    def __init__(self, entities: list[tuple[str, str, int]], aliases: list[tuple[str, str]]):
+        degree = {eid: deg for eid, _, deg in entities}
+        self.names = {eid: name for eid, name, _ in entities}
+        surfaces: dict[str, list[tuple[str, str]]] = {}
+        for eid, name, _ in entities:
+            surfaces.setdefault(fold(name), []).append((eid, name))
+        for eid, alias in aliases:
+            if eid in degree:
+                surfaces.setdefault(fold(alias), []).append((eid, alias))
+        for key in surfaces:  # the most linked entity first when several share a key
+            surfaces[key] = sorted(set(surfaces[key]), key=lambda p: (-degree[p[0]], p[0], p[1]))
+        surfaces.pop("", None)
+        self.surfaces = surfaces
+        self.keys = list(surfaces)
+        self.alias_keys: dict[str, str] = {}
+        for eid, alias in sorted((p for p in aliases if p[0] in degree), key=lambda p: (-degree[p[0]], p)):
+            self.alias_keys.setdefault(normalise_name(alias[:MAX_NAME_CHARS * 2]), eid)
+        self.degree = degree
+        self.aliases: dict[str, list[str]] = {}
+        for eid, alias in aliases:
+            if eid in degree and alias != self.names[eid] and alias not in self.aliases.get(eid, []):
+                self.aliases.setdefault(eid, []).append(alias)
+
+    def aliases_of(self, entity_id: str) -> list[str]:
+        """The recorded aliases of an entity (not its name), as stored."""
+        return list(self.aliases.get(entity_id, []))
+
+    def exact(self, name: str) -> Match | None:
+        """The entity whose alias or folded name equals name's, or None."""
+        alias = self.alias_keys.get(normalise_name(str(name)[:MAX_NAME_CHARS * 2]))
+        if alias is not None:
+            return Match(alias, self.names[alias], "alias")
+        found = self.surfaces.get(fold(name))
+        return Match(found[0][0], found[0][1], "folded") if found else None
+
+    def near(self, name: str, limit: int = 1) -> list[Match]:
+        """Entities whose folded name or alias is within max_edits of name's, fewest edits first
+        (then the most linked)."""
+        from rapidfuzz import process
+        from rapidfuzz.distance import OSA
+
+        key = fold(name)
+        edits = max_edits(key)
+        if edits == 0:
+            return []
+        hits = process.extract(key, self.keys, scorer=OSA.distance, score_cutoff=edits, limit=max(10, limit * 4))
+        found: dict[str, Match] = {}
+        for surface_key, distance, _ in sorted(
+                hits, key=lambda h: (h[1], -self.degree[self.surfaces[h[0]][0][0]], h[0])):
+            for eid, surface in self.surfaces[surface_key]:
+                found.setdefault(eid, Match(eid, surface, "typo", int(distance)))
+        return list(found.values())[:limit]
+
+    def similar(self, name: str, limit: int = 10) -> list[str]:
+        """Names of entities that resemble name (shared words, a part of it, a few edits), best first."""
+        from rapidfuzz import fuzz, process
+
+        key = fold(name)
+        if not key:
+            return []
+        hits = process.extract(key, self.keys, scorer=fuzz.WRatio, score_cutoff=70, limit=limit * 3)
+        names: list[str] = []
+        for surface_key, _, _ in sorted(hits, key=lambda h: (-h[1], -self.degree[self.surfaces[h[0]][0][0]], h[0])):
+            name_of = self.names[self.surfaces[surface_key][0][0]]
+            if name_of not in names:
+                names.append(name_of)
+        return names[:limit]
+
+
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def name_index(conn: Connection) -> NameIndex:
+    """The NameIndex of the store behind conn, rebuilt only when the store has changed
+    (SQLite's data_version for other connections' commits, total_changes for this one's)."""
+    stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    cached = _cache.get(conn)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    entities = [(str(eid), str(name), int(deg or 0)) for eid, name, deg in conn.execute(
+        "SELECT id, name, degree FROM entities WHERE name IS NOT NULL ORDER BY id")]
+    index = NameIndex(entities, stored_aliases(conn))
+    _cache[conn] = (stamp, index)
+    return index
+
+
+def resolve(conn: Connection, name: str) -> Match | None:
+    """The entity name most likely means: its exact id, a recorded alias, the same folded name,
+    or else the nearest name within a few typos; None when nothing is close."""
+    index = name_index(conn)
+    exact = index.exact(name)
+    if exact is not None:
+        return exact
+    near = index.near(name, limit=1)
+    return near[0] if near else None
+
+
+def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
+    """For question seeding: the entity ids (with their span's cased flag) that capitalised
+    spans name by a recorded alias or a spelling variant, for spans that are no entity's id.
+    No typo matching here: a question's words are not all names."""
+    cased = [key for key, is_cased in spans.items() if is_cased]
+    if not cased:
+        return {}
+    known = {row[0] for row in conn.execute("SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                                            (json.dumps(cased, ensure_ascii=False),))}
+    index = name_index(conn)
+    found: dict[str, bool] = {}
+    for key in cased:
+        if key not in known:
+            match = index.exact(key)
+            if match is not None and match.entity_id not in spans:
+                found[match.entity_id] = True
+    return found
