@@ -112,7 +112,7 @@ def test_html_page_is_self_contained_with_script_and_data(store, tmp_path):
     assert details["descriptions"][0] == rows(store, "SELECT description FROM entities WHERE id = ?", (top_id,))[0][0]
     assert len(details["edges"]) == len(data["edges"])
     # every entity has a position and its community per level
-    assert all(isinstance(n["x"], float) and isinstance(n["y"], float) for n in data["nodes"])
+    assert all(isinstance(n["x"], (int, float)) and isinstance(n["y"], (int, float)) for n in data["nodes"])
     assert top["c"][0] == rows(store, "SELECT m.community_id FROM community_members m JOIN communities c "
                                       "ON c.id = m.community_id WHERE c.level = 0 AND m.entity_id = ?",
                                       (top_id,))[0][0]
@@ -224,7 +224,7 @@ def test_page_layout_groups_communities_and_fits_the_main_component(store, tmp_p
     assert disks and all(data["communities"][cid]["level"] == 0 for cid in disks)
     for n in main:
         cx, cy, r = disks[n["c"][0]]
-        assert (n["x"] - cx) ** 2 + (n["y"] - cy) ** 2 <= (r + 0.5) ** 2
+        assert (n["x"] - cx) ** 2 + (n["y"] - cy) ** 2 <= (r + 1) ** 2
     items = list(disks.values())
     for i, (ax, ay, ar) in enumerate(items):
         for bx, by, br in items[i + 1:]:

@@ -23,6 +23,9 @@ MAX_ALIASES = 20            # aliases kept per entity in exports
 PASSAGES_PER_ENTITY = 3     # source passages the page keeps for each entity
 PASSAGE_CHARS = 300         # characters of a passage around the entity's first mention
 EDGE_TEXT_CHARS = 160       # the page shows the start of each relationship's description
+DESCRIPTION_CHARS = 1200    # the page shows the start of each entity's description ...
+FINDING_CHARS = 400         # ... and of each report finding's explanation
+BIG_STORE = 2000            # past this many entities the page keeps less text per item (see detail_limits)
 
 
 @dataclass
@@ -57,8 +60,9 @@ def export_store(conn: Connection, out: str | Path, *, level: int = 0, top: int 
     elif fmt == "json":
         write_json(data, out)
     else:
-        write_html(data, out, title=title,
-                   level=level, top=top, passages=read_passages(conn))
+        limits = detail_limits(len(data.entities))
+        write_html(data, out, title=title, level=level, top=top,
+                   passages=read_passages(conn, limits["passages"], limits["passage_chars"]))
     return {"format": fmt, "entities": len(data.entities), "relationships": len(data.relationships),
             "communities": len(data.communities), "reports": len(data.reports), "path": str(out)}
 
@@ -276,21 +280,34 @@ def page_data(data: GraphData, *, title: str, level: int, top: int) -> dict:
             "view": [round(v, 1) for v in placed.view]}
 
 
+def detail_limits(entities: int) -> dict[str, int]:
+    """How much text the page keeps per item: everything up to BIG_STORE entities; past that
+    fewer and shorter passages and descriptions, so a 10,000-entity page stays near 1 KB per
+    entity (the whole text is in the store, and in the JSON export)."""
+    if entities <= BIG_STORE:
+        return {"passages": PASSAGES_PER_ENTITY, "passage_chars": PASSAGE_CHARS, "description": DESCRIPTION_CHARS,
+                "edge": EDGE_TEXT_CHARS, "finding": FINDING_CHARS, "findings": 10}
+    return {"passages": 2 if entities <= 2 * BIG_STORE else 1, "passage_chars": 200, "description": 160,
+            "edge": 0, "finding": 160, "findings": 3}
+
+
 def page_details(data: GraphData, passages: tuple[list[dict], dict[str, list[list]]] | None = None) -> dict:
     """What the page reads only when a panel opens: descriptions and source passages per entity,
     predicate and description per relationship, reports per community."""
     documents, by_entity = passages or ([], {})
+    limits = detail_limits(len(data.entities))
     index = {e["id"] for e in data.entities}
     reports = {}
     for cid, report in data.reports.items():
-        reports[cid] = {"summary": report["summary"], "rating": report["rating"],
-                        "findings": [[f["summary"], f["explanation"]] for f in report["findings"]]}
-    return {"descriptions": [e["description"] for e in data.entities],
+        reports[cid] = {"summary": _shorten(report["summary"], limits["description"]), "rating": report["rating"],
+                        "findings": [[f["summary"], _shorten(f["explanation"], limits["finding"])]
+                                     for f in report["findings"][:limits["findings"]]]}
+    return {"descriptions": [_shorten(e["description"], limits["description"]) for e in data.entities],
             "passages": [by_entity.get(e["id"], []) for e in data.entities],
-            "edges": [[r["predicate"], _shorten(r["description"], EDGE_TEXT_CHARS)]
+            "edges": [[r["predicate"], _shorten(r["description"], limits["edge"]) if limits["edge"] else ""]
                       for r in data.relationships if r["source"] in index and r["target"] in index],
             "reports": reports,
-            "documents": [[d["source"], d["title"]] for d in documents]}
+            "documents": [[d["source"], _shorten(d["title"], 120)] for d in documents]}
 
 
 def script_json(value) -> str:

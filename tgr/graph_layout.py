@@ -81,7 +81,7 @@ def _lay_out_main(graph, main: list[int], groups: list[str | None], out: Layout,
         cx, cy, r = float(centres[k, 0]), float(centres[k, 1]), float(radius[k])
         out.disks[g] = (round(cx, 1), round(cy, 1), round(r, 1))
         for i, (x, y) in zip(members[g], _inside_disk(graph, members[g], r - UNIT * 0.5)):
-            out.x[i], out.y[i] = round(cx + x, 1), round(cy + y, 1)
+            out.x[i], out.y[i] = round(cx + x), round(cy + y)
 
 
 def _place_disks(graph, group_of: dict[int, int], radius: np.ndarray, main: list[int],
@@ -149,9 +149,13 @@ def _inside_disk(graph, members: list[int], radius: float) -> list[tuple[float, 
     if sub.ecount() == 0:
         return _sunflower(len(members), radius)
     coords = np.array(sub.layout_fruchterman_reingold(weights="weight", niter=MEMBER_ITERATIONS).coords)
-    coords -= (coords.max(axis=0) + coords.min(axis=0)) / 2
-    reach = float(np.sqrt((coords ** 2).sum(axis=1)).max()) or 1.0
-    coords *= radius / reach
+    coords -= np.median(coords, axis=0)
+    # a radial squash, so a few far members do not shrink the rest into a dot: the 90th
+    # percentile distance lands at 0.9 of the radius and nothing lands outside the disk
+    dist = np.sqrt((coords ** 2).sum(axis=1))
+    d90 = float(np.quantile(dist, 0.9)) or 1.0
+    squashed = radius * np.tanh(dist / d90 * math.atanh(0.9))
+    coords *= (squashed / np.maximum(dist, 1e-9))[:, None]
     return [(float(x), float(y)) for x, y in coords]
 
 
@@ -179,12 +183,12 @@ def _pack_islands(graph, components: list[list[int]], out: Layout) -> None:
         if cursor_x + 2 * r > left + width and cursor_x > left:
             cursor_x, cursor_y, row_height = left, cursor_y + row_height + UNIT, 0.0
         for i, (x, y) in zip(component, _inside_disk(graph, component, r)):
-            out.x[i], out.y[i] = round(cursor_x + r + x, 1), round(cursor_y + r + y, 1)
+            out.x[i], out.y[i] = round(cursor_x + r + x), round(cursor_y + r + y)
         cursor_x += 2 * r + UNIT
         row_height = max(row_height, 2 * r)
     if singles:
         top = cursor_y + row_height + UNIT * 2
         per_row = max(1, int(width // (UNIT * 1.6)))
         for k, i in enumerate(singles):
-            out.x[i] = round(left + (k % per_row) * UNIT * 1.6, 1)
-            out.y[i] = round(top + (k // per_row) * UNIT * 1.6, 1)
+            out.x[i] = round(left + (k % per_row) * UNIT * 1.6)
+            out.y[i] = round(top + (k // per_row) * UNIT * 1.6)

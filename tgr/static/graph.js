@@ -4,7 +4,9 @@
    only when a panel first needs them, so the first frame waits for nothing but the drawing. */
 (function () {
   "use strict";
+  var started = performance.now();
   var data = JSON.parse(document.getElementById("tgr-data").textContent);
+  var parsed = performance.now();
   var details = null;
   function more() {
     if (!details) details = JSON.parse(document.getElementById("tgr-details").textContent);
@@ -74,6 +76,20 @@
   }
   var disks = Object.keys(communities).filter(function (id) { return communities[id].d; })
     .sort(function (a, b) { return communities[b].size - communities[a].size || (a < b ? -1 : 1); });
+  /* relationships between two top-level communities, counted: the overview draws one line per pair */
+  var bundles = (function () {
+    var count = new Map();
+    edges.forEach(function (e) {
+      var a = nodes[e[0]].c[0], b = nodes[e[1]].c[0];
+      if (a === b || !a || !b || !communities[a] || !communities[b] || !communities[a].d || !communities[b].d) return;
+      var key = a < b ? a + "\n" + b : b + "\n" + a;
+      count.set(key, (count.get(key) || 0) + 1);
+    });
+    var list = [];
+    count.forEach(function (n, key) { var p = key.split("\n"); list.push([communities[p[0]].d, communities[p[1]].d, n]); });
+    return list;
+  })();
+  var BUNDLE_ZOOM = 2.5;  /* closer than this (relative to the first view), every relationship is drawn */
 
   /* a grid over world coordinates for hit tests */
   var CELL = 60, grid = new Map();
@@ -128,9 +144,15 @@
   function sy(wy) { return (wy - view.y) * view.s + H / 2; }
 
   /* -- drawing ------------------------------------------------------------------------- */
+  /* label widths estimated from the characters (wide for CJK), not measured: measuring
+     10,000 names would cost more than the whole first frame */
   var widthCache = new Float32Array(N).fill(-1);
   function labelWidth(i, size) {
-    if (widthCache[i] < 0) { ctx.font = "100px system-ui, sans-serif"; widthCache[i] = ctx.measureText(nodes[i].name).width / 100; }
+    if (widthCache[i] < 0) {
+      var name = nodes[i].name, w = 0;
+      for (var k = 0; k < name.length && k < 40; k++) w += name.charCodeAt(k) > 0x2e80 ? 1.0 : 0.62;
+      widthCache[i] = w;
+    }
     return widthCache[i] * size;
   }
   function Occupancy() {  /* screen cells already holding a label */
@@ -183,21 +205,34 @@
     ctx.globalAlpha = 1;
   }
   function drawEdges(focus) {
-    var lines = [], strong = [];
+    var lines = [], between = [], strong = [], bundled = view.s / fitScale < BUNDLE_ZOOM;
     for (var k = 0; k < edges.length; k++) {
       var a = edges[k][0], b = edges[k][1];
       if (!inView(a, 0) && !inView(b, 0)) continue;
       if (focus && (selected !== null ? (a === selected || b === selected) : (focus.has(a) && focus.has(b)))) strong.push(k);
-      else lines.push(k);
+      else if (nodes[a].c[0] === nodes[b].c[0]) lines.push(k);
+      else if (!bundled || !nodes[a].c[0] || !communities[nodes[a].c[0]] || !communities[nodes[a].c[0]].d) between.push(k);
     }
+    if (bundled) drawBundles(focus);
     function stroke(list, colour, alpha, width) {
       ctx.beginPath();
       list.forEach(function (k) { var e = edges[k]; ctx.moveTo(sx(X[e[0]]), sy(Y[e[0]])); ctx.lineTo(sx(X[e[1]]), sy(Y[e[1]])); });
       ctx.globalAlpha = alpha; ctx.strokeStyle = colour; ctx.lineWidth = width; ctx.stroke();
     }
-    var alpha = Math.max(0.06, Math.min(0.55, 0.55 * Math.sqrt(1500 / Math.max(1, lines.length))));
+    /* the more lines, the fainter; lines between communities fainter still, so groups read */
+    var alpha = Math.max(0.06, Math.min(0.55, 0.55 * Math.sqrt(1500 / Math.max(1, lines.length + between.length))));
+    stroke(between, "#7d8796", (focus ? 0.4 : 1) * alpha * 0.35, 1);
     stroke(lines, "#7d8796", focus ? alpha * 0.4 : alpha, 1);
     if (strong.length) stroke(strong, "#33415a", 0.75, 1.4);
+    ctx.globalAlpha = 1;
+  }
+  function drawBundles(focus) {
+    ctx.strokeStyle = "#7d8796";
+    bundles.forEach(function (b) {
+      ctx.beginPath(); ctx.moveTo(sx(b[0][0]), sy(b[0][1])); ctx.lineTo(sx(b[1][0]), sy(b[1][1]));
+      ctx.globalAlpha = (focus ? 0.05 : 0.12) + Math.min(0.25, b[2] / 200); ctx.lineWidth = Math.min(8, 0.6 + Math.log(b[2]));
+      ctx.stroke();
+    });
     ctx.globalAlpha = 1;
   }
   function drawNodes(focus) {
@@ -207,7 +242,7 @@
         ctx.beginPath();
         group[1].forEach(function (i) {
           if ((focus ? focus.has(i) : true) !== bright || !inView(i, 20)) return;
-          var r = Math.max(1.2, RAD[i] * view.s), x = sx(X[i]), y = sy(Y[i]);
+          var r = screenRadius(i), x = sx(X[i]), y = sy(Y[i]);
           ctx.moveTo(x + r, y); ctx.arc(x, y, r, 0, 2 * Math.PI);
         });
         ctx.globalAlpha = bright ? 1 : 0.15; ctx.fillStyle = group[0]; ctx.fill();
@@ -218,8 +253,9 @@
     if (selected !== null) ring(selected, "#1d2430", 3);
     if (hovered !== null && hovered !== selected) ring(hovered, "#5a6475", 2);
   }
+  function screenRadius(i) { return Math.max(1.2, Math.min(26, RAD[i] * view.s)); }
   function ring(i, colour, width) {
-    ctx.beginPath(); ctx.arc(sx(X[i]), sy(Y[i]), Math.max(3, RAD[i] * view.s) + 2, 0, 2 * Math.PI);
+    ctx.beginPath(); ctx.arc(sx(X[i]), sy(Y[i]), Math.max(3, screenRadius(i)) + 2, 0, 2 * Math.PI);
     ctx.strokeStyle = colour; ctx.lineWidth = width; ctx.stroke();
   }
   function text(str, x, y, size, weight, colour) {
@@ -239,7 +275,7 @@
     function label(i, size, weight) {
       var str = shorten(nodes[i].name, 40), w = labelWidth(i, size) + 4;
       if (str !== nodes[i].name) { ctx.font = weight + " " + size + "px system-ui, sans-serif"; w = ctx.measureText(str).width + 4; }
-      var x = sx(X[i]), y = sy(Y[i]) + Math.max(2, RAD[i] * view.s) + size / 2 + 2;
+      var x = sx(X[i]), y = sy(Y[i]) + Math.max(2, screenRadius(i)) + size / 2 + 2;
       if (!room.claim(x - w / 2, y - size / 2 - 1, x + w / 2, y + size / 2 + 1)) return false;
       text(str, x, y, size, weight, "#1d2430");
       return true;
@@ -249,7 +285,7 @@
     if (focus) focus.forEach(function (i) { if (i !== selected && inView(i, 0)) label(i, 12, "normal"); });
     for (var i = 0; i < N && placed < budget; i++) {
       if (focus && !focus.has(i)) continue;
-      if (!inView(i, 0) || nodes[i].o && zoom < 1.5) continue;
+      if (!inView(i, 0)) continue;
       var size = Math.round(10 + 5 * Math.sqrt(nodes[i].degree / maxDegree));
       if (label(i, size, nodes[i].degree * 4 > maxDegree ? "600" : "normal")) placed++;
     }
@@ -258,8 +294,9 @@
     disks.forEach(function (id) {
       var d = communities[id].d, r = d[2] * view.s;
       if (r < 28 || (picked !== null && picked !== id)) return;
-      var size = Math.min(17, 11 + r / 40), str = shorten(titleOf(id), Math.max(12, Math.round(r / 4)));
+      var size = Math.min(17, 11 + r / 40), str = titleOf(id);
       ctx.font = "bold " + size + "px system-ui, sans-serif";
+      if (ctx.measureText(str).width > 2 * r + 60) str = shorten(str.split(/[,;，、]/)[0], 28);
       var w = ctx.measureText(str).width + 6, x = sx(d[0]), y = sy(d[1]) - r - size / 2 - 2;
       if (y < size) y = sy(d[1]) - r + size;
       if (!room.claim(x - w / 2, y - size / 2 - 2, x + w / 2, y + size / 2 + 2)) return;
@@ -297,7 +334,12 @@
     }
     return box;
   }
-  function panel() { var p = document.getElementById("panel"); p.replaceChildren(); delete p.dataset.node; delete p.dataset.community; return p; }
+  function panel(overview) {
+    var p = document.getElementById("panel");
+    p.replaceChildren(); delete p.dataset.node; delete p.dataset.community;
+    document.getElementById("legend").style.display = overview ? "none" : "";  /* the panel lists them then */
+    return p;
+  }
 
   function showNode(i) {
     var n = nodes[i], p = panel(), d = more(), description = d.descriptions[i] || "";
@@ -359,7 +401,7 @@
   }
 
   function showOverview() {
-    var p = panel(), atLevel = Object.keys(communities).filter(function (id) { return communities[id].level === level; });
+    var p = panel(true), atLevel = Object.keys(communities).filter(function (id) { return communities[id].level === level; });
     p.append(el("h2", data.title), el("div", N + " entities · " + edges.length + " relationships · " +
       atLevel.length + " communities at level " + level, "meta"));
     p.append(el("p", "Scroll to zoom (more names appear as you get closer), drag to move, click an entity or a community. " +
@@ -534,7 +576,7 @@
     var box = document.getElementById("legend");
     box.replaceChildren(el("strong", "Largest communities, level " + level));
     Object.keys(communities).filter(function (id) { return communities[id].level === level; })
-      .sort(function (a, b) { return communities[b].size - communities[a].size || (a < b ? -1 : 1); }).slice(0, 10)
+      .sort(function (a, b) { return communities[b].size - communities[a].size || (a < b ? -1 : 1); }).slice(0, 6)
       .forEach(function (id) {
         var row = el("div");
         row.append(swatch(id), el("span", shorten(titleOf(id), 44) + " (" + communities[id].size + ")"));
@@ -555,8 +597,13 @@
   recolour(); resize(); fitMain(); legend(); status();
   var hash = /^#(node|community)=/.test(location.hash);
   if (hash) fromHash(); else showOverview();
+  var ready = performance.now();
   draw();
+  var drawn = performance.now();
   document.body.dataset.ready = "1";
+  /* where the time to the first frame went: loading the file, parsing the data, building, drawing */
+  document.body.dataset.timing = "load " + Math.round(started) + " ms, parse " + Math.round(parsed - started) +
+    " ms, build " + Math.round(ready - parsed) + " ms, draw " + Math.round(drawn - ready) + " ms";
   document.body.dataset.firstFrameMs = String(Math.round(performance.now()));
   requestAnimationFrame(function () {
     document.body.dataset.paintedMs = String(Math.round(performance.now()));
