@@ -1,6 +1,6 @@
 """Check the exported graph page in a real headless Chromium, time its first frame, keep a screenshot.
 
-    python bench/graph_page.py                          # fixtures/corpus_en -> docs/graph-page.png
+    python bench/graph_page.py                          # fixtures/corpus_en -> ./graph-page.png
     python bench/graph_page.py --synthetic 10000        # a 10,000-entity store: the < 2 s target
     python bench/graph_page.py --store fixtures/demo_carol.db --overview --screenshot docs/graph-carol.png
     python bench/graph_page.py --docs ../shared/corpora/en_moby_dick.txt --screenshot /tmp/moby.png
@@ -173,7 +173,7 @@ def main() -> int:
     parser.add_argument("--level", type=int, default=0, help="community level the page colours by")
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, help="hubs the overview labels at most")
     parser.add_argument("--overview", action="store_true", help="open the overview, not the top entity's panel")
-    parser.add_argument("--screenshot", default=str(ROOT / "docs" / "graph-page.png"))
+    parser.add_argument("--screenshot", default="graph-page.png", help="where the screenshot goes")
     parser.add_argument("--out", help="keep the store and the page in this directory")
     parser.add_argument("--browser", help="Chromium executable (default: found on PATH)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per Chromium run")

@@ -37,16 +37,35 @@ def _t2s():
 def fold(name: str) -> str:
     """The forgiving key of a name: normalised and case-folded, accents removed, `·`, hyphens,
     dots and apostrophes dropped or spaced, traditional Chinese characters made simplified."""
-    text = normalise_name(str(name)[:MAX_NAME_CHARS * 2])
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = unicodedata.normalize("NFC", text)
-    if has_cjk(text):
-        text = _t2s().convert(text)
-    text = _SEPARATORS.sub(lambda m: "" if _between_cjk(m) else " ", text)
+    return fold_many([name])[0]
+
+
+def fold_many(names: list[str]) -> list[str]:
+    """fold() of every name; Chinese names go through OpenCC in one call (a call costs far more
+    than its characters)."""
+    keys = [_fold_plain(str(name)[:MAX_NAME_CHARS * 2]) for name in names]
+    chinese = [k for k, key in enumerate(keys) if has_cjk(key)]
+    if chinese:
+        joined = _t2s().convert("\n".join(keys[k] for k in chinese)).split("\n")
+        converted = joined if len(joined) == len(chinese) else [_t2s().convert(keys[k]) for k in chinese]
+        for k, text in zip(chinese, converted):
+            keys[k] = text
+    return [_tidy(key) for key in keys]
+
+
+def _fold_plain(text: str) -> str:
+    if text.isascii():  # most names: nothing to decompose
+        return text.strip().strip("\"'()[]").lower()
+    text = unicodedata.normalize("NFKD", normalise_name(text))
+    return unicodedata.normalize("NFC", "".join(ch for ch in text if not unicodedata.combining(ch)))
+
+
+def _tidy(text: str) -> str:
+    if text.isascii():
+        return " ".join(_SEPARATORS.sub(" ", text).split())[:MAX_NAME_CHARS]
+    text = _SEPARATORS.sub(lambda m: "" if _between_cjk(m) else " ", text.replace("\n", " "))
     text = _SPACES.sub(" ", text).strip()
-    text = _CJK_SPACE.sub("", text)
-    return text[:MAX_NAME_CHARS]
+    return _CJK_SPACE.sub("", text)[:MAX_NAME_CHARS]
 
 
 def _between_cjk(match: re.Match) -> bool:
@@ -65,16 +84,23 @@ def max_edits(key: str) -> int:
 
 def stored_aliases(conn: Connection) -> list[tuple[str, str]]:
     """(entity id, alias) pairs from the store's entity_aliases table when it has one."""
-    if not has_table(conn, "entity_aliases"):
+    columns = _alias_columns(conn)
+    if columns is None:
         return []
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(entity_aliases)")]
-    entity = next((c for c in ("entity_id", "entity") if c in columns), None)
-    alias = next((c for c in ("alias", "name", "surface", "surface_form") if c in columns), None)
-    if entity is None or alias is None:
-        return []
+    entity, alias = columns
     return [(str(e), str(a)) for e, a in conn.execute(
         f'SELECT "{entity}", "{alias}" FROM entity_aliases WHERE "{alias}" IS NOT NULL '
         f'ORDER BY "{entity}", "{alias}" LIMIT ?', (MAX_ALIASES,)) if e is not None]
+
+
+def _alias_columns(conn: Connection) -> tuple[str, str] | None:
+    """The entity-id and alias columns of the store's entity_aliases table, if it has one."""
+    if not has_table(conn, "entity_aliases"):
+        return None
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(entity_aliases)")]
+    entity = next((c for c in ("entity_id", "entity") if c in columns), None)
+    alias = next((c for c in ("alias", "name", "surface", "surface_form") if c in columns), None)
+    return None if entity is None or alias is None else (entity, alias)
 
 
 @dataclass(frozen=True)
@@ -95,11 +121,9 @@ class NameIndex:
         degree = {eid: deg for eid, _, deg in entities}
         self.names = {eid: name for eid, name, _ in entities}
         surfaces: dict[str, list[tuple[str, str]]] = {}
-        for eid, name, _ in entities:
-            surfaces.setdefault(fold(name), []).append((eid, name))
-        for eid, alias in aliases:
-            if eid in degree:
-                surfaces.setdefault(fold(alias), []).append((eid, alias))
+        pairs = [(eid, name) for eid, name, _ in entities] + [(eid, a) for eid, a in aliases if eid in degree]
+        for (eid, surface), key in zip(pairs, fold_many([surface for _, surface in pairs])):
+            surfaces.setdefault(key, []).append((eid, surface))
         for key in surfaces:  # the most linked entity first when several share a key
             surfaces[key] = sorted(set(surfaces[key]), key=lambda p: (-degree[p[0]], p[0], p[1]))
         surfaces.pop("", None)
@@ -189,19 +213,29 @@ def resolve(conn: Connection, name: str) -> Match | None:
 
 
 def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
-    """For question seeding: the entity ids (with their span's cased flag) that capitalised
-    spans name by a recorded alias or a spelling variant, for spans that are no entity's id.
+    """For question seeding: entity ids (flagged cased) that capitalised spans name by a
+    recorded alias, or, for spans with non-ASCII letters, by their folded spelling (traditional
+    characters, `·`, accents in the question). Cheap: two indexed lookups, no name index built.
     No typo matching here: a question's words are not all names."""
-    cased = [key for key, is_cased in spans.items() if is_cased]
+    cased = [key[:MAX_NAME_CHARS * 2] for key, is_cased in spans.items() if is_cased]
     if not cased:
         return {}
-    known = {row[0] for row in conn.execute("SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                                            (json.dumps(cased, ensure_ascii=False),))}
-    index = name_index(conn)
-    found: dict[str, bool] = {}
-    for key in cased:
-        if key not in known:
-            match = index.exact(key)
-            if match is not None and match.entity_id not in spans:
-                found[match.entity_id] = True
-    return found
+    wide = [key for key in cased if not key.isascii()]
+    variants = {v for key, folded in zip(wide, fold_many(wide))
+                for v in (folded, folded.replace(" ", "")) if v != key}
+    found = {row[0]: True for row in conn.execute(
+        "SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(variants), ensure_ascii=False),))}
+    for entity_id in _alias_hits(conn, sorted(set(cased) | variants)):
+        found[entity_id] = True
+    return {eid: flag for eid, flag in found.items() if eid not in spans}
+
+
+def _alias_hits(conn: Connection, keys: list[str]) -> list[str]:
+    columns = _alias_columns(conn)
+    if columns is None:
+        return []
+    entity, alias = columns
+    return [str(row[0]) for row in conn.execute(
+        f'SELECT DISTINCT a."{entity}" FROM entity_aliases a JOIN entities e ON e.id = a."{entity}" '
+        f'WHERE lower(a."{alias}") IN (SELECT value FROM json_each(?))', (json.dumps(keys, ensure_ascii=False),))]
