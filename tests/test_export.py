@@ -215,7 +215,7 @@ def test_page_layout_groups_communities_and_fits_the_main_component(store, tmp_p
     assert main and islands, "the fixture store has a main component and islands"
     x0, y0, x1, y1 = data["view"]
     inside = lambda n: x0 <= n["x"] <= x1 and y0 <= n["y"] <= y1  # noqa: E731
-    if 2 * len(main) >= len(nodes):
+    if len(main) >= max(0.3 * len(nodes), min(len(nodes), 20)):
         assert all(inside(n) for n in main) and not any(inside(n) for n in islands)
     else:  # mostly islands: the first view shows everything
         assert all(inside(n) for n in nodes)

@@ -19,6 +19,8 @@ LAYOUT_SEED = 42
 UNIT = 14.0             # world units per entity: a community of n members gets a disk of area ~ n * UNIT²
 GAP = 0.35              # space kept between neighbouring disks, as a share of the smaller radius
 MEMBER_ITERATIONS = 300
+MAIN_SHARE = 0.3        # the first view fits the main component when it holds this share of entities ...
+MAIN_MIN = 20           # ... and at least this many
 
 
 @dataclass
@@ -60,7 +62,9 @@ def compute_layout(count: int, edges: list[tuple[int, int, float]], groups: list
         _pack_islands(graph, components[1:], out)
     finally:
         igraph.set_random_number_generator(random)
-    fitted = main if 2 * len(main) >= count else range(count)  # a store of islands is fitted whole
+    # the main component is fitted when it is a real share of the graph; a store that is
+    # mostly small islands (a tiny demo) is fitted whole
+    fitted = main if len(main) >= max(MAIN_SHARE * count, min(count, MAIN_MIN)) else range(count)
     xs = [out.x[i] for i in fitted]
     ys = [out.y[i] for i in fitted]
     out.view = (min(xs), min(ys), max(xs), max(ys))
