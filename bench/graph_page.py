@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr.export import DEFAULT_TOP, export_store  # noqa: E402
+from tgr.export import DEFAULT_TOP  # noqa: E402
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -187,7 +187,7 @@ def main() -> int:
         page = work / "graph.html"
         started = time.perf_counter()
         with tgr.open(store, create=False, readonly=True) as kb:
-            written = export_store(kb.conn, page, level=args.level, top=args.top, title=store.name)
+            written = kb.export(page, level=args.level, top=args.top, title=store.name)
         export_s = time.perf_counter() - started
         return check_page(args, browser, work, page, written, index_s, export_s)
     finally:

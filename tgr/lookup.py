@@ -28,8 +28,9 @@ def match_entity(conn: Connection, name: str) -> name_match.Match | None:
     it), a recorded alias, the same name but for case, accents, `·` or traditional characters
     ('folded'), or a name a few typos away ('typo'); None when nothing is that close."""
     key = normalise_name(str(name)[:name_match.MAX_NAME_CHARS * 2])
-    row = conn.execute("SELECT id, name FROM entities WHERE id = ? OR id LIKE ? || '#%' ORDER BY degree DESC, id "
-                       "LIMIT 1", (key, key)).fetchone()
+    # the id itself, or a disambiguated "<key>#<n>": a range on the primary key, not a LIKE scan
+    row = conn.execute("SELECT id, name FROM entities WHERE id = ?1 OR (id >= ?1 || '#' AND id < ?1 || '$') "
+                       "ORDER BY degree DESC, id LIMIT 1", (key,)).fetchone()
     if row:
         return name_match.Match(row[0], row[1], "name")
     return name_match.resolve(conn, name)

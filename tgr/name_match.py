@@ -133,6 +133,12 @@ class NameIndex:
         for eid, alias in sorted((p for p in aliases if p[0] in degree), key=lambda p: (-degree[p[0]], p)):
             self.alias_keys.setdefault(normalise_name(alias[:MAX_NAME_CHARS * 2]), eid)
         self.degree = degree
+        self.words: dict[str, list[str]] = {}  # word of a folded name -> entities, most linked first
+        for key, pairs in surfaces.items():
+            for word in set(key.split()):
+                self.words.setdefault(word, []).extend(eid for eid, _ in pairs)
+        for word, ids in self.words.items():
+            self.words[word] = sorted(set(ids), key=lambda e: (-degree[e], e))
         self.aliases: dict[str, list[str]] = {}
         for eid, alias in aliases:
             if eid in degree and alias != self.names[eid] and alias not in self.aliases.get(eid, []):
@@ -153,10 +159,12 @@ class NameIndex:
     def near(self, name: str, limit: int = 1) -> list[Match]:
         """Entities whose folded name or alias is within max_edits of name's, fewest edits first
         (then the most linked)."""
+        return self._near_key(fold(name), limit)
+
+    def _near_key(self, key: str, limit: int) -> list[Match]:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
-        key = fold(name)
         edits = max_edits(key)
         if edits == 0:
             return []
@@ -169,18 +177,21 @@ class NameIndex:
         return list(found.values())[:limit]
 
     def similar(self, name: str, limit: int = 10) -> list[str]:
-        """Names of entities that resemble name (shared words, a part of it, a few edits), best first."""
-        from rapidfuzz import fuzz, process
-
+        """Names of entities that resemble name: a few typos away, sharing one of its words,
+        or a few typos away from one of its longer words; the most linked first within each."""
         key = fold(name)
         if not key:
             return []
-        hits = process.extract(key, self.keys, scorer=fuzz.WRatio, score_cutoff=70, limit=limit * 3)
+        found = [m.entity_id for m in self._near_key(key, limit)]
+        for word in key.split()[:12]:
+            if len(word) > 2:
+                found += self.words.get(word, [])[:limit]
+            if len(word) >= 5:
+                found += [m.entity_id for m in self._near_key(word, limit)]
         names: list[str] = []
-        for surface_key, _, _ in sorted(hits, key=lambda h: (-h[1], -self.degree[self.surfaces[h[0]][0][0]], h[0])):
-            name_of = self.names[self.surfaces[surface_key][0][0]]
-            if name_of not in names:
-                names.append(name_of)
+        for eid in found:
+            if self.names[eid] not in names:
+                names.append(self.names[eid])
         return names[:limit]
 
 
