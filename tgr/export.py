@@ -13,7 +13,6 @@ from pathlib import Path
 from . import __version__
 from .db import Connection
 from .errors import InputError
-from .graph_layout import LAYOUT_SEED, Layout, compute_layout
 from .name_match import stored_aliases
 from .safe import xml_safe
 
@@ -241,13 +240,15 @@ def write_json(data: GraphData, out: str | Path) -> None:
 
 # -- the HTML page ------------------------------------------------------------------------
 
-def layout(data: GraphData, seed: int = LAYOUT_SEED) -> Layout:
-    """Positions for every entity: communities as disks, members inside (see tgr.graph_layout)."""
+def layout(data: GraphData, seed: int | None = None):
+    """Positions for every entity: communities as disks, members inside (a tgr.graph_layout.Layout)."""
+    from .graph_layout import LAYOUT_SEED, compute_layout  # numpy and igraph: only when a page is written
+
     index = {e["id"]: i for i, e in enumerate(data.entities)}
     edges = [(index[r["source"]], index[r["target"]], r["weight"]) for r in data.relationships
              if r["source"] in index and r["target"] in index]
     groups = [e["communities"].get(min(e["communities"])) if e["communities"] else None for e in data.entities]
-    return compute_layout(len(data.entities), edges, groups, seed=seed)
+    return compute_layout(len(data.entities), edges, groups, seed=LAYOUT_SEED if seed is None else seed)
 
 
 def page_data(data: GraphData, *, title: str, level: int, top: int) -> dict:
