@@ -14,7 +14,8 @@ or on the overview (--overview): once with --dump-dom, to check that the canvas 
 every entity and the node panel shows the entity's name, relationships, community report and
 source passages, and to read the time from navigation start to the first drawn frame that the
 page records (`data-first-frame-ms`, `data-painted-ms` on <body>, from performance.now());
-then with --screenshot. Prints sizes and timings and exits non-zero when a check fails.
+then with --screenshot; then at `#search=<its name with a letter dropped>`, to check that the
+search box finds it anyway. Prints sizes and timings and exits non-zero when a check fails.
 
 Needs Chromium from the system packages (Debian: apt-get install chromium). Every step is
 bounded by --timeout. The page itself fetches nothing: its Content-Security-Policy forbids it.
@@ -209,6 +210,11 @@ def check_page(args, browser: str, work: Path, page: Path, written: dict, index_
     Path(args.screenshot).parent.mkdir(parents=True, exist_ok=True)
     _, shot_s = chromium(browser, profile, url, "--virtual-time-budget=3000",
                          f"--screenshot={Path(args.screenshot).resolve()}", timeout=args.timeout)
+    typo = top["name"][0] + top["name"][2:] if len(top["name"]) >= 5 else top["name"]
+    found_dom, _ = chromium(browser, profile, page.resolve().as_uri() + "#search=" + quote(typo, safe=""),
+                            "--dump-dom", "--virtual-time-budget=2000", timeout=args.timeout)
+    matches = re.search(r'<span id="matches"[^>]*>(.*?)</span>', found_dom, re.S)
+    first_match = re.sub(r"<[^>]+>", "", (matches.group(1) if matches else "").split("</button>")[0])
     parsed = Page()
     parsed.feed(dom)
     text = " ".join(" ".join(parsed.panel_text).split())
@@ -221,6 +227,7 @@ def check_page(args, browser: str, work: Path, page: Path, written: dict, index_
         f"drew all {len(data['nodes'])} entities": drawn == len(data["nodes"]),
         "first frame within 2 s of navigation start": 0 <= first < 2000,
         "screenshot written": Path(args.screenshot).exists() and Path(args.screenshot).stat().st_size > 10_000,
+        f"search for {typo!r} (a letter dropped) finds {top['name']!r} first": first_match.startswith(top["name"] + " "),
     }
     if not args.overview:
         own = top["c"][0] if top["c"] else None

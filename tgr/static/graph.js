@@ -427,11 +427,13 @@
     showCommunity(id); redraw();
   }
   function fromHash() {
-    var m = /^#(node|community)=(.*)$/.exec(location.hash), id;
-    if (!m) { selected = null; picked = null; showOverview(); redraw(); return; }
+    var m = /^#(node|community|search)=(.*)$/.exec(location.hash), id;
+    if (!m || m[1] === "search") { selected = null; picked = null; showOverview(); redraw(); }
+    if (!m) return;
     try { id = decodeURIComponent(m[2]); } catch (err) { return; }
     if (m[1] === "node" && byId.has(id)) selectNode(byId.get(id));
     else if (m[1] === "community" && communities[id]) pickCommunity(id);
+    else if (m[1] === "search") { search.value = id; search.dispatchEvent(new Event("input")); }
   }
   function go(kind, id) {
     var target = "#" + kind + "=" + encodeURIComponent(id);
@@ -595,7 +597,7 @@
 
   document.getElementById("title").textContent = data.title;
   recolour(); resize(); fitMain(); legend(); status();
-  var hash = /^#(node|community)=/.test(location.hash);
+  var hash = /^#(node|community|search)=/.test(location.hash);
   if (hash) fromHash(); else showOverview();
   var ready = performance.now();
   draw();
