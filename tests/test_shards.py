@@ -16,6 +16,7 @@ import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
 from test_equivalence import TINY, check_hierarchy, pieces, snapshot
+from tgr.check import diagnose
 from tgr.cli import main
 
 EXTRACTION_KINDS = {"extract", "extract_entities", "extract_triplets", "glean"}
@@ -98,6 +99,7 @@ def test_offline_random_splits_merge_to_one_build(tmp_path, corpus, seed):
     check_equal(tmp_path / "out.db", one, offline)
     assert not [row for row in merge_run_calls(tmp_path / "out.db") if row[0].startswith("extract")]
     assert [digest(p) for p in inputs] == before  # the inputs are only read
+    assert diagnose(tmp_path / "out.db") == []  # one complete file, nothing left to do
 
 
 @pytest.mark.parametrize("seed", [5, 6])
