@@ -293,3 +293,13 @@ def test_read_only_inputs_merge(two_shards, tmp_path):
         copies[-1].chmod(0o444)
     summary = tgr.merge_stores(tmp_path / "out.db", copies)
     assert summary.documents == 2
+
+
+def test_a_document_in_two_shards_is_merged_once(tmp_path):
+    files = write_files(tmp_path, pieces(EN_CORPUS, 3))
+    a = build(tmp_path / "a.db", files[:2], offline)
+    b = build(tmp_path / "b.db", files[1:], offline)
+    one = build(tmp_path / "one.db", files, offline)
+    summary = tgr.merge_stores(tmp_path / "out.db", [a, b])
+    assert [part["documents"] for part in summary.inputs] == [2, 1]
+    check_equal(tmp_path / "out.db", one, offline)

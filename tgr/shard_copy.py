@@ -146,11 +146,13 @@ def _copy_chunk_vectors(target: Target, source: Connection, copied: Copied) -> N
     conn = target.conn
     width = target.embed_dim * (1 if target.embed_vector == "int8" else 4)
     new = set(copied.new_chunks)
-    claimed = {}
-    for cid, text, embed_hash in source.execute(
-            f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM chunks WHERE embed_hash IS NOT NULL"):
-        if cid in new and embed_hash == content_hash(target.embed_model, text):
-            claimed[cid] = embed_hash
+    recorded = {cid: h for cid, h in source.execute("SELECT id, embed_hash FROM chunks WHERE embed_hash IS NOT NULL")
+                if cid in new}
+    claimed = {}  # the hash of the text as stored here (tgr's chunking), not as the input says
+    for cid, text in conn.execute(f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}) FROM chunks "
+                                  "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(recorded)),)):
+        if recorded[cid] == content_hash(target.embed_model, text):
+            claimed[cid] = recorded[cid]
     rows = []
     for cid, blob in source.execute("SELECT id, embedding FROM vec_chunks"):
         if cid in claimed and isinstance(blob, bytes) and len(blob) == width:

@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 
 from . import db
 from .errors import InputError, StoreError
+from .safe import terminal_safe
 from .shard_copy import Copied, Target, copy_store
 from .store import IndexSettings, IndexSummary, KnowledgeBase, _stage_timer
 
@@ -148,9 +149,14 @@ def _check_compatible(reference: str, meta: dict, inputs: list[_Input]) -> None:
         got = _fingerprint(i.meta)
         for name, value in want.items():
             if got[name] != value:
-                shown = lambda v: "custom prompts" if name == "prompts" and v else ("default prompts" if name == "prompts" else repr(v))  # noqa: E731
-                raise StoreError(f"{i.label}: refused, built with {name} {shown(got[name])}, but {reference} with "
-                                 f"{shown(value)}; only stores built with the same settings and models merge")
+                raise StoreError(f"{i.label}: refused, built with {_shown(name, got[name])}, but {reference} with "
+                                 f"{_shown(name, value)}; only stores built with the same settings and models merge")
+
+
+def _shown(name: str, value) -> str:
+    if name == "prompts":
+        return "custom prompts" if value else "the default prompts"
+    return f"{name} {terminal_safe(repr(value))[:80]}"
 
 
 def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progress | None,
