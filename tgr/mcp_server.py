@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
 from .errors import TgrError
-from . import lookup
 from .safe import xml_safe
 from .store import KnowledgeBase
 
@@ -114,10 +113,10 @@ def build_server(worker: StoreWorker):
 
     def do_communities(level: int | None, limit: int) -> dict:
         _check_range("limit", limit, 1, 1000)
-        return {"communities": lookup.list_communities(kb.conn, level, limit)}
+        return {"communities": kb.communities(level, limit)}
 
     def do_report(community_id: str) -> dict:
-        found = lookup.community_report(kb.conn, community_id)
+        found = kb.community_report(community_id)
         if found is None:
             raise ValueError(f"no community {community_id!r}; list them with the communities tool")
         return found
@@ -140,7 +139,7 @@ def build_server(worker: StoreWorker):
         """One entity by name: type, description, relationships (strongest first), the
         communities it belongs to at every level, and the source chunks it was extracted from.
         When there is no such entity: found=false and similar names."""
-        return await worker.call_tool(lookup.entity_details, kb.conn, name)
+        return await worker.call_tool(kb.entity, name)
 
     @server.tool(annotations=read_only)
     async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:
