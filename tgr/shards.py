@@ -25,7 +25,9 @@ from . import db
 from .errors import InputError, StoreError
 from .safe import terminal_safe
 from .shard_copy import Copied, Target, copy_store
-from .store import IndexSettings, IndexSummary, KnowledgeBase, _stage_timer
+from .admin import StoreAdmin
+from .pipeline import Build, run_ledgered
+from .settings import IndexSettings, IndexSummary
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -35,6 +37,11 @@ _MODEL_KEYS = {"chat_model": "the chat model", "extractor": "the extractor", "em
                "embed_dim": "embedding dimension", "embed_vector": "vector type"}
 # meta a new OUT takes from its inputs
 _INHERITED = ("chat_model", "extractor", "created_with", "embed_model", "embed_dim", "embed_vector", "prompts")
+
+
+# tgr.open's model options and their defaults
+_MODEL_DEFAULTS = dict(chat=None, embedder=None, base_url=None, api_key=None, concurrency=8, rpm=None,
+                       timeout=120.0, max_retries=6)
 
 
 @dataclass
@@ -163,45 +170,50 @@ def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progre
                 warn: Warn) -> MergeSummary:
     """Open (or create) OUT, unite the inputs into it, then run the derived stages once."""
     existed = out.exists() and out.stat().st_size > 0
-    kb = KnowledgeBase(out, create=True, **options)
+    store = StoreAdmin(out, create=True, readonly=False, prompts=None, **_model_options(options))
     united = False
     try:
-        kb._writable("merge", warn)
-        conn = kb.conn
-        has_documents = conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
-        if has_documents:
-            _check_compatible(str(out), kb.meta, inputs)
-            _check_complete(conn, out)
+        store.writable("merge", warn)
+        if store.has_rows("documents"):
+            _check_compatible(str(out), store.meta, inputs)
+            _check_complete(store.conn, out)
         else:
-            _inherit_meta(conn, inputs[0].meta)
-        settings = kb.settings()
-        recluster = conn.execute("SELECT 1 FROM communities LIMIT 1").fetchone() is not None
+            _inherit_meta(store.conn, inputs[0].meta)
+        settings = store.settings()
+        recluster = store.has_rows("communities")
         copies: list[Copied] = []
 
         def body(gateway, summary: IndexSummary) -> None:
             nonlocal united
-            timer = _stage_timer(summary)
-            with timer("union"):
-                copies.extend(_unite(conn, settings, inputs, progress))
+            with summary.timed("union"):
+                copies.extend(_unite(store.conn, settings, inputs, progress))
             united = True
             summary.documents_added = sum(c.documents for c in copies)
             # an existing store's communities are clustered again from scratch, so that the
             # union's are those of one build of every document (ids stay where members do)
-            kb._derive(gateway, settings, summary, progress, timer, force_merge=False,
-                       force_cluster=recluster and summary.documents_added > 0)
+            Build(store, gateway, settings, summary, progress, warn).derive(
+                force_cluster=recluster and summary.documents_added > 0)
 
-        summary = kb._run("merge", settings, body)
+        summary = run_ledgered(store, "merge", settings, body)
     except BaseException:
-        kb.close()
+        store.close()
         if not existed and not united:  # nothing of the inputs was kept: leave no half-made file
             for leftover in (out, *db.pending_wal(out)):
                 leftover.unlink(missing_ok=True)
         raise
-    kb.close()
+    store.close()
     result = MergeSummary(**summary.to_dict())
     result.inputs = [{"store": i.label, **{k: v for k, v in asdict(c).items() if k != "new_chunks"}}
                      for i, c in zip(inputs, copies)]
     return result
+
+
+def _model_options(options: dict) -> dict:
+    """tgr.open's model options, with its defaults (prompts are the inputs' own: none here)."""
+    unknown = set(options) - set(_MODEL_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown option {sorted(unknown)[0]!r}")
+    return {**_MODEL_DEFAULTS, **options}
 
 
 def _check_complete(conn: db.Connection, out: Path) -> None:
