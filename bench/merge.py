@@ -41,26 +41,28 @@ DOCUMENT_CHARS = 50_000
 
 
 def documents(total_chars: int) -> list[str]:
-    """Documents of about DOCUMENT_CHARS characters, the two books interleaved, total_chars in all."""
+    """Documents of about DOCUMENT_CHARS characters (fewer for small runs: at least 8 documents),
+    the two books interleaved, total_chars in all."""
+    size = max(2_000, min(DOCUMENT_CHARS, total_chars // 8))
     per_book = []
     for name in BOOKS:
         text = (CORPORA_DIR / name).read_text(encoding="utf-8")
         docs, current = [], ""
         for paragraph in text.split("\n\n"):
             current = f"{current}\n\n{paragraph}" if current else paragraph
-            if len(current) >= DOCUMENT_CHARS:
+            if len(current) >= size:
                 docs.append(current.strip())
                 current = ""
         per_book.append(docs)
     english, chinese = per_book
     mixed = [d for pair in zip(english, chinese) for d in pair]
     mixed += english[len(chinese):] + chinese[len(english):]
-    result, size = [], 0
+    result, used = [], 0
     for doc in mixed:
-        if size >= total_chars:
+        if used >= total_chars:
             break
         result.append(doc)
-        size += len(doc)
+        used += len(doc)
     return result
 
 
