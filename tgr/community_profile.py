@@ -348,7 +348,7 @@ def profile_report(profile: Profile, size: int) -> dict:
     else:
         title = names + (": " + ", ".join(phrases[:2]) if phrases else "")
         held = _joined([f"{e['name']} ({e['type']})" for e in named], False)
-        summary = (f"{size} entities around {held}, mentioned in {profile.chunks} passage{"s" if profile.chunks != 1 else ""} of "
+        summary = (f"{size} entities around {held}, mentioned in {profile.chunks} passage{'s' if profile.chunks != 1 else ''} of "
                    f"{profile.documents} document{'s' if profile.documents != 1 else ''}."
                    + (f" Key phrases: {', '.join(phrases)}." if phrases else ""))
     if profile.sentences:
