@@ -5,8 +5,9 @@ A profile is computed from the stored graph and text, with no model:
   they are, the jump back weighted by each member's mention count), so the hub the others hang
   on comes first, not the member whose name sorts first;
 - key phrases: class-based TF-IDF (c-TF-IDF, as BERTopic's topic words) of the words and
-  two-word phrases of the community's chunks against their frequency in all chunks;
-  W(t, c) = tf(t, c) * log(1 + A / f(t)), A the average words per chunk;
+  two-word phrases of the sentences naming its members against their frequency in all chunks;
+  W(t, c) = tf(t, c) * log(1 + A / f(t)), A the average words per chunk, a frequency counting
+  the sentences that hold the term (one sentence repeating a word six times is one);
 - representative sentences: sentences of its chunks that carry most of its key phrases and
   name its central members (deterministic: ties go to the earlier chunk and sentence);
 - importance: how far the community reaches (chunks and documents that mention it, its size),
@@ -167,7 +168,7 @@ class Sentence:
     """A sentence of a chunk with its terms, split once per chunk and reused by every community."""
     text: str
     terms: frozenset       # tgr.text.match_terms: what names are matched against
-    phrases: tuple         # phrase_terms: what key phrases are counted from
+    phrases: tuple         # phrase_terms, each once: key phrases count the sentences that say them
     words: int
 
 
@@ -179,7 +180,7 @@ def chunk_sentences(text: str) -> list[Sentence]:
         if sentence:
             words = len(sentence) // 2 if has_cjk(sentence) else len(sentence.split())
             sentences.append(Sentence(sentence, frozenset(match_terms(sentence)),
-                                      tuple(phrase_terms(sentence)), words))
+                                      tuple(dict.fromkeys(phrase_terms(sentence))), words))
     return sentences
 
 
