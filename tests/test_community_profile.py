@@ -3,13 +3,19 @@ sentences, importance) and the offline global answer built from them."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import tgr
 from conftest import EN_CORPUS, SMALL
 from tgr.community_profile import central_members, phrase_terms, title_members
+
+ROOT = Path(__file__).resolve().parent.parent
 
 WHALING = """Captain Ahab stood on the deck of the Pequod with his harpoon. Ahab told Starbuck to lower the harpoon boats.
 Ahab and Stubb watched the whale spout beside the harpoon line. Queequeg sharpened his harpoon while Ahab paced.
@@ -84,9 +90,13 @@ def test_the_hub_names_the_community_and_key_phrases_tell_two_communities_apart(
 
 
 def test_profiles_are_deterministic(tmp_path, two_topics):
+    # another process with another string hash seed: no set or dict order leaks into a report
     again = tmp_path / "again.db"
-    with tgr.open(again, chat="offline", embedder="tgr:hash-384") as kb:
-        kb.index([str(tmp_path / "corpus")], **SMALL)
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "tgr.cli", "index", str(again), str(tmp_path / "corpus"), "--offline",
+                    "--embed-model", "tgr:hash-384", "--chunk-size", "300", "--chunk-overlap", "40", "-q"],
+                   env=env, check=True, capture_output=True)
+    with tgr.open(again, readonly=True) as kb:
         second = _reports(kb)
     with tgr.open(two_topics, readonly=True) as kb:
         assert _reports(kb) == second

@@ -23,9 +23,12 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
+from heapq import nsmallest
+from typing import NamedTuple
 
 from .pagerank import personalized_pagerank
-from .text import CJK_RUN, STOPWORDS, has_cjk, match_terms, shorten, split_sentences
+from .text import CJK_RUN, STOPWORDS, has_cjk, shorten, split_sentences
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -35,6 +38,7 @@ SENTENCE_CACHE = 20000   # chunks whose analysed sentences a writer keeps
 DAMPING = 0.85
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
 _BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
+_TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
 # words of prose too common to say what a community is about (beyond tgr.text.STOPWORDS)
 _GENERIC = frozenset("""now like well just even still yet never ever always upon little great good
     old new first last long much make made come came go went get got know knew see saw seen
@@ -70,23 +74,33 @@ def phrase_terms(text: str) -> list[str]:
 
         for run in CJK_RUN.findall(text):
             terms.extend(w for w in rjieba.cut(run) if len(w) > 1)
-    for clause in _BREAK.split(text):
-        previous = None
-        for word in _LATIN_WORD.findall(clause):
-            word = word.lower()
-            if word.endswith(("'s", "’s")):
-                word = word[:-2]  # a possessive is its word; any other contraction is no phrase
-            elif "'" in word or "’" in word:
-                previous = None
-                continue
-            if len(word) < 3 or word in STOPWORDS or word in _GENERIC:
-                previous = None
-                continue
-            terms.append(word)
-            if previous:
-                terms.append(f"{previous} {word}")
-            previous = word
+    previous = None
+    for word, stop in _TOKEN.findall(text):
+        if stop:
+            previous = None  # no phrase spans a clause break
+            continue
+        word = _content_word(word)
+        if word is None:
+            previous = None
+            continue
+        terms.append(word)
+        if previous:
+            terms.append(f"{previous} {word}")
+        previous = word
     return terms
+
+
+@lru_cache(maxsize=65536)
+def _content_word(word: str) -> str | None:
+    """The lower-cased content word, or None for a stopword, a short word or a contraction."""
+    word = word.lower()
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]  # a possessive is its word; any other contraction is no phrase
+    elif "'" in word or "’" in word:
+        return None
+    if len(word) < 3 or word in STOPWORDS or word in _GENERIC:
+        return None
+    return word
 
 
 class CorpusTerms:
@@ -163,11 +177,10 @@ def key_phrases(class_counts: Counter, corpus: CorpusTerms, exclude: set[str], l
     return chosen
 
 
-@dataclass(frozen=True)
-class Sentence:
+class Sentence(NamedTuple):
     """A sentence of a chunk with its terms, split once per chunk and reused by every community."""
     text: str
-    terms: frozenset       # tgr.text.match_terms: what names are matched against
+    terms: frozenset       # its content words (name_words): what names are matched against
     phrases: tuple         # phrase_terms, each once: key phrases count the sentences that say them
     words: int
 
@@ -179,23 +192,44 @@ def chunk_sentences(text: str) -> list[Sentence]:
         sentence = " ".join(text[a:b].split())
         if sentence:
             words = len(sentence) // 2 if has_cjk(sentence) else len(sentence.split())
-            sentences.append(Sentence(sentence, frozenset(match_terms(sentence)),
-                                      tuple(dict.fromkeys(phrase_terms(sentence))), words))
+            phrases = tuple(dict.fromkeys(phrase_terms(sentence)))
+            sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
     return sentences
 
 
-def member_sentences(sentences: list[Sentence], names: list[set[str]]) -> list[Sentence]:
-    """The sentences of a chunk that name a member (all of them when none does: the chunk
-    was linked to the community by a form of a name the sentences do not spell out)."""
-    naming = [s for s in sentences if any(n and n <= s.terms for n in names)]
-    return naming or sentences
+def name_words(name: str) -> frozenset:
+    """The content words of a name, as sentences are matched against them (empty for a name
+    of short words or stopwords only: it matches no sentence)."""
+    return frozenset(t for t in phrase_terms(name) if " " not in t)
+
+
+def postings(sentences: list[Sentence]) -> dict[str, set[int]]:
+    """Each content word of a chunk with the positions of the sentences that hold it."""
+    where: dict[str, set[int]] = {}
+    for position, sentence in enumerate(sentences):
+        for word in sentence.terms:
+            where.setdefault(word, set()).add(position)
+    return where
+
+
+def member_sentences(sentences: list[Sentence], where: dict[str, set[int]],
+                     names: list[frozenset]) -> list[Sentence]:
+    """The sentences of a chunk (with its postings) that hold every word of one of the names;
+    all of them when none does (the chunk was linked to the community by a form of a name the
+    sentences do not spell out)."""
+    hits: set[int] = set()
+    for name in names:
+        found = [where.get(word) for word in name]
+        if found and all(found):
+            hits |= set.intersection(*found)
+    return [sentences[i] for i in sorted(hits)] or sentences
 
 
 def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: dict[str, float],
                              names: list[str], limit: int = SENTENCES) -> list[tuple[str, str]]:
     """(sentence, chunk id) from (chunk id, sentences) that best carry the key phrase weights
     and name the central members; one per chunk, ties to the earlier chunk and sentence."""
-    name_terms = [set(match_terms(n)) for n in names]
+    name_terms = [name_words(n) for n in names]
     scored = []
     for order, (chunk_id, sentences) in enumerate(chunks):
         best = None
@@ -237,14 +271,14 @@ def importance(chunks: int, documents: int, size: int, totals: tuple[int, int, i
 _IN = "IN (SELECT value FROM json_each(?))"
 
 
-def _community_chunks(conn, member_ids: list[str]) -> tuple[list[str], int]:
-    """The chunks that mention the members, those naming most members first (then in text
-    order), and how many documents they span."""
+def _community_chunks(conn, member_ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
+    """(chunk id, the members it mentions) of the chunks that mention members, those naming
+    most members first (then in text order), and how many documents they span."""
     rows = conn.execute(
-        "SELECT em.chunk_id, count(*) AS n, c.document_id FROM entity_mentions em "
+        "SELECT em.chunk_id, json_group_array(em.entity_id), c.document_id FROM entity_mentions em "
         f"JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN} "
-        "GROUP BY em.chunk_id ORDER BY n DESC, c.seq", (json.dumps(member_ids),)).fetchall()
-    return [r[0] for r in rows], len({r[2] for r in rows})
+        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.seq", (json.dumps(member_ids),)).fetchall()
+    return [(r[0], json.loads(r[1])) for r in rows], len({r[2] for r in rows})
 
 
 class ProfileReportWriter:
@@ -257,7 +291,7 @@ class ProfileReportWriter:
         self.conn = conn
         self.corpus = CorpusTerms()
         self._counted: set[str] = set()
-        self._sentences: dict[str, list[Sentence]] = {}
+        self._sentences: dict[str, tuple[list[Sentence], dict]] = {}
 
     def write(self, items, idle=None):
         """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
@@ -267,8 +301,10 @@ class ProfileReportWriter:
             self.corpus.count(self._all_chunks(), wanted)
             self._counted |= wanted
         totals = self._totals()
-        for item, (entities, edges, chunks, _, class_counts, documents) in zip(items, prepared):
-            profile = self._profile(entities, edges, chunks, class_counts, documents, totals)
+        for item, (entities, edges, chunks, candidates, class_counts, documents) in zip(items, prepared):
+            # in the class's own order: ties among key phrases go to the term said first
+            counted = Counter({t: n for t, n in class_counts.items() if t in candidates})
+            profile = self._profile(entities, edges, chunks, counted, documents, totals)
             yield item.tag, profile_report(profile, len(entities)), self.generator
 
     def _totals(self) -> tuple[int, int, int]:
@@ -278,21 +314,24 @@ class ProfileReportWriter:
     def _all_chunks(self):
         """Every chunk's sentences, from the cache where it has them (and filling it while it has room)."""
         for cid, text in self.conn.execute("SELECT id, text FROM chunks ORDER BY seq"):
-            sentences = self._sentences.get(cid)
-            if sentences is None:
+            cached = self._sentences.get(cid)
+            if cached is None:
                 sentences = chunk_sentences(text)
                 if len(self._sentences) < SENTENCE_CACHE:
-                    self._sentences[cid] = sentences
-            yield sentences
+                    self._sentences[cid] = (sentences, postings(sentences))
+                yield sentences
+            else:
+                yield cached[0]
 
-    def _analysed(self, chunk_ids: list[str]) -> dict[str, list[Sentence]]:
-        """The chunks' sentences, each chunk split once while the writer lives (bounded)."""
+    def _analysed(self, chunk_ids: list[str]) -> dict[str, tuple[list[Sentence], dict]]:
+        """The chunks' sentences and postings, each chunk split once while the writer lives (bounded)."""
         missing = [c for c in chunk_ids if c not in self._sentences]
         if len(self._sentences) + len(missing) > SENTENCE_CACHE:
             self._sentences.clear()
             missing = chunk_ids
         for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
-            self._sentences[cid] = chunk_sentences(text)
+            sentences = chunk_sentences(text)
+            self._sentences[cid] = (sentences, postings(sentences))
         return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
 
     def _prepare(self, item):
@@ -300,26 +339,28 @@ class ProfileReportWriter:
         ids = [e["id"] for e in entities]
         mentions = dict(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", (json.dumps(ids),)))
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
-        chunk_ids, documents = _community_chunks(self.conn, ids)
-        read = chunk_ids[:MAX_CLASS_CHUNKS]
-        analysed = self._analysed(read)
-        names = [set(match_terms(e["name"])) for e in entities]
-        chunks = [(cid, member_sentences(analysed[cid], names)) for cid in read if cid in analysed]
+        mentioned, documents = _community_chunks(self.conn, ids)
+        read = mentioned[:MAX_CLASS_CHUNKS]
+        analysed = self._analysed([cid for cid, _ in read])
+        names = {e["id"]: name_words(e["name"]) for e in entities}
+        # a chunk's sentences are matched only against the members it mentions
+        chunks = [(cid, member_sentences(*analysed[cid], [names[m] for m in members if m in names]))
+                  for cid, members in read if cid in analysed]
         class_counts: Counter = Counter()
         for _, sentences in chunks:
             for sentence in sentences:
                 class_counts.update(sentence.phrases)
         candidates = [t for t, _ in class_counts.most_common(CANDIDATES)]
         # a rare term counts too: the most common ones of a small class say little
-        candidates += sorted(class_counts, key=lambda t: (-len(t), t))[:CANDIDATES // 2]
-        return entities, edges, (chunks, len(chunk_ids)), set(candidates), class_counts, documents
+        candidates += nsmallest(CANDIDATES // 2, class_counts, key=lambda t: (-len(t), t))
+        return entities, edges, (chunks, len(mentioned)), set(candidates), class_counts, documents
 
-    def _profile(self, entities, edges, chunks, class_counts, documents, totals) -> Profile:
+    def _profile(self, entities, edges, chunks, counted: Counter, documents, totals) -> Profile:
+        """The profile from a community's material, chunks and candidate terms' counts."""
         texts, chunk_count = chunks
         ranked = central_members(entities, edges)
         named = title_members(ranked)
         exclude = {w for e in named for w in phrase_terms(e["name"])}
-        counted = Counter({t: n for t, n in class_counts.items() if t in self._counted})
         phrases = key_phrases(counted, self.corpus, exclude)
         weights = {t: self.corpus.weight(t, counted[t]) for t in phrases}
         top = max(weights.values(), default=1.0) or 1.0
