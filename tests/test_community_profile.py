@@ -151,3 +151,10 @@ def test_offline_global_survives_malformed_findings(tmp_path, carol):
     with tgr.open(copy, readonly=True) as kb:
         answer = kb.ask("What are the main themes?", mode="global")
     assert answer.answer.splitlines()[1].startswith("1. Scrooge")
+
+
+def test_offline_global_says_when_no_report_matches(two_topics):
+    with tgr.open(two_topics, readonly=True) as kb:
+        answer = kb.ask("zzzz qqqq xylophone", mode="global").answer.splitlines()
+    assert answer[0].startswith("No community report mentions the question's words.")
+    assert answer[1].startswith("1. ")

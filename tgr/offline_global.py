@@ -69,8 +69,8 @@ def _read(conn, report_ids: list[str]) -> list[_Community]:
     return communities
 
 
-def _order(communities: list[_Community], question: str) -> tuple[list[_Community], bool]:
-    """The communities to list, best first, and whether they match the question."""
+def _order(communities: list[_Community], question: str) -> tuple[list[_Community], str]:
+    """The communities to list, best first, and the line that says how they were chosen."""
     terms = [t for t in match_terms(question) if t not in CORPUS_WIDE]
     for c in communities:
         text = " ".join([c.title, c.summary, *c.phrases, *(s for s, _ in c.sentences)])
@@ -78,9 +78,12 @@ def _order(communities: list[_Community], question: str) -> tuple[list[_Communit
     relevant = [c for c in communities if c.relevance > 0]
     if relevant:
         relevant.sort(key=lambda c: (-(c.relevance + IMPORTANCE_WEIGHT * c.rating / 10), c.id))
-        return relevant[:COMMUNITIES], True
+        return relevant[:COMMUNITIES], "The communities that match the question, most relevant first:"
     ranked = sorted(communities, key=lambda c: (-c.rating, c.id))
-    return ranked[:COMMUNITIES], False
+    heading = "The main communities of this store, most important first:"
+    if terms:
+        heading = "No community report mentions the question's words. " + heading
+    return ranked[:COMMUNITIES], heading
 
 
 def _best_sentence(community: _Community, question: str, said: set[str]) -> tuple[str, str] | None:
@@ -95,7 +98,7 @@ def _best_sentence(community: _Community, question: str, said: set[str]) -> tupl
 def offline_global_answer(conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
     """The offline answer to a global question over the candidate reports (best first, as
     tgr.retrieve ranks them); retriever.report_chunks gives each community's chunks."""
-    communities, relevant = _order(_read(conn, report_ids), question)
+    communities, heading = _order(_read(conn, report_ids), question)
     if not communities:
         return OfflineGlobal("I don't know: this store has no community reports yet.")
     existing = {r[0] for r in conn.execute(
@@ -103,8 +106,7 @@ def offline_global_answer(conn, retriever, question: str, report_ids: list[str])
         (json.dumps([cid for c in communities for _, cid in c.sentences]),))}
     chunks: list[tuple[str, float]] = []
     ref = {}
-    lines = ["The communities that match the question, most relevant first:" if relevant else
-             "The main communities of this store, most important first:"]
+    lines = [heading]
     points, said = [], set()
     for rank, community in enumerate(communities, 1):
         sentence = _best_sentence(community, question, said)
