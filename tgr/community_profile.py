@@ -234,12 +234,12 @@ def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: 
     for order, (chunk_id, sentences) in enumerate(chunks):
         best = None
         for position, sentence in enumerate(sentences):
-            if sentence.words < 6 or sentence.words > 80:
+            if sentence.words < 8 or sentence.words > 80:
                 continue
             score = sum(w for t, w in weights.items() if t in sentence.phrases)
             score += sum(1.0 for n in name_terms if n and n <= sentence.terms)
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
-            if sentence.text[0].islower():
+            if next((c for c in sentence.text if c.isalpha()), "").islower():
                 score /= 2  # the tail of a sentence cut at the chunk's start
             if score > 0 and (best is None or score > best[0]):
                 best = (score, order, position, sentence.text, chunk_id)
