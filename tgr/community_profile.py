@@ -5,13 +5,16 @@ A profile is computed from the stored graph and text, with no model:
   they are, the jump back weighted by each member's mention count), so the hub the others hang
   on comes first, not the member whose name sorts first;
 - key phrases: class-based TF-IDF (c-TF-IDF, as BERTopic's topic words) of the words and
-  two-word phrases of the sentences naming its members against their frequency in all chunks;
-  W(t, c) = tf(t, c) * log(1 + A / f(t)), A the average words per chunk, a frequency counting
-  the sentences that hold the term (one sentence repeating a word six times is one);
+  two-word phrases of the sentences naming its members, against their frequency in all the
+  text it is read from (every sentence of the chunks that mention a member);
+  W(t, c) = tf(t, c) * log(1 + A / f(t)), A the average words per chunk there, a frequency
+  counting the sentences that hold the term (one sentence repeating a word six times is one).
+  The background is the community's own text, not the whole store's, so that a report changes
+  only when its community's text does (an unrelated document leaves every report as it was);
 - representative sentences: sentences of its chunks that carry most of its key phrases and
   name its central members (deterministic: ties go to the earlier chunk and sentence);
-- importance: how far the community reaches (chunks and documents that mention it, its size),
-  relative to the whole store; a one-sentence list of names ranks low.
+- importance: how far the community reaches (chunks and documents that mention it, its size)
+  on fixed log scales; a one-sentence list of names ranks low.
 profile_report() turns a profile into the report row (title, summary, findings, rating) of the
 offline writer. Findings carry two extra keys the offline global answer reads back:
 "key_phrases" (a list) and "chunk_id" (a representative sentence's chunk).
@@ -24,7 +27,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from heapq import nsmallest
 from typing import NamedTuple
 
 from .pagerank import personalized_pagerank
@@ -33,7 +35,8 @@ from .text import CJK_RUN, STOPWORDS, has_cjk, shorten, split_sentences
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
 SENTENCES = 3            # representative sentences kept per community
-CANDIDATES = 60          # terms per community whose corpus frequency is looked up
+CANDIDATES = 60          # a community's most frequent terms, scored as key phrases
+CHUNK_SCALE, DOCUMENT_SCALE, SIZE_SCALE = 500, 50, 200  # a community this wide rates 10
 SENTENCE_CACHE = 20000   # chunks whose analysed sentences a writer keeps
 DAMPING = 0.85
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
@@ -103,28 +106,21 @@ def _content_word(word: str) -> str | None:
     return word
 
 
-class CorpusTerms:
-    """Corpus frequency of terms over all chunks, counted only for the terms asked about
-    (memory bounded by the candidates, not the vocabulary)."""
+class Background:
+    """How often terms occur in the text a community is read from: every sentence of the
+    chunks that mention its members (a sentence counts a term once), and the average words
+    per chunk there. Local to the community, so a document that mentions none of its members
+    changes nothing in its report."""
 
-    def __init__(self):
-        self.frequency: Counter = Counter()
-        self.average_words = 1.0
-
-    def count(self, chunks, candidates: set[str]) -> None:
-        """Add the candidates' counts over chunks, an iterable of each chunk's sentences."""
-        words = seen = 0
-        for sentences in chunks:
-            seen += 1
-            for sentence in sentences:
-                words += sentence.words
-                self.frequency.update(t for t in sentence.phrases if t in candidates)
-        self.average_words = max(1.0, words / max(1, seen))
+    def __init__(self, chunks: list["ChunkText"], terms):
+        """Counted for the given terms only (a large community's text has many more)."""
+        self.frequency = {t: sum(c.counts.get(t, 0) for c in chunks) for t in terms}
+        self.average_words = max(1.0, sum(c.words for c in chunks) / max(1, len(chunks)))
 
     def weight(self, term: str, class_count: int) -> float:
-        """c-TF-IDF of a term counted class_count times in a community's chunks."""
-        corpus = max(class_count, self.frequency.get(term, 0))
-        return class_count * math.log(1 + self.average_words / corpus)
+        """c-TF-IDF of a term counted class_count times in the sentences naming the members."""
+        seen = max(class_count, self.frequency.get(term, 0))
+        return class_count * math.log(1 + self.average_words / seen)
 
 
 # --- the parts of a profile ------------------------------------------------------------
@@ -156,11 +152,11 @@ def title_members(ranked: list[dict]) -> list[dict]:
     return [e for e in ranked[:3] if e["centrality"] >= 0.5 * top]
 
 
-def key_phrases(class_counts: Counter, corpus: CorpusTerms, exclude: set[str], limit: int = KEY_PHRASES) -> list[str]:
+def key_phrases(class_counts: Counter, background: Background, exclude: set[str], limit: int = KEY_PHRASES) -> list[str]:
     """The community's most distinctive terms by c-TF-IDF; a phrase hides the words it is made
     of, a word already said in the title is left out, and a phrase must occur twice."""
     # ties (a community read from one sentence) go to the term said first
-    scored = sorted(((corpus.weight(t, n), order, t) for order, (t, n) in enumerate(class_counts.items())
+    scored = sorted(((background.weight(t, n), order, t) for order, (t, n) in enumerate(class_counts.items())
                      if not (" " in t and n < 2)), key=lambda s: (-s[0], s[1]))
     chosen: list[str] = []
     for _, _, term in scored:
@@ -183,6 +179,23 @@ class Sentence(NamedTuple):
     terms: frozenset       # its content words (name_words): what names are matched against
     phrases: tuple         # phrase_terms, each once: key phrases count the sentences that say them
     words: int
+
+
+class ChunkText(NamedTuple):
+    """A chunk analysed once: its sentences, where each word is, its term counts and words."""
+    sentences: list
+    where: dict
+    counts: Counter
+    words: int
+
+
+def analyse_chunk(text: str) -> ChunkText:
+    """The chunk's sentences, postings, sentence frequency of each term and word count."""
+    sentences = chunk_sentences(text)
+    counts: Counter = Counter()
+    for sentence in sentences:
+        counts.update(sentence.phrases)
+    return ChunkText(sentences, postings(sentences), counts, sum(s.words for s in sentences))
 
 
 def chunk_sentences(text: str) -> list[Sentence]:
@@ -256,14 +269,15 @@ def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: 
     return picked
 
 
-def importance(chunks: int, documents: int, size: int, totals: tuple[int, int, int]) -> float:
-    """Rating 1-10: the share of the store the community reaches, on log scales; the chunks
-    that mention it count most, then the documents, then its size."""
-    total_chunks, total_documents, total_entities = totals
-    share = lambda part, whole: math.log1p(part) / math.log1p(whole) if whole > 0 else 0.0
-    score = (0.6 * share(chunks, total_chunks) + 0.25 * share(documents, total_documents)
-             + 0.15 * share(size, total_entities))
-    return round(1.0 + 9.0 * min(1.0, score), 1)
+def importance(chunks: int, documents: int, size: int) -> float:
+    """Rating 1-10: how far the community reaches, on log scales that reach the top at
+    CHUNK_SCALE passages, DOCUMENT_SCALE documents and SIZE_SCALE entities; the passages that
+    mention it count most, then the documents, then its size. Absolute, not a share of the
+    store: a document that mentions none of its members leaves it as it is."""
+    scale = lambda n, top: min(1.0, math.log1p(n) / math.log1p(top))
+    score = (0.6 * scale(chunks, CHUNK_SCALE) + 0.25 * scale(documents, DOCUMENT_SCALE)
+             + 0.15 * scale(size, SIZE_SCALE))
+    return round(1.0 + 9.0 * score, 1)
 
 
 # --- from the store to report rows -----------------------------------------------------
@@ -273,69 +287,40 @@ _IN = "IN (SELECT value FROM json_each(?))"
 
 def _community_chunks(conn, member_ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
     """(chunk id, the members it mentions) of the chunks that mention members, those naming
-    most members first (then in text order), and how many documents they span."""
+    most members first (then by document and position), and how many documents they span."""
     rows = conn.execute(
         "SELECT em.chunk_id, json_group_array(em.entity_id), c.document_id FROM entity_mentions em "
         f"JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN} "
-        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.seq", (json.dumps(member_ids),)).fetchall()
+        # in document order, not in the order documents were added: an incremental store and a fresh build agree
+        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.document_id, c.ordinal", (json.dumps(member_ids),)).fetchall()
     return [(r[0], json.loads(r[1])) for r in rows], len({r[2] for r in rows})
 
 
 class ProfileReportWriter:
     """The offline provider's report writer: each community's report from its profile (central
     members, c-TF-IDF key phrases, representative sentences, importance), read from the store."""
-    name = "offline-profile"       # part of each report's context hash
+    name = "offline-profile"          # part of each report's context hash
     generator = "offline-extractive"  # recorded in reports.generator, as the offline answers are
 
-    def __init__(self, conn):
+    def __init__(self, conn=None):
         self.conn = conn
-        self.corpus = CorpusTerms()
-        self._counted: set[str] = set()
-        self._sentences: dict[str, tuple[list[Sentence], dict]] = {}
+        self._sentences: dict[str, ChunkText] = {}
+
+    def inputs(self, members: list[str]) -> str:
+        """What a report reads besides its community's context (part of its context hash): the
+        chunks that mention its members (ids hash their document, position and text)."""
+        rows = self.conn.execute(f"SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id {_IN} "
+                                 "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
+        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows)
 
     def write(self, items, idle=None):
         """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
-        prepared = [self._prepare(item) for item in items]
-        wanted = {t for p in prepared for t in p[3]} - self._counted
-        if wanted:  # one pass over the chunks for every community of this batch
-            self.corpus.count(self._all_chunks(), wanted)
-            self._counted |= wanted
-        totals = self._totals()
-        for item, (entities, edges, chunks, candidates, class_counts, documents) in zip(items, prepared):
-            # in the class's own order: ties among key phrases go to the term said first
-            counted = Counter({t: n for t, n in class_counts.items() if t in candidates})
-            profile = self._profile(entities, edges, chunks, counted, documents, totals)
-            yield item.tag, profile_report(profile, len(entities)), self.generator
+        for item in items:
+            entities, edges = item.material()
+            yield item.tag, profile_report(self.profile(entities, edges), len(entities)), self.generator
 
-    def _totals(self) -> tuple[int, int, int]:
-        return tuple(self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                     for t in ("chunks", "documents", "entities"))
-
-    def _all_chunks(self):
-        """Every chunk's sentences, from the cache where it has them (and filling it while it has room)."""
-        for cid, text in self.conn.execute("SELECT id, text FROM chunks ORDER BY seq"):
-            cached = self._sentences.get(cid)
-            if cached is None:
-                sentences = chunk_sentences(text)
-                if len(self._sentences) < SENTENCE_CACHE:
-                    self._sentences[cid] = (sentences, postings(sentences))
-                yield sentences
-            else:
-                yield cached[0]
-
-    def _analysed(self, chunk_ids: list[str]) -> dict[str, tuple[list[Sentence], dict]]:
-        """The chunks' sentences and postings, each chunk split once while the writer lives (bounded)."""
-        missing = [c for c in chunk_ids if c not in self._sentences]
-        if len(self._sentences) + len(missing) > SENTENCE_CACHE:
-            self._sentences.clear()
-            missing = chunk_ids
-        for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
-            sentences = chunk_sentences(text)
-            self._sentences[cid] = (sentences, postings(sentences))
-        return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
-
-    def _prepare(self, item):
-        entities, edges = item.material()
+    def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
+        """The profile of the community of these entities and internal relationships."""
         ids = [e["id"] for e in entities]
         mentions = dict(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", (json.dumps(ids),)))
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
@@ -344,31 +329,39 @@ class ProfileReportWriter:
         analysed = self._analysed([cid for cid, _ in read])
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
-        chunks = [(cid, member_sentences(*analysed[cid], [names[m] for m in members if m in names]))
+        chunks = [(cid, member_sentences(analysed[cid].sentences, analysed[cid].where,
+                                         [names[m] for m in members if m in names]))
                   for cid, members in read if cid in analysed]
         class_counts: Counter = Counter()
         for _, sentences in chunks:
             for sentence in sentences:
                 class_counts.update(sentence.phrases)
-        candidates = [t for t, _ in class_counts.most_common(CANDIDATES)]
-        # a rare term counts too: the most common ones of a small class say little
-        candidates += nsmallest(CANDIDATES // 2, class_counts, key=lambda t: (-len(t), t))
-        return entities, edges, (chunks, len(mentioned)), set(candidates), class_counts, documents
-
-    def _profile(self, entities, edges, chunks, counted: Counter, documents, totals) -> Profile:
-        """The profile from a community's material, chunks and candidate terms' counts."""
-        texts, chunk_count = chunks
+        # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
+        # count); kept in the order they were first said, which breaks ties
+        frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
+        class_counts = Counter({t: n for t, n in class_counts.items() if t in frequent})
+        background = Background([analysed[cid] for cid, _ in read if cid in analysed], class_counts)
         ranked = central_members(entities, edges)
         named = title_members(ranked)
         exclude = {w for e in named for w in phrase_terms(e["name"])}
-        phrases = key_phrases(counted, self.corpus, exclude)
-        weights = {t: self.corpus.weight(t, counted[t]) for t in phrases}
+        phrases = key_phrases(class_counts, background, exclude)
+        weights = {t: background.weight(t, class_counts[t]) for t in phrases}
         top = max(weights.values(), default=1.0) or 1.0
-        weights = {t: w / top for t, w in weights.items()}
-        sentences = representative_sentences(texts, weights, [e["name"] for e in named])
-        edge_weight = sum(float(e["weight"]) for e in edges)
-        rating = importance(chunk_count, documents, len(entities), totals)
-        return Profile(ranked, phrases, sentences, chunk_count, documents, edge_weight, rating, edges)
+        sentences = representative_sentences(chunks, {t: w / top for t, w in weights.items()},
+                                             [e["name"] for e in named])
+        return Profile(ranked, phrases, sentences, len(mentioned), documents,
+                       sum(float(e["weight"]) for e in edges), importance(len(mentioned), documents, len(entities)),
+                       edges)
+
+    def _analysed(self, chunk_ids: list[str]) -> dict[str, ChunkText]:
+        """The chunks analysed, each once while the writer lives (bounded)."""
+        missing = [c for c in chunk_ids if c not in self._sentences]
+        if len(self._sentences) + len(missing) > SENTENCE_CACHE:
+            self._sentences.clear()
+            missing = chunk_ids
+        for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
+            self._sentences[cid] = analyse_chunk(text)
+        return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
 
 
 def _joined(names: list[str], chinese: bool) -> str:

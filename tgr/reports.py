@@ -300,6 +300,8 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
             waves.setdefault(community.level, []).append(community)
 
     def run(batch: list[tuple[_Community, str]]) -> None:
+        inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
+        batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
         items = [ReportItem((c, ctx), ctx, partial(graph.material, c.members))
                  for c, ctx in batch if not unchanged(c, ctx)]
         for (community, context), parsed, generator in writer.write(items, idle):
