@@ -20,7 +20,7 @@ from .limits import loads
 from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
-from .providers import chat_for_store, embedder_for_store, make_embedder
+from .providers import chat_for_store, chat_name, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
 from .retrieve import Passage
 from .safe import terminal_safe
@@ -316,7 +316,7 @@ class KnowledgeBase:
         unless one was asked for explicitly (a missing key must not silently switch an
         LLM-built store to the offline extractor, or the other way round)."""
         built = self.meta.get("chat_model")
-        current = chat.name if chat else "offline-extractive"
+        current = chat_name(chat)
         if self._chat_spec is not None or not built or built == current:
             return
         if self.conn.execute("SELECT 1 FROM extractions LIMIT 1").fetchone() is None:
@@ -341,7 +341,7 @@ class KnowledgeBase:
             pending.difference_update(kinds)
             meta, values = self.meta, {}
             if "chat" in kinds:
-                values.update(chat_model=chat.name if chat else "offline-extractive",
+                values.update(chat_model=chat_name(chat),
                               extractor=chat.name if chat else OFFLINE_EXTRACTOR)
                 if "created_with" not in meta:
                     values["created_with"] = values["chat_model"]
@@ -620,7 +620,7 @@ class KnowledgeBase:
             "SELECT c.level, count(*), count(r.community_id) FROM communities c "
             "LEFT JOIN reports r ON r.community_id = c.id GROUP BY c.level ORDER BY c.level")}
         chat = meta.get("chat_model", "-")
-        offline = chat == "offline-extractive"
+        offline = chat == chat_name(None)
         embeddings = "hashed" if meta.get("embed_model", "tgr:").startswith("tgr:") else meta["embed_model"]
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {
