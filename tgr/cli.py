@@ -297,7 +297,7 @@ def evaluate_store(store, questions, modes, limit, as_json):
 
     rows = load_questions(questions)[:limit]
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        results = evaluate(kb, rows, modes or ("local", "naive"))
+        results = evaluate(kb, rows, modes or ("local", "naive"), warn=lambda m: click.echo(f"warning: {m}", err=True))
     if as_json:
         click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
                               ensure_ascii=False, indent=2))

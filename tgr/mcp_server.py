@@ -105,7 +105,7 @@ def build_server(worker: StoreWorker):
         result = kb.ask(question, mode, level=level, top_k=top_k)
         return {"question": question, "mode": mode, "answer": result.answer, "model": result.model,
                 "sources": result.sources, "entities": result.entities, "reports": result.reports,
-                "model_calls": result.model_calls}
+                "model_calls": result.model_calls, "notes": result.notes}
 
     def do_retrieve(question: str, mode: str, k: int) -> dict:
         _check_range("k", k)

@@ -52,6 +52,7 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what was left out (models out of reach)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -22,6 +22,7 @@ from .offline import OFFLINE_EXTRACTOR
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 from .providers import chat_for_store, chat_name, embedder_for_store, make_embedder
 from .query import Answer, QuerySettings, Searcher
+from .query_models import QueryModels, resolve_query_models
 from .retrieve import Passage
 from .safe import terminal_safe
 from .writelock import WriterLock
@@ -116,6 +117,7 @@ class KnowledgeBase:
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
         self._resolved: tuple[ChatModel | None, Embedder] | None = None
+        self._asking: QueryModels | None = None  # the models questions use (tgr.query_models)
         self.model_note: str | None = None  # why questions fell back to extractive answers
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -137,10 +139,10 @@ class KnowledgeBase:
         for gateway in (self._gateway, self._reader):
             if gateway:
                 gateway.close()
-        for model in self._resolved or ():
+        for model in (*(self._resolved or ()), *(self._asking.models() if self._asking else ())):
             if model is not None and hasattr(model, "close") and model not in (self._chat_spec, self._embed_spec):
                 model.close()  # only what this store created; models passed in belong to the caller
-        self._gateway = self._reader = self._resolved = None
+        self._gateway = self._reader = self._resolved = self._asking = None
 
     @property
     def meta(self) -> dict:
@@ -197,10 +199,13 @@ class KnowledgeBase:
         return self._gateway
 
     def _query_gateway(self) -> Gateway:
-        """Queries read the cache but never write: asking leaves the file untouched."""
+        """Queries read the cache but never write: asking leaves the file untouched. Models
+        out of reach are left out (see tgr.query_models), noted in self.model_note."""
         if self._reader is None:
-            chat, embedder = self._models(lenient=True)
-            self._reader = Gateway(self.conn, chat, embedder, write_cache=False, **self._gateway_options)
+            self._asking = resolve_query_models(self.meta, self._chat_spec, self._embed_spec, **self._model_options)
+            self.model_note = self._asking.note
+            self._reader = Gateway(self.conn, self._asking.chat, self._asking.embedder, write_cache=False,
+                                   **self._gateway_options)
         return self._reader
 
     def _writable(self, command: str, warn: Warn | None = None) -> None:
@@ -571,19 +576,27 @@ class KnowledgeBase:
             warn: Warn | None = None, **query_settings) -> Answer:
         """Answer a question: mode 'local' (default), 'global' or 'naive'.
 
-        Uses the chat model the store records unless another was given; if it cannot be
-        reached here, answers extractively and says why through warn (and model_note).
+        Uses the models the store records unless others were given; what cannot be reached
+        here is left out (see tgr.query_models) and said once through warn (and in
+        model_note and the answer's notes).
         """
         searcher = self._searcher(question, QuerySettings(**query_settings))
-        if self.model_note and warn and not context_only:
-            warn(self.model_note)
-        return searcher.ask(question.strip(), mode, context_only=context_only)
+        note = self._asking.note_for(context_only)
+        if warn and self._asking.unsaid(note):
+            warn(note)
+        answer = searcher.ask(question.strip(), mode, context_only=context_only)
+        answer.notes = [note] if note else []
+        return answer
 
-    def retrieve(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
+    def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
+                 warn: Warn | None = None) -> list[Passage]:
         """The k passages that best answer the question, best first, with their text, score,
         document (source, title, own id, metadata) and character offsets. No model is asked
-        for an answer; global mode gives the chunks behind the best community reports."""
+        for an answer; global mode gives the chunks behind the best community reports.
+        Vectors out of reach are left out, said once through warn (and in model_note)."""
         searcher = self._searcher(question, QuerySettings())
+        if warn and self._asking.unsaid(self._asking.vector_note):
+            warn(self._asking.vector_note)
         return searcher.retriever.retrieve(question.strip(), mode, k).passages
 
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
