@@ -103,3 +103,43 @@ def test_a_store_built_offline_says_nothing(db_path):
         result = run("ask", db_path, QUESTION, "--json", *extra)
         assert result.exit_code == 0 and result.stderr == ""
         assert json.loads(result.stdout)["notes"] == []
+
+
+def test_portable_vectors_answer_where_the_api_embedder_cannot(db_path, fake_server, monkeypatch, tmp_path):
+    # a tiny corpus: the local embedder is slow on a loaded machine
+    first, second = tmp_path / "marley.txt", tmp_path / "fezziwig.txt"
+    first.write_text("Marley was dead, to begin with. Scrooge and Marley were partners for many years. "
+                     "Scrooge never painted out Old Marley's name above the warehouse door. "
+                     "Bob Cratchit copied letters for Scrooge in a dismal little cell. "
+                     "Fred, the nephew of Scrooge, wished Bob Cratchit a merry Christmas. "
+                     "Fred invited Scrooge to dinner, and Scrooge refused Fred.\n", encoding="utf-8")
+    second.write_text("Old Fezziwig kept a warehouse in London. Scrooge was his apprentice, and "
+                      "Fezziwig gave a Christmas ball for everyone who worked for him.\n", encoding="utf-8")
+    monkeypatch.delenv("TGR_BASE_URL", raising=False)
+    built = run("index", db_path, first, "--base-url", fake_server.url, "--chat-model", "fake-chat",
+                "--embed-model", "openai:fake-embed", "--portable", "--chunk-size", "30", "--chunk-overlap", "0", "-q")
+    assert built.exit_code == 0, built.output
+
+    def counts():
+        with tgr.open(db_path, readonly=True) as kb:
+            assert kb.meta["portable_embed_model"] == "local:multilingual-e5-small"
+            return {kind: kb.conn.execute(f"SELECT (SELECT count(*) FROM {kind}), "
+                                          f"(SELECT count(*) FROM vec_portable_{kind} WHERE input_hash IS NOT NULL)"
+                                          ).fetchone() for kind in ("chunks", "entities", "reports")}
+
+    found = counts()
+    assert all(rows == portable and rows > 0 for rows, portable in found.values()), found
+    for mode in ("local", "naive", "global"):
+        result = run("ask", db_path, QUESTION, "--mode", mode, "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["answer"] and data["sources"] and all(s["text"] and s["score"] >= 0 for s in data["sources"])
+        assert data["sources"][0]["score"] > 0  # fused scores are scaled: the last one may be 0
+        assert "portable local:multilingual-e5-small vectors" in result.stderr
+    # with its endpoint, the store's own vectors answer
+    monkeypatch.setenv("TGR_BASE_URL", fake_server.url)
+    assert run("ask", db_path, QUESTION, "--json").stderr == ""
+    # a later run keeps them in step: the new document's rows get portable vectors too
+    again = run("index", db_path, second, "-q")
+    assert again.exit_code == 0, again.output
+    assert all(rows == portable for rows, portable in counts().values())

@@ -197,12 +197,14 @@ def main() -> None:
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
 @_prompt_options
+@click.option("--portable", is_flag=True,
+              help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          estimate, as_json, quiet):
+          portable, estimate, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -225,7 +227,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         bars = _progress(quiet)
         try:
             summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
-                               **settings)
+                               portable=portable, **settings)
         finally:
             bars.close()
         if as_json:

@@ -66,14 +66,14 @@ class Searcher:
     the chat model's or, without one, the extractive one, chosen once here."""
 
     def __init__(self, conn: Connection, gateway: Gateway, prompts: Prompts,
-                 settings: QuerySettings | None = None):
+                 settings: QuerySettings | None = None, vector_tables: dict[str, str] | None = None):
         self.conn = conn
         self.gateway = gateway
         self.prompts = prompts
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
-                                   vector_type=vector_type(gateway.embedder))
+                                   vector_type=vector_type(gateway.embedder), tables=vector_tables)
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .db import PORTABLE_MODEL_KEY, PORTABLE_TABLES
 from .errors import ModelError, ModelMismatch
 from .models import ChatModel, Embedder
-from .providers import OFFLINE_NAMES, REMOTE_PROVIDERS, chat_for_store, embedder_for_store, make_embedder
+from .providers import LOCAL_PROVIDERS, OFFLINE_NAMES, REMOTE_PROVIDERS, chat_for_store, embedder_for_store, make_embedder
 from .safe import terminal_safe
 
-PORTABLE_EMBEDDER = "portable_embed_model"  # meta key: the local embedder of the portable vectors
 
 
 class NoVectors:
@@ -62,6 +62,11 @@ class QueryModels:
             return False
         self.said.add(note)
         return True
+
+    @property
+    def tables(self) -> dict[str, str] | None:
+        """The vector tables searched, where they are not the store's own."""
+        return PORTABLE_TABLES if self.vectors == "portable" else None
 
     def models(self) -> tuple:
         return self.chat, self.embedder
@@ -104,14 +109,14 @@ def _fallback(meta: dict, reason: str, offline: bool) -> tuple[Embedder, str, st
     built = terminal_safe(meta.get("embed_model", ""))
     lost = f"this store's embeddings ({built}) cannot be reached here ({_short(reason, offline)})"
     back = "; drop --offline to use them" if offline else ""
-    portable = meta.get(PORTABLE_EMBEDDER)
-    if portable:
+    portable = meta.get(PORTABLE_MODEL_KEY)
+    if portable and portable.partition(":")[0].lower() in LOCAL_PROVIDERS:  # never a remote one
         try:
-            embedder = make_embedder(portable, dim=int(meta.get("portable_embed_dim", 0)) or None)
+            embedder = make_embedder(portable)
         except (ModelError, ValueError) as exc:
             lost += f" nor its portable {terminal_safe(portable)} vectors ({terminal_safe(str(exc))})"
         else:
-            if embedder.name == portable:
+            if embedder.name == portable and str(embedder.dim) == str(meta.get("portable_embed_dim")):
                 return embedder, "portable", f"{lost}: searching its portable {embedder.name} vectors instead{back}"
     return NoVectors(), "none", f"{lost}: searching without vectors (full text, the graph and reports){back}"
 

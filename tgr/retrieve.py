@@ -47,6 +47,7 @@ FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those tw
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
+VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
 
 
 @dataclass
@@ -107,11 +108,12 @@ class Retriever:
     connection's QueryCache; each question is counted there once."""
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
-                 vector_type: str = "float32"):
+                 vector_type: str = "float32", tables: dict[str, str] | None = None):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
         self.vector_type = vector_type
+        self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.portable)
         self.vec = vec_param(vector_type)  # the SQL that binds a query vector
         self._chunk_total: int | None = None
 
@@ -202,16 +204,17 @@ class Retriever:
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
     def dense_chunks(self, q: Question, limit: int) -> list[tuple[str, float]]:
-        if not has_table(self.conn, "vec_chunks"):
+        if not has_table(self.conn, self.tables["chunks"]):
             return []
-        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", q.vector(), min(limit, MAX_KNN))]
+        return [(cid, 1.0 - d) for cid, d in self._knn(self.tables["chunks"], q.vector(), min(limit, MAX_KNN))]
 
     def nearest_chunks(self, q: Question, chunk_id: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
-        row = self.conn.execute("SELECT embedding FROM vec_chunks WHERE id = ?", (chunk_id,)).fetchone()
+        table = self.tables["chunks"]
+        row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
         if row is None or len(row[0]) != len(q.vector()):
             return []  # no vector, or a malformed one in a file made elsewhere
-        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", row[0], min(limit, MAX_KNN))]
+        return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
 
     def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
@@ -243,9 +246,10 @@ class Retriever:
         return [r[:4] for r in rows[:top]]
 
     def _report_similarity(self, q: Question, rows: list[tuple]) -> dict[str, float]:
-        if self.dense and has_table(self.conn, "vec_reports"):
+        if self.dense and has_table(self.conn, self.tables["reports"]):
             return {cid: 1.0 - d for cid, d in self.conn.execute(
-                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM vec_reports", (q.vector(),))}
+                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']}",
+                (q.vector(),))}
         terms = match_terms(q.text)
         return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
 
@@ -313,9 +317,9 @@ class Retriever:
         return weights
 
     def dense_entities(self, q: Question, limit: int) -> dict[str, float]:
-        if not has_table(self.conn, "vec_entities"):
+        if not has_table(self.conn, self.tables["entities"]):
             return {}
-        rows = self._knn("vec_entities", q.vector(), limit)
+        rows = self._knn(self.tables["entities"], q.vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 
     def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:

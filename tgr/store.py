@@ -246,12 +246,14 @@ class KnowledgeBase:
         return settings
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, **overrides) -> IndexSummary:
+              stdin=None, portable: bool | str = False, **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
         paths, only the work the store itself still holds is finished (chunks not yet
         extracted, then every derived stage): a shipped or interrupted file needs no input files.
+        portable (True, or a local embedder's spec): also keep the local embedder's vectors,
+        for recipients who cannot reach the store's own embedder (see tgr.portable).
         """
         from .ingest import read_documents
 
@@ -266,6 +268,9 @@ class KnowledgeBase:
         if not documents and (paths or not self._has_documents()):
             raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
         self._writable("index", on_warning)  # before the settings: another run may be choosing them
+        if portable:
+            from .portable import DEFAULT_PORTABLE, start_portable
+            start_portable(self.conn, make_embedder(DEFAULT_PORTABLE if portable is True else portable))
         settings = self.settings(**overrides)
         if settings.disambiguate and self._models()[0] is None:
             on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
@@ -437,6 +442,9 @@ class KnowledgeBase:
                 freshness.record(self.conn, "reports", reports_state(self.conn, report_key))
         with timer("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, gateway, ("chunks", "entities", "reports"), progress)
+        with timer("portable"):  # the local embedder's vectors, where the store keeps them
+            from .portable import keep_portable
+            keep_portable(self.conn, self._model_options, progress)
 
     def _store_documents(self, documents: list[Document], settings: IndexSettings,
                          progress: Progress | None, warn: Warn, summary: IndexSummary) -> int:
@@ -604,7 +612,8 @@ class KnowledgeBase:
             raise ValueError("the question is empty")
         if not self.meta.get("embed_model"):
             raise StoreError(f"{self.path}: empty store; index documents first (tgr index {self.path} DOCS...)")
-        return Searcher(self.conn, self._query_gateway(), self.prompts, settings)
+        gateway = self._query_gateway()
+        return Searcher(self.conn, gateway, self.prompts, settings, self._asking.tables)
 
     # -- inspection -----------------------------------------------------------------------
 
