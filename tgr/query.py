@@ -79,10 +79,21 @@ class Searcher:
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        return self._measured(lambda: getattr(self, f"_{mode}")(question, context_only))
+
+    def answer_passages(self, question: str, passages: list[Passage], mode: str,
+                        context_only: bool = False) -> Answer:
+        """An answer written from given ranked passages (e.g. several stores' fused ranking):
+        the best that fit the context budget are the sources, as in naive mode."""
+        return self._measured(lambda: self._from_passages(question, mode, passages, context_only,
+                                                          time.perf_counter()))
+
+    def _measured(self, answer_question) -> Answer:
+        """answer_question()'s Answer, with the model calls, tokens and time it took."""
         started = time.perf_counter()
         before = self.gateway.total_usage()
         before = (before.calls, before.prompt_tokens, before.completion_tokens)
-        answer = getattr(self, f"_{mode}")(question, context_only)
+        answer = answer_question()
         after = self.gateway.total_usage()
         answer.model_calls = after.calls - before[0]
         answer.prompt_tokens = after.prompt_tokens - before[1]
@@ -201,8 +212,12 @@ class Searcher:
     def _naive(self, question: str, context_only: bool) -> Answer:
         t0 = time.perf_counter()
         ranked = self.retriever.retrieve(question, "naive", self.settings.top_k).passages
+        return self._from_passages(question, "naive", ranked, context_only, t0)
+
+    def _from_passages(self, question: str, mode: str, ranked: list[Passage], context_only: bool,
+                       t0: float) -> Answer:
         src, passages = self._fill_sources(ranked, self.settings.context_tokens)
-        result = Answer(question, "naive", "", src.text(), self._model_name(context_only),
+        result = Answer(question, mode, "", src.text(), self._model_name(context_only),
                         sources=self._sources(passages), timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
             return result

@@ -49,19 +49,18 @@ class QueryModels:
     @property
     def note(self) -> str | None:
         """One line saying everything that was left out, or None."""
-        return self.note_for(context_only=False)
+        return "; ".join(self.notes_for(context_only=False)) or None
 
-    def note_for(self, context_only: bool) -> str | None:
-        """What a question leaves out (a context needs no chat model), or None."""
-        notes = [n for n in (self.vector_note, None if context_only else self.chat_note) if n]
-        return "; ".join(notes) or None
+    def notes_for(self, context_only: bool) -> list[str]:
+        """What a question leaves out (a context needs no chat model)."""
+        return [n for n in (self.vector_note, None if context_only else self.chat_note) if n]
 
-    def unsaid(self, note: str | None) -> bool:
-        """Whether the note is still to be said (true once per note): say it once per store."""
-        if not note or note in self.said:
-            return False
-        self.said.add(note)
-        return True
+    def say(self, notes: list[str], warn) -> None:
+        """Give warn, on one line, the notes it has not heard yet: each is said once per store."""
+        unsaid = [n for n in notes if n not in self.said]
+        if warn and unsaid:
+            self.said.update(unsaid)
+            warn("; ".join(unsaid))
 
     @property
     def tables(self) -> dict[str, str] | None:

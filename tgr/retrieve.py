@@ -66,9 +66,13 @@ class Passage:
     external_id: str | None = None
     metadata: dict = field(default_factory=dict)
     page: int | None = None  # a PDF page, where the document's metadata gives page offsets
+    store: str | None = None  # the store it came from, when several are asked together (tgr.many)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        fields = asdict(self)
+        if self.store is None:
+            del fields["store"]
+        return fields
 
 
 @dataclass

@@ -589,11 +589,21 @@ class KnowledgeBase:
         model_note and the answer's notes).
         """
         searcher = self._searcher(question, QuerySettings(**query_settings))
-        note = self._asking.note_for(context_only)
-        if warn and self._asking.unsaid(note):
-            warn(note)
+        notes = self._asking.notes_for(context_only)
+        self._asking.say(notes, warn)
         answer = searcher.ask(question.strip(), mode, context_only=context_only)
-        answer.notes = [note] if note else []
+        answer.notes = notes
+        return answer
+
+    def answer_from(self, question: str, passages: list[Passage], mode: str = "naive", *,
+                    context_only: bool = False, warn: Warn | None = None, **query_settings) -> Answer:
+        """An answer from given ranked passages (tgr.many: several stores' fused ranking), with
+        this store's models, as ask() would write it from them."""
+        searcher = self._searcher(question, QuerySettings(**query_settings))
+        notes = self._asking.notes_for(context_only)
+        self._asking.say(notes, warn)
+        answer = searcher.answer_passages(question.strip(), passages, mode, context_only)
+        answer.notes = notes
         return answer
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
@@ -603,8 +613,7 @@ class KnowledgeBase:
         for an answer; global mode gives the chunks behind the best community reports.
         Vectors out of reach are left out, said once through warn (and in model_note)."""
         searcher = self._searcher(question, QuerySettings())
-        if warn and self._asking.unsaid(self._asking.vector_note):
-            warn(self._asking.vector_note)
+        self._asking.say(self._asking.notes_for(context_only=True), warn)
         return searcher.retriever.retrieve(question.strip(), mode, k).passages
 
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
