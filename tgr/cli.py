@@ -410,16 +410,15 @@ def export(store, output, level, top):
 
 
 @main.command("mcp")
-@click.argument("store", type=_EXISTING_FILE)
+@click.argument("stores", nargs=-1, required=True, type=_EXISTING_FILE)
 @_model_options
-def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
-    """Serve STORE read-only to MCP clients (agents) over stdio: ask, retrieve, entity,
-    communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
+def mcp_command(stores, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
+    """Serve STORE (or several: one fused ranking) read-only to MCP clients (agents) over stdio:
+    ask, retrieve, entity, communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
     from .mcp_server import serve
 
-    serve(lambda: _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-                        offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-                        readonly=True))
+    serve(lambda: _open_stores(stores, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries))
 
 
 @main.command()

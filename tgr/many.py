@@ -67,6 +67,10 @@ class Stores:
         first = call(self.stores[0], self.names[0])
         return [first] + [f.result() for f in futures]
 
+    def each(self, call: Callable) -> list[tuple[str, object]]:
+        """(store name, call(store)) for every store, each on its own thread."""
+        return list(zip(self.names, self._each(lambda kb, name: call(kb))))
+
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
                  warn: Warn | None = None) -> list[Passage]:
         """The k best passages of all the stores, one ranking fused by rank; each names its store."""

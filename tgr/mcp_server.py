@@ -1,9 +1,10 @@
-"""`tgr mcp`: one store as a read-only MCP server over stdio (the official `mcp` SDK, extra tgr[mcp]).
+"""`tgr mcp`: stores as a read-only MCP server over stdio (the official `mcp` SDK, extra tgr[mcp]).
 
 Tools: ask (local/global/naive), retrieve (ranked passages with text), entity (description,
 relationships, communities, sources), communities (with report titles, by level) and
 community_report. The store is opened read-only; asking never writes to it. Every store
-call runs on one worker thread, the thread that opened the SQLite connection.
+call runs on one worker thread, the thread that opened the SQLite connection. Several stores
+(tgr.many) answer ask and retrieve with one fused ranking; the lookups answer per store.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Callable, Literal
 
 from .errors import TgrError
 from . import lookup
+from .many import Stores
 from .safe import xml_safe
 from .store import KnowledgeBase
 
@@ -112,15 +114,32 @@ def build_server(worker: StoreWorker):
         passages = [{"rank": n, **p.to_dict()} for n, p in enumerate(kb.retrieve(question, mode, k), 1)]
         return {"question": question, "mode": mode, "passages": passages}
 
+    def in_stores(look_up: Callable, *args) -> list[tuple[str, Any]]:
+        """(store, look_up(its connection, *args)) for the store, or for each of several."""
+        if isinstance(kb, Stores):
+            return kb.each(lambda store: look_up(store.conn, *args))
+        return [("", look_up(kb.conn, *args))]
+
+    def do_entity(name: str) -> dict:
+        found = in_stores(lookup.entity_details, name)
+        if len(found) == 1:
+            return found[0][1]
+        return {"stores": [{"store": store, **details} for store, details in found]}
+
     def do_communities(level: int | None, limit: int) -> dict:
         _check_range("limit", limit, 1, 1000)
-        return {"communities": lookup.list_communities(kb.conn, level, limit)}
+        found = in_stores(lookup.list_communities, level, limit)
+        if len(found) == 1:
+            return {"communities": found[0][1]}
+        return {"communities": [{"store": store, **c} for store, listed in found for c in listed]}
 
     def do_report(community_id: str) -> dict:
-        found = lookup.community_report(kb.conn, community_id)
-        if found is None:
+        found = [(store, report) for store, report in in_stores(lookup.community_report, community_id) if report]
+        if not found:
             raise ValueError(f"no community {community_id!r}; list them with the communities tool")
-        return found
+        if not isinstance(kb, Stores):
+            return found[0][1]
+        return {"reports": [{"store": store, **report} for store, report in found]}
 
     @server.tool(annotations=read_only)
     async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10) -> dict[str, Any]:
@@ -140,7 +159,7 @@ def build_server(worker: StoreWorker):
         """One entity by name: type, description, relationships (strongest first), the
         communities it belongs to at every level, and the source chunks it was extracted from.
         When there is no such entity: found=false and similar names."""
-        return await worker.call_tool(lookup.entity_details, kb.conn, name)
+        return await worker.call_tool(do_entity, name)
 
     @server.tool(annotations=read_only)
     async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:
@@ -157,7 +176,7 @@ def build_server(worker: StoreWorker):
     return server
 
 
-def serve(open_store: Callable[[], KnowledgeBase]) -> None:
+def serve(open_store: Callable[[], KnowledgeBase | Stores]) -> None:
     """Open the store (errors surface before serving) and serve it over stdio until the client
     closes the connection."""
     _sdk()  # a missing SDK is reported before the store is opened
