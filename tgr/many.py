@@ -14,7 +14,6 @@ run (a connection belongs to its thread), so a question is asked of all the stor
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from .query import LOCAL_PASSAGES, Answer, QuerySettings
@@ -29,6 +28,8 @@ class Stores:
     """Several stores asked as one. Use tgr.open_many(paths); close() it (or use `with`)."""
 
     def __init__(self, paths: list[str | os.PathLike], **options):
+        from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which `tgr ask` needn't
+
         from .store import KnowledgeBase
 
         if not paths:

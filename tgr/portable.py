@@ -17,7 +17,7 @@ from .db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portabl
 from .embeddings import TARGETS
 from .errors import ModelError
 from .limits import MAX_CONTEXT_TEXT
-from .models import Embedder, is_local, vector_type
+from .models import Embedder, vector_type
 from .text import content_hash
 
 DEFAULT_PORTABLE = "local:multilingual-e5-small"
@@ -34,8 +34,9 @@ def portable_model(conn: Connection) -> str | None:
 def start_portable(conn: Connection, embedder: Embedder) -> None:
     """Record that this store keeps portable vectors of this (local) embedder (inside no
     transaction); a store that keeps another one's is refused."""
-    if not (is_local(embedder) or embedder.name.startswith("local:")):
-        raise ModelError(f"portable vectors need an in-process embedder, not {embedder.name}")
+    if not embedder.name.startswith("local:"):  # hashed vectors add nothing to full text
+        raise ModelError(f"portable vectors need a local model embedder (local:multilingual-e5-small), "
+                         f"not {embedder.name}")
     kept = portable_model(conn)
     if kept and kept != embedder.name:
         raise ModelError(f"this store keeps portable vectors of {kept}, not {embedder.name}")

@@ -6,9 +6,9 @@ chat model: extractive mode; as an embedder: the offline default). A bare name g
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
 With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
 is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
-A store always queries with the embedder it was built with, or says which one it needs,
-and by default with the chat model it records; only keys and endpoints come from the
-environment.
+A store always queries with the embedder it was built with, never another's, and by default
+with the chat model it records; only keys and endpoints come from the environment. (What a
+question does when they can't be reached here is tgr.query_models's business.)
 """
 from __future__ import annotations
 

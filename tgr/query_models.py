@@ -91,7 +91,7 @@ def resolve_query_models(meta: dict, chat_spec: ChatModel | str | None, embed_sp
         if not _out_of_reach(meta.get("embed_model"), embed_spec):
             raise
         reason = str(exc)
-    embedder, vectors, note = _fallback(meta, reason, offline=embed_spec is not None)
+    embedder, vectors, note = _fallback(meta, reason, offline=embed_spec is not None and embed_spec.lower() in OFFLINE_NAMES)
     return QueryModels(chat, embedder, vectors, chat_note, note)
 
 
