@@ -114,32 +114,9 @@ def build_server(worker: StoreWorker):
         passages = [{"rank": n, **p.to_dict()} for n, p in enumerate(kb.retrieve(question, mode, k), 1)]
         return {"question": question, "mode": mode, "passages": passages}
 
-    def in_stores(look_up: Callable, *args) -> list[tuple[str, Any]]:
-        """(store, look_up(its connection, *args)) for the store, or for each of several."""
-        if isinstance(kb, Stores):
-            return kb.each(lambda store: look_up(store.conn, *args))
-        return [("", look_up(kb.conn, *args))]
-
-    def do_entity(name: str) -> dict:
-        found = in_stores(lookup.entity_details, name)
-        if len(found) == 1:
-            return found[0][1]
-        return {"stores": [{"store": store, **details} for store, details in found]}
-
     def do_communities(level: int | None, limit: int) -> dict:
         _check_range("limit", limit, 1, 1000)
-        found = in_stores(lookup.list_communities, level, limit)
-        if len(found) == 1:
-            return {"communities": found[0][1]}
-        return {"communities": [{"store": store, **c} for store, listed in found for c in listed]}
-
-    def do_report(community_id: str) -> dict:
-        found = [(store, report) for store, report in in_stores(lookup.community_report, community_id) if report]
-        if not found:
-            raise ValueError(f"no community {community_id!r}; list them with the communities tool")
-        if not isinstance(kb, Stores):
-            return found[0][1]
-        return {"reports": [{"store": store, **report} for store, report in found]}
+        return _communities(kb, level, limit)
 
     @server.tool(annotations=read_only)
     async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10) -> dict[str, Any]:
@@ -159,7 +136,7 @@ def build_server(worker: StoreWorker):
         """One entity by name: type, description, relationships (strongest first), the
         communities it belongs to at every level, and the source chunks it was extracted from.
         When there is no such entity: found=false and similar names."""
-        return await worker.call_tool(do_entity, name)
+        return await worker.call_tool(_entity, kb, name)
 
     @server.tool(annotations=read_only)
     async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:
@@ -171,9 +148,39 @@ def build_server(worker: StoreWorker):
     async def community_report(community_id: str) -> dict[str, Any]:
         """One community's full report (summary, findings, rating), its parent, children and
         member entities."""
-        return await worker.call_tool(do_report, community_id)
+        return await worker.call_tool(_report, kb, community_id)
 
     return server
+
+
+def _in_stores(kb: KnowledgeBase | Stores, look_up: Callable, *args) -> list[tuple[str, Any]]:
+    """(store, look_up(its connection, *args)) for the store, or for each of several."""
+    if isinstance(kb, Stores):
+        return kb.each(lambda store: look_up(store.conn, *args))
+    return [("", look_up(kb.conn, *args))]
+
+
+def _entity(kb: KnowledgeBase | Stores, name: str) -> dict:
+    found = _in_stores(kb, lookup.entity_details, name)
+    if not isinstance(kb, Stores):
+        return found[0][1]
+    return {"stores": [{"store": store, **details} for store, details in found]}
+
+
+def _communities(kb: KnowledgeBase | Stores, level: int | None, limit: int) -> dict:
+    found = _in_stores(kb, lookup.list_communities, level, limit)
+    if not isinstance(kb, Stores):
+        return {"communities": found[0][1]}
+    return {"communities": [{"store": store, **c} for store, listed in found for c in listed]}
+
+
+def _report(kb: KnowledgeBase | Stores, community_id: str) -> dict:
+    found = [(store, report) for store, report in _in_stores(kb, lookup.community_report, community_id) if report]
+    if not found:
+        raise ValueError(f"no community {community_id!r}; list them with the communities tool")
+    if not isinstance(kb, Stores):
+        return found[0][1]
+    return {"reports": [{"store": store, **report} for store, report in found]}
 
 
 def serve(open_store: Callable[[], KnowledgeBase | Stores]) -> None:
