@@ -14,7 +14,7 @@ from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
-from .export import DEFAULT_TOP, export_format, export_store
+from .export import DEFAULT_TOP, export_format
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -404,7 +404,7 @@ def export(store, output, level, top):
     (one self-contained page: graph, search, and each entity's report and sources)."""
     export_format(output)  # an unknown suffix fails before the store is read
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        done = export_store(kb.conn, output, level=level, top=top, title=os.path.basename(store))
+        done = kb.export(output, level=level, top=top, title=os.path.basename(store))
     click.echo(f"wrote {done['entities']} entities, {done['relationships']} relationships, "
                f"{done['communities']} communities and {done['reports']} reports to {output} ({done['format']})")
 
@@ -429,11 +429,11 @@ def mcp_command(stores, chat_model, embed_model, base_url, offline, concurrency,
 def serve(store, host, port, get_path):
     """Browse STORE in Datasette (read-only, sqlite-vec loaded, chunks searchable).
     Needs the extra: pip install 'tgr[serve]'."""
-    from .serve import check_installed, metadata, run_datasette
+    from .serve import check_installed, run_datasette
 
     check_installed()
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        meta = metadata(kb.conn, store)
+        meta = kb.datasette_metadata(store)
     sys.exit(run_datasette(store, meta, host=host, port=port, get=get_path))
 
 
