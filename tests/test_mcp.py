@@ -153,3 +153,13 @@ def test_mcp_serves_several_stores_with_one_ranking(store, tmp_path):
     assert [c["store"] for c in listed] == [str(store)] * 2 + [str(other)] * 2
     assert [r["store"] for r in payload(out["report"])["reports"]] == [str(store), str(other)]
     assert [digest(store), digest(other)] == before
+
+
+def test_mcp_starts_without_a_warning(store):
+    """A client shows the server's stderr to its user: a start-up says nothing there (the SDK's
+    settings model makes pydantic-settings warn about a forward reference)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    started = subprocess.run([sys.executable, "-m", "tgr.cli", "mcp", str(store)], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, env={**env, "PYTHONPATH": SERVER_PATH}, cwd=ROOT,
+                             timeout=60)
+    assert started.returncode == 0 and started.stderr == ""

@@ -1,6 +1,7 @@
 """The tgr command line: parse arguments, call one library function, print the result."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from .db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
 from .export import DEFAULT_TOP, export_format
+from .fresh import RemovedIfUnused
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -145,9 +147,15 @@ class _Lines:
         self.stage, self.state, self.shown = None, (0, 0), None
 
 
+@contextlib.contextmanager
 def _progress(quiet: bool):
-    """Progress bars on a terminal, plain lines every few seconds otherwise, nothing if quiet."""
-    return _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    """The progress of every command that reports it: bars on a terminal, plain lines every few
+    seconds otherwise, nothing if quiet; the last state shown when the command ends."""
+    shown = _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    try:
+        yield shown
+    finally:
+        shown.close()
 
 
 class _Group(click.Group):
@@ -163,6 +171,11 @@ class _Group(click.Group):
             ctx.exit(130)
         except (TgrError, ValueError, OSError, DatabaseError) as exc:
             raise click.ClickException(_one_line(exc)) from None
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr (the message may quote the store)."""
+    click.echo(f"warning: {_one_line(message)}", err=True)
 
 
 def _one_line(text) -> str:
@@ -230,19 +243,16 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         raise click.UsageError("nothing to index: give files or directories (with no PATHS, an existing "
                                "STORE's unfinished work is finished)")
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
-    with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               prompts_file=prompts_file) as kb:
+    with RemovedIfUnused(target), \
+            _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                  offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+                  prompts_file=prompts_file) as kb:  # a failed first index leaves no file
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
             return
-        bars = _progress(quiet)
-        try:
-            summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
-                               portable=portable, **settings)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.index(paths, progress=progress, warn=_warn, portable=portable, **settings)
         if as_json:
             click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
             return
@@ -278,8 +288,7 @@ def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model,
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k,
-                        warn=lambda m: click.echo(f"warning: {m}", err=True))
+        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
     if as_json:
         click.echo(result.to_json())
     elif context_only:
@@ -306,18 +315,25 @@ def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model,
               help="Modes to measure (repeatable; default local and naive).")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
-def evaluate_store(stores, questions, modes, limit, as_json):
+@click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
+def evaluate_store(stores, questions, modes, limit, as_json, strict):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids'); of several stores asked together with STORE... QUESTIONS."""
-    from .evaluate import KS, evaluate, load_questions
+    from .evaluate import KS, evaluate, load_questions, match_evidence
 
     rows = load_questions(questions)[:limit]
     with _open_stores(stores) as kb:
-        results = evaluate(kb, rows, modes or ("local", "naive"), warn=lambda m: click.echo(f"warning: {m}", err=True))
+        matched = match_evidence(kb, rows)
+        if matched.problem() and strict:
+            raise click.ClickException(_one_line(matched.problem()))
+        if matched.problem():
+            _warn(matched.problem())
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn)
     store = stores[0] if len(stores) == 1 else " + ".join(stores)
     if as_json:
         click.echo(json.dumps({"store": stores[0] if len(stores) == 1 else list(stores), "questions": len(rows),
-                               "results": [r.to_dict() for r in results]}, ensure_ascii=False, indent=2))
+                               "evidence": matched.to_dict(), "results": [r.to_dict() for r in results]},
+                              ensure_ascii=False, indent=2))
         return
     has_facts = any(r.facts for r in results)
     header = "".join(f"{f'R@{k}':>8}" for k in KS) + "".join(f"{f'all@{k}':>8}" for k in KS)
@@ -343,11 +359,8 @@ def delete(store, documents, chat_model, embed_model, base_url, offline, concurr
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=dry_run) as kb:
-        bars = _Bars(quiet)
-        try:
-            summary = kb.delete(documents, dry_run=dry_run, progress=bars)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.delete(documents, dry_run=dry_run, progress=progress)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -450,12 +463,9 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                prompts_file=prompts_file) as kb:
-        bars = _progress(quiet)
-        try:
-            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size,
+        with _progress(quiet) as progress:
+            summary = kb.rebuild(stage, progress=progress, max_cluster_size=max_cluster_size,
                                  entity_types=_entity_types(entity_types))
-        finally:
-            bars.close()
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")

@@ -174,6 +174,15 @@ def documents(conn: Connection) -> list[StoredDocument]:
         "FROM documents d ORDER BY d.added_at, d.id")]
 
 
+def document_names(conn: Connection) -> list[tuple[str, str, str]]:
+    """(key, source, title) of every stored document, oldest first: the key is what retrieval
+    ranks and `tgr eval` matches, the row's own id (external_id) or else the source path."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
+    key = "coalesce(nullif(external_id, ''), source)" if "external_id" in columns else "source"
+    return [tuple(row) for row in conn.execute(
+        f"SELECT {key}, source, title FROM documents ORDER BY added_at, id")]
+
+
 def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocument], list[str]]:
     """The documents named by specs (a document id or a unique prefix of one, a source path
     as given when indexed or the same file, or a title: every document with it), and the

@@ -72,6 +72,10 @@ class Stores:
         """(store name, call(store)) for every store, each on its own thread."""
         return list(zip(self.names, self._each(lambda kb, name: call(kb))))
 
+    def document_names(self) -> list[tuple[str, str, str]]:
+        """(key, source, title) of every document of every store (see KnowledgeBase.document_names)."""
+        return [row for _, names in self.each(lambda kb: kb.document_names()) for row in names]
+
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
                  warn: Warn | None = None) -> list[Passage]:
         """The k best passages of all the stores, one ranking fused by rank; each names its store."""

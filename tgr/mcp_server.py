@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
@@ -44,6 +45,14 @@ def _sdk():
         from mcp.server.fastmcp import FastMCP
         from mcp.server.fastmcp.exceptions import ToolError
         return FastMCP, ToolError
+
+
+def _incomplete_field_warning() -> type[Warning]:
+    try:
+        from pydantic_settings import IncompleteFieldDefinitionWarning
+        return IncompleteFieldDefinitionWarning
+    except ImportError:  # an older pydantic-settings, which does not warn
+        return UserWarning
 
 
 def _safe(value):
@@ -96,7 +105,12 @@ def build_server(worker: StoreWorker):
     from mcp.types import ToolAnnotations
 
     server_class, worker.tool_error = _sdk()
-    server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
+    with warnings.catch_warnings():
+        # the SDK's settings model has a forward reference pydantic-settings warns about on every
+        # start (seen with mcp 1.19 and pydantic-settings 2.16); nothing for a tgr user to act on
+        warnings.filterwarnings("ignore", message="Field 'lifespan' has an incomplete definition",
+                                category=_incomplete_field_warning())
+        server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "idempotentHint": True})
     kb = worker.kb
 

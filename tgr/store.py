@@ -181,6 +181,13 @@ class KnowledgeBase:
 
         return community_report(self._store.conn, community_id)
 
+    def document_names(self) -> list[tuple[str, str, str]]:
+        """(key, source, title) of every document; the key (a row's own id, else the source
+        path) is what retrieval ranks documents by and `tgr eval` matches evidence to."""
+        from .corpus import document_names
+
+        return document_names(self._store.conn)
+
     def graph(self):
         """The entity graph as a networkx.Graph (node and edge attributes from the store)."""
         return reading.graph(self._store.conn)
