@@ -13,6 +13,7 @@ from typing import Callable, Protocol, Sequence
 
 from .gateway import ChatJob, Gateway
 from .offline import ExtractiveAnswerer
+from .offline_global import OfflineGlobal, offline_global_answer
 from .parsing import parse_points
 from .prompts import Prompts
 
@@ -33,6 +34,9 @@ class Answerer(Protocol):
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
                lead: str = "", names: Sequence[str] = ()) -> str:
         """Local and naive: an answer from the context tables, or from (citation, text) passages."""
+
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
+        """A global answer written whole from the store (None: map and reduce instead)."""
 
     def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
         """Global's map step: (importance 0-100, cited text) points from batches of reports."""
@@ -61,6 +65,9 @@ class LLMAnswerer:
                                             response_type=self.response_type)
         return self.gateway.chat("query", prompt).strip()
 
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> None:
+        return None  # map calls over the reports, then a reduce call
+
     def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
         jobs = [ChatJob(i, self.prompts.map_points.format(
                     question=question, context="\n\n".join(r.block for r in batch)))
@@ -82,8 +89,16 @@ class LLMAnswerer:
                     f"{level} is relevant to the question.")
 
 
+class OfflineAnswerer(ExtractiveAnswerer):
+    """The offline provider's answerer: extractive answers, and a global answer naming the main
+    communities (tgr.offline_global) rather than a map and reduce over report items."""
+
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
+        return offline_global_answer(conn, retriever, question, report_ids)
+
+
 def answerer_for(gateway: Gateway, prompts: Prompts, response_type: str) -> Answerer:
-    """The answerer for the gateway's chat model: the extractive one when it has none."""
+    """The answerer for the gateway's chat model: the offline one when it has none."""
     if gateway.chat_model is None:
-        return ExtractiveAnswerer()
+        return OfflineAnswerer()
     return LLMAnswerer(gateway, prompts, response_type)

@@ -248,6 +248,12 @@ class Searcher:
             result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]]))
             return result
         t1 = time.perf_counter()
+        offline = self.answerer.whole_global(self.conn, self.retriever, question, [r[0] for r in reports])
+        if offline is not None:  # the extractive answerer: the main communities, named and cited
+            result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
+            result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
+            result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
+            return result
         points = self.answerer.key_points(question, batches)
         result.timings["map_s"] = round(time.perf_counter() - t1, 4)
         kept = _best_points(points, s.reduce_tokens)
