@@ -195,6 +195,24 @@ def ensure_vec_tables(conn: Connection, dim: int, vector_type: str = "float32") 
         )
 
 
+# Portable vectors (tgr.portable): a local embedder's vectors beside an API embedder's, each
+# with the hash of the text it embeds; read when the store's own embedder is out of reach.
+PORTABLE_TABLES = {"chunks": "vec_portable_chunks", "entities": "vec_portable_entities",
+                   "reports": "vec_portable_reports"}
+PORTABLE_MODEL_KEY = "portable_embed_model"  # meta: their embedder (+ portable_embed_dim, _vector)
+
+
+def ensure_portable_tables(conn: Connection, dim: int, vector_type: str = "int8") -> None:
+    """Create the vec0 tables of portable vectors for this dimension and element type."""
+    element = {"float32": "float", "int8": "int8"}[vector_type]
+    for table in PORTABLE_TABLES.values():
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
+            f"id TEXT PRIMARY KEY, embedding {element}[{int(dim)}] distance_metric=cosine, "
+            f"+input_hash TEXT, chunk_size={VEC_CHUNK_ROWS})"
+        )
+
+
 def drop_vec_tables(conn: Connection) -> None:
     for table in VEC_TABLES:
         conn.execute(f"DROP TABLE IF EXISTS {table}")

@@ -23,6 +23,8 @@ from .ingest import read_documents
 from .ledger import fill_summary, finish_run, model_recorder, start_run, usage_before
 from .merge import needs_merge, plan_merge, store_merge, summarise
 from .overlap import Overlap
+from .portable import DEFAULT_PORTABLE, keep_portable, start_portable
+from .providers import make_embedder
 from .reports import build_reports, report_settings, reports_state
 from .settings import IndexSettings, IndexSummary, with_types
 
@@ -132,11 +134,14 @@ class Build:
     def embed(self) -> None:
         with self.summary.timed("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
+        with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
+            keep_portable(self.conn, self.store.models.model_options, self.progress)
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
-          overrides: dict) -> IndexSummary:
-    """Ingest documents and bring every stage up to date (see KnowledgeBase.index)."""
+          overrides: dict, portable: bool | str = False) -> IndexSummary:
+    """Ingest documents and bring every stage up to date (see KnowledgeBase.index); portable
+    (True or a local embedder's spec): keep portable vectors too (tgr/portable.py)."""
     warnings: list[str] = []
 
     def on_warning(message: str) -> None:
@@ -148,6 +153,8 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
     if not documents and (paths or not store.has_rows("documents")):
         raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
     store.writable("index", on_warning)  # before the settings: another run may be choosing them
+    if portable:
+        start_portable(store.conn, make_embedder(DEFAULT_PORTABLE if portable is True else portable))
     settings = store.settings(**overrides)
     if settings.disambiguate and store.models.models()[0] is None:
         on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")

@@ -55,6 +55,7 @@ def expected_objects() -> dict[str, Expected]:
     try:
         db.create_schema(conn)
         db.ensure_vec_tables(conn, 8)
+        db.ensure_portable_tables(conn, 8)
         return {name: Expected(type, _kind(sql) if type == "table" else type,
                                _normal(sql) if type in ("view", "trigger") else None)
                 for type, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master")}
