@@ -20,7 +20,7 @@ from . import __version__
 from . import hardening, limits, schemacheck
 from .errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store
@@ -110,8 +110,18 @@ def _keyed_extractions(conn: "sqlite3.Connection") -> None:
     conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")  # one full look
 
 
+def _entity_aliases(conn: "sqlite3.Connection") -> None:
+    """6: entity_aliases (every surface form of an entity; the table comes from schema.sql),
+    and triggers that mark an extraction row's entity key for the merge as well as its name
+    (tgr/resolve.py may give a name another entity's key). The next merge looks at everything."""
+    for trigger in ("extracted_entity_added", "extracted_entity_removed", "extracted_entity_changed",
+                    "extracted_relation_added", "extracted_relation_removed", "extracted_relation_changed"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")  # schema.sql creates the new ones
+    conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
-                                    4: _external_content_fts, 5: _keyed_extractions}
+                                    4: _external_content_fts, 5: _keyed_extractions, 6: _entity_aliases}
 
 Connection = hardening.Connection
 DatabaseError = sqlite3.DatabaseError

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .db import Connection
+from .db import Connection, has_table
 from .safe import xml_safe
 from .text import normalise_name
 
@@ -23,11 +23,22 @@ def _row(keys: tuple[str, ...], row) -> dict:
 
 
 def find_entity(conn: Connection, name: str) -> str | None:
-    """The id of the entity called name (normalised, as merge keys it), or None."""
-    key = normalise_name(name)
-    row = conn.execute("SELECT id FROM entities WHERE id = ? OR id LIKE ? || '#%' ORDER BY degree DESC, id LIMIT 1",
-                       (key, key)).fetchone()
-    return row[0] if row else None
+    """The id of the entity called name (normalised, as merge keys it) or having it as an
+    alias (entity_aliases), or None."""
+    from .resolve import name_key
+
+    for key in dict.fromkeys((normalise_name(name), name_key(name))):
+        row = conn.execute("SELECT id FROM entities WHERE id = ? OR id LIKE ? || '#%' ORDER BY degree DESC, id LIMIT 1",
+                           (key, key)).fetchone()
+        if row:
+            return row[0]
+        if has_table(conn, "entity_aliases"):  # "Scrooge", "Mr. Scrooge": any of its names
+            row = conn.execute("SELECT a.entity_id FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+                               "WHERE a.key = ? ORDER BY a.mentions DESC, e.degree DESC, e.id LIMIT 1",
+                               (key,)).fetchone()
+            if row:
+                return row[0]
+    return None
 
 
 def similar_entities(conn: Connection, name: str, limit: int = 10) -> list[str]:

