@@ -12,8 +12,8 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
      ("Scrooge" -> "Ebenezer Scrooge") when one of the two is typed a person there; when two full names end with it ("Bob Cratchit",
      "Peter Cratchit") it stays itself. A name with a woman's title ("Mrs. Cratchit",
      "Miss Havisham") is a person of her own and is never merged with another;
-   - an epithet joins its bearer ("Scrooge the Baleful" -> "Scrooge") when the document
-     also names the bearer alone;
+   - an epithet joins its bearer ("Scrooge the Baleful", "Old Marley" -> "Marley") when
+     the document also names the bearer alone;
    - a name typed as a place or organisation in the document never joins a person's
      name ("Washington" the state beside "George Washington");
    - a Chinese short form joins the one longer name that keeps its first and last
@@ -49,6 +49,7 @@ _COUNTRY_SHORT = {"us": "united states", "usa": "united states", "u.s": "united 
                   "prc": "china", "people's republic of china": "china", "uae": "united arab emirates",
                   "美利坚合众国": "美国", "中华人民共和国": "中国"}
 _NOT_AFTER_TITLE = frozenset({"america", "britain", "england", "marvel", "planet"})  # "Captain America"
+_EPITHETS = frozenset("old young little poor dear good uncle aunt".split())
 _PLACE_OR_BODY = frozenset({"location", "organization", "country"})
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
@@ -99,11 +100,13 @@ def _latin_words(key: str) -> list[str] | None:
 def _surnames(types: dict[str, Counter]) -> dict[str, str]:
     """"scrooge" -> "ebenezer scrooge": a single word and the one full name ending with it."""
     full: dict[str, list[str]] = defaultdict(list)
+    joined = {}
     for key in types:
         words = _latin_words(key)
-        if words and 1 < len(words) <= 4:  # "mrs. cratchit" too: it makes "cratchit" ambiguous
+        if words and len(words) == 2 and words[0] in _EPITHETS and words[1] in types:
+            joined[key] = words[1]  # "old marley" is "marley", not a full name
+        elif words and 1 < len(words) <= 4:  # "mrs. cratchit" too: it makes "cratchit" ambiguous
             full[words[-1]].append(key)
-    joined = {}
     for short, longs in full.items():
         if short not in types or len(longs) != 1:
             continue
