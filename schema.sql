@@ -111,32 +111,55 @@ CREATE TABLE IF NOT EXISTS merge_pending (
     name TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS extracted_entity_added AFTER INSERT ON extracted_entities BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(json_array(new.name, new.key))
-        WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.name);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_entity_removed AFTER DELETE ON extracted_entities BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(json_array(old.name, old.key))
-        WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_entity_changed
     AFTER UPDATE OF name, type, description, chunk_id, position ON extracted_entities BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(
-        json_array(old.name, new.name, old.key, new.key)) WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.name), (new.name);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_relation_added AFTER INSERT ON extracted_relations BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(
-        json_array(new.source, new.target, new.source_key, new.target_key)) WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.source), (new.target);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_relation_removed AFTER DELETE ON extracted_relations BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(
-        json_array(old.source, old.target, old.source_key, old.target_key)) WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target);
 END;
 CREATE TRIGGER IF NOT EXISTS extracted_relation_changed
     AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations BEGIN
-    INSERT OR IGNORE INTO merge_pending(name) SELECT value FROM json_each(json_array(
-        old.source, old.target, new.source, new.target, old.source_key, old.target_key,
-        new.source_key, new.target_key)) WHERE value IS NOT NULL;
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target), (new.source), (new.target);
 END;
+-- The same for the entity keys rows carry (tgr/resolve.py may give a name another entity's
+-- key, "Scrooge" -> "ebenezer scrooge"): the entity a row left or joins is merged again.
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_added AFTER INSERT ON extracted_entities
+    WHEN new.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_removed AFTER DELETE ON extracted_entities
+    WHEN old.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_changed
+    AFTER UPDATE OF name, type, description, chunk_id, position ON extracted_entities
+    WHEN old.key IS NOT NULL AND new.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.key), (new.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_added AFTER INSERT ON extracted_relations
+    WHEN new.source_key IS NOT NULL AND new.target_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.source_key), (new.target_key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_removed AFTER DELETE ON extracted_relations
+    WHEN old.source_key IS NOT NULL AND old.target_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source_key), (old.target_key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_changed
+    AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations
+    WHEN old.source_key IS NOT NULL AND new.source_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source_key), (old.target_key),
+        (new.source_key), (new.target_key);
+END;
+
 
 -- The entity graph (merge stage). id is the normalised name; a same-name entity
 -- split off by LLM disambiguation gets the suffix '#<n>'.

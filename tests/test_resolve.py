@@ -141,3 +141,30 @@ def test_fixture_corpora_resolve_names_and_keep_dotted_chinese_names_whole(tmp_p
         marley = kb.conn.execute("SELECT e.type FROM entities e JOIN entity_aliases a ON a.entity_id = e.id "
                                  "WHERE a.key = 'marley'").fetchone()
         assert marley == ("person",)
+
+
+def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
+    import sqlite3
+
+    from tgr import db
+
+    part1, part2 = EN_CORPUS / "carol_stave1_part1.txt", EN_CORPUS / "carol_stave1_part2.txt"
+    snapshot = lambda kb: [sorted(kb.conn.execute(sql).fetchall()) for sql in (
+        "SELECT id, name, type, degree, mentions FROM entities", "SELECT * FROM entity_aliases")]
+    with tgr.open(tmp_path / "fresh.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part1), str(part2)], chunk_size=300, chunk_overlap=40)
+        fresh = snapshot(kb)
+    with tgr.open(tmp_path / "old.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part1)], chunk_size=300, chunk_overlap=40)
+    conn = sqlite3.connect(tmp_path / "old.db")  # as schema 5 left it: no aliases, no key triggers
+    conn.executescript("""BEGIN; DROP TABLE entity_aliases;
+        DROP TRIGGER extracted_entity_key_added; DROP TRIGGER extracted_entity_key_removed;
+        DROP TRIGGER extracted_entity_key_changed; DROP TRIGGER extracted_relation_key_added;
+        DROP TRIGGER extracted_relation_key_removed; DROP TRIGGER extracted_relation_key_changed;
+        PRAGMA user_version = 5; COMMIT;""")
+    conn.close()
+    with tgr.open(tmp_path / "old.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part2)])
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 6
+        assert kb.conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '%key_removed'").fetchone()[0] == 2
+        assert snapshot(kb) == fresh

@@ -111,12 +111,11 @@ def _keyed_extractions(conn: "sqlite3.Connection") -> None:
 
 
 def _entity_aliases(conn: "sqlite3.Connection") -> None:
-    """6: entity_aliases (every surface form of an entity; the table comes from schema.sql),
-    and triggers that mark an extraction row's entity key for the merge as well as its name
-    (tgr/resolve.py may give a name another entity's key). The next merge looks at everything."""
-    for trigger in ("extracted_entity_added", "extracted_entity_removed", "extracted_entity_changed",
-                    "extracted_relation_added", "extracted_relation_removed", "extracted_relation_changed"):
-        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")  # schema.sql creates the new ones
+    """6: entity_aliases (every surface form of an entity) and triggers that mark the entity
+    keys of changed extraction rows for the merge (both come from schema.sql; tgr/resolve.py
+    may give a name another entity's key). The next merge recomputes every entity (and so
+    records its aliases)."""
+    conn.execute("UPDATE entities SET input_hash = NULL")
     conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")
 
 

