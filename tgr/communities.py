@@ -256,7 +256,10 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         used[c.level] = max(used.get(c.level, -1), _number(c.id))
     old = {c.id: c for c in previous}
     row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
-    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)]
+    # stored sizes too: a member deleted with its entity (cascade) leaves the size column behind
+    stored_size = dict(conn.execute("SELECT id, size FROM communities").fetchall())
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)
+                    or stored_size.get(c.id) != len(c.members)]
     changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
     gone = set(old) - {c.id for c in communities}
     changed = force or bool(changed_rows or changed_members or gone)

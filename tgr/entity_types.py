@@ -72,7 +72,47 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "location"
     if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)):
         return "person"
+    if kind == "concept":
+        return _type_by_words(surface) or kind
     return kind
+
+
+_LAST_WORD = {
+    "organization": """press productions production entertainment records studios studio pictures
+        network networks sports bank league association society party council committee trust co
+        co. inc inc. ltd ltd. corporation company group airlines airways university college school
+        academy institute museum hospital church club team fc orchestra choir agency service
+        police army navy parliament assembly senate ministry department office radio television
+        tv channel foundation federation union publishers publishing games media labs
+        laboratories magazine newspaper""",
+    "location": """airport station bridge prairie park valley heights beach falls creek hills
+        district region province county city town village island islands river lake mountain
+        mountains peninsula bay harbour harbor street avenue road square castle palace tower
+        cathedral stadium arena hall halls desert forest coast canal""",
+    "event": """season tournament championship championships cup games olympics festival election
+        elections war battle outbreak prix bowl awards award""",
+    "work": """album song single film novel book poem opera symphony sonata concerto series show hour""",
+}
+_FIRST_WORD = {
+    "organization": "university museum bank ministry department council house",
+    "location": "mount lake fort port cape river isle",
+}
+_TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.split()}
+_TYPE_BY_FIRST = {w: kind for kind, words in _FIRST_WORD.items() for w in words.split()}
+_PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captain general colonel
+    major admiral judge senator governor president prince princess king queen lord lady sir dr
+    dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh""".split())
+
+
+def _type_by_words(surface: str) -> str | None:
+    """"Oxford University Press" -> organization, "1946 NFL season" -> event, "Coach Jeff
+    Quinn" -> person: a type by the name's first or last word."""
+    words = surface.lower().replace("&amp;", "&").split()
+    if len(words) < 2 or _CJK.search(surface):
+        return None
+    if words[0] in _PERSON_TITLES and surface.split()[-1][:1].isupper():
+        return "person"
+    return _TYPE_BY_LAST.get(words[-1]) or _TYPE_BY_FIRST.get(words[0])
 
 
 @lru_cache(maxsize=1)

@@ -287,19 +287,23 @@ _HEADS = {
         massacre revolution conference expedition""",
 }
 _HEAD_TYPES = {word: kind for kind, words in _HEADS.items() for word in words.split()}
-_IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+((?:[\w\-'’]+\s+){0,7}?)"
-                   r"([\w\-]+?)s?\b(?=[\s,.;:]|$)")
+_IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
+_DEFINING_WORD = re.compile(r"[\w\-]+")
+_DEFINING_STOP = frozenset("who which that whose where by from".split())
 
 
 def defining_type(sentence: str) -> str | None:
     """The type a defining sentence gives its subject: "X is an American actor" -> person,
-    "X was a 1994 film" -> work (the first known head noun after "is a"), or None."""
+    "X, originally published as Y, is a collectible dice game" -> work (the first known
+    head noun among the next eight words after "is a"), or None."""
     match = _IS_A.search(sentence)
     if not match:
         return None
-    words = (match.group(1) + match.group(2)).lower().split()
-    for word in words:
-        kind = _HEAD_TYPES.get(word) or _HEAD_TYPES.get(word.rstrip("s"))
+    for word in _DEFINING_WORD.findall(sentence, match.end())[:8]:
+        word = word.lower()
+        if word in _DEFINING_STOP:
+            break
+        kind = _HEAD_TYPES.get(word) or (_HEAD_TYPES.get(word[:-1]) if word.endswith("s") else None)
         if kind:
             return kind
     return None
