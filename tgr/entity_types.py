@@ -70,7 +70,8 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "country"
         if kind == "concept" and "location" in places:
             return "location"
-    if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)):
+    if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)
+                              or any(_given_and_family_name(a) for a in sorted(aliases))):
         return "person"
     if kind == "concept":
         return _type_by_words(surface) or kind
@@ -116,7 +117,7 @@ def _type_by_words(surface: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
-def _given_names() -> frozenset[str]:
+def census_first_names() -> frozenset[str]:
     """First names of the US Census list shipped in the `names` package (MIT)."""
     import names
 
@@ -145,7 +146,7 @@ def _given_and_family_name(surface: str) -> bool:
     words = surface.split()
     if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
         return False
-    if words[0].lower().strip(".") not in _given_names() or words[-1].lower() in _NOT_FAMILY:
+    if words[0].lower().strip(".") not in census_first_names() or words[-1].lower() in _NOT_FAMILY:
         return False
     return place_kind(surface) is None and place_kind(words[-1]) is None
 

@@ -12,6 +12,8 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
      ("Scrooge" -> "Ebenezer Scrooge") when one of the two is typed a person there; when two full names end with it ("Bob Cratchit",
      "Peter Cratchit") it stays itself. A name with a woman's title ("Mrs. Cratchit",
      "Miss Havisham") is a person of her own and is never merged with another;
+   - a given name alone joins the one person's full name of the document that begins with
+     it and no full name ends with it ("Jacob" -> "Jacob Marley");
    - an epithet joins its bearer ("Scrooge the Baleful", "Old Marley" -> "Marley") when
      the document also names the bearer alone;
    - a name typed as a place or organisation in the document never joins a person's
@@ -32,6 +34,7 @@ import re
 from collections import Counter, defaultdict
 
 from .db import Connection, transaction
+from .entity_types import census_first_names
 from .text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -107,6 +110,7 @@ def _surnames(types: dict[str, Counter]) -> dict[str, str]:
             joined[key] = words[1]  # "old marley" is "marley", not a full name
         elif words and 1 < len(words) <= 4:  # "mrs. cratchit" too: it makes "cratchit" ambiguous
             full[words[-1]].append(key)
+    joined.update(_given_names(types, full))
     for short, longs in full.items():
         if short not in types or len(longs) != 1:
             continue
@@ -119,6 +123,22 @@ def _surnames(types: dict[str, Counter]) -> dict[str, str]:
         if kinds & _PLACE_OR_BODY:
             continue  # "Washington" the state, "George Washington" the man
         joined[short] = long
+    return joined
+
+
+def _given_names(types: dict[str, Counter], full: dict[str, list[str]]) -> dict[str, str]:
+    """"jacob" -> "jacob marley": a single word that begins exactly one person's full name of
+    the document, and ends none ("tim" of "tiny tim" and "tim cratchit" stays itself)."""
+    firsts: dict[str, list[str]] = defaultdict(list)
+    for longs in full.values():
+        for long in longs:
+            firsts[long.split()[0]].append(long)
+    joined = {}
+    for short, longs in firsts.items():
+        if short in types and len(longs) == 1 and short not in full and short not in _OWN_TITLES \
+                and _kind(types[short]) not in _PLACE_OR_BODY | {"work", "event"} \
+                and (_kind(types[longs[0]]) == "person" or short in census_first_names()):
+            joined[short] = longs[0]
     return joined
 
 

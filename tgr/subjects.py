@@ -17,6 +17,8 @@ from .text import has_cjk, shorten, split_sentences
 _PARENTHESISED = re.compile(r"\s*[(（][^()（）]*[)）]")
 _CJK_PUNCTUATION = set("，。！？；：、…")
 _MAX_WORDS, _MAX_CJK = 10, 20
+_HEADING = re.compile(r"^(?:stave|chapter|book|part|volume|section|act|scene)\s+(?:[ivxlc]+|\d+|one|two|three|"
+                      r"four|five|six|seven|eight|nine|ten)\b", re.I)
 _FILE_NAME = re.compile(r"\.(?:txt|md|rst|html?|pdf|jsonl?|csv|docx?)$", re.I)
 _VERBS = frozenset("is was are were be been has have had do did to with for that which who when "
                    "it he she they we i".split())
@@ -40,6 +42,8 @@ def subject_name(title: str, source: str = "") -> str | None:
             return None
         return name
     words = name.split()
+    if _HEADING.match(name):
+        return None  # "STAVE ONE", "Chapter 3": a part of a work, not its subject
     if len(words) > _MAX_WORDS or not (name[0].isupper() or name[0].isdigit()):
         return None
     if name.endswith(".") and len(words[-1]) > 4 and not words[-1].isupper():
