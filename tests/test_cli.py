@@ -139,6 +139,23 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_path):
     assert result.exit_code == 2
 
 
+def test_a_failed_first_index_leaves_no_file_and_an_existing_store_stays(tmp_path):
+    store = tmp_path / "stores" / "new.db"
+    store.parent.mkdir()
+    result = run("index", store, tmp_path / "nosuchdir", "-q")
+    assert result.exit_code == 1 and "nosuchdir: no such file or directory" in result.output
+    assert list(store.parent.iterdir()) == []  # no store, no -wal, no -shm
+    result = run("index", store, "--chat-model", "nosuch:model", EN_CORPUS, "-q")
+    assert result.exit_code != 0 and list(store.parent.iterdir()) == []
+
+    assert run("index", store, EN_CORPUS / "carol_stave1_part1.txt", *SMALL_ARGS).exit_code == 0
+    result = run("index", store, tmp_path / "nosuchdir", "-q")
+    assert result.exit_code == 1 and rows(store, "SELECT count(*) FROM documents")[0][0] == 1
+    touched = tmp_path / "stores" / "touched.db"  # a file that was there before is not ours to remove
+    touched.touch()
+    assert run("index", touched, tmp_path / "nosuchdir", "-q").exit_code == 1 and touched.exists()
+
+
 def test_model_errors_do_not_leak_the_key(db_path, monkeypatch):
     secret = "sk-cli-secret-98765"
     monkeypatch.setenv("TGR_API_KEY", secret)

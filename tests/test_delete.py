@@ -95,12 +95,24 @@ def test_reindexing_a_changed_file_replaces_it(tmp_path, db_path):
         warnings = []
         summary = kb.index([str(doc)], warn=warnings.append)
         assert summary.documents == 1 and summary.documents_removed == [str(doc)]
-        assert any("replaced the old version" in w for w in warnings)
+        assert f"{doc}: content changed since it was indexed; replaced the old version" in warnings
         names = {r[0] for r in kb.conn.execute("SELECT name FROM entities")}
         assert "Ahab" in " ".join(names) and "Nemo" not in " ".join(names)
         check_in_step(kb)
         assert count(kb, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'nautilus'") == 0
         assert count(kb, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'pequod'") == 1
+
+
+def test_the_warning_about_a_changed_row_names_its_file_and_line(tmp_path, db_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "text": "Captain Nemo commands the Nautilus."}\n', encoding="utf-8")
+    with offline_store(db_path) as kb:
+        kb.index([str(rows)], **SMALL)
+        rows.write_text('{"id": "b", "text": "Ishmael sails."}\n{"id": "a", "text": "Ahab commands the Pequod."}\n',
+                        encoding="utf-8")
+        warnings = []
+        kb.index([str(rows)], warn=warnings.append)
+    assert warnings == [f"{rows}:2: content changed since it was indexed; replaced the old version"]
 
 
 def test_cli_delete(tmp_path):

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 import tgr
 from tgr.cli import main
+from tgr import evaluate as evaluate_module
 from tgr.evaluate import evaluate, load_questions
 from tgr.errors import InputError
 
@@ -65,6 +66,7 @@ def test_cli_prints_a_table_and_json_rows(files):
     assert [line.split()[0] for line in lines[2:]] == ["local", "naive"]
     data = json.loads(CliRunner().invoke(main, ["eval", str(store), str(questions), "--json", "--limit", "2"]).output)
     assert data["questions"] == 2 and [r["mode"] for r in data["results"]] == ["local", "naive"]
+    assert data["evidence"] == {"ids": 3, "exact": 3, "by_path_or_title": 0, "missing": []}
     assert [row["qid"] for row in data["results"][0]["rows"]] == ["q1", "q2"]
 
 
@@ -77,3 +79,67 @@ def test_a_bad_question_file_is_one_line(files, tmp_path):
     result = CliRunner().invoke(main, ["eval", str(store), str(bad)])
     assert result.exit_code != 0 and "evidence_doc_ids" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def write_questions(path, evidence: list[list[str]]):
+    path.write_text("".join(json.dumps({"question": q["question"], "evidence_doc_ids": e}) + "\n"
+                            for q, e in zip(QUESTIONS, evidence)), encoding="utf-8")
+    return path
+
+
+def test_evidence_naming_no_document_warns_with_an_example_id_and_fails_when_strict(files, tmp_path):
+    store, _ = files
+    wrong = write_questions(tmp_path / "wrong.jsonl", [["doc-1"], ["doc-2", "doc-3"], ["doc-4"]])
+    result = CliRunner().invoke(main, ["eval", str(store), str(wrong), "--mode", "naive"])
+    assert result.exit_code == 0
+    [warning] = result.stderr.splitlines()
+    assert warning.startswith("warning: none of the 4 evidence ids names a document of the store")
+    assert "doc_id or id" in warning and "path as typed" in warning
+    assert warning.split("e.g. ")[1].strip("'") in {d["id"] for d in DOCS}  # an id from the store
+    strict = CliRunner().invoke(main, ["eval", str(store), str(wrong), "--strict"])
+    assert strict.exit_code == 1 and strict.stdout == ""
+    assert strict.stderr.startswith("Error: none of the 4") and len(strict.stderr.splitlines()) == 1
+
+
+def test_partly_matching_evidence_says_how_many_matched(files, tmp_path):
+    store, _ = files
+    partly = write_questions(tmp_path / "partly.jsonl", [["inn"], ["ship", "wale"], ["chapel"]])
+    result = CliRunner().invoke(main, ["eval", str(store), str(partly), "--mode", "naive", "--strict"])
+    assert result.exit_code == 1
+    assert "3 of 4 evidence ids name a document of the store (0 by path or title); not 'wale'" in result.stderr
+    ok = CliRunner().invoke(main, ["eval", str(store), str(write_questions(
+        tmp_path / "all.jsonl", [["inn"], ["ship", "whale"], ["chapel"]])), "--strict"])
+    assert ok.exit_code == 0 and ok.stderr == ""
+
+
+TEXTS = {"harbour/inn.txt": "The Spouter Inn\nThe Spouter Inn in New Bedford is kept by Peter Coffin.",
+         "harbour/ship.txt": "The Pequod\nThe Pequod is a whaling ship out of Nantucket, commanded by Ahab.",
+         "sea/ship.txt": "The Rachel\nThe Rachel is a ship whose captain searches for his lost son.",
+         "sea/whale.txt": "Moby Dick\nMoby Dick is a white sperm whale hunted by Captain Ahab."}
+
+
+def test_file_evidence_matches_however_the_folder_was_typed(tmp_path, monkeypatch):
+    """Files are stored under the path typed to tgr index (here ../project/docs/...); evidence
+    written relative to the docs folder, by title or as the absolute path finds the same files."""
+    docs = tmp_path / "project" / "docs"
+    for name, text in TEXTS.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    store = tmp_path / "files.db"
+    with tgr.open(store, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index(["../project/docs"], **SMALL)
+    question = [{"question": "Who keeps the Spouter Inn?", "evidence_doc_ids": ids, "qid": "q"} for ids in (
+        ["../project/docs/harbour/inn.txt"],  # the id, as stored
+        ["harbour/inn.txt"], ["inn.txt"], [str(docs / "harbour" / "inn.txt")], ["The Spouter Inn"],
+        ["sea/ship.txt"], ["ship.txt"])]  # the last names two files: not a match
+    with tgr.open(store, readonly=True) as kb:
+        matched = evaluate_module.match_evidence(kb, question)
+        naive, = evaluate(kb, question, ["naive"], ks=(1,))
+    assert matched.exact == 1 and matched.by_name == 5 and matched.missing == ["ship.txt"]
+    assert matched.keys["sea/ship.txt"] == "../project/docs/sea/ship.txt"
+    assert len({matched.keys[e] for e in ("harbour/inn.txt", "inn.txt", str(docs / "harbour" / "inn.txt"),
+                                          "The Spouter Inn")} | {"../project/docs/harbour/inn.txt"}) == 1
+    recall = [row["recall@1"] for row in naive.rows]
+    assert recall[:5] == [1.0] * 5 and recall[6] == 0.0

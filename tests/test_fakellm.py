@@ -136,3 +136,29 @@ def test_malformed_fault_is_unparseable():
         assert parsing.parse_report(first) is None
         assert parsing.parse_report(second) is not None
         assert json.loads(second)["title"] == "Ahab"
+
+
+def test_runs_as_a_standalone_script_with_tgrs_stopwords(tmp_path):
+    """`python fixtures/fakellm.py` from anywhere, tgr not installed: it finds tgr/text.py's
+    stopword list beside it and answers as the in-process fake does."""
+    import signal
+    import subprocess
+
+    from tgr.text import STOPWORDS
+    import fakellm
+
+    assert fakellm.STOPWORDS is STOPWORDS  # one list, not a copy
+    script = os.path.join(HERE, "..", "fixtures", "fakellm.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    server = subprocess.Popen([sys.executable, script, "--port", "0"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().split(" serving at ")[1].split()[0]
+        prompt = prompts.EXTRACT.format(entity_types=prompts.DEFAULT_ENTITY_TYPES, text=ENGLISH)
+        answer = httpx.post(f"{url}/chat/completions", headers=AUTH, timeout=30, json={
+            "model": "fake", "messages": [{"role": "user", "content": prompt}]}).json()
+        assert answer["choices"][0]["message"]["content"] == FakeLLM().answer(prompt)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        out, err = server.communicate(timeout=30)
+    assert json.loads(out.splitlines()[-1])["chat_calls"] == 1, err

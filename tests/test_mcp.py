@@ -126,3 +126,13 @@ def test_mcp_on_a_missing_store_and_without_the_sdk(tmp_path, store):
                             env=env, cwd=ROOT, timeout=60)
     assert no_sdk.returncode != 0 and "pip install 'tgr[mcp]'" in no_sdk.stderr
     assert "Traceback" not in no_sdk.stderr and len(no_sdk.stderr.strip().splitlines()) == 1
+
+
+def test_mcp_starts_without_a_warning(store):
+    """A client shows the server's stderr to its user: a start-up says nothing there (the SDK's
+    settings model makes pydantic-settings warn about a forward reference)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    started = subprocess.run([sys.executable, "-m", "tgr.cli", "mcp", str(store)], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, env={**env, "PYTHONPATH": SERVER_PATH}, cwd=ROOT,
+                             timeout=60)
+    assert started.returncode == 0 and started.stderr == ""

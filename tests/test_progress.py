@@ -9,6 +9,7 @@ import tgr
 from conftest import EN_CORPUS, SMALL, ScriptedChat, ScriptedEmbedder
 from tgr.cli import _Lines, main
 
+PLAIN_LINE = r"\S+ +\d+/\d+ \(\d+%\) \d+\.\d s"
 STAGES = ["ingest", "extract", "merge", "cluster", "report", "embed-chunks", "embed-entities", "embed-reports"]
 
 
@@ -51,7 +52,7 @@ def test_cli_without_a_tty_prints_plain_progress_lines(db_path):
     result = CliRunner().invoke(main, ["index", str(db_path), str(EN_CORPUS), "--chunk-size", "300"])
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    assert lines and all(re.fullmatch(r"\S+ +\d+/\d+ \(\d+%\) \d+\.\d s", line) for line in lines), lines
+    assert lines and all(re.fullmatch(PLAIN_LINE, line) for line in lines), lines
     finished = {line.split()[0] for line in lines if "(100%)" in line}
     assert set(STAGES) <= finished
     assert "\r" not in result.stderr and "\x1b" not in result.stderr  # no bar redraws
@@ -74,3 +75,17 @@ def test_plain_lines_come_every_few_seconds(capsys):
         ["extract", "0/100"], ["extract", "30/100"], ["extract", "50/100"], ["extract", "60/100"],
         ["report", "0/4"]]
     assert out[1].endswith("(30%) 5.5 s")
+
+
+def test_delete_and_rebuild_report_progress_as_plain_lines_too(db_path):
+    """Every command that reports progress draws it the same way: without a TTY, no bare stage
+    names (what click's bars print there), only the plain lines."""
+    built = CliRunner().invoke(main, ["index", str(db_path), str(EN_CORPUS), "--chunk-size", "300", "-q"])
+    assert built.exit_code == 0, built.output
+    for command in (["rebuild", str(db_path), "communities"],
+                    ["delete", str(db_path), str(EN_CORPUS / "carol_stave1_part2.txt")]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 0, result.output
+        lines = result.stderr.splitlines()
+        assert lines and all(re.fullmatch(PLAIN_LINE, line) for line in lines), (command, lines)
+        assert "cluster" in {line.split()[0] for line in lines if "(100%)" in line}

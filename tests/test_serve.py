@@ -1,6 +1,7 @@
 """`tgr serve`: Datasette on a real store over real HTTP, sqlite-vec loaded, chunks searchable."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -33,23 +35,45 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_answers_over_http(store):
+def start_server(store, port: int, tmpdir: Path) -> subprocess.Popen:
+    """`tgr serve` in its own session, its temporary files in tmpdir."""
+    return subprocess.Popen([sys.executable, "-m", "tgr.cli", "serve", str(store), "--port", str(port)],
+                            env={**os.environ, "PYTHONPATH": SERVER_PATH, "TMPDIR": str(tmpdir)}, cwd=ROOT,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_until_listening(server: subprocess.Popen, port: int, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            return
+        except OSError:
+            assert server.poll() is None, server.stderr.read().decode()
+            assert time.monotonic() < deadline, "Datasette did not start"
+            time.sleep(0.3)
+
+
+def children(pid: int) -> list[int]:
+    """The processes pid started (Linux /proc)."""
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def running(pid: int) -> bool:
+    """pid is a live process (not gone, not a zombie waiting for init to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_serve_answers_over_http(store, tmp_path):
     before = hashlib.sha256(store.read_bytes()).hexdigest()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tgr.cli", "serve", str(store), "--port", str(port)],
-                              env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = start_server(store, port, tmp_path)
     base = f"http://127.0.0.1:{port}/carol"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(f"{base}.json", timeout=5)
-                break
-            except httpx.TransportError:
-                assert server.poll() is None, server.stderr.read().decode()
-                assert time.monotonic() < deadline, "Datasette did not start"
-                time.sleep(0.3)
+        wait_until_listening(server, port)
         found = httpx.get(f"{base}/chunks.json", params={"_search": "marley", "_shape": "array"}, timeout=30)
         assert found.status_code == 200
         rows = found.json()
@@ -65,9 +89,30 @@ def test_serve_answers_over_http(store):
         refused = httpx.get(f"{base}.json", params={"sql": "delete from entities"}, timeout=30)
         assert refused.status_code == 400
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        os.killpg(server.pid, signal.SIGTERM)  # tgr serve and Datasette both get it
         server.wait(timeout=30)
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+    assert not list(tmp_path.iterdir())  # the metadata folder went with the server
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds Datasette's pid in Linux /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_to_serve_stops_datasette_and_removes_the_temporary_folder(store, tmp_path, signum):
+    """`tgr serve STORE & kill $!`: the signal reaches tgr alone, which must end Datasette (no
+    orphan left listening) and remove its tgr-serve-* folder."""
+    port = free_port()
+    server = start_server(store, port, tmp_path)
+    try:
+        wait_until_listening(server, port)
+        [datasette] = children(server.pid)
+        assert running(datasette) and [p.name[:10] for p in tmp_path.iterdir()] == ["tgr-serve-"]
+        server.send_signal(signum)
+        assert server.wait(timeout=30) == 128 + signum
+        assert not running(datasette)
+        assert not list(tmp_path.iterdir())
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)  # whatever a failed test left in the session
 
 
 def test_serve_without_datasette_names_the_extra(store):

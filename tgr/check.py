@@ -12,7 +12,7 @@ from pathlib import Path
 from . import corpus, db, schemacheck
 from .errors import StoreError
 from .limits import meta_problems
-from .store import IndexSettings
+from .settings import IndexSettings
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The tgr command line: parse arguments, call one library function, print the result."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,7 +15,8 @@ from . import __version__
 from .db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
-from .export import DEFAULT_TOP, export_format, export_store
+from .export import DEFAULT_TOP, export_format
+from .fresh import RemovedIfUnused
 from .query import MODES
 from .safe import terminal_safe
 from .store import KnowledgeBase
@@ -132,9 +134,15 @@ class _Lines:
         self.stage, self.state, self.shown = None, (0, 0), None
 
 
+@contextlib.contextmanager
 def _progress(quiet: bool):
-    """Progress bars on a terminal, plain lines every few seconds otherwise, nothing if quiet."""
-    return _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    """The progress of every command that reports it: bars on a terminal, plain lines every few
+    seconds otherwise, nothing if quiet; the last state shown when the command ends."""
+    shown = _Bars(quiet) if quiet or sys.stderr.isatty() else _Lines()
+    try:
+        yield shown
+    finally:
+        shown.close()
 
 
 class _Group(click.Group):
@@ -150,6 +158,11 @@ class _Group(click.Group):
             ctx.exit(130)
         except (TgrError, ValueError, OSError, DatabaseError) as exc:
             raise click.ClickException(_one_line(exc)) from None
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr (the message may quote the store)."""
+    click.echo(f"warning: {_one_line(message)}", err=True)
 
 
 def _one_line(text) -> str:
@@ -215,19 +228,16 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         raise click.UsageError("nothing to index: give files or directories (with no PATHS, an existing "
                                "STORE's unfinished work is finished)")
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
-    with _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               prompts_file=prompts_file) as kb:
+    with RemovedIfUnused(target), \
+            _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                  offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
+                  prompts_file=prompts_file) as kb:  # a failed first index leaves no file
         if estimate:
             result = kb.estimate(paths, **settings)
             _print_mapping(result, as_json)
             return
-        bars = _progress(quiet)
-        try:
-            summary = kb.index(paths, progress=bars, warn=lambda m: click.echo(f"warning: {_one_line(m)}", err=True),
-                               **settings)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.index(paths, progress=progress, warn=_warn, **settings)
         if as_json:
             click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
             return
@@ -263,8 +273,7 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=True) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k,
-                        warn=lambda m: click.echo(f"warning: {m}", err=True))
+        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
     if as_json:
         click.echo(result.to_json())
     elif context_only:
@@ -290,16 +299,23 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
               help="Modes to measure (repeatable; default local and naive).")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
-def evaluate_store(store, questions, modes, limit, as_json):
+@click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
+def evaluate_store(store, questions, modes, limit, as_json, strict):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids')."""
-    from .evaluate import KS, evaluate, load_questions
+    from .evaluate import KS, evaluate, load_questions, match_evidence
 
     rows = load_questions(questions)[:limit]
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        results = evaluate(kb, rows, modes or ("local", "naive"))
+        matched = match_evidence(kb, rows)
+        if matched.problem() and strict:
+            raise click.ClickException(_one_line(matched.problem()))
+        if matched.problem():
+            _warn(matched.problem())
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched)
     if as_json:
-        click.echo(json.dumps({"store": store, "questions": len(rows), "results": [r.to_dict() for r in results]},
+        click.echo(json.dumps({"store": store, "questions": len(rows), "evidence": matched.to_dict(),
+                               "results": [r.to_dict() for r in results]},
                               ensure_ascii=False, indent=2))
         return
     has_facts = any(r.facts for r in results)
@@ -326,11 +342,8 @@ def delete(store, documents, chat_model, embed_model, base_url, offline, concurr
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                readonly=dry_run) as kb:
-        bars = _Bars(quiet)
-        try:
-            summary = kb.delete(documents, dry_run=dry_run, progress=bars)
-        finally:
-            bars.close()
+        with _progress(quiet) as progress:
+            summary = kb.delete(documents, dry_run=dry_run, progress=progress)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -387,7 +400,7 @@ def export(store, output, level, top):
     (one self-contained page: graph, search, and each entity's report and sources)."""
     export_format(output)  # an unknown suffix fails before the store is read
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        done = export_store(kb.conn, output, level=level, top=top, title=os.path.basename(store))
+        done = kb.export(output, level=level, top=top, title=os.path.basename(store))
     click.echo(f"wrote {done['entities']} entities, {done['relationships']} relationships, "
                f"{done['communities']} communities and {done['reports']} reports to {output} ({done['format']})")
 
@@ -413,11 +426,11 @@ def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, 
 def serve(store, host, port, get_path):
     """Browse STORE in Datasette (read-only, sqlite-vec loaded, chunks searchable).
     Needs the extra: pip install 'tgr[serve]'."""
-    from .serve import check_installed, metadata, run_datasette
+    from .serve import check_installed, run_datasette
 
     check_installed()
     with KnowledgeBase(store, create=False, readonly=True) as kb:
-        meta = metadata(kb.conn, store)
+        meta = kb.datasette_metadata(store)
     sys.exit(run_datasette(store, meta, host=host, port=port, get=get_path))
 
 
@@ -434,12 +447,9 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                prompts_file=prompts_file) as kb:
-        bars = _progress(quiet)
-        try:
-            summary = kb.rebuild(stage, progress=bars, max_cluster_size=max_cluster_size,
+        with _progress(quiet) as progress:
+            summary = kb.rebuild(stage, progress=progress, max_cluster_size=max_cluster_size,
                                  entity_types=_entity_types(entity_types))
-        finally:
-            bars.close()
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")

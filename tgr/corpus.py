@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass
 
-from .chunking import Chunk
+from .chunking import Chunk, chunk_text
 from .db import Connection, has_table, transaction
 from .ingest import Document
 from .text import index_terms
@@ -129,11 +130,57 @@ def delete_documents(conn: Connection, doc_ids: list[str]) -> int:
     return removed
 
 
+def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, chunk_overlap: int,
+                    progress=None, replaced=None) -> int:
+    """Store the documents not stored yet, chunked, without their terms (index_pending
+    computes those). A new version of a stored file (or of one row id of a file) replaces
+    the old document: replaced(new document, old source) is called for each. Returns the
+    number of documents added."""
+    known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, source, external_id FROM documents")}
+    by_source: dict[tuple, list[str]] = {}  # (file, row id) -> stored documents
+    for doc_id, (source, external_id) in known.items():
+        key = source_key(source)
+        if key is not None:
+            by_source.setdefault((key, external_id), []).append(doc_id)
+    # a file that gives several documents without ids (rows with no id): nothing says which
+    # stored document a changed one replaces, so those are only ever added
+    unnamed = Counter(source_key(d.source) for d in docs if d.external_id is None)
+    new = [d for d in docs if d.id not in known]
+    report = progress or (lambda *a: None)
+    report("ingest", 0, len(new))
+    for done, doc in enumerate(new, 1):
+        chunks = chunk_text(doc.text, doc.id, chunk_size, chunk_overlap)
+        key = source_key(doc.source)
+        old = by_source.pop((key, doc.external_id), []) if key is not None else []
+        if len(old) > 1 or (doc.external_id is None and unnamed[key] > 1):
+            old = []
+        with transaction(conn):
+            delete_documents(conn, old)
+            add_document(conn, doc, chunks, index=False)
+        for old_id in old:
+            (replaced or (lambda d, s: None))(doc, known.pop(old_id)[0])
+        report("ingest", done, len(new))
+    return len(new)
+
+
+def document_count(conn: Connection) -> int:
+    return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+
+
 def documents(conn: Connection) -> list[StoredDocument]:
     """Every stored document with its chunk count, oldest first."""
     return [StoredDocument(*row) for row in conn.execute(
         "SELECT d.id, d.source, d.title, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) "
         "FROM documents d ORDER BY d.added_at, d.id")]
+
+
+def document_names(conn: Connection) -> list[tuple[str, str, str]]:
+    """(key, source, title) of every stored document, oldest first: the key is what retrieval
+    ranks and `tgr eval` matches, the row's own id (external_id) or else the source path."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
+    key = "coalesce(nullif(external_id, ''), source)" if "external_id" in columns else "source"
+    return [tuple(row) for row in conn.execute(
+        f"SELECT {key}, source, title FROM documents ORDER BY added_at, id")]
 
 
 def find_documents(conn: Connection, specs: list[str]) -> tuple[list[StoredDocument], list[str]]:

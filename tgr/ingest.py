@@ -52,7 +52,10 @@ class Document:
     text: str
     external_id: str | None = None  # the document's own id, e.g. a JSONL row's `id`
     metadata: dict = field(default_factory=dict)
-    where: str = ""  # file:line of a row, for messages (not stored)
+    where: str = ""  # how messages name it (not stored): file:line of a row, else its label
+
+    def __post_init__(self):
+        self.where = self.where or self.label
 
     @property
     def label(self) -> str:
@@ -80,7 +83,7 @@ def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None
             about_rows = formats.RowWarnings(file.source, warn)  # a big file's duplicates: a few lines
             for doc in _read(file, warn):
                 if doc.id in documents:
-                    about_rows(f"{doc.where or doc.label}: same content as {documents[doc.id].label}, skipped")
+                    about_rows(f"{doc.where}: same content as {documents[doc.id].label}, skipped")
                     continue
                 if doc.external_id is not None:
                     if doc.external_id in ids:  # kept: its text differs, but citations will be ambiguous

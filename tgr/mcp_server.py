@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
 from .errors import TgrError
-from . import lookup
 from .safe import xml_safe
 from .store import KnowledgeBase
 
@@ -43,6 +43,14 @@ def _sdk():
         from mcp.server.fastmcp import FastMCP
         from mcp.server.fastmcp.exceptions import ToolError
         return FastMCP, ToolError
+
+
+def _incomplete_field_warning() -> type[Warning]:
+    try:
+        from pydantic_settings import IncompleteFieldDefinitionWarning
+        return IncompleteFieldDefinitionWarning
+    except ImportError:  # an older pydantic-settings, which does not warn
+        return UserWarning
 
 
 def _safe(value):
@@ -95,7 +103,12 @@ def build_server(worker: StoreWorker):
     from mcp.types import ToolAnnotations
 
     server_class, worker.tool_error = _sdk()
-    server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
+    with warnings.catch_warnings():
+        # the SDK's settings model has a forward reference pydantic-settings warns about on every
+        # start (seen with mcp 1.19 and pydantic-settings 2.16); nothing for a tgr user to act on
+        warnings.filterwarnings("ignore", message="Field 'lifespan' has an incomplete definition",
+                                category=_incomplete_field_warning())
+        server = server_class(name="tgr", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "idempotentHint": True})
     kb = worker.kb
 
@@ -114,10 +127,10 @@ def build_server(worker: StoreWorker):
 
     def do_communities(level: int | None, limit: int) -> dict:
         _check_range("limit", limit, 1, 1000)
-        return {"communities": lookup.list_communities(kb.conn, level, limit)}
+        return {"communities": kb.communities(level, limit)}
 
     def do_report(community_id: str) -> dict:
-        found = lookup.community_report(kb.conn, community_id)
+        found = kb.community_report(community_id)
         if found is None:
             raise ValueError(f"no community {community_id!r}; list them with the communities tool")
         return found
@@ -140,7 +153,7 @@ def build_server(worker: StoreWorker):
         """One entity by name: type, description, relationships (strongest first), the
         communities it belongs to at every level, and the source chunks it was extracted from.
         When there is no such entity: found=false and similar names."""
-        return await worker.call_tool(lookup.entity_details, kb.conn, name)
+        return await worker.call_tool(kb.entity, name)
 
     @server.tool(annotations=read_only)
     async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:

@@ -7,11 +7,14 @@ Datasette opens the file read-only.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import sqlite_vec
@@ -73,12 +76,61 @@ def datasette_command(store: str | Path, metadata_path: str | Path, *, host: str
 
 def run_datasette(store: str | Path, meta: dict, *, host: str = "127.0.0.1", port: int = 8001,
                   get: str | None = None) -> int:
-    """Run Datasette on the store until it exits (Ctrl-C stops it); returns its exit status."""
+    """Run Datasette on the store until it exits; returns its exit status. Ctrl-C, SIGTERM or
+    SIGHUP to tgr stops Datasette too (status 128 + the signal), and the temporary metadata
+    folder is removed."""
     with tempfile.TemporaryDirectory(prefix="tgr-serve-") as tmp:
         path = Path(tmp) / "metadata.json"
         path.write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
-        process = subprocess.Popen(datasette_command(store, path, host=host, port=port, get=get))
+        process = None
+        with _signals_raise(STOP_SIGNALS):
+            try:
+                process = subprocess.Popen(datasette_command(store, path, host=host, port=port, get=get))
+                return process.wait()
+            except _Stopped as stopped:
+                return _stop(process, stopped.signum)
+
+
+# The signals that end `tgr serve` and, through it, Datasette (SIGHUP: the terminal closed).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Stopped(Exception):
+    """tgr serve received a signal asking it to end."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_raise(signums):
+    """Within the block, the first of these signals raises _Stopped (later ones are ignored while
+    Datasette stops), instead of ending tgr at once: that would leave Datasette running with its
+    parent gone, and the temporary folder behind."""
+    def stopped(signum, frame):
+        for s in signums:
+            signal.signal(s, signal.SIG_IGN)
+        raise _Stopped(signum)
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = {s: signal.signal(s, stopped) for s in signums}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _stop(process: subprocess.Popen | None, signum: int, grace: float = 10.0) -> int:
+    """End Datasette (politely, then for good after `grace` seconds); the shell's 128 + signal."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
         try:
-            return process.wait()
-        except KeyboardInterrupt:  # the terminal sent SIGINT to Datasette too
-            return process.wait()
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return 128 + signum
