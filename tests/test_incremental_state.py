@@ -152,6 +152,10 @@ def _downgrade_to_schema_4(path) -> None:
         DROP TRIGGER extracted_entity_added; DROP TRIGGER extracted_entity_removed;
         DROP TRIGGER extracted_entity_changed; DROP TRIGGER extracted_relation_added;
         DROP TRIGGER extracted_relation_removed; DROP TRIGGER extracted_relation_changed;
+        DROP TRIGGER extracted_entity_key_added; DROP TRIGGER extracted_entity_key_removed;
+        DROP TRIGGER extracted_entity_key_changed; DROP TRIGGER extracted_relation_key_added;
+        DROP TRIGGER extracted_relation_key_removed; DROP TRIGGER extracted_relation_key_changed;
+        DROP TABLE entity_aliases;
         DROP TABLE merge_pending;
         DROP INDEX extracted_entities_by_key; DROP INDEX extracted_relations_by_source;
         DROP INDEX extracted_relations_by_target;

@@ -1,7 +1,7 @@
 """The document's subject as an entity: a title that is a name names what the document is
 about ("Demon Dice", "长谷川町子", a book's title). The first chunk of such a document gets
-the title as an entity (unless the extractor found it there already) and a relationship
-from it to every other entity of that chunk; the parenthesised part of a title
+the title as an entity (its surface form kept as an alias even when the extractor found the
+name there already) and a relationship from it to every entity its first two sentences name; the parenthesised part of a title
 ("Ludwig (film)") is dropped. A title that is a sentence, a file name or a path is no name.
 """
 from __future__ import annotations
@@ -88,8 +88,9 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
         [RawEntity(name=name, type=kind, description=shorten(" ".join(about[:2]), 300))]
     linked = {name_key(r.source) for r in relations if name_key(r.target) == key} | \
         {name_key(r.target) for r in relations if name_key(r.source) == key}
-    links = []
-    for entity in entities:
+    links = []  # what the opening names (linking every entity of a long chunk made local retrieval worse)
+    opening = " ".join(sentences[:2])
+    for entity in [e for e in entities if e.name in opening]:
         other = name_key(entity.name)
         if other == key or other in linked:
             continue
