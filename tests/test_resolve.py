@@ -168,3 +168,15 @@ def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 6
         assert kb.conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '%key_removed'").fetchone()[0] == 2
         assert snapshot(kb) == fresh
+
+
+def test_types_come_from_the_gazetteer_census_names_and_name_words():
+    from tgr.entity_types import entity_type
+
+    one = lambda name, kind="concept", **aliases: entity_type(name, Counter({kind: 3}), Counter(aliases or {name: 3}))
+    assert entity_type("United States", Counter({"event": 2, "concept": 9}), Counter({"U.S.": 2, "United States": 9})) \
+        == "country"
+    assert one("Kowloon") == "location" and one("九龙") == "location"
+    assert one("Louis Prima") == "person" and one("Merry Christmas") == "concept"
+    assert one("Oxford University Press") == "organization" and one("1946 NFL season") == "event"
+    assert one("Georgia", "person") == "person"  # a person's mentions outweigh the gazetteer

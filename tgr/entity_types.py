@@ -64,7 +64,7 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
     and its aliases (surface forms)."""
     specific = Counter({t: n for t, n in mention_types.items() if t != "concept"})
     kind = min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
-    if kind in ("concept", "location"):
+    if kind != "person":  # a country is a country, whatever a sentence-initial cue said
         places = [place_kind(name) for name in [surface, *sorted(aliases)]]
         if "country" in places:
             return "country"
