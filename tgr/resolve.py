@@ -20,11 +20,12 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
      name ("Washington" the state beside "George Washington");
    - a Chinese short form joins the one longer name that keeps its first and last
      characters in order (香港特区 -> 香港特别行政区).
-   Names in different documents are resolved only by step 1: a surname alone in one
-   document is not tied to a full name in another.
+3. Across documents: a single word that every document resolving it resolves to the same
+   full name joins that name in the other documents too (one book in two files), unless a
+   document types it a place or an organisation; when documents disagree it stays itself.
 
-The resolution is a function of a document's own extraction rows, so adding or deleting
-another document never changes it, and the store stays equal to a fresh build.
+assign_keys recomputes every row's key before each merge and marks the rows whose key
+changed, so after any add or delete the keys (and the store) equal a fresh build's.
 Every surface form of an entity is recorded in entity_aliases (see write_aliases).
 """
 from __future__ import annotations
@@ -118,6 +119,8 @@ def _surnames(types: dict[str, Counter]) -> dict[str, str]:
         if long.split()[0] in _OWN_TITLES:
             continue
         kinds = {_kind(types[short]), _kind(types[long])}
+        if long.split()[0] in census_first_names() and len(long.split()) == 2 and "concept" in kinds:
+            kinds.add("person")  # "Jacob Marley": a census first name and a family name
         if "person" not in kinds:
             continue  # "Christmas" is not "Merry Christmas": only people go by a surname
         if kinds & _PLACE_OR_BODY:
@@ -194,6 +197,7 @@ def assign_keys(conn: Connection) -> None:
     for _, document, name, kind, _ in rows:
         names[document][name][kind] += 1
     resolved = {document: document_keys(found) for document, found in names.items()}
+    _across_documents(names, resolved)
 
     def key(document: str, name: str) -> str:
         known = resolved.get(document, {}).get(name)
@@ -217,6 +221,25 @@ def assign_keys(conn: Connection) -> None:
         conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
                          relation_updates)
         conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+
+
+def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:
+    """A single-word name that the documents which resolve it all resolve to one full name
+    joins that name in the other documents too (one book in two files: "Scrooge" in the
+    second is the first's "Ebenezer Scrooge"), unless a document types it a place or body."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    for document, keys in resolved.items():
+        for name, key in keys.items():
+            short = name_key(name)
+            if key != short and " " not in short and not _CJK.search(short):
+                targets[short].add(key)
+    agreed = {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
+    if not agreed:
+        return
+    for document, keys in resolved.items():
+        for name, key in keys.items():
+            if key in agreed and _kind(names[document][name]) not in _PLACE_OR_BODY:
+                keys[name] = agreed[key]
 
 
 def write_aliases(conn: Connection, aliases: dict[str, Counter], removed: set[str] | list[str]) -> None:
