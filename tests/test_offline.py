@@ -11,10 +11,11 @@ from tgr.chunking import chunk_text
 import tgr
 from tgr.extract import LLMExtractor, extract_chunks, extractor_for
 from tgr.gateway import Gateway
-from tgr.offline import (ExtractiveAnswerer, ExtractiveReportWriter, HashEmbedder, OfflineExtractor,
+from tgr.community_profile import ProfileReportWriter
+from tgr.offline import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
                          best_sentences, extract_heuristic, extractive_report)
 from tgr.prompts import Prompts
-from tgr.reports import LLMReportWriter, ReportItem, report_writer_for
+from tgr.reports import LLMReportWriter, report_writer_for
 from tgr.parsing import RawEntity, parse_report
 
 
@@ -465,7 +466,7 @@ def test_offline_provider_is_chosen_without_a_chat_model(db_path):
     with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
         offline, llm = Gateway(kb.conn, None, HashEmbedder()), Gateway(kb.conn, ScriptedChat(), HashEmbedder())
         assert isinstance(extractor_for(offline, Prompts()), OfflineExtractor)
-        assert isinstance(report_writer_for(offline, Prompts()), ExtractiveReportWriter)
+        assert isinstance(report_writer_for(offline, Prompts()), ProfileReportWriter)
         assert isinstance(extractor_for(llm, Prompts()), LLMExtractor)
         assert isinstance(report_writer_for(llm, Prompts()), LLMReportWriter)
         assert extractor_for(llm, Prompts()).name == ScriptedChat().name
@@ -494,16 +495,6 @@ def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
         assert done == chunks and steps[-1] == (chunks, chunks)
         assert {x for (x,) in kb.conn.execute("SELECT DISTINCT extractor FROM extractions")} == {"test:upper"}
         assert kb.conn.execute("SELECT count(*) FROM extracted_entities WHERE description = 'shouted'").fetchone()[0] > 0
-
-
-def test_extractive_report_writer_works_from_the_material():
-    members = [{"name": "Scrooge", "type": "person", "description": "A miser."},
-               {"name": "Marley", "type": "person", "description": "His partner."}]
-    edges = [{"description": "Scrooge and Marley were partners.", "weight": 2.0}]
-    items = [ReportItem("c1", "ignored context", lambda: (members, edges))]
-    [(tag, report, generator)] = list(ExtractiveReportWriter().write(items))
-    assert tag == "c1" and generator == "offline-extractive"
-    assert report == extractive_report(members, edges)
 
 
 def test_extractive_answerer_answers_maps_and_reduces():

@@ -13,5 +13,14 @@ from .prompts import Prompts  # noqa: E402
 from .query import Answer  # noqa: E402
 from .store import IndexSettings, IndexSummary, KnowledgeBase, open  # noqa: E402
 
-__all__ = ["open", "KnowledgeBase", "IndexSettings", "IndexSummary", "Answer", "Prompts",
+
+def merge_stores(out, stores, **options):
+    """Unite stores built separately with the same settings into out and run the derived
+    stages once on the union (`tgr merge OUT.db A.db B.db ...`; see tgr.shards.merge_stores)."""
+    from . import shards  # only a merge needs the indexing modules
+
+    return shards.merge_stores(out, stores, **options)
+
+
+__all__ = ["open", "merge_stores", "KnowledgeBase", "IndexSettings", "IndexSummary", "Answer", "Prompts",
            "TgrError", "StoreError", "ModelError", "ModelMismatch", "__version__"]

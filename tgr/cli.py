@@ -258,6 +258,40 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         click.echo(f"wall time      {summary.wall_s:.1f} s")
 
 
+@main.command("merge")
+@click.argument("out", type=_FILE)
+@click.argument("stores", nargs=-1, required=True)
+@_model_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+def merge_command(out, stores, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
+                  as_json, quiet):
+    """Unite STORES (built separately with the same settings) into OUT, new or existing, and
+    build the graph, communities, reports and embeddings once on the union. No chunk is
+    extracted again; summaries and reports new to the union may ask the chat model."""
+    from .shards import merge_stores
+
+    if offline:  # as for index: no chat model, no network, the stores' local embedder
+        chat_model, embed_model = "offline", embed_model or "offline"
+    with _progress(quiet) as progress:
+        summary = merge_stores(out, stores, progress=progress, warn=_warn, chat=chat_model, embedder=embed_model,
+                               base_url=base_url, concurrency=concurrency, rpm=rpm, timeout=timeout,
+                               max_retries=retries)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False))
+        return
+    for part in summary.inputs:
+        click.echo(f"from {part['store']}: {part['documents']} documents, {part['chunks']} chunks, "
+                   f"{part['chunk_vectors']} chunk vectors, {part['cached_answers']} cached answers, "
+                   f"{part['runs']} runs")
+    levels = ", ".join(f"L{k}: {v}" for k, v in summary.communities.items()) or "none"
+    calls = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
+    click.echo(f"{out}: {summary.documents} documents, {summary.chunks} chunks, {summary.entities} entities, "
+               f"{summary.relationships} relationships, communities {levels}, {summary.reports} reports")
+    click.echo(f"model calls {summary.model_calls} ({calls}); cache hits {summary.cache_hits}; "
+               f"wall time {summary.wall_s:.1f} s")
+
+
 @main.command()
 @click.argument("store", type=_FILE)
 @click.argument("question")

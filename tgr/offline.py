@@ -6,11 +6,11 @@
 - extract_heuristic: entities from names (tgr.names_en: capitalised spans; tgr.names_zh:
   jieba's proper-noun tags, titles, compounds, aliases), chosen per sentence by script;
   relationships from same-sentence co-occurrence.
-- extractive_report / best_sentences: community reports, and the sentences that
-  tgr.query turns into answers, assembled from stored descriptions and source text,
-  always with citations.
-- OfflineExtractor, ExtractiveReportWriter, ExtractiveAnswerer: the offline provider,
-  behind the same interfaces as the chat model's extractor, report writer and answerer.
+- extractive_report / best_sentences: a community report from stored descriptions (the
+  LLM writer's last resort; offline reports are tgr.community_profile's), and the sentences
+  that tgr.query turns into answers, always with citations.
+- OfflineExtractor, ExtractiveAnswerer: the offline provider, behind the same interfaces as
+  the chat model's extractor and answerer (its report writer: tgr.community_profile).
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
 """
 from __future__ import annotations
@@ -166,17 +166,6 @@ def extractive_report(entities: list[dict], relationships: list[dict]) -> dict:
                               "relationship weight (no LLM was used).",
         "findings": findings,
     }
-
-
-class ExtractiveReportWriter:
-    """The offline provider's report writer: extractive_report from each community's own
-    entities and relationships (the context is not needed)."""
-    name = OFFLINE_WRITER
-
-    def write(self, items, idle=None):
-        """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
-        for item in items:
-            yield item.tag, extractive_report(*item.material()), self.name
 
 
 def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | None = None) -> float:

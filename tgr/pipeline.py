@@ -213,6 +213,11 @@ def estimate(store, paths: Iterable[str], overrides: dict) -> dict:
                           gleanings=settings.gleanings)
 
 
+def run_ledgered(store, command: str, settings: IndexSettings, body) -> IndexSummary:
+    """One ledgered run of a build defined elsewhere (tgr/shards.py: `tgr merge`); see _run."""
+    return _run(store, command, settings, body)
+
+
 def _run(store, command: str, settings: IndexSettings, body) -> IndexSummary:
     """One ledgered run: lock and migrate, check the models, body(gateway, summary), then
     record the run's status and counts and fold the WAL in, whatever happened."""

@@ -18,6 +18,7 @@ from .gateway import ChatJob, Gateway
 from .models import vector_type
 from .limits import MAX_CONTEXT_TEXT, cap, loads
 from .offline import ExtractiveAnswerer
+from .offline_global import offline_global_answer
 from .parsing import parse_points
 from .prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
@@ -244,6 +245,12 @@ class Searcher:
             result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]]))
             return result
         t1 = time.perf_counter()
+        if not self.gateway.chat_model:  # the main communities, named and cited (tgr.offline_global)
+            offline = offline_global_answer(self.conn, self.retriever, question, [r[0] for r in reports])
+            result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
+            result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
+            result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
+            return result
         points = self._map(question, batches)
         result.timings["map_s"] = round(time.perf_counter() - t1, 4)
         points = [p for p in points if p[0] > 0]

@@ -21,7 +21,8 @@ from typing import Callable, Iterator, Protocol
 from . import freshness
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
-from .offline import ExtractiveReportWriter, extractive_report
+from .community_profile import ProfileReportWriter
+from .offline import extractive_report
 from .parsing import parse_report
 from .prompts import Prompts
 from .text import ContextTable, content_hash, estimate_tokens, shorten
@@ -195,10 +196,11 @@ class LLMReportWriter:
                 yield job.tag.tag, extractive_report(*job.tag.material()), "fallback"
 
 
-def report_writer_for(gateway: Gateway, prompts: Prompts) -> ReportWriter:
-    """The chat model's report writer, or the offline extractive one without a chat model."""
+def report_writer_for(gateway: Gateway, prompts: Prompts, conn: Connection | None = None) -> ReportWriter:
+    """The chat model's report writer, or without a chat model the offline one, which reads
+    the store (conn) for each community's profile."""
     if gateway.chat_model is None:
-        return ExtractiveReportWriter()
+        return ProfileReportWriter(conn)
     return LLMReportWriter(gateway, prompts)
 
 
@@ -256,7 +258,7 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    writer = report_writer_for(gateway, prompts)
+    writer = report_writer_for(gateway, prompts, conn)
     template = prompts.community_report if gateway.chat_model else ""
     written = checked = 0
 
@@ -298,6 +300,8 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
             waves.setdefault(community.level, []).append(community)
 
     def run(batch: list[tuple[_Community, str]]) -> None:
+        inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
+        batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
         items = [ReportItem((c, ctx), ctx, partial(graph.material, c.members))
                  for c, ctx in batch if not unchanged(c, ctx)]
         for (community, context), parsed, generator in writer.write(items, idle):

@@ -1,0 +1,160 @@
+"""Offline community profiles (central members, c-TF-IDF key phrases, representative
+sentences, importance) and the offline global answer built from them."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tgr
+from conftest import EN_CORPUS, SMALL
+from tgr.community_profile import central_members, phrase_terms, title_members
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WHALING = """Captain Ahab stood on the deck of the Pequod with his harpoon. Ahab told Starbuck to lower the harpoon boats.
+Ahab and Stubb watched the whale spout beside the harpoon line. Queequeg sharpened his harpoon while Ahab paced.
+Ahab cursed the white whale, and Flask coiled the harpoon line. Ahab ordered Tashtego to the masthead to watch for the whale.
+Ahab and Daggoo hauled the harpoon line as the whale sounded. Ahab swore the harpoon would find the whale at last."""
+
+GARDEN = """Mistress Rose pruned the roses in the walled garden at Greenhaven. Mistress Rose and Tom watered the roses by the greenhouse.
+Mistress Rose showed Lily the tulips and roses of the garden. Lily and Mistress Rose planted seedlings in the greenhouse.
+Mistress Rose asked Tom to mend the trellis of climbing roses. Mistress Rose gave Lily cuttings of roses from the garden."""
+
+
+def _corpus(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "whaling.txt").write_text(WHALING, encoding="utf-8")
+    (folder / "garden.txt").write_text(GARDEN, encoding="utf-8")
+    return folder
+
+
+def _reports(kb) -> list[tuple]:
+    return kb.conn.execute("SELECT community_id, title, summary, rating, findings FROM reports "
+                           "ORDER BY rating DESC, community_id").fetchall()
+
+
+def _holding(reports, name: str) -> tuple:
+    return next(r for r in reports if r[1].startswith(name))
+
+
+@pytest.fixture
+def two_topics(tmp_path):
+    path = tmp_path / "topics.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(_corpus(tmp_path))], **SMALL)
+    return path
+
+
+def test_a_community_is_named_by_its_hub_not_by_the_first_name_in_order():
+    # a star: "Zed" is linked to every other member; alphabetically and by mentions it is not first
+    entities = [{"id": n, "name": n, "mentions": 3} for n in ("Ann", "Bea", "Cy", "Dot")]
+    entities.append({"id": "Zed", "name": "Zed", "mentions": 2})
+    edges = [{"source": "Zed", "target": n, "weight": 1.0} for n in ("Ann", "Bea", "Cy", "Dot")]
+    ranked = central_members(entities, edges)
+    assert ranked[0]["name"] == "Zed"
+    assert [e["name"] for e in title_members(ranked)] == ["Zed"]
+
+
+def test_mentions_decide_between_members_equally_linked():
+    entities = [{"id": "a", "name": "Alpha", "mentions": 1}, {"id": "b", "name": "Beta", "mentions": 40}]
+    ranked = central_members(entities, [{"source": "a", "target": "b", "weight": 2.0}])
+    assert [e["name"] for e in ranked] == ["Beta", "Alpha"]
+
+
+def test_phrase_terms_keep_content_words_and_two_word_phrases():
+    terms = phrase_terms("Scrooge's counting-house was closed; the old clerk didn't stay.")
+    assert "scrooge" in terms and "counting house" in terms and "clerk" in terms
+    assert "the" not in terms and "didn" not in terms and "closed clerk" not in terms
+
+
+def test_the_hub_names_the_community_and_key_phrases_tell_two_communities_apart(two_topics):
+    with tgr.open(two_topics, readonly=True) as kb:
+        reports = _reports(kb)
+    whaling, garden = _holding(reports, "Ahab"), _holding(reports, "Mistress Rose")
+    phrases = {r[0]: next(f["key_phrases"] for f in json.loads(r[4]) if "key_phrases" in f)
+               for r in (whaling, garden)}
+    assert {"harpoon", "whale"} <= set(phrases[whaling[0]]) or "harpoon line" in phrases[whaling[0]]
+    assert "roses" in phrases[garden[0]]
+    assert not {"harpoon", "whale", "harpoon line"} & set(phrases[garden[0]])
+    assert not {"roses", "garden", "greenhouse"} & set(phrases[whaling[0]])
+    # representative sentences come from the community's own chunks and name its hub
+    sentences = [f for f in json.loads(whaling[4]) if "chunk_id" in f]
+    assert sentences and all("Ahab" in f["explanation"] for f in sentences)
+
+
+def test_profiles_are_deterministic(tmp_path, two_topics):
+    # another process with another string hash seed: no set or dict order leaks into a report
+    again = tmp_path / "again.db"
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "tgr.cli", "index", str(again), str(tmp_path / "corpus"), "--offline",
+                    "--embed-model", "tgr:hash-384", "--chunk-size", "300", "--chunk-overlap", "40", "-q"],
+                   env=env, check=True, capture_output=True)
+    with tgr.open(again, readonly=True) as kb:
+        second = _reports(kb)
+    with tgr.open(two_topics, readonly=True) as kb:
+        assert _reports(kb) == second
+
+
+@pytest.fixture(scope="module")
+def carol(tmp_path_factory):
+    """A store built as the demo store is (fixtures/corpus_en, the README's command)."""
+    path = tmp_path_factory.mktemp("carol") / "carol.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS)], **SMALL)
+    return path
+
+
+def test_offline_global_opens_with_the_scrooge_community(carol):
+    with tgr.open(carol, readonly=True) as kb:
+        answer = kb.ask("What are the main themes?", mode="global")
+        reports = _reports(kb)
+    first = answer.answer.splitlines()[1]
+    assert first.startswith("1. Scrooge") and "marley" in first.lower()
+    # a one-sentence list of names ranks below the community around the hub
+    assert _holding(reports, "Abels")[3] < _holding(reports, "Scrooge")[3]
+
+
+def test_offline_global_cites_the_chunk_of_each_quoted_sentence(carol):
+    with tgr.open(carol, readonly=True) as kb:
+        answer = kb.ask("What are the main themes?", mode="global")
+    lines = answer.answer.splitlines()[1:]
+    assert len(lines) >= 3
+    for line in lines:
+        quoted = re.search(r': "(.+?)(?:…)?" \[Reports', line).group(1)
+        first_source = int(re.search(r"\[Sources: (\d+)", line).group(1))
+        text = " ".join(answer.sources[first_source - 1]["text"].split())
+        assert quoted.rstrip("…") in text
+
+
+def test_offline_global_puts_the_matching_community_first(two_topics):
+    with tgr.open(two_topics, readonly=True) as kb:
+        garden = kb.ask("Who pruned the roses in the garden?", mode="global").answer.splitlines()
+        whaling = kb.ask("Who sharpened the harpoon?", mode="global").answer.splitlines()
+    assert garden[0].startswith("The communities that match") and garden[1].startswith("1. Mistress Rose")
+    assert whaling[1].startswith("1. Ahab")
+
+
+def test_offline_global_survives_malformed_findings(tmp_path, carol):
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(carol.read_bytes())
+    with tgr.open(copy) as kb:
+        kb.conn.execute("UPDATE reports SET findings = CASE WHEN rating > 5 THEN 'not json' "
+                        "ELSE '[{\"key_phrases\": 7, \"chunk_id\": 3}, 5]' END")
+        kb.conn.commit()
+    with tgr.open(copy, readonly=True) as kb:
+        answer = kb.ask("What are the main themes?", mode="global")
+    assert answer.answer.splitlines()[1].startswith("1. Scrooge")
+
+
+def test_offline_global_says_when_no_report_matches(two_topics):
+    with tgr.open(two_topics, readonly=True) as kb:
+        answer = kb.ask("zzzz qqqq xylophone", mode="global").answer.splitlines()
+    assert answer[0].startswith("No community report mentions the question's words.")
+    assert answer[1].startswith("1. ")
