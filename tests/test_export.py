@@ -34,9 +34,9 @@ def export(path, out, **options):
         return export_store(kb.conn, out, **options)
 
 
-def page_data(page: str) -> dict:
-    match = re.search(r'<script type="application/json" id="tgr-data">(.*?)</script>', page, re.S)
-    assert match, "the page embeds its data"
+def page_data(page: str, part: str = "data") -> dict:
+    match = re.search(rf'<script type="application/json" id="tgr-{part}">(.*?)</script>', page, re.S)
+    assert match, f"the page embeds its {part}"
     return json.loads(match.group(1))
 
 
@@ -86,16 +86,16 @@ def test_json_has_nodes_edges_hierarchy_and_reports(store, tmp_path):
         assert [f["summary"] for f in reports[cid]["findings"]] == [f["summary"] for f in json.loads(findings)]
 
 
-def test_html_page_is_self_contained_with_library_and_data(store, tmp_path):
+def test_html_page_is_self_contained_with_script_and_data(store, tmp_path):
     out = tmp_path / "g.html"
     export(store, out, level=1, top=5)
     page = out.read_text(encoding="utf-8")
-    library = (resources.files("tgr") / "static" / "cytoscape.min.js").read_text(encoding="utf-8")
-    assert library.strip()[-200:] in page
+    script = (resources.files("tgr") / "static" / "graph.js").read_text(encoding="utf-8")
+    assert script.strip()[-200:] in page
     assert not re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', page, re.I)
     assert "default-src 'none'" in page  # the page may not fetch anything either
     assert page.count("<script") == page.count("</script>") == 3
-    data = page_data(page)
+    data, details = page_data(page), page_data(page, "details")
     assert data["level"] == 1 and data["top"] == 5 and data["levels"] == levels(store)
     assert len(data["nodes"]) == rows(store, "SELECT count(*) FROM entities")[0][0]
     names = {n["id"]: n for n in data["nodes"]}
@@ -105,11 +105,14 @@ def test_html_page_is_self_contained_with_library_and_data(store, tmp_path):
     # its passages come from chunks that mention it, with their document
     chunk_texts = [t for (t,) in rows(store, "SELECT c.text FROM entity_mentions m JOIN chunks c "
                                             "ON c.id = m.chunk_id WHERE m.entity_id = ?", (top_id,))]
-    assert top["p"] and all(any(p[2].strip("…") in text for text in chunk_texts) for p in top["p"])
+    passages = details["passages"][0]
+    assert passages and all(any(p[2].strip("…") in text for text in chunk_texts) for p in passages)
     sources = {s for (s,) in rows(store, "SELECT source FROM documents")}
-    assert {data["documents"][p[0]][0] for p in top["p"]} <= sources
+    assert {details["documents"][p[0]][0] for p in passages} <= sources
+    assert details["descriptions"][0] == rows(store, "SELECT description FROM entities WHERE id = ?", (top_id,))[0][0]
+    assert len(details["edges"]) == len(data["edges"])
     # every entity has a position and its community per level
-    assert all(isinstance(n["x"], float) and isinstance(n["y"], float) for n in data["nodes"])
+    assert all(isinstance(n["x"], (int, float)) and isinstance(n["y"], (int, float)) for n in data["nodes"])
     assert top["c"][0] == rows(store, "SELECT m.community_id FROM community_members m JOIN communities c "
                                       "ON c.id = m.community_id WHERE c.level = 0 AND m.entity_id = ?",
                                       (top_id,))[0][0]
@@ -200,3 +203,51 @@ def test_cli_picks_the_format_from_the_suffix(store, tmp_path):
     level = runner.invoke(main, ["export", str(store), str(tmp_path / "x.html"), "--level", "9"])
     assert level.exit_code != 0 and "no community level 9" in level.output
     assert not (tmp_path / "x.html").exists()
+
+
+def test_page_layout_groups_communities_and_fits_the_main_component(store, tmp_path):
+    out = tmp_path / "g.html"
+    export(store, out)
+    data = page_data(out.read_text(encoding="utf-8"))
+    nodes = data["nodes"]
+    main = [n for n in nodes if not n.get("o")]
+    islands = [n for n in nodes if n.get("o")]
+    assert main and islands, "the fixture store has a main component and islands"
+    x0, y0, x1, y1 = data["view"]
+    inside = lambda n: x0 <= n["x"] <= x1 and y0 <= n["y"] <= y1  # noqa: E731
+    if len(main) >= max(0.3 * len(nodes), min(len(nodes), 20)):
+        assert all(inside(n) for n in main) and not any(inside(n) for n in islands)
+    else:  # mostly islands: the first view shows everything
+        assert all(inside(n) for n in nodes)
+    # every community of the main component is a disk holding its members; disks do not overlap
+    disks = {cid: c["d"] for cid, c in data["communities"].items() if "d" in c}
+    assert disks and all(data["communities"][cid]["level"] == 0 for cid in disks)
+    for n in main:
+        cx, cy, r = disks[n["c"][0]]
+        assert (n["x"] - cx) ** 2 + (n["y"] - cy) ** 2 <= (r + 1) ** 2
+    items = list(disks.values())
+    for i, (ax, ay, ar) in enumerate(items):
+        for bx, by, br in items[i + 1:]:
+            assert (ax - bx) ** 2 + (ay - by) ** 2 >= (ar + br) ** 2 * 0.999
+
+
+SCROOGE = "ebenezer scrooge"  # entity resolution keys Scrooge by his full name
+
+
+def test_page_shows_recorded_aliases(store, tmp_path):
+    path = tmp_path / "aliases.db"
+    shutil.copy(store, path)
+    conn = sqlite3.connect(path)
+    conn.executemany("INSERT OR IGNORE INTO entity_aliases (entity_id, alias, key, mentions) VALUES (?, ?, ?, 1)",
+                     [(SCROOGE, "Ebenezer", "ebenezer"), (SCROOGE, HOSTILE, "hostile")])
+    conn.commit()
+    conn.close()
+    export(path, tmp_path / "a.html")
+    page = (tmp_path / "a.html").read_text(encoding="utf-8")
+    node = next(n for n in page_data(page)["nodes"] if n["id"] == SCROOGE)
+    hostile = next(a for a in node["a"] if "</script>" in a)
+    assert "Ebenezer" in node["a"] and "</script>" in hostile and "\x1b" not in hostile
+    assert page.count("<script") == page.count("</script>") == 3
+    export(path, tmp_path / "a.json")
+    nodes = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["nodes"]
+    assert "Ebenezer" in next(n for n in nodes if n["id"] == SCROOGE)["aliases"]

@@ -14,11 +14,12 @@ import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from test_equivalence import pieces, run_sequence
 from tgr import db
-from tgr.communities import ClusterMeanwhile, cluster, stored_communities
+from tgr.communities import cluster, stored_communities
 from tgr.embeddings import TARGETS
 from tgr.extract import save_extraction
+from tgr.merge import merge_graph, needs_merge, plan_merge, store_merge, summarise
+from tgr.overlap import Overlap
 from tgr.resolve import assign_keys
-from tgr.merge import merge_graph, needs_merge
 from tgr.parsing import RawEntity as E
 from tgr.parsing import RawRelation as R
 from tgr.prompts import Prompts
@@ -285,11 +286,12 @@ def test_clustering_while_the_summaries_are_awaited_gives_the_same_communities(t
                         [R(hub, "Ledger Clerk", "employs", f"{hub} employs the ledger clerk.")])
         conn.execute("VACUUM INTO ?", (str(tmp_path / "b.db"),))
         gateway, prompts = kb.gateway(), Prompts()
-        meanwhile = ClusterMeanwhile(conn, settings)
-        merged = merge_graph(conn, gateway, prompts, summary_tokens=40,
-                             inputs=needs_merge(conn, gateway, prompts, 40, False), while_summaries=meanwhile.prepare)
+        overlap = Overlap(conn, gateway, settings)
+        plan = plan_merge(conn, gateway, prompts, summary_tokens=40, inputs=needs_merge(conn, gateway, prompts, 40, False))
+        idle = overlap.during_summaries(plan, first_clustering=False, incremental=True)
+        merged = store_merge(conn, plan, summarise(gateway, plan, idle=idle))
         assert kb.gateway().usage["summarize"].calls >= 1  # there was a wave to wait for
-        result = cluster(conn, **settings, changed=merged["changed_entities"], meanwhile=meanwhile)
+        result = cluster(conn, **settings, changed=merged["changed_entities"], precomputed=overlap.clustered_meanwhile)
         assert result["computed_meanwhile"]
         during = _clustered(conn)
     with tgr.open(tmp_path / "b.db", chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:

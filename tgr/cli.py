@@ -427,7 +427,7 @@ def stats(store, as_json):
 @click.option("--level", type=click.IntRange(0), default=0, show_default=True,
               help="Community level the page colours entities by (.html).")
 @click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
-              help="Entities the page draws at first, by degree (.html); more on request.")
+              help="Hubs the page labels at most in its overview (.html); more names appear as you zoom.")
 def export(store, output, level, top):
     """Write STORE's graph to OUTPUT: .graphml (Gephi, Cytoscape, networkx; the community
     hierarchy as node attributes), .json (nodes, edges, communities, reports) or .html

@@ -13,14 +13,18 @@ from pathlib import Path
 from . import __version__
 from .db import Connection
 from .errors import InputError
+from .name_match import stored_aliases
 from .safe import xml_safe
 
 FORMATS = {".graphml": "graphml", ".json": "json", ".html": "html", ".htm": "html"}
-DEFAULT_TOP = 400           # entities the page draws at first (by degree)
+DEFAULT_TOP = 400           # hubs the overview may label at most (more labels appear as you zoom)
+MAX_ALIASES = 20            # aliases kept per entity in exports
 PASSAGES_PER_ENTITY = 3     # source passages the page keeps for each entity
 PASSAGE_CHARS = 300         # characters of a passage around the entity's first mention
 EDGE_TEXT_CHARS = 160       # the page shows the start of each relationship's description
-LAYOUT_SEED = 42
+DESCRIPTION_CHARS = 1200    # the page shows the start of each entity's description ...
+FINDING_CHARS = 400         # ... and of each report finding's explanation
+BIG_STORE = 2000            # past this many entities the page keeps less text per item (see detail_limits)
 
 
 @dataclass
@@ -55,8 +59,9 @@ def export_store(conn: Connection, out: str | Path, *, level: int = 0, top: int 
     elif fmt == "json":
         write_json(data, out)
     else:
-        write_html(data, out, title=title,
-                   level=level, top=top, passages=read_passages(conn))
+        limits = detail_limits(len(data.entities))
+        write_html(data, out, title=title, level=level, top=top,
+                   passages=read_passages(conn, limits["passages"], limits["passage_chars"]))
     return {"format": fmt, "entities": len(data.entities), "relationships": len(data.relationships),
             "communities": len(data.communities), "reports": len(data.reports), "path": str(out)}
 
@@ -110,12 +115,16 @@ def read_graph(conn: Connection) -> GraphData:
         entity_id, community_id = _text(entity_id), _text(community_id)
         membership.setdefault(entity_id, {})[_int(level)] = community_id
         members.setdefault(community_id, []).append(entity_id)
+    aliases: dict[str, list[str]] = {}
+    for entity_id, alias in stored_aliases(conn):
+        aliases.setdefault(_text(entity_id), []).append(_text(alias))
     for eid, name, etype, desc, degree, mentions in conn.execute(
             "SELECT id, name, type, description, degree, mentions FROM entities ORDER BY degree DESC, id"):
-        eid = _text(eid)
-        data.entities.append({"id": eid, "name": _text(name), "type": _text(etype),
+        eid, name = _text(eid), _text(name)
+        data.entities.append({"id": eid, "name": name, "type": _text(etype),
                               "description": _text(desc), "degree": _int(degree),
-                              "mentions": _int(mentions), "communities": membership.get(eid, {})})
+                              "mentions": _int(mentions), "communities": membership.get(eid, {}),
+                              "aliases": [a for a in aliases.get(eid, [])[:MAX_ALIASES] if a != name]})
     for rid, src, dst, predicate, desc, weight in conn.execute(
             "SELECT id, source_id, target_id, predicate, description, weight FROM relationships "
             "ORDER BY weight DESC, id"):
@@ -192,7 +201,7 @@ def to_networkx(data: GraphData):
     for e in data.entities:
         attrs = {"name": e["name"], "type": e["type"], "description": e["description"],
                  "degree": e["degree"], "mentions": e["mentions"],
-                 "community": e["communities"].get(0, "")}
+                 "community": e["communities"].get(0, ""), "aliases": "; ".join(e["aliases"])}
         path = [e["communities"][level] for level in sorted(e["communities"])]
         attrs["community_path"] = " ".join(path)
         for level, cid in e["communities"].items():
@@ -231,56 +240,75 @@ def write_json(data: GraphData, out: str | Path) -> None:
 
 # -- the HTML page ------------------------------------------------------------------------
 
-def layout(data: GraphData, seed: int = LAYOUT_SEED) -> list[tuple[float, float]]:
-    """Positions for every entity (Fruchterman-Reingold in igraph, seeded), in pixels."""
-    import random
-
-    import igraph
+def layout(data: GraphData, seed: int | None = None):
+    """Positions for every entity: communities as disks, members inside (a tgr.graph_layout.Layout)."""
+    from .graph_layout import LAYOUT_SEED, compute_layout  # numpy and igraph: only when a page is written
 
     index = {e["id"]: i for i, e in enumerate(data.entities)}
-    n = len(index)
-    if n == 0:
-        return []
-    pairs = sorted({(min(index[r["source"]], index[r["target"]]), max(index[r["source"]], index[r["target"]]))
-                    for r in data.relationships
-                    if r["source"] in index and r["target"] in index and r["source"] != r["target"]})
-    graph = igraph.Graph(n=n, edges=pairs)
-    igraph.set_random_number_generator(random.Random(seed))
-    try:
-        coords = graph.layout_fruchterman_reingold(niter=500).coords if n > 1 else [[0.0, 0.0]]
-    finally:
-        igraph.set_random_number_generator(random)
-    xs, ys = [c[0] for c in coords], [c[1] for c in coords]
-    span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
-    side = 110.0 * n ** 0.5 + 200  # the drawing grows with the square root of the entity count
-    return [(round((x - min(xs)) / span * side, 1), round((y - min(ys)) / span * side, 1)) for x, y in coords]
+    edges = [(index[r["source"]], index[r["target"]], r["weight"]) for r in data.relationships
+             if r["source"] in index and r["target"] in index]
+    groups = [e["communities"].get(min(e["communities"])) if e["communities"] else None for e in data.entities]
+    return compute_layout(len(data.entities), edges, groups, seed=LAYOUT_SEED if seed is None else seed)
 
 
-def page_data(data: GraphData, *, title: str, level: int, top: int,
-              passages: tuple[list[dict], dict[str, list[list]]] | None = None) -> dict:
-    """The compact data the page's script reads (entities refer to each other by index)."""
-    documents, by_entity = passages or ([], {})
+def page_data(data: GraphData, *, title: str, level: int, top: int) -> dict:
+    """What the page draws from (entities refer to each other by index): names, aliases,
+    positions, communities with their titles and disks, relationships, the first view."""
     index = {e["id"]: i for i, e in enumerate(data.entities)}
     levels = data.levels or [0]
+    placed = layout(data)
     nodes = []
-    for e, (x, y) in zip(data.entities, layout(data)):
-        nodes.append({"id": e["id"], "name": e["name"], "type": e["type"], "degree": e["degree"],
-                      "x": x, "y": y, "description": e["description"],
-                      "c": [e["communities"].get(lv) for lv in range(max(levels) + 1)],
-                      "p": by_entity.get(e["id"], [])})
-    edges = [[index[r["source"]], index[r["target"]], r["predicate"], r["weight"],
-              _shorten(r["description"], EDGE_TEXT_CHARS)]
+    for i, e in enumerate(data.entities):
+        node = {"id": e["id"], "name": e["name"], "type": e["type"], "degree": e["degree"],
+                "x": placed.x[i], "y": placed.y[i],
+                "c": [e["communities"].get(lv) for lv in range(max(levels) + 1)]}
+        if e.get("aliases"):
+            node["a"] = e["aliases"]
+        if not placed.main[i]:
+            node["o"] = 1  # outside the main component
+        nodes.append(node)
+    edges = [[index[r["source"]], index[r["target"]], r["weight"]]
              for r in data.relationships if r["source"] in index and r["target"] in index]
     communities = {}
     for c in data.communities:
-        report = data.reports.get(c["id"], {})
-        communities[c["id"]] = {"level": c["level"], "parent": c["parent"], "size": c["size"],
-                                "title": report.get("title", ""), "summary": report.get("summary", ""),
-                                "rating": report.get("rating"),
-                                "findings": [[f["summary"], f["explanation"]] for f in report.get("findings", [])]}
+        entry = {"level": c["level"], "parent": c["parent"], "size": c["size"],
+                 "title": data.reports.get(c["id"], {}).get("title", "")}
+        if c["id"] in placed.disks:
+            entry["d"] = list(placed.disks[c["id"]])
+        communities[c["id"]] = entry
     return {"title": _text(title), "tgr_version": __version__, "levels": levels, "level": level,
             "top": max(1, int(top)), "nodes": nodes, "edges": edges, "communities": communities,
-            "documents": [[d["source"], d["title"]] for d in documents]}
+            "view": [round(v, 1) for v in placed.view]}
+
+
+def detail_limits(entities: int) -> dict[str, int]:
+    """How much text the page keeps per item: everything up to BIG_STORE entities; past that
+    fewer and shorter passages and descriptions, so a 10,000-entity page stays near 1 KB per
+    entity (the whole text is in the store, and in the JSON export)."""
+    if entities <= BIG_STORE:
+        return {"passages": PASSAGES_PER_ENTITY, "passage_chars": PASSAGE_CHARS, "description": DESCRIPTION_CHARS,
+                "edge": EDGE_TEXT_CHARS, "finding": FINDING_CHARS, "findings": 10}
+    return {"passages": 2 if entities <= 2 * BIG_STORE else 1, "passage_chars": 200, "description": 160,
+            "edge": 0, "finding": 160, "findings": 3}
+
+
+def page_details(data: GraphData, passages: tuple[list[dict], dict[str, list[list]]] | None = None) -> dict:
+    """What the page reads only when a panel opens: descriptions and source passages per entity,
+    predicate and description per relationship, reports per community."""
+    documents, by_entity = passages or ([], {})
+    limits = detail_limits(len(data.entities))
+    index = {e["id"] for e in data.entities}
+    reports = {}
+    for cid, report in data.reports.items():
+        reports[cid] = {"summary": _shorten(report["summary"], limits["description"]), "rating": report["rating"],
+                        "findings": [[f["summary"], _shorten(f["explanation"], limits["finding"])]
+                                     for f in report["findings"][:limits["findings"]]]}
+    return {"descriptions": [_shorten(e["description"], limits["description"]) for e in data.entities],
+            "passages": [by_entity.get(e["id"], []) for e in data.entities],
+            "edges": [[r["predicate"], _shorten(r["description"], limits["edge"]) if limits["edge"] else ""]
+                      for r in data.relationships if r["source"] in index and r["target"] in index],
+            "reports": reports,
+            "documents": [[d["source"], _shorten(d["title"], 120)] for d in documents]}
 
 
 def script_json(value) -> str:
@@ -301,16 +329,13 @@ def _static(name: str) -> str:
 
 def render_html(data: GraphData, *, title: str = "tgr store", level: int = 0, top: int = DEFAULT_TOP,
                 passages: tuple[list[dict], dict[str, list[list]]] | None = None) -> str:
-    """One self-contained HTML page: the vendored Cytoscape.js, the page script, the data."""
+    """One self-contained HTML page: its canvas renderer script and the data (no library, nothing fetched)."""
     import html
 
-    library = _static("cytoscape.min.js")
-    if "</script" in library.lower():
-        raise RuntimeError("the vendored graph library cannot be embedded in a <script> element")
     parts = {
         "<!--TGR-TITLE-->": html.escape(_text(title)),
-        "<!--TGR-LIBRARY-->": library,
-        "<!--TGR-DATA-->": script_json(page_data(data, title=title, level=level, top=top, passages=passages)),
+        "<!--TGR-DATA-->": script_json(page_data(data, title=title, level=level, top=top)),
+        "<!--TGR-DETAILS-->": script_json(page_details(data, passages)),
         "<!--TGR-SCRIPT-->": _static("graph.js"),
     }
     page = _static("graph.html")

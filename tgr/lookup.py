@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from . import name_match
 from .db import Connection, has_table
 from .safe import xml_safe
 from .text import normalise_name
@@ -22,42 +23,61 @@ def _row(keys: tuple[str, ...], row) -> dict:
     return {k: _clean(v) for k, v in zip(keys, row)}
 
 
-def find_entity(conn: Connection, name: str) -> str | None:
-    """The id of the entity called name (normalised, as merge keys it) or having it as an
-    alias (entity_aliases), or None."""
+def match_entity(conn: Connection, name: str) -> name_match.Match | None:
+    """The entity name means, and how it was found: its own name (normalised, as merge keys
+    it), a recorded alias, the same name but for case, accents, `·` or traditional characters
+    ('folded'), or a name a few typos away ('typo'); None when nothing is that close."""
     from .resolve import name_key
 
-    for key in dict.fromkeys((normalise_name(name), name_key(name))):
-        row = conn.execute("SELECT id FROM entities WHERE id = ? OR id LIKE ? || '#%' ORDER BY degree DESC, id LIMIT 1",
-                           (key, key)).fetchone()
+    short = str(name)[:name_match.MAX_NAME_CHARS * 2]
+    for key in dict.fromkeys((normalise_name(short), name_key(short))):  # "Mr. Scrooge's" is keyed "scrooge"
+        # the id itself, or a disambiguated "<key>#<n>": a range on the primary key, not a LIKE scan
+        row = conn.execute("SELECT id, name FROM entities WHERE id = ?1 OR (id >= ?1 || '#' AND id < ?1 || '$') "
+                           "ORDER BY degree DESC, id LIMIT 1", (key,)).fetchone()
         if row:
-            return row[0]
-        if has_table(conn, "entity_aliases"):  # "Scrooge", "Mr. Scrooge": any of its names
-            row = conn.execute("SELECT a.entity_id FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+            return name_match.Match(row[0], row[1], "name")
+        if key and has_table(conn, "entity_aliases"):  # "Scrooge", "U.S.": any of its recorded names
+            row = conn.execute("SELECT a.entity_id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
                                "WHERE a.key = ? ORDER BY a.mentions DESC, e.degree DESC, e.id LIMIT 1",
                                (key,)).fetchone()
-            if row:
-                return row[0]
-    return None
+            if row:  # an alias that is also the entity's display name is its name
+                return name_match.Match(row[0], row[1], "name" if normalise_name(row[1]) == key else "alias")
+    return name_match.resolve(conn, name)
+
+
+def find_entity(conn: Connection, name: str) -> str | None:
+    """The id of the entity name means (see match_entity), or None."""
+    match = match_entity(conn, name)
+    return match.entity_id if match else None
 
 
 def similar_entities(conn: Connection, name: str, limit: int = 10) -> list[str]:
-    """Names of entities whose name contains name (case-insensitive), by degree."""
-    needle = normalise_name(name).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return [_clean(r[0]) for r in conn.execute(
+    """Names of entities whose name contains name (case-insensitive), by degree, then names
+    that resemble it (shared words, a few edits)."""
+    needle = normalise_name(str(name)[:name_match.MAX_NAME_CHARS * 2])
+    needle = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    names = [_clean(r[0]) for r in conn.execute(
         "SELECT name FROM entities WHERE id LIKE '%' || ? || '%' ESCAPE '\\' ORDER BY degree DESC, id LIMIT ?",
         (needle, limit))]
+    for other in name_match.name_index(conn).similar(name, limit):
+        if len(names) < limit and _clean(other) not in names:
+            names.append(_clean(other))
+    return names
 
 
 def entity_details(conn: Connection, name: str, *, sources: int = 5) -> dict:
     """Description, relationships (by weight), communities with report titles, and source
     chunks with their document, of the entity called name; {"found": False, "similar": [...]}
     when there is none."""
-    entity_id = find_entity(conn, name)
-    if entity_id is None:
+    match = match_entity(conn, name)
+    if match is None:
         return {"found": False, "name": _clean(name), "similar": similar_entities(conn, name)}
+    entity_id = match.entity_id
     keys = ("id", "name", "type", "description", "degree", "mentions")
     entity = _row(keys, conn.execute(f"SELECT {', '.join(keys)} FROM entities WHERE id = ?", (entity_id,)).fetchone())
+    if match.how != "name":  # say what was asked and which spelling it was taken for
+        entity["matched"] = {"query": _clean(name), "by": match.how, "as": _clean(match.surface)}
+    entity["aliases"] = name_match.name_index(conn).aliases_of(entity_id)
     relationships = []
     for row in conn.execute(
             "SELECT r.source_id, s.name, r.predicate, r.target_id, t.name, r.description, r.weight "

@@ -151,8 +151,10 @@ def build_server(worker: StoreWorker):
     @server.tool(annotations=read_only)
     async def entity(name: str) -> dict[str, Any]:
         """One entity by name: type, description, relationships (strongest first), the
-        communities it belongs to at every level, and the source chunks it was extracted from.
-        When there is no such entity: found=false and similar names."""
+        communities it belongs to at every level, its aliases, and the source chunks it was
+        extracted from. The name may be an alias, differ in case, accents or `·`, or have a
+        typo or two: then `matched` says which name it was taken for. When nothing is that
+        close: found=false and similar names."""
         return await worker.call_tool(kb.entity, name)
 
     @server.tool(annotations=read_only)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
+from .name_match import entities_named
 from .offline import score_overlap
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .store_cache import cached
@@ -292,6 +293,8 @@ class Retriever:
         for text, cased in spans:
             key = normalise_name(text)
             surface[key] = surface.get(key, False) or cased
+        # a capitalised span that is no entity's name may be one's alias or spelling variant
+        surface.update(entities_named(self.conn, surface))
         keys = json.dumps(sorted(surface), ensure_ascii=False)
         rows = self.conn.execute(
             "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
