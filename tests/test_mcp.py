@@ -90,11 +90,11 @@ def test_mcp_server_answers_its_sdk_client(store):
         assert p["text"] == rows(store, "SELECT text FROM chunks WHERE id = ?", (p["chunk_id"],))[0][0]
 
     entity = payload(out["entity"])
-    assert entity["found"] and entity["id"] == "scrooge"
-    degree = rows(store, "SELECT count(*) FROM relationships WHERE source_id = 'scrooge' OR target_id = 'scrooge'")
+    assert entity["found"] and entity["id"] == "ebenezer scrooge"
+    degree = rows(store, "SELECT count(*) FROM relationships WHERE source_id = 'ebenezer scrooge' OR target_id = 'ebenezer scrooge'")
     assert len(entity["relationships"]) == min(50, degree[0][0]) > 0
     levels = rows(store, "SELECT c.id FROM community_members m JOIN communities c ON c.id = m.community_id "
-                         "WHERE m.entity_id = 'scrooge' ORDER BY c.level")
+                         "WHERE m.entity_id = 'ebenezer scrooge' ORDER BY c.level")
     assert [c["id"] for c in entity["communities"]] == [r[0] for r in levels]
     assert entity["sources"] and all("Scrooge" in s["text"] and s["source"] for s in entity["sources"])
 

@@ -269,7 +269,10 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
     """Write the communities whose row or members changed, remove those gone, record the inputs."""
     old = {c.id: c for c in previous}
     row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
-    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)]
+    # stored sizes too: a member deleted with its entity (cascade) leaves the size column behind
+    stored_size = dict(conn.execute("SELECT id, size FROM communities").fetchall())
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)
+                    or stored_size.get(c.id) != len(c.members)]
     changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
     gone = set(old) - {c.id for c in communities}
     with transaction(conn):

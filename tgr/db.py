@@ -21,7 +21,7 @@ from . import __version__
 from . import hardening
 from .errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store

@@ -20,6 +20,8 @@ from .freshness import InputHash
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
+from .entity_types import entity_type
+from .resolve import assign_keys, write_aliases
 from .text import content_hash, estimate_tokens, fit_tokens, match_terms, normalise_name, split_sentences
 
 Progress = Callable[[str, int, int], None]
@@ -45,10 +47,16 @@ class _Entity:
         names = Counter(" ".join(m.name.split()) for m in self.mentions)
         return min(names, key=lambda n: (-names[n], n))
 
+    def types(self) -> Counter:
+        return Counter(m.type for m in self.mentions)
+
+    def aliases(self) -> Counter:
+        """Each surface form with the number of extraction rows that used it."""
+        return Counter(" ".join(m.name.split()) for m in self.mentions)
+
     def type(self) -> str:
-        types = Counter(m.type for m in self.mentions if m.type != "concept") or \
-            Counter(m.type for m in self.mentions)
-        return min(types, key=lambda t: (-types[t], t)) if types else "concept"
+        """The type a person would give it (tgr.entity_types)."""
+        return entity_type(self.surface(), self.types(), self.aliases())
 
     def descriptions(self) -> list[str]:
         """Distinct descriptions, each without sentences an earlier one already said
@@ -68,9 +76,10 @@ class _Entity:
         return result
 
 
-MENTIONS_SQL = ("SELECT e.chunk_id, e.name, e.type, e.description, e.position FROM extracted_entities e "
+MENTIONS_SQL = ("SELECT e.chunk_id, e.name, e.type, e.description, e.position, e.key FROM extracted_entities e "
                 "JOIN chunks c ON c.id = e.chunk_id {where} ORDER BY c.document_id, c.ordinal, e.position")
-RELATIONS_SQL = ("SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position "
+RELATIONS_SQL = ("SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position, "
+                 "r.source_key, r.target_key "
                  "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id {where} "
                  "ORDER BY c.document_id, c.ordinal, r.position")
 IN_KEYS = "IN (SELECT value FROM json_each(?))"
@@ -103,6 +112,7 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
     """What the merge must look at if its inputs changed since the last merge (extraction
     rows, settings, prompts), else None. Only names in merge_pending can have changed rows
     while the settings are the same; other settings (or LLM disambiguation) look at every row."""
+    assign_keys(conn)  # which names are one entity: each row's key (tgr.resolve)
     chat = gateway.chat_model.name if gateway.chat_model is not None else None
     settings = merge_settings(prompts, chat, summary_tokens, disambiguate and chat is not None)
     recorded = freshness.recorded(conn, "merge") or ""
@@ -172,7 +182,7 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     if inputs is None or everything:
         inputs = MergeInputs(merge_settings(prompts, chat, summary_tokens, disambiguate and llm), None)
     key_of = _memo(normalise_name)
-    _fill_keys(conn, key_of)
+    assign_keys(conn)  # rows stored without keys (by hand) get theirs too
     mentions, relations, hashes, stored_hashes = _read_rows(
         conn, inputs, key_of, repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")))
     steps = len(mentions) + len(relations) + 1
@@ -181,10 +191,10 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         dirty = None  # splits of one name can move relationships of another
     else:
         dirty = {k for k, h in hashes.items() if stored_hashes.get(k) != h} | (stored_hashes.keys() - hashes.keys())
-    groups, relations = _in_scope(mentions, relations, dirty, key_of)
+    groups, relations = _in_scope(mentions, relations, dirty)
     report("merge", len(mentions), steps)
     splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
-    entities, by_key = _entities(groups, splits, relations, dirty, key_of)
+    entities, by_key = _entities(groups, splits, relations, dirty)
     edges = _edges(relations, entities, by_key)
     report("merge", steps - 1, steps)
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
@@ -206,15 +216,16 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
 def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     """The extraction rows of the merge's scope (every row, or those naming a changed name),
     the input hash of each name they give, and the hashes stored for those names."""
-    keys = None if inputs.names is None else sorted({key_of(n) for n in inputs.names} - {""})
+    # merge_pending holds names and the entity keys their rows had or have (tgr.resolve)
+    keys = None if inputs.names is None else sorted(({key_of(n) for n in inputs.names} | set(inputs.names)) - {""})
     # with keys, the rows of the changed names only: everything their entities are computed from
     args = () if keys is None else (json.dumps(keys),)
-    mentions = [(_Mention(*row[:4]), row[4]) for row in conn.execute(
+    mentions = [(_Mention(*row[:4]), row[4], row[5]) for row in conn.execute(
         MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args).fetchall()]
     relations = conn.execute(
         RELATIONS_SQL.format(where="" if keys is None else
                              f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2).fetchall()
-    hashes = _key_hashes(settings, mentions, relations, key_of)
+    hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
     else:  # rows naming a changed name also name other entities: those are not recomputed
@@ -223,18 +234,18 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     return mentions, relations, hashes, stored
 
 
-def _in_scope(mentions, relations, dirty: set[str] | None, key_of):
-    """The mentions grouped by name, and the relationship rows, of the entities recomputed."""
+def _in_scope(mentions, relations, dirty: set[str] | None):
+    """The mentions grouped by entity key, and the relationship rows (with their ends' keys),
+    of the entities recomputed."""
     inside = (lambda key: True) if dirty is None else dirty.__contains__
     groups: dict[str, list[_Mention]] = defaultdict(list)
-    for mention, _ in mentions:
-        key = key_of(mention.name)
+    for mention, _, key in mentions:
         if key and inside(key):
             groups[key].append(mention)
-    return groups, [row[:5] for row in relations if inside(key_of(row[1]) or "") or inside(key_of(row[2]) or "")]
+    return groups, [row[:5] + row[6:] for row in relations if inside(row[6] or "") or inside(row[7] or "")]
 
 
-def _entities(groups, splits, relations, dirty: set[str] | None, key_of):
+def _entities(groups, splits, relations, dirty: set[str] | None):
     """The entities of each name (several where disambiguation split one), by id and by name."""
     entities: dict[str, _Entity] = {}
     by_key: dict[str, list[_Entity]] = {}
@@ -247,8 +258,8 @@ def _entities(groups, splits, relations, dirty: set[str] | None, key_of):
             entities[entity_id] = entity
             by_key[key].append(entity)
     if dirty is not None:  # the unchanged end of a relationship: as stored, not rewritten
-        for _, source, target, _, _ in relations:
-            for key in (key_of(source), key_of(target)):
+        for *_, source_key, target_key in relations:
+            for key in (source_key, target_key):
                 if key and key not in dirty and key not in by_key:
                     by_key[key] = [_Entity(key)]
     return entities, by_key
@@ -257,8 +268,9 @@ def _entities(groups, splits, relations, dirty: set[str] | None, key_of):
 def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
     """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
     edges: dict[str, dict] = {}
-    for chunk_id, source, target, predicate, description in relations:
-        ends = [_resolve(entities, by_key, name, chunk_id, description) for name in (source, target)]
+    for chunk_id, source, target, predicate, description, source_key, target_key in relations:
+        ends = [_resolve(entities, by_key, name, key, chunk_id, description)
+                for name, key in ((source, source_key), (target, target_key))]
         if None in ends or ends[0].id == ends[1].id:
             continue
         a, b = ends[0].id, ends[1].id
@@ -318,6 +330,8 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
             "type = excluded.type, description = excluded.description, degree = excluded.degree, "
             "mentions = excluded.mentions, input_hash = excluded.input_hash",
             [(i, *row) for i, row in sorted(entity_rows.items()) if old.entities.get(i) != row])
+        write_aliases(conn, {e.id: e.aliases() for e in plan.entities.values()},
+                      old.entities.keys() - entity_rows.keys())
         conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
                          sorted(old.entity_mentions - entity_mentions))
         conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
@@ -348,20 +362,6 @@ def _done_pending(conn: Connection, inputs: MergeInputs) -> None:
     freshness.record(conn, "merge", graph_state(conn, inputs.settings))
 
 
-def _fill_keys(conn: Connection, key_of) -> None:
-    """Give extraction rows stored without their normalised names (by hand) those names."""
-    entities = conn.execute("SELECT rowid, name FROM extracted_entities WHERE key IS NULL").fetchall()
-    relations = conn.execute("SELECT rowid, source, target FROM extracted_relations WHERE source_key IS NULL "
-                             "UNION SELECT rowid, source, target FROM extracted_relations "
-                             "WHERE target_key IS NULL").fetchall()
-    if entities or relations:
-        with transaction(conn):
-            conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?",
-                             [(key_of(name), rowid) for rowid, name in entities])
-            conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
-                             [(key_of(source), key_of(target), rowid) for rowid, source, target in relations])
-
-
 def _memo(fn):
     cache: dict = {}
 
@@ -373,17 +373,16 @@ def _memo(fn):
     return memo
 
 
-def _key_hashes(settings: str, mentions, relations, key_of) -> dict[str, str]:
-    """Per normalised name: a hash of the settings, its mention rows and every relationship
-    row that names it (in merge order): all an entity of that name is computed from."""
+def _key_hashes(settings: str, mentions, relations) -> dict[str, str]:
+    """Per entity key: a hash of the settings, its mention rows and every relationship
+    row that names it (in merge order): all an entity of that key is computed from."""
     rows: dict[str, list[str]] = defaultdict(list)
-    for mention, position in mentions:
-        key = key_of(mention.name)
+    for mention, position, key in mentions:
         if key:
             rows[key].append(repr((mention.chunk_id, position, mention.name, mention.type, mention.description)))
     for row in relations:
         text = repr(row)
-        for key in {key_of(row[1]), key_of(row[2])}:
+        for key in {row[6], row[7]}:
             if key:
                 rows[key].append(text)
     return {key: content_hash(settings, *lines, length=32) for key, lines in rows.items()}
@@ -393,9 +392,9 @@ def _top(counter: Counter) -> str:
     return min(counter, key=lambda p: (-counter[p], p)) if counter else "related to"
 
 
-def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
-    """The entity a relationship end refers to; creates one for a never-extracted name."""
-    key = normalise_name(name)
+def _resolve(entities, by_key, name, key, chunk_id, description) -> _Entity | None:
+    """The entity a relationship end (name, its key) refers to; creates one for a
+    never-extracted name."""
     if not key:
         return None
     candidates = by_key.get(key)

@@ -94,8 +94,18 @@ def _keyed_extractions(conn: Connection) -> None:
     conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")  # one full look
 
 
+def _entity_aliases(conn: Connection) -> None:
+    """6: entity_aliases (every surface form of an entity) and triggers that mark the entity
+    keys of changed extraction rows for the merge (both come from schema.sql; tgr/resolve.py
+    may give a name another entity's key). The next merge recomputes every entity (and so
+    records its aliases)."""
+    conn.execute("UPDATE entities SET input_hash = NULL")
+    conn.execute("DELETE FROM meta WHERE key IN ('fresh.merge', 'fresh.cluster')")
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
-                                    4: _external_content_fts, 5: _keyed_extractions}
+                                    4: _external_content_fts, 5: _keyed_extractions, 6: _entity_aliases}
+
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
             target: int = SCHEMA_VERSION) -> int:

@@ -268,9 +268,9 @@ class Retriever:
                     "SELECT em.chunk_id, count(*) AS n FROM community_members m "
                     "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
                     "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
-                if chunk_id not in seen:
+                if chunk_id not in seen:  # a later report's chunks always score below an earlier one's
                     seen.add(chunk_id)
-                    ranked.append((chunk_id, members / (1 + rank)))
+                    ranked.append((chunk_id, 0.5 ** rank * members / (members + 1)))
         return ranked
 
     # -- local ----------------------------------------------------------------------------
@@ -307,16 +307,21 @@ class Retriever:
             surface[key] = surface.get(key, False) or cased
         # a capitalised span that is no entity's name may be one's alias or spelling variant
         surface.update(entities_named(self.conn, surface))
+        keys = json.dumps(sorted(surface), ensure_ascii=False)
         rows = self.conn.execute(
-            "SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(surface), ensure_ascii=False),)).fetchall()
+            "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
+        if has_table(self.conn, "entity_aliases"):  # "Mr. Scrooge", "U.S.": an entity's other names
+            rows += self.conn.execute(
+                "SELECT a.entity_id, e.mentions, a.key FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+                "WHERE a.key IN (SELECT value FROM json_each(?)) AND a.entity_id NOT IN "
+                "(SELECT value FROM json_each(?))", (keys, keys)).fetchall()
         total = self.chunk_total()
         weights = {}
-        for eid, mentions in rows:
+        for eid, mentions, key in rows:
             weight = _specificity(mentions, total)
-            if not surface[eid]:
+            if not surface[key]:
                 weight *= 0.1
-            weights[eid] = weight
+            weights[eid] = max(weights.get(eid, 0.0), weight)
         # a name inside a longer matched name ("york" in "new york") is not named on its own
         for eid in list(weights):
             if any(other != eid and _contains_words(other, eid) for other in weights):
