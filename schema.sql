@@ -1,4 +1,4 @@
--- tgr knowledge store schema (version 5).
+-- tgr knowledge store schema (version 6).
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
 -- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
@@ -103,8 +103,8 @@ CREATE TABLE IF NOT EXISTS extracted_relations (
 CREATE INDEX IF NOT EXISTS extracted_relations_by_source ON extracted_relations(source_key);
 CREATE INDEX IF NOT EXISTS extracted_relations_by_target ON extracted_relations(target_key);
 
--- Names whose extraction rows were added, changed or removed since the last merge, so that
--- a merge reads only the rows of those names. The triggers keep it on every path that
+-- Names (and entity keys) whose extraction rows were added, changed or removed since the last
+-- merge, so that a merge reads only the rows of those names. The triggers keep it on every path that
 -- changes extraction rows (a new extraction, a deleted document's cascade, an edit by hand);
 -- filling in the key columns is no change.
 CREATE TABLE IF NOT EXISTS merge_pending (
@@ -130,6 +130,36 @@ CREATE TRIGGER IF NOT EXISTS extracted_relation_changed
     AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations BEGIN
     INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source), (old.target), (new.source), (new.target);
 END;
+-- The same for the entity keys rows carry (tgr/resolve.py may give a name another entity's
+-- key, "Scrooge" -> "ebenezer scrooge"): the entity a row left or joins is merged again.
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_added AFTER INSERT ON extracted_entities
+    WHEN new.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_removed AFTER DELETE ON extracted_entities
+    WHEN old.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_entity_key_changed
+    AFTER UPDATE OF name, type, description, chunk_id, position ON extracted_entities
+    WHEN old.key IS NOT NULL AND new.key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.key), (new.key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_added AFTER INSERT ON extracted_relations
+    WHEN new.source_key IS NOT NULL AND new.target_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (new.source_key), (new.target_key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_removed AFTER DELETE ON extracted_relations
+    WHEN old.source_key IS NOT NULL AND old.target_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source_key), (old.target_key);
+END;
+CREATE TRIGGER IF NOT EXISTS extracted_relation_key_changed
+    AFTER UPDATE OF source, target, predicate, description, chunk_id, position ON extracted_relations
+    WHEN old.source_key IS NOT NULL AND new.source_key IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO merge_pending(name) VALUES (old.source_key), (old.target_key),
+        (new.source_key), (new.target_key);
+END;
+
 
 -- The entity graph (merge stage). id is the normalised name; a same-name entity
 -- split off by LLM disambiguation gets the suffix '#<n>'.
@@ -144,6 +174,19 @@ CREATE TABLE IF NOT EXISTS entities (
     input_hash  TEXT                    -- hash of the extraction rows it was merged from
 );
 CREATE INDEX IF NOT EXISTS entities_by_name ON entities(name);
+
+-- Every surface form under which an entity was extracted ("Scrooge", "Ebenezer Scrooge",
+-- "Mr. Scrooge"), with how many extraction rows used it; key is the normalised alias, by
+-- which lookups and question seeding find the entity. Written by the merge (tgr/resolve.py
+-- decides which names are one entity).
+CREATE TABLE IF NOT EXISTS entity_aliases (
+    entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    alias     TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    mentions  INTEGER NOT NULL,
+    PRIMARY KEY (entity_id, alias)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_aliases_by_key ON entity_aliases(key);
 -- A vector is redone when the text it was made from changes, whoever changes it (the merge,
 -- an edit by hand): the embed stage reads only rows whose embed_hash is NULL.
 CREATE TRIGGER IF NOT EXISTS entity_text_changed AFTER UPDATE OF name, description ON entities

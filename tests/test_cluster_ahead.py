@@ -1,4 +1,5 @@
-"""tgr/cluster_ahead.py: Leiden in a child process while the summary wave is in flight."""
+"""tgr/cluster_ahead.py: Leiden in a child process while the summary wave is in flight
+(scheduled by tgr/overlap.py)."""
 from __future__ import annotations
 
 import random
@@ -8,6 +9,9 @@ from test_communities import as_tuples, random_graph, shapes
 from test_merge import CAROL, load, long_descriptions, merge, open_store, summarize_prompts
 from tgr.cluster_ahead import ClusterAhead
 from tgr.communities import cluster, graph_hash, hierarchical_leiden, stored_communities
+from tgr.merge import plan_merge, store_merge, summarise
+from tgr.overlap import Overlap
+from tgr.prompts import Prompts
 
 SETTINGS = dict(max_cluster_size=10, seed=42, resolution=1.0)
 
@@ -18,25 +22,50 @@ def stored_graph(conn):
     return nodes, edges
 
 
-def test_the_merge_hands_over_the_graph_it_stores_before_the_summary_wave(db_path):
+def _merge_overlapped(kb, overlap, summary_tokens=300):
+    """A first merge as the pipeline runs it: plan, the wave with the overlap, store."""
+    gateway = kb.gateway()
+    plan = plan_merge(kb.conn, gateway, Prompts(), summary_tokens=summary_tokens)
+    idle = overlap.during_summaries(plan, first_clustering=True, incremental=False)
+    store_merge(kb.conn, plan, summarise(gateway, plan, idle=idle))
+    return plan
+
+
+def test_the_merge_plan_holds_the_graph_it_stores_before_the_summary_wave(db_path):
     chat = ScriptedChat()
-    seen = []
     with open_store(db_path, chat) as kb:
         load(kb, CAROL + [("m" + cid, entities, relations) for cid, entities, relations in long_descriptions()])
-        merge(kb, summary_tokens=300,
-              before_summaries=lambda nodes, edges: seen.append((nodes, edges, len(summarize_prompts(chat)))))
+        plan = plan_merge(kb.conn, kb.gateway(), Prompts(), summary_tokens=300)
+        assert len(plan.jobs) == 1 and summarize_prompts(chat) == [], "planned, not asked yet"
+        nodes, edges = plan.graph()
+        store_merge(kb.conn, plan, summarise(kb.gateway(), plan))
         assert len(summarize_prompts(chat)) == 1
-        (nodes, edges, asked_before), = seen
-        assert asked_before == 0, "called before the wave is sent"
         assert (sorted(nodes), sorted(edges)) == stored_graph(kb.conn)
 
 
-def test_no_summary_wave_no_call(db_path):
-    seen = []
+def test_a_first_clustering_during_the_summary_wave_is_the_one_stored(db_path):
+    settings = dict(SETTINGS, max_cluster_size=2)
+    with open_store(db_path) as kb:
+        load(kb, CAROL + [("m" + cid, entities, relations) for cid, entities, relations in long_descriptions()])
+        overlap = Overlap(kb.conn, kb.gateway(), settings, ahead_min_edges=0)
+        try:
+            _merge_overlapped(kb, overlap)
+            result = cluster(kb.conn, **settings, precomputed=overlap.clustered_meanwhile)
+        finally:
+            overlap.close()
+        assert result["computed_meanwhile"], "the child's clustering was taken"
+        nodes, edges = stored_graph(kb.conn)
+        assert as_tuples(stored_communities(kb.conn)) == as_tuples(hierarchical_leiden(nodes, edges, **settings))
+
+
+def test_no_summary_wave_no_child(db_path):
     with open_store(db_path) as kb:
         load(kb, CAROL)
-        merge(kb, summary_tokens=300, before_summaries=lambda *graph: seen.append(graph))
-        assert seen == []
+        overlap = Overlap(kb.conn, kb.gateway(), SETTINGS, ahead_min_edges=0)
+        plan = _merge_overlapped(kb, overlap)
+        assert plan.jobs == []
+        assert overlap.clustered_meanwhile(*stored_graph(kb.conn), {}, None) is None
+        overlap.close()
 
 
 def test_the_child_clusters_as_hierarchical_leiden_does():
@@ -58,6 +87,12 @@ def test_small_graphs_are_clustered_in_process():
     assert ahead.result() is None
 
 
+def _ahead_result(ahead, settings, nodes, edges, start, unchanged):
+    """What Overlap.clustered_meanwhile does with a first clustering's child."""
+    early = ahead.result()
+    return early[1] if early and early[0] == graph_hash(nodes, edges, **settings) else None
+
+
 def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):
     with open_store(db_path) as kb:
         load(kb, CAROL)
@@ -69,7 +104,7 @@ def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):
         settings = dict(SETTINGS, max_cluster_size=2)
         ahead = ClusterAhead(settings, min_edges=0)
         ahead.start(nodes, other)
-        cluster(kb.conn, **settings, ahead=ahead)
+        cluster(kb.conn, **settings, precomputed=lambda *inputs: _ahead_result(ahead, settings, *inputs))
         assert shapes(stored_communities(kb.conn)) == shapes(expected)
 
     with open_store(db_path.with_name("same.db")) as kb:
@@ -77,7 +112,7 @@ def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):
         merge(kb, summary_tokens=300)
         ahead = ClusterAhead(settings, min_edges=0)
         ahead.start(*stored_graph(kb.conn))
-        cluster(kb.conn, **settings, ahead=ahead)
+        cluster(kb.conn, **settings, precomputed=lambda *inputs: _ahead_result(ahead, settings, *inputs))
         assert as_tuples(stored_communities(kb.conn)) == as_tuples(expected)
 
 

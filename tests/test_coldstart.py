@@ -19,6 +19,7 @@ INDEX_ONLY = [
     "mcp", "datasette", "pypdf",
     "tgr.ingest", "tgr.formats", "tgr.corpus", "tgr.extract", "tgr.merge", "tgr.communities",
     "tgr.cluster_ahead", "tgr.reports", "tgr.embeddings", "tgr.estimate", "tgr.freshness",
+    "tgr.pipeline", "tgr.overlap",
     "tgr.names_en", "tgr.names_zh", "tgr.mcp_server", "tgr.serve", "tgr.evaluate", "tgr.check",
     "tgr.integrations",
     # standard library modules only indexing, exports or model calls use

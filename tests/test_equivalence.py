@@ -45,6 +45,7 @@ def snapshot(kb) -> dict:
         "relationships": sorted(q("SELECT id, source_id, target_id, predicate, description, weight "
                                   "FROM relationships")),
         "entity_mentions": sorted(q("SELECT entity_id, chunk_id FROM entity_mentions")),
+        "entity_aliases": sorted(q("SELECT entity_id, alias, key, mentions FROM entity_aliases")),
         "relationship_mentions": sorted(q("SELECT relationship_id, chunk_id FROM relationship_mentions")),
         "communities": sorted((level, sorted(members[cid]), sorted(members.get(parent, ())), leaf)
                               for cid, level, parent, leaf in
@@ -53,7 +54,8 @@ def snapshot(kb) -> dict:
     }
 
 
-GRAPH_KEYS = ("documents", "chunks", "entities", "relationships", "entity_mentions", "relationship_mentions")
+GRAPH_KEYS = ("documents", "chunks", "entities", "relationships", "entity_mentions", "relationship_mentions",
+              "entity_aliases")
 
 
 def check_hierarchy(kb) -> None:

@@ -9,7 +9,7 @@ import sqlean as sqlite3
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr import db
+from tgr import db, storefile
 
 STOCK_PYTHON = "/usr/bin/python3"  # the system Python: its own SQLite, no extensions loaded
 
@@ -157,7 +157,7 @@ def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
     with offline_store(reference) as kb:
         kb.index(files, **SMALL)
     late = tmp_path / "late.db"
-    conn = db.connect(late)
+    conn = storefile.connect(late)
     with db.transaction(conn):
         db.set_meta(conn, **IndexSettings(**SMALL).to_meta())
         for doc in read_documents(files):

@@ -13,7 +13,7 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, SMALL, FakeLLM, FakeServer, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
-from tgr.db import connect
+from tgr.storefile import connect
 from tgr.errors import ModelError, TransientModelError
 from tgr.gateway import ChatJob, Gateway, cache_key
 from tgr.models import OpenAIChat, OpenAIEmbedder

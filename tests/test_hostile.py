@@ -18,7 +18,7 @@ import sqlean as sqlite3
 import tgr
 from click.testing import CliRunner
 from conftest import EN_CORPUS, ROOT
-from tgr import db
+from tgr import db, storefile
 from tgr.cli import main
 from tgr.errors import StoreError
 
@@ -157,7 +157,7 @@ def test_extra_tables_and_indexes_are_tolerated(store):
 
 def test_statement_watchdog_stops_a_runaway_query(store, monkeypatch):
     monkeypatch.setenv("TGR_STATEMENT_SECONDS", "0.5")
-    conn = db.connect(store, readonly=True)
+    conn = storefile.connect(store, readonly=True)
     try:
         with pytest.raises(StoreError, match="took too long"):
             conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
@@ -168,7 +168,7 @@ def test_statement_watchdog_stops_a_runaway_query(store, monkeypatch):
 
 
 def test_defensive_mode_and_query_only(store):
-    conn = db.connect(store)
+    conn = storefile.connect(store)
     try:
         conn.execute("PRAGMA writable_schema = ON")
         with pytest.raises(sqlite3.DatabaseError):
@@ -178,7 +178,7 @@ def test_defensive_mode_and_query_only(store):
             conn.execute("SELECT length(zeroblob(?))", (db.hardening.MAX_VALUE_BYTES + 1,)).fetchone()
     finally:
         conn.close()
-    reader = db.connect(store, readonly=True)
+    reader = storefile.connect(store, readonly=True)
     try:
         assert reader.execute("PRAGMA query_only").fetchone()[0] == 1
     finally:

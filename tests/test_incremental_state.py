@@ -14,10 +14,12 @@ import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from test_equivalence import pieces, run_sequence
 from tgr import db
-from tgr.communities import ClusterMeanwhile, cluster, stored_communities
+from tgr.communities import cluster, stored_communities
 from tgr.embeddings import TARGETS
 from tgr.extract import save_extraction
-from tgr.merge import merge_graph, needs_merge
+from tgr.merge import merge_graph, needs_merge, plan_merge, store_merge, summarise
+from tgr.overlap import Overlap
+from tgr.resolve import assign_keys
 from tgr.parsing import RawEntity as E
 from tgr.parsing import RawRelation as R
 from tgr.prompts import Prompts
@@ -40,14 +42,11 @@ def kept_state(kb) -> dict:
 
 
 def check_row_state(kb) -> None:
-    """Nothing pending after a run; every key is the normalised name; every vector's hash is
+    """Nothing pending after a run; every key is the resolved one; every vector's hash is
     the hash of its row's current text."""
     assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
-    for name, key in kb.conn.execute("SELECT name, key FROM extracted_entities"):
-        assert key == normalise_name(name)
-    for source, target, source_key, target_key in kb.conn.execute(
-            "SELECT source, target, source_key, target_key FROM extracted_relations"):
-        assert (source_key, target_key) == (normalise_name(source), normalise_name(target))
+    assign_keys(kb.conn)  # every row's key is the one tgr.resolve gives: nothing changes
+    assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
     model = kb.meta["embed_model"]
     for vec_table, table, key, text_sql in TARGETS.values():
         rows = kb.conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table}").fetchall()
@@ -137,7 +136,7 @@ def test_a_merge_reads_only_the_rows_of_changed_names(db_path):
         save_extraction(conn, "c2", "test", [E("Fred", "person", "The nephew."), E("SCROOGE", "person", "Uncle.")],
                         [R("Fred", "Scrooge", "nephew of", "Fred is his nephew.")])
         inputs = needs_merge(conn, gateway, prompts, 300, False)
-        assert sorted(inputs.names) == ["Fred", "SCROOGE", "Scrooge"]
+        assert sorted(inputs.names) == ["Fred", "SCROOGE", "Scrooge", "fred", "scrooge"]  # names and keys
         result = merge_graph(conn, gateway, prompts, inputs=inputs)
         assert result["recomputed"] == 2  # fred and scrooge; marley is not read again
         assert result["changed_entities"] == {"fred", "scrooge"}
@@ -154,6 +153,10 @@ def _downgrade_to_schema_4(path) -> None:
         DROP TRIGGER extracted_entity_added; DROP TRIGGER extracted_entity_removed;
         DROP TRIGGER extracted_entity_changed; DROP TRIGGER extracted_relation_added;
         DROP TRIGGER extracted_relation_removed; DROP TRIGGER extracted_relation_changed;
+        DROP TRIGGER extracted_entity_key_added; DROP TRIGGER extracted_entity_key_removed;
+        DROP TRIGGER extracted_entity_key_changed; DROP TRIGGER extracted_relation_key_added;
+        DROP TRIGGER extracted_relation_key_removed; DROP TRIGGER extracted_relation_key_changed;
+        DROP TABLE entity_aliases;
         DROP TABLE merge_pending;
         DROP INDEX extracted_entities_by_key; DROP INDEX extracted_relations_by_source;
         DROP INDEX extracted_relations_by_target;
@@ -179,7 +182,7 @@ def test_migration_5_keys_the_rows_and_resets_stale_embed_hashes(tmp_path):
     with offline(tmp_path / "old.db") as kb:
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 4  # opening does not migrate
         kb.index([str(part2)])
-        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION >= 5
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
         check_row_state(kb)  # the stale vector was redone, every row keyed
         assert kb.conn.execute("SELECT embed_hash FROM entities WHERE id = ?", (stale,)).fetchone()[0] != "stale"
         state = kept_state(kb)
@@ -283,11 +286,12 @@ def test_clustering_while_the_summaries_are_awaited_gives_the_same_communities(t
                         [R(hub, "Ledger Clerk", "employs", f"{hub} employs the ledger clerk.")])
         conn.execute("VACUUM INTO ?", (str(tmp_path / "b.db"),))
         gateway, prompts = kb.gateway(), Prompts()
-        meanwhile = ClusterMeanwhile(conn, settings)
-        merged = merge_graph(conn, gateway, prompts, summary_tokens=40,
-                             inputs=needs_merge(conn, gateway, prompts, 40, False), while_summaries=meanwhile.prepare)
+        overlap = Overlap(conn, gateway, settings)
+        plan = plan_merge(conn, gateway, prompts, summary_tokens=40, inputs=needs_merge(conn, gateway, prompts, 40, False))
+        idle = overlap.during_summaries(plan, first_clustering=False, incremental=True)
+        merged = store_merge(conn, plan, summarise(gateway, plan, idle=idle))
         assert kb.gateway().usage["summarize"].calls >= 1  # there was a wave to wait for
-        result = cluster(conn, **settings, changed=merged["changed_entities"], meanwhile=meanwhile)
+        result = cluster(conn, **settings, changed=merged["changed_entities"], precomputed=overlap.clustered_meanwhile)
         assert result["computed_meanwhile"]
         during = _clustered(conn)
     with tgr.open(tmp_path / "b.db", chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:

@@ -15,11 +15,12 @@ import pytest
 
 import tgr
 from conftest import ROOT
-from tgr.db import connect, ensure_vec_tables, serialize, vec_param
+from tgr.db import ensure_vec_tables, serialize, vec_param
 from tgr.gateway import Gateway
 from tgr.local_embed import CALL_TOKENS, INSTALL_HINT, NAME, LocalEmbedder, _groups
 from tgr.models import vector_type
 from tgr.offline import HashEmbedder
+from tgr.storefile import connect
 from tgr.text import estimate_tokens
 
 DOCS = {

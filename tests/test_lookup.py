@@ -18,10 +18,11 @@ def store(hierarchy_store):
 def test_entity_lookup_by_any_spelling_and_similar_names(store):
     with tgr.open(store, create=False, readonly=True) as kb:
         for spelling in ("Scrooge", "  SCROOGE ", "“scrooge”"):
-            assert lookup.find_entity(kb.conn, spelling) == "scrooge"
+            assert lookup.find_entity(kb.conn, spelling) == "ebenezer scrooge"  # the full name the text gives
+        assert lookup.find_entity(kb.conn, "Ebenezer Scrooge") == "ebenezer scrooge"
         details = lookup.entity_details(kb.conn, "Marley")
-        assert details["found"] and details["name"] == "Marley"
-        assert all("marley" in (r["source_id"], r["target_id"]) for r in details["relationships"])
+        assert details["found"] and details["name"] == "Marley" and details["id"] == "jacob marley"
+        assert all("jacob marley" in (r["source_id"], r["target_id"]) for r in details["relationships"])
         assert [c["level"] for c in details["communities"]] == sorted(c["level"] for c in details["communities"])
         missing = lookup.entity_details(kb.conn, "Marl")
         assert missing == {"found": False, "name": "Marl", "similar": lookup.similar_entities(kb.conn, "Marl")}
@@ -47,7 +48,7 @@ def test_tampered_text_comes_back_clean(store, tmp_path):
     path = tmp_path / "tampered.db"
     shutil.copy(store, path)
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE entities SET description = ? WHERE id = 'scrooge'",
+    conn.execute("UPDATE entities SET description = ? WHERE id = 'ebenezer scrooge'",
                  ("evil\x1b]52;c;cHduZWQ=\x07 text\x00",))
     conn.execute("UPDATE reports SET findings = '{not json' WHERE community_id = "
                  "(SELECT community_id FROM reports ORDER BY community_id LIMIT 1)")

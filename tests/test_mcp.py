@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def is_error(result) -> bool:
 
 
 async def session_run(store, calls):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tgr.cli", "mcp", str(store)],
+    stores = store if isinstance(store, list) else [store]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tgr.cli", "mcp", *map(str, stores)],
                                    cwd=str(ROOT), env={"PYTHONPATH": SERVER_PATH})
     with anyio.fail_after(180):
         async with stdio_client(params) as (read, write):
@@ -88,11 +90,11 @@ def test_mcp_server_answers_its_sdk_client(store):
         assert p["text"] == rows(store, "SELECT text FROM chunks WHERE id = ?", (p["chunk_id"],))[0][0]
 
     entity = payload(out["entity"])
-    assert entity["found"] and entity["id"] == "scrooge"
-    degree = rows(store, "SELECT count(*) FROM relationships WHERE source_id = 'scrooge' OR target_id = 'scrooge'")
+    assert entity["found"] and entity["id"] == "ebenezer scrooge"
+    degree = rows(store, "SELECT count(*) FROM relationships WHERE source_id = 'ebenezer scrooge' OR target_id = 'ebenezer scrooge'")
     assert len(entity["relationships"]) == min(50, degree[0][0]) > 0
     levels = rows(store, "SELECT c.id FROM community_members m JOIN communities c ON c.id = m.community_id "
-                         "WHERE m.entity_id = 'scrooge' ORDER BY c.level")
+                         "WHERE m.entity_id = 'ebenezer scrooge' ORDER BY c.level")
     assert [c["id"] for c in entity["communities"]] == [r[0] for r in levels]
     assert entity["sources"] and all("Scrooge" in s["text"] and s["source"] for s in entity["sources"])
 
@@ -126,6 +128,31 @@ def test_mcp_on_a_missing_store_and_without_the_sdk(tmp_path, store):
                             env=env, cwd=ROOT, timeout=60)
     assert no_sdk.returncode != 0 and "pip install 'tgr[mcp]'" in no_sdk.stderr
     assert "Traceback" not in no_sdk.stderr and len(no_sdk.stderr.strip().splitlines()) == 1
+
+
+def test_mcp_serves_several_stores_with_one_ranking(store, tmp_path):
+    other = tmp_path / "other.db"
+    shutil.copy(store, other)
+    before = [digest(store), digest(other)]
+
+    async def calls(session):
+        return {"ask": await session.call_tool("ask", {"question": "Who was Marley?"}),
+                "retrieve": await session.call_tool("retrieve", {"question": "Scrooge and Marley", "k": 4}),
+                "entity": await session.call_tool("entity", {"name": "Scrooge"}),
+                "communities": await session.call_tool("communities", {"level": 0, "limit": 2}),
+                "report": await session.call_tool("community_report", {"community_id": "0.0"})}
+
+    out = anyio.run(session_run, [store, other], calls)
+    ask = payload(out["ask"])
+    assert "Marley" in ask["answer"] and {s["store"] for s in ask["sources"]} == {str(store), str(other)}
+    passages = payload(out["retrieve"])["passages"]
+    assert len(passages) == 4 and {p["store"] for p in passages} == {str(store), str(other)}
+    entity = payload(out["entity"])["stores"]
+    assert [e["store"] for e in entity] == [str(store), str(other)] and all(e["found"] for e in entity)
+    listed = payload(out["communities"])["communities"]
+    assert [c["store"] for c in listed] == [str(store)] * 2 + [str(other)] * 2
+    assert [r["store"] for r in payload(out["report"])["reports"]] == [str(store), str(other)]
+    assert [digest(store), digest(other)] == before
 
 
 def test_mcp_starts_without_a_warning(store):

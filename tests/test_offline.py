@@ -107,8 +107,8 @@ def test_honorific_mr_is_stripped_and_typed_person():
 
 def test_honorific_mrs_single_mention_is_found():
     found = by_name("After dinner Mrs. Cratchit brought in the pudding.")
-    assert list(found) == ["Cratchit"]
-    assert found["Cratchit"].type == "person"
+    assert list(found) == ["Mrs. Cratchit"]  # her title kept: she is not Bob Cratchit (issue 16)
+    assert found["Mrs. Cratchit"].type == "person"
 
 
 def test_speech_verbs_and_place_prepositions_type_entities():
@@ -184,7 +184,7 @@ def test_a_surname_alone_joins_the_one_full_name_of_the_text():
                     "Bob Cratchit came home. Then Mrs. Cratchit cooked.")
     assert "Stockdale" not in found and "James Bond Stockdale" in found
     assert "Williams" in found  # two Williamses: the surname stays itself
-    assert "Cratchit" in found and found["Cratchit"].type == "person"  # a titled name is its own
+    assert "Mrs. Cratchit" in found and found["Mrs. Cratchit"].type == "person"  # a titled name is its own
     _, relations = extract_heuristic("James Bond Stockdale was an admiral. Stockdale met Ross Perot.")
     assert [(r.source, r.target) for r in relations] == [("James Bond Stockdale", "Ross Perot")]
     # the description opens where the full name is written

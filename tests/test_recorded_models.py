@@ -72,17 +72,17 @@ def test_ask_offline_keeps_a_local_embedder(llm_store, fake_server):
     assert fake_server.stats.chat_calls == before
 
 
-def test_a_remote_embedder_that_cannot_be_reached_is_refused_in_one_line(db_path, fake_server):
+def test_a_remote_embedder_that_cannot_be_reached_is_left_out_in_one_line(db_path, fake_server):
     built = run("index", db_path, ONE_FILE, "--base-url", fake_server.url, "--chat-model", "fake-chat",
                 "--embed-model", "openai:fake-embed", *SMALL_ARGS)
     assert built.exit_code == 0, built.output
-    for extra in ([], ["--offline"]):
+    for extra in ([], ["--offline"]):  # tests/test_keyless.py asks every mode
         result = run("ask", db_path, "Who is Marley?", *extra)
-        assert result.exit_code == 1
-        lines = result.output.strip().splitlines()
+        assert result.exit_code == 0, result.output
+        lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "openai:fake-embed" in lines[0]
-    assert "TGR_BASE_URL" in run("ask", db_path, "Who is Marley?").output
-    assert "offline" in run("ask", db_path, "Who is Marley?", "--offline").output
+    assert "TGR_BASE_URL" in run("ask", db_path, "Who is Marley?").stderr
+    assert "offline" in run("ask", db_path, "Who is Marley?", "--offline").stderr
 
 
 def test_reindexing_uses_the_recorded_chat_model(llm_store, fake_server, monkeypatch):

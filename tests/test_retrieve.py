@@ -11,7 +11,8 @@ import pytest
 
 import tgr
 from tgr.query import QuerySettings
-from tgr.retrieve import (SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, is_lexical_embedder, personalized_pagerank,
+from tgr.store_cache import QueryCache
+from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, is_lexical_embedder, personalized_pagerank,
                           question_spans)
 
 from conftest import ROOT, SMALL, ZH_CORPUS
@@ -235,11 +236,26 @@ def test_a_connection_that_answers_often_uses_vector_copies_with_the_same_rankin
         kb.index([str(corpus)])
     questions = ["When was the Harbour Bridge opened?", "Who climbs the bridge?", "ferries"]
     with tgr.open(path, embedder=Int8TopicEmbedder(), readonly=True) as kb:
+        cache = QueryCache.of(kb.conn)
         first = {(q, mode): kb.retrieve(q, mode, 4) for q in questions for mode in ("local", "naive")}
+        cold = {mode: kb.ask(questions[0], mode).to_dict() for mode in ("local", "global")}
+        assert not (cache.numpy_walk or cache.vector_copies)
         for _ in range(WARM_QUERIES):
             kb.retrieve(questions[0], "naive", 4)
-        searcher = kb._searcher(questions[0], QuerySettings())
-        searcher.retriever.retrieve(questions[0], "naive", 4)
-        assert searcher.retriever.copies  # this connection now searches an in-memory copy
+        assert cache.numpy_walk and cache.vector_copies  # this connection now takes the warm paths
         again = {(q, mode): kb.retrieve(q, mode, 4) for q in questions for mode in ("local", "naive")}
+        warm = {mode: kb.ask(questions[0], mode).to_dict() for mode in ("local", "global")}
+    for answers in (cold, warm):
+        for answer in answers.values():
+            answer.pop("timings")
+    assert warm == cold
     assert again == first
+
+
+def test_every_question_is_counted_once_whatever_the_mode(store):
+    with tgr.open(store, readonly=True) as kb:
+        cache = QueryCache.of(kb.conn)
+        for n, mode in enumerate(MODES, 1):
+            kb.retrieve("Who directed Harbour of Glass?", mode, 4)
+            kb.ask("Who directed Harbour of Glass?", mode)
+            assert cache.questions == 2 * n, mode

@@ -9,7 +9,8 @@ import sqlean as sqlite3
 
 import tgr
 from conftest import EN_CORPUS, ROOT, SMALL, ScriptedChat, ScriptedEmbedder
-from tgr import db
+from tgr import db, storefile
+from tgr.migrations import migrate
 from tgr.errors import InputError, StoreError
 
 
@@ -22,7 +23,7 @@ def test_packaged_schema_is_the_top_level_schema():
 
 
 def test_new_store_has_schema_views_meta_and_user_version(db_path):
-    conn = db.connect(db_path)
+    conn = storefile.connect(db_path)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert {"meta", "documents", "chunks", "chunks_fts", "extractions", "entities", "entity_mentions",
             "relationships", "relationship_mentions", "communities", "community_members", "reports",
@@ -92,7 +93,7 @@ def test_truncated_store_is_refused(tmp_path, db_path):
 
 
 def test_newer_schema_is_refused(db_path):
-    conn = db.connect(db_path)
+    conn = storefile.connect(db_path)
     conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION + 1}")
     conn.close()
     with pytest.raises(StoreError, match="newer tgr"):
@@ -107,12 +108,12 @@ def test_missing_store_is_not_created_for_queries(tmp_path):
 
 
 def test_migrations_run_in_order_and_record_the_version(db_path):
-    conn = db.connect(db_path)
+    conn = storefile.connect(db_path)
     conn.execute("PRAGMA user_version = 0")
     applied = []
     migrations = {1: lambda c: applied.append(1) or c.execute("CREATE TABLE m1(x)"),
                   2: lambda c: applied.append(2) or c.execute("CREATE TABLE m2(x)")}
-    assert db.migrate(conn, migrations, target=2) == 2
+    assert migrate(conn, migrations, target=2) == 2
     assert applied == [1, 2]
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
     assert db.get_meta(conn)["schema_version"] == "2"
@@ -120,7 +121,7 @@ def test_migrations_run_in_order_and_record_the_version(db_path):
 
 
 def test_failed_migration_rolls_back(db_path):
-    conn = db.connect(db_path)
+    conn = storefile.connect(db_path)
     conn.execute("PRAGMA user_version = 0")
 
     def broken(c):
@@ -128,7 +129,7 @@ def test_failed_migration_rolls_back(db_path):
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        db.migrate(conn, {1: broken}, target=1)
+        migrate(conn, {1: broken}, target=1)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
     assert not db.has_table(conn, "half_done")
     conn.close()

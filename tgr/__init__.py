@@ -12,6 +12,7 @@ from .errors import ModelError, ModelMismatch, StoreError, TgrError  # noqa: E40
 from .prompts import Prompts  # noqa: E402
 from .query import Answer  # noqa: E402
 from .store import IndexSettings, IndexSummary, KnowledgeBase, open  # noqa: E402
+from .many import Stores, open_many  # noqa: E402
 
 
 def merge_stores(out, stores, **options):
@@ -22,5 +23,5 @@ def merge_stores(out, stores, **options):
     return shards.merge_stores(out, stores, **options)
 
 
-__all__ = ["open", "merge_stores", "KnowledgeBase", "IndexSettings", "IndexSummary", "Answer", "Prompts",
-           "TgrError", "StoreError", "ModelError", "ModelMismatch", "__version__"]
+__all__ = ["open", "open_many", "Stores", "merge_stores", "KnowledgeBase", "IndexSettings", "IndexSummary",
+           "Answer", "Prompts", "TgrError", "StoreError", "ModelError", "ModelMismatch", "__version__"]

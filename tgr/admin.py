@@ -6,11 +6,13 @@ import json
 import os
 from pathlib import Path
 
-from .db import Connection, connect, get_meta, migrate, set_meta, transaction
+from .db import Connection, get_meta, set_meta, transaction
 from .errors import StoreError
+from .migrations import migrate
 from .model_choice import ModelChoice
 from .prompts import Prompts, check_templates
 from .settings import IndexSettings, given_prompts
+from .storefile import connect
 from .writelock import WriterLock
 
 

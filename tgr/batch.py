@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .batch_api import BatchNotFound, JobStatus, completion_from_body, read_results, request_line
+from .batch_api import BatchNotFound, JobStatus, batch_api_for, completion_from_body, read_results, request_line
 from .db import Connection, transaction
 from .errors import ModelError, TgrError, TransientModelError
 
@@ -80,10 +80,10 @@ def runner_for(conn: Connection, chat, options: BatchOptions | bool | None,
         options = BatchOptions(only_open=options is None)
     if options.only_open and not open_jobs(conn, chat.name):
         return None
-    make_api = getattr(chat, "batch_api", None)
-    if make_api is None:
+    api = batch_api_for(chat)
+    if api is None:
         raise ModelError(f"{chat.name} has no Batch API here; index without --batch")
-    return BatchRunner(conn, chat, make_api(), options, progress)
+    return BatchRunner(conn, chat, api, options, progress)
 
 
 class BatchRunner:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import ModelError, TransientModelError
-from .models import Completion, _is_transient_status, _usage, redact
+from .models import Completion, OpenAIChat, ZhipuChat, _is_transient_status, _usage, redact
 
 # provider ids go into URL paths: anything else in a store (which may come from anyone) is refused
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
@@ -100,6 +100,15 @@ class SDKBatchAPI:
         if type(exc).__name__ in ("APIConnectionError", "APITimeoutError", "ConnectError", "ReadTimeout"):
             return TransientModelError(message)
         return ModelError(message)
+
+
+def batch_api_for(chat) -> "SDKBatchAPI | None":
+    """The Batch API of a chat model's provider (files + batches), or None if it has none."""
+    if isinstance(chat, ZhipuChat):
+        return zhipu_batch_api(chat.name, chat._client, chat._key)
+    if isinstance(chat, OpenAIChat):
+        return openai_batch_api(chat.name, chat.base_url, chat._key, chat.timeout)
+    return None
 
 
 def openai_batch_api(name: str, base_url: str, api_key: str | None, timeout: float) -> SDKBatchAPI:

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import corpus, db, schemacheck
+from . import corpus, db, schemacheck, storefile
 from .errors import StoreError
 from .limits import meta_problems
 from .settings import IndexSettings
@@ -122,7 +122,7 @@ def fix(path: str | os.PathLike) -> list[str]:
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
         raise StoreError(f"{path}: cannot finish a read-only store")
     done = []
-    conn = db.connect(path, create=False, upgrade=False)
+    conn = storefile.connect(path, create=False, upgrade=False)
     try:
         indexed = corpus.index_pending(conn)
         if indexed:

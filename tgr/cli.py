@@ -62,14 +62,27 @@ def _entity_types(value: str | None) -> str | None:
     return ", ".join(types)
 
 
-def _open(path: str, *, create: bool, chat_model=None, embed_model=None, base_url=None, offline=False,
-          concurrency=8, rpm=None, timeout=120.0, retries=6, readonly=False, prompts_file=None) -> KnowledgeBase:
+def _open(path: str, *, create: bool, readonly=False, **options) -> KnowledgeBase:
+    return KnowledgeBase(path, create=create, readonly=readonly, **_store_options(**options))
+
+
+def _store_options(*, chat_model=None, embed_model=None, base_url=None, offline=False, concurrency=8, rpm=None,
+                   timeout=120.0, retries=6, prompts_file=None) -> dict:
+    """KnowledgeBase options from the command line's model options."""
     if offline:  # no chat model, no network: extractive answers, the store's local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
     prompts = load_prompts_file(prompts_file) if prompts_file else None
-    return KnowledgeBase(path, chat=chat_model, embedder=embed_model, base_url=base_url,
-                         concurrency=concurrency, rpm=rpm, timeout=timeout, max_retries=retries,
-                         create=create, readonly=readonly, prompts=prompts)
+    return dict(chat=chat_model, embedder=embed_model, base_url=base_url, concurrency=concurrency, rpm=rpm,
+                timeout=timeout, max_retries=retries, prompts=prompts)
+
+
+def _open_stores(paths: tuple[str, ...], **options):
+    """One store opened read-only for questions, or several asked together (tgr.many)."""
+    if len(paths) == 1:
+        return _open(paths[0], create=False, readonly=True, **options)
+    from .many import open_many
+
+    return open_many(list(paths), **_store_options(**options))
 
 
 class _Bars:
@@ -211,6 +224,8 @@ def main() -> None:
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
 @_prompt_options
+@click.option("--portable", is_flag=True,
+              help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--batch/--no-batch", default=None,
               help="Send each wave of prompts as a Batch API job: half the price, answers within hours "
@@ -223,7 +238,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          estimate, batch, no_wait, batch_fallback, as_json, quiet):
+          portable, estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -246,7 +261,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             return
         try:
             with _progress(quiet) as progress:
-                summary = kb.index(paths, progress=progress, warn=_warn,
+                summary = kb.index(paths, progress=progress, warn=_warn, portable=portable,
                                    batch=_batch_options(batch, no_wait, batch_fallback), **settings)
         except BatchPending as pending:
             click.echo(f"{_one_line(pending)}; run `tgr index {store}` to collect the answers and go on", err=True)
@@ -319,7 +334,7 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
 
 
 @main.command()
-@click.argument("store", type=_FILE)
+@click.argument("stores", nargs=-1, required=True, type=_FILE)
 @click.argument("question")
 @click.option("--mode", type=click.Choice(MODES), default="local", show_default=True)
 @click.option("--level", type=click.IntRange(0), default=0, show_default=True, help="Community level (global).")
@@ -327,12 +342,12 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
 @click.option("--context-only", is_flag=True, help="Print the retrieved context; no LLM call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @_model_options
-def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
+def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
         offline, concurrency, rpm, timeout, retries):
-    """Answer QUESTION from STORE."""
-    with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               readonly=True) as kb:
+    """Answer QUESTION from STORE (or from several: STORE... QUESTION, one ranking fused by rank)."""
+    options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
+                   concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
+    with _open_stores(stores, **options) as kb:
         result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
     if as_json:
         click.echo(result.to_json())
@@ -345,7 +360,8 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
             shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
             click.echo("\nSources:")
             for s in shown:
-                click.echo(f"  [{s['ref']}] {_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
+                store = f"{s['store']}: " if "store" in s else ""
+                click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
             if len(shown) < len(result.sources):
                 click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
         if result.reports and mode == "global":
@@ -353,29 +369,30 @@ def ask(store, question, mode, level, top_k, context_only, as_json, chat_model, 
 
 
 @main.command("eval")
-@click.argument("store", type=_EXISTING_FILE)
+@click.argument("stores", nargs=-1, required=True, type=_EXISTING_FILE)
 @click.argument("questions", type=_EXISTING_FILE)
 @click.option("--mode", "modes", type=click.Choice(MODES), multiple=True,
               help="Modes to measure (repeatable; default local and naive).")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
-def evaluate_store(store, questions, modes, limit, as_json, strict):
+def evaluate_store(stores, questions, modes, limit, as_json, strict):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
-    'question' and 'evidence_doc_ids')."""
+    'question' and 'evidence_doc_ids'); of several stores asked together with STORE... QUESTIONS."""
     from .evaluate import KS, evaluate, load_questions, match_evidence
 
     rows = load_questions(questions)[:limit]
-    with KnowledgeBase(store, create=False, readonly=True) as kb:
+    with _open_stores(stores) as kb:
         matched = match_evidence(kb, rows)
         if matched.problem() and strict:
             raise click.ClickException(_one_line(matched.problem()))
         if matched.problem():
             _warn(matched.problem())
-        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched)
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn)
+    store = stores[0] if len(stores) == 1 else " + ".join(stores)
     if as_json:
-        click.echo(json.dumps({"store": store, "questions": len(rows), "evidence": matched.to_dict(),
-                               "results": [r.to_dict() for r in results]},
+        click.echo(json.dumps({"store": stores[0] if len(stores) == 1 else list(stores), "questions": len(rows),
+                               "evidence": matched.to_dict(), "results": [r.to_dict() for r in results]},
                               ensure_ascii=False, indent=2))
         return
     has_facts = any(r.facts for r in results)
@@ -470,16 +487,15 @@ def export(store, output, level, top):
 
 
 @main.command("mcp")
-@click.argument("store", type=_EXISTING_FILE)
+@click.argument("stores", nargs=-1, required=True, type=_EXISTING_FILE)
 @_model_options
-def mcp_command(store, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
-    """Serve STORE read-only to MCP clients (agents) over stdio: ask, retrieve, entity,
-    communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
+def mcp_command(stores, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
+    """Serve STORE (or several: one fused ranking) read-only to MCP clients (agents) over stdio:
+    ask, retrieve, entity, communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
     from .mcp_server import serve
 
-    serve(lambda: _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
-                        offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-                        readonly=True))
+    serve(lambda: _open_stores(stores, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
+                               offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries))
 
 
 @main.command()

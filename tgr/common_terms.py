@@ -10,7 +10,7 @@ question would cost more than it saves.
 """
 from __future__ import annotations
 
-from .store_cache import cached
+from .store_cache import QueryCache
 from .text import STOPWORDS
 
 
@@ -19,7 +19,7 @@ def common_terms(conn, terms: list[str]) -> set[str]:
     candidates = [t for t in terms if t in STOPWORDS]
     if not candidates:
         return set()
-    total, counts = cached(conn, "stopword counts", lambda: (
+    total, counts = QueryCache.of(conn).get("stopword counts", lambda: (
         conn.execute("SELECT count(*) FROM chunks").fetchone()[0], {}))
     for term in candidates:
         if term not in counts:

@@ -8,7 +8,8 @@ unrelated addition leaves them alone. Isolated entities form singleton communiti
 
 After a change, only the connected components holding a changed entity are clustered
 again; when the merge has a description-summary wave to wait for, that clustering runs in
-the wait (ClusterMeanwhile) and is used only if its inputs are exactly those cluster() sees.
+the wait (cluster_future_graph, scheduled by tgr/overlap.py) and is used only if its inputs
+are exactly those cluster() sees.
 
 Community ids follow their members: after re-clustering, a community keeps the id of
 the previous community it shares a majority of members with (both ways); others get a
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # igraph and leidenalg are imported when clustering
     import igraph
@@ -204,19 +205,22 @@ def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: se
     return {n for i, n in enumerate(nodes) if membership[i] in hit}
 
 
+# (nodes, edges, previous partition, unchanged) -> communities computed earlier from exactly these, or None
+Precomputed = Callable[[list, list, dict, "set[str] | None"], "list[Community] | None"]
+
+
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
-            resolution: float = 1.0, force: bool = False,
-            changed: set[str] | None = None, ahead=None, meanwhile: "ClusterMeanwhile | None" = None) -> dict:
+            resolution: float = 1.0, force: bool = False, changed: set[str] | None = None,
+            precomputed: Precomputed | None = None) -> dict:
     """Recompute communities when the graph or the settings changed; ids follow members.
 
     changed: entities whose rows or relationships changed since the stored communities
     were computed (None: unknown); every other entity is unchanged (see
     hierarchical_leiden). Only trusted when those used the same settings.
 
-    ahead: a ClusterAhead (tgr.cluster_ahead) whose result, computed while the merge waited
-    for its summaries, is used when nothing was clustered before and it is of this graph.
-    meanwhile: a ClusterMeanwhile whose result is used when it was computed from exactly
-    the inputs Leiden would get here.
+    precomputed(nodes, edges, previous, unchanged): communities computed earlier (while a
+    model wait was in progress, see tgr/overlap.py) from exactly these Leiden inputs, or
+    None; Leiden runs here when it gives None.
 
     Only communities whose row or members changed are rewritten; a removed community's
     report goes with it (cascade)."""
@@ -225,9 +229,26 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
+    settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
+    nodes, edges, start, unchanged, previous, used = _leiden_inputs(conn, settings, force, changed)
+    communities = precomputed(nodes, edges, start, unchanged) if precomputed else None
+    computed_meanwhile = communities is not None
+    if communities is None:
+        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
+    if previous or used:  # numbers once given are never given again
+        communities = stable_ids(communities, previous, used)
+    for c in communities:
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    result = _store_communities(conn, communities, previous, used, settings, inputs)
+    return {**result, "changed": force or result["changed"], "computed_meanwhile": computed_meanwhile}
+
+
+def _leiden_inputs(conn: Connection, settings: dict, force: bool, changed: set[str] | None):
+    """(nodes, edges, previous partition, unchanged entities) to give Leiden, the stored
+    communities they replace, and the community numbers used so far per level."""
     nodes, edges = _graph(conn)
     meta = get_meta(conn)
-    same_settings = _same_settings(meta, max_cluster_size, seed, resolution)
+    same_settings = _same_settings(meta, **settings)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
     scoped = _changed_components(conn, nodes, edges, changed) if not force and same_settings else None
     if scoped is not None:
@@ -240,26 +261,20 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         previous = stored_communities(conn)
     start = _membership(previous) if not force else {}  # force: Leiden from scratch
     unchanged = set(nodes) - changed if (start and same_settings and changed is not None) else None
-    settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
-    early = ahead.result() if ahead is not None and not start else None
-    computed = meanwhile.result(_leiden_key(nodes, edges, start, unchanged, settings)) if meanwhile else None
-    if early is not None and early[0] == graph_hash(nodes, edges, max_cluster_size, seed, resolution):
-        # the same graph, clustered from scratch
-        communities = early[1]
-    elif computed is not None:  # the same inputs, clustered while the merge awaited its summaries
-        communities = computed
-    else:
-        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
-    if previous or used:  # numbers once given are never given again
-        communities = stable_ids(communities, previous, used)
-    for c in communities:
-        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    return nodes, edges, start, unchanged, previous, used
+
+
+def _store_communities(conn: Connection, communities: list[Community], previous: list[Community],
+                       used: dict[int, int], settings: dict, inputs: str) -> dict:
+    """Write the communities whose row or members changed, remove those gone, record the inputs."""
     old = {c.id: c for c in previous}
     row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
-    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)]
+    # stored sizes too: a member deleted with its entity (cascade) leaves the size column behind
+    stored_size = dict(conn.execute("SELECT id, size FROM communities").fetchall())
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)
+                    or stored_size.get(c.id) != len(c.members)]
     changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
     gone = set(old) - {c.id for c in communities}
-    changed = force or bool(changed_rows or changed_members or gone)
     with transaction(conn):
         conn.executemany(  # parents first: levels ascend in communities
             "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?) "
@@ -272,14 +287,15 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
                          [(c.id, m) for c in changed_members for m in c.members])
         conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
         # what produced the stored communities, for people reading meta with sqlite3
-        set_meta(conn, max_cluster_size=max_cluster_size, cluster_seed=seed, cluster_resolution=resolution,
+        set_meta(conn, max_cluster_size=settings["max_cluster_size"], cluster_seed=settings["seed"],
+                 cluster_resolution=settings["resolution"],
                  community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
         freshness.record(conn, "cluster", inputs)
     levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
     touched = {c.id for c in changed_rows + changed_members}
-    return {"communities": sum(levels.values()), "levels": levels, "changed": changed,
-            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched,
-            "computed_meanwhile": computed is not None}
+    return {"communities": sum(levels.values()), "levels": levels,
+            "changed": bool(changed_rows or changed_members or gone),
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
 
 
 def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
@@ -316,48 +332,32 @@ def _changed_components(conn: Connection, nodes: list[str], edges: list[tuple[st
     return sorted(scope), [e for e in edges if e[0] in scope], previous  # edges stay inside a component
 
 
-def _leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
+def leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
     """Hash of everything hierarchical_leiden is given."""
     digest = InputHash(sorted(settings.items())).rows((n,) for n in nodes).rows(tuple(e) for e in edges)
     digest.rows((level, sorted(groups.items())) for level, groups in sorted(start.items()))
     return digest.add(sorted(unchanged) if unchanged is not None else None).hexdigest()
 
 
-class ClusterMeanwhile:
-    """Clustering of the graph a merge is about to store, done as an idle step while the
-    merge awaits its description summaries (an incremental run: the stored communities
-    are of the graph before it). cluster() takes the result only when it was computed from
-    exactly the inputs it would give Leiden itself, so the outcome never depends on timing."""
-
-    def __init__(self, conn: Connection, settings: dict):
-        self.conn, self.settings = conn, dict(settings)
-        self._key: str | None = None
-        self._communities: list[Community] | None = None
-
-    def prepare(self, recomputed: set[str], nodes: list[str], edges: list[tuple[str, str, float]],
-                changed: set[str]):
-        """The idle step for a merge that replaces the entities recomputed (and every edge
-        touching them) by nodes and edges; changed: what the merge will say changed."""
-
-        def step() -> bool:
-            stored_nodes, stored_edges = _graph(self.conn)
-            graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
-            graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
-                                 + [tuple(e) for e in edges])
-            scoped = _changed_components(self.conn, graph_nodes, graph_edges, changed)
-            if scoped is not None:
-                scope_nodes, scope_edges, previous = scoped
-                start = _membership(previous)
-                unchanged = set(scope_nodes) - changed
-                self._key = _leiden_key(scope_nodes, scope_edges, start, unchanged, self.settings)
-                self._communities = hierarchical_leiden(scope_nodes, scope_edges, **self.settings,
-                                                        previous=start, unchanged=unchanged)
-            return False
-
-        return step
-
-    def result(self, key: str) -> list[Community] | None:
-        return self._communities if key == self._key else None
+def cluster_future_graph(conn: Connection, settings: dict, recomputed: set[str], nodes: list[str],
+                         edges: list[tuple[str, str, float]], changed: set[str]):
+    """Cluster the graph a merge is about to store (it replaces the entities recomputed, and
+    every edge touching them, by nodes and edges; changed: what it will say changed), as
+    cluster() would once it is stored. Returns (leiden_key of the inputs, communities), or
+    None when cluster() would not cluster incrementally. cluster() takes the result only
+    when its own Leiden inputs have that key, so the outcome never depends on timing."""
+    stored_nodes, stored_edges = _graph(conn)
+    graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
+    graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
+                         + [tuple(e) for e in edges])
+    scoped = _changed_components(conn, graph_nodes, graph_edges, changed)
+    if scoped is None:
+        return None
+    scope_nodes, scope_edges, previous = scoped
+    start = _membership(previous)
+    unchanged = set(scope_nodes) - changed
+    return (leiden_key(scope_nodes, scope_edges, start, unchanged, settings),
+            hierarchical_leiden(scope_nodes, scope_edges, **settings, previous=start, unchanged=unchanged))
 
 
 def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:

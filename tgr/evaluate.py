@@ -161,9 +161,10 @@ def load_questions(path: str | Path) -> list[dict]:
 
 
 def evaluate(kb, questions: list[dict], modes=("local", "naive"), ks=KS,
-             matched: EvidenceMatch | None = None) -> list[ModeResult]:
+             matched: EvidenceMatch | None = None, warn=None) -> list[ModeResult]:
     """Recall@k, complete@k and latency of each mode over the questions (evidence ids matched
-    to documents by match_evidence, unless given)."""
+    to documents by match_evidence, unless given); warn hears (once) what the store's
+    retrieval leaves out here (vectors out of reach)."""
     depth = max(ks)
     keys = (matched or match_evidence(kb, questions)).keys
     results = []
@@ -171,7 +172,7 @@ def evaluate(kb, questions: list[dict], modes=("local", "naive"), ks=KS,
         rows, latencies = [], []
         for q in questions:
             started = time.perf_counter()
-            passages = kb.retrieve(q["question"], mode=mode, k=depth * PASSAGES_PER_DOCUMENT)
+            passages = kb.retrieve(q["question"], mode=mode, k=depth * PASSAGES_PER_DOCUMENT, warn=warn)
             latencies.append((time.perf_counter() - started) * 1000)
             ranked = list(dict.fromkeys(_document_key(p) for p in passages))
             gold = {keys.get(e, e) for e in q["evidence_doc_ids"]}

@@ -17,7 +17,8 @@ from .offline import OfflineExtractor
 from .parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
                       parse_relations, says_none)
 from .prompts import Prompts
-from .text import normalise_name
+from .resolve import name_key
+from .subjects import document_subjects, with_subject
 
 Progress = Callable[[str, int, int], None]
 Save = Callable[[str, list[RawEntity], list[RawRelation]], None]
@@ -93,9 +94,13 @@ def extract_chunks(conn: Connection, gateway: Gateway, prompts: Prompts, *, two_
     report("extract", 0, total)
     extractor = extractor or extractor_for(gateway, prompts, two_step=two_step, gleanings=gleanings)
     done = 0
+    subjects = document_subjects(conn, [cid for cid, _ in chunks])
+    texts = dict(chunks)
 
     def save(chunk_id: str, entities: list[RawEntity], relations: list[RawRelation]) -> None:
         nonlocal done
+        if chunk_id in subjects:  # the document's subject, linked to what its opening names
+            entities, relations = with_subject(subjects[chunk_id], texts[chunk_id], entities, relations)
         save_extraction(conn, chunk_id, extractor.name, entities, relations)
         done += 1
         report("extract", done, total)
@@ -131,15 +136,15 @@ def save_extraction(conn: Connection, chunk_id: str, extractor: str,
     with transaction(conn):  # replaces an earlier result (e.g. from a concurrent run)
         for table in ("extracted_entities", "extracted_relations", "extractions"):
             conn.execute(f"DELETE FROM {table} WHERE chunk_id = ?", (chunk_id,))
-        conn.executemany(  # key: the normalised name, by which the merge finds an entity's rows
+        conn.executemany(  # key: the entity the row merges into (tgr.resolve settles it before a merge)
             "INSERT INTO extracted_entities(chunk_id, position, name, type, description, key) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [(chunk_id, i, e.name, e.type, e.description, normalise_name(e.name)) for i, e in enumerate(entities)])
+            [(chunk_id, i, e.name, e.type, e.description, name_key(e.name)) for i, e in enumerate(entities)])
         conn.executemany(
             "INSERT INTO extracted_relations(chunk_id, position, source, target, predicate, "
             "description, strength, source_key, target_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(chunk_id, i, r.source, r.target, r.predicate, r.description, r.strength,
-              normalise_name(r.source), normalise_name(r.target)) for i, r in enumerate(relations)])
+              name_key(r.source), name_key(r.target)) for i, r in enumerate(relations)])
         conn.execute(
             "INSERT INTO extractions(chunk_id, extractor, entities, relations) VALUES (?, ?, ?, ?)",
             (chunk_id, extractor, len(entities), len(relations)))

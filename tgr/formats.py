@@ -54,12 +54,20 @@ def first_line_title(text: str, default: str) -> str:
 
 
 def read_plain(source: str, text: str, warn: Warn) -> list[Record]:
-    """.txt / .md: the whole file is one document titled by its first line."""
+    """.txt / .md: the whole file is one document titled by its first line (boilerplate
+    such as a Project Gutenberg licence dropped first: tgr.boilerplate)."""
+    from .boilerplate import strip_boilerplate
+
     text = normalise_newlines(text)
     if not text.strip():
         warn(f"{source}: empty file, skipped")
         return []
-    return [Record(text=text, title=first_line_title(text, source))]
+    cleaned = strip_boilerplate(text)
+    if not cleaned.text.strip():
+        return [Record(text=text, title=first_line_title(text, source))]  # nothing but boilerplate: keep it
+    metadata = {"boilerplate_chars": cleaned.dropped} if cleaned.dropped else {}
+    title = (cleaned.title or first_line_title(cleaned.text, source))[:TITLE_LIMIT]
+    return [Record(text=cleaned.text, title=title, metadata=metadata)]
 
 
 class RowWarnings:

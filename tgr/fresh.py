@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .db import MEMORY, DatabaseError, connect
+from .db import MEMORY, DatabaseError
+from .storefile import connect
 from .errors import TgrError
 from .writelock import WriterLock
 

@@ -10,6 +10,7 @@ from .db import Connection, get_meta, set_meta, transaction
 from .gateway import Gateway, Usage
 from .models import ChatModel, Embedder, vector_type
 from .offline import OFFLINE_EXTRACTOR
+from .providers import chat_name
 from .settings import IndexSettings, IndexSummary
 
 
@@ -74,7 +75,7 @@ def model_recorder(conn: Connection, settings: IndexSettings, chat: ChatModel | 
         pending.difference_update(kinds)
         meta, values = get_meta(conn), {}
         if "chat" in kinds:
-            values.update(chat_model=chat.name if chat else "offline-extractive",
+            values.update(chat_model=chat_name(chat),
                           extractor=chat.name if chat else OFFLINE_EXTRACTOR)
             if "created_with" not in meta:
                 values["created_with"] = values["chat_model"]

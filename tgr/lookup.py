@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from . import name_match
-from .db import Connection
+from .db import Connection, has_table
 from .safe import xml_safe
 from .text import normalise_name
 
@@ -27,12 +27,21 @@ def match_entity(conn: Connection, name: str) -> name_match.Match | None:
     """The entity name means, and how it was found: its own name (normalised, as merge keys
     it), a recorded alias, the same name but for case, accents, `·` or traditional characters
     ('folded'), or a name a few typos away ('typo'); None when nothing is that close."""
-    key = normalise_name(str(name)[:name_match.MAX_NAME_CHARS * 2])
-    # the id itself, or a disambiguated "<key>#<n>": a range on the primary key, not a LIKE scan
-    row = conn.execute("SELECT id, name FROM entities WHERE id = ?1 OR (id >= ?1 || '#' AND id < ?1 || '$') "
-                       "ORDER BY degree DESC, id LIMIT 1", (key,)).fetchone()
-    if row:
-        return name_match.Match(row[0], row[1], "name")
+    from .resolve import name_key
+
+    short = str(name)[:name_match.MAX_NAME_CHARS * 2]
+    for key in dict.fromkeys((normalise_name(short), name_key(short))):  # "Mr. Scrooge's" is keyed "scrooge"
+        # the id itself, or a disambiguated "<key>#<n>": a range on the primary key, not a LIKE scan
+        row = conn.execute("SELECT id, name FROM entities WHERE id = ?1 OR (id >= ?1 || '#' AND id < ?1 || '$') "
+                           "ORDER BY degree DESC, id LIMIT 1", (key,)).fetchone()
+        if row:
+            return name_match.Match(row[0], row[1], "name")
+        if key and has_table(conn, "entity_aliases"):  # "Scrooge", "U.S.": any of its recorded names
+            row = conn.execute("SELECT a.entity_id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+                               "WHERE a.key = ? ORDER BY a.mentions DESC, e.degree DESC, e.id LIMIT 1",
+                               (key,)).fetchone()
+            if row:  # an alias that is also the entity's display name is its name
+                return name_match.Match(row[0], row[1], "name" if normalise_name(row[1]) == key else "alias")
     return name_match.resolve(conn, name)
 
 

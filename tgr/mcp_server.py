@@ -1,9 +1,10 @@
-"""`tgr mcp`: one store as a read-only MCP server over stdio (the official `mcp` SDK, extra tgr[mcp]).
+"""`tgr mcp`: stores as a read-only MCP server over stdio (the official `mcp` SDK, extra tgr[mcp]).
 
 Tools: ask (local/global/naive), retrieve (ranked passages with text), entity (description,
 relationships, communities, sources), communities (with report titles, by level) and
 community_report. The store is opened read-only; asking never writes to it. Every store
-call runs on one worker thread, the thread that opened the SQLite connection.
+call runs on one worker thread, the thread that opened the SQLite connection. Several stores
+(tgr.many) answer ask and retrieve with one fused ranking; the lookups answer per store.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
 from .errors import TgrError
+from .many import Stores
 from .safe import xml_safe
 from .store import KnowledgeBase
 
@@ -118,7 +120,7 @@ def build_server(worker: StoreWorker):
         result = kb.ask(question, mode, level=level, top_k=top_k)
         return {"question": question, "mode": mode, "answer": result.answer, "model": result.model,
                 "sources": result.sources, "entities": result.entities, "reports": result.reports,
-                "model_calls": result.model_calls}
+                "model_calls": result.model_calls, "notes": result.notes}
 
     def do_retrieve(question: str, mode: str, k: int) -> dict:
         _check_range("k", k)
@@ -127,13 +129,7 @@ def build_server(worker: StoreWorker):
 
     def do_communities(level: int | None, limit: int) -> dict:
         _check_range("limit", limit, 1, 1000)
-        return {"communities": kb.communities(level, limit)}
-
-    def do_report(community_id: str) -> dict:
-        found = kb.community_report(community_id)
-        if found is None:
-            raise ValueError(f"no community {community_id!r}; list them with the communities tool")
-        return found
+        return _communities(kb, level, limit)
 
     @server.tool(annotations=read_only)
     async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10) -> dict[str, Any]:
@@ -155,7 +151,7 @@ def build_server(worker: StoreWorker):
         extracted from. The name may be an alias, differ in case, accents or `·`, or have a
         typo or two: then `matched` says which name it was taken for. When nothing is that
         close: found=false and similar names."""
-        return await worker.call_tool(kb.entity, name)
+        return await worker.call_tool(_entity, kb, name)
 
     @server.tool(annotations=read_only)
     async def communities(level: int | None = None, limit: int = 50) -> dict[str, Any]:
@@ -167,12 +163,42 @@ def build_server(worker: StoreWorker):
     async def community_report(community_id: str) -> dict[str, Any]:
         """One community's full report (summary, findings, rating), its parent, children and
         member entities."""
-        return await worker.call_tool(do_report, community_id)
+        return await worker.call_tool(_report, kb, community_id)
 
     return server
 
 
-def serve(open_store: Callable[[], KnowledgeBase]) -> None:
+def _in_stores(kb: KnowledgeBase | Stores, look_up: Callable[[KnowledgeBase], Any]) -> list[tuple[str, Any]]:
+    """(store, look_up(store)) for the store, or for each of several."""
+    if isinstance(kb, Stores):
+        return kb.each(look_up)
+    return [("", look_up(kb))]
+
+
+def _entity(kb: KnowledgeBase | Stores, name: str) -> dict:
+    found = _in_stores(kb, lambda store: store.entity(name))
+    if not isinstance(kb, Stores):
+        return found[0][1]
+    return {"stores": [{"store": store, **details} for store, details in found]}
+
+
+def _communities(kb: KnowledgeBase | Stores, level: int | None, limit: int) -> dict:
+    found = _in_stores(kb, lambda store: store.communities(level, limit))
+    if not isinstance(kb, Stores):
+        return {"communities": found[0][1]}
+    return {"communities": [{"store": store, **c} for store, listed in found for c in listed]}
+
+
+def _report(kb: KnowledgeBase | Stores, community_id: str) -> dict:
+    found = [(store, report) for store, report in _in_stores(kb, lambda s: s.community_report(community_id)) if report]
+    if not found:
+        raise ValueError(f"no community {community_id!r}; list them with the communities tool")
+    if not isinstance(kb, Stores):
+        return found[0][1]
+    return {"reports": [{"store": store, **report} for store, report in found]}
+
+
+def serve(open_store: Callable[[], KnowledgeBase | Stores]) -> None:
     """Open the store (errors surface before serving) and serve it over stdio until the client
     closes the connection."""
     _sdk()  # a missing SDK is reported before the store is opened

@@ -20,6 +20,8 @@ from .freshness import InputHash
 from .gateway import ChatJob, Gateway
 from .parsing import parse_transformation
 from .prompts import Prompts
+from .entity_types import entity_type
+from .resolve import assign_keys, write_aliases
 from .text import content_hash, estimate_tokens, fit_tokens, match_terms, normalise_name, split_sentences
 
 Progress = Callable[[str, int, int], None]
@@ -45,10 +47,16 @@ class _Entity:
         names = Counter(" ".join(m.name.split()) for m in self.mentions)
         return min(names, key=lambda n: (-names[n], n))
 
+    def types(self) -> Counter:
+        return Counter(m.type for m in self.mentions)
+
+    def aliases(self) -> Counter:
+        """Each surface form with the number of extraction rows that used it."""
+        return Counter(" ".join(m.name.split()) for m in self.mentions)
+
     def type(self) -> str:
-        types = Counter(m.type for m in self.mentions if m.type != "concept") or \
-            Counter(m.type for m in self.mentions)
-        return min(types, key=lambda t: (-types[t], t)) if types else "concept"
+        """The type a person would give it (tgr.entity_types)."""
+        return entity_type(self.surface(), self.types(), self.aliases())
 
     def descriptions(self) -> list[str]:
         """Distinct descriptions, each without sentences an earlier one already said
@@ -68,9 +76,10 @@ class _Entity:
         return result
 
 
-MENTIONS_SQL = ("SELECT e.chunk_id, e.name, e.type, e.description, e.position FROM extracted_entities e "
+MENTIONS_SQL = ("SELECT e.chunk_id, e.name, e.type, e.description, e.position, e.key FROM extracted_entities e "
                 "JOIN chunks c ON c.id = e.chunk_id {where} ORDER BY c.document_id, c.ordinal, e.position")
-RELATIONS_SQL = ("SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position "
+RELATIONS_SQL = ("SELECT r.chunk_id, r.source, r.target, r.predicate, r.description, r.position, "
+                 "r.source_key, r.target_key "
                  "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id {where} "
                  "ORDER BY c.document_id, c.ordinal, r.position")
 IN_KEYS = "IN (SELECT value FROM json_each(?))"
@@ -103,6 +112,7 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
     """What the merge must look at if its inputs changed since the last merge (extraction
     rows, settings, prompts), else None. Only names in merge_pending can have changed rows
     while the settings are the same; other settings (or LLM disambiguation) look at every row."""
+    assign_keys(conn)  # which names are one entity: each row's key (tgr.resolve)
     chat = gateway.chat_model.name if gateway.chat_model is not None else None
     settings = merge_settings(prompts, chat, summary_tokens, disambiguate and chat is not None)
     recorded = freshness.recorded(conn, "merge") or ""
@@ -113,66 +123,132 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
     return MergeInputs(settings, names if same and not (disambiguate and chat is not None) else None)
 
 
+@dataclass
+class MergePlan:
+    """A merge computed but not stored yet: the entities and relationships of the scope being
+    recomputed, what is stored for that scope, and the description summaries to ask for."""
+    inputs: MergeInputs
+    summary_tokens: int
+    steps: int                     # progress steps: each mention, each relation, then the write
+    hashes: dict[str, str]         # entity id -> hash of its inputs
+    dirty: set[str] | None         # the entity ids recomputed (None: every entity)
+    entities: dict[str, _Entity]
+    edges: dict[str, dict]
+    edge_rows: dict[str, tuple]
+    edge_ends: set[str]            # entities at either end of a changed relationship
+    stored: "_Stored"
+    descriptions: dict[str, str]   # each entity's joined (or trimmed) descriptions
+    jobs: list[ChatJob]            # summaries of the descriptions over budget
+
+    def graph(self) -> tuple[list[str], list[tuple[str, str, float]]]:
+        """The nodes and weighted edges the merge will store (for the scope it recomputes)."""
+        return list(self.entities), [(e["source"], e["target"], float(e["weight"])) for e in self.edges.values()]
+
+
+@dataclass
+class _Stored:
+    """What is stored for the scope of a merge; only rows that differ are written."""
+    entities: dict[str, tuple]
+    edges: dict[str, tuple]
+    entity_mentions: set
+    edge_mentions: set
+
+
 def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
                 summary_tokens: int = 300, progress: Progress | None = None, inputs: MergeInputs | None = None,
-                everything: bool = False, before_summaries=None, while_summaries=None) -> dict:
-    """Bring entities, relationships and mentions in line with the extraction rows.
+                everything: bool = False) -> dict:
+    """Bring entities, relationships and mentions in line with the extraction rows:
+    plan_merge, then summarise (the model wait), then store_merge.
 
     Each entity records a hash of its own inputs (settings, its mention rows and every
     relationship row that names it); only entities whose hash changed are recomputed,
     with their relationships (with LLM disambiguation on, or everything=True, all are).
     With inputs naming the changed names, only the rows naming those are read. The result
     is the same as merging everything again.
-
-    before_summaries(nodes, edges), if given, is called with the merged entities and edges
-    just before the description-summary wave (only when there is one), e.g. to cluster meanwhile.
-    while_summaries(recomputed, nodes, edges, changed), if given and only some entities are
-    recomputed, returns an idle step (see Gateway.chat_many) to run while the summaries are
-    awaited: recomputed, the entity ids whose stored rows are replaced by nodes and by the
-    edges touching them; changed, what the merge will report as changed.
     """
+    plan = plan_merge(conn, gateway, prompts, disambiguate=disambiguate, summary_tokens=summary_tokens,
+                      progress=progress, inputs=inputs, everything=everything)
+    return store_merge(conn, plan, summarise(gateway, plan, progress), progress)
+
+
+def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
+               summary_tokens: int = 300, progress: Progress | None = None, inputs: MergeInputs | None = None,
+               everything: bool = False) -> MergePlan:
+    """The merge up to its summary wave: reads the extraction rows (LLM disambiguation
+    asks the model here), builds the entities and relationships, and lists the summaries."""
     report = progress or (lambda *a: None)
     llm = gateway.chat_model is not None
     chat = gateway.chat_model.name if llm else None
     if inputs is None or everything:
         inputs = MergeInputs(merge_settings(prompts, chat, summary_tokens, disambiguate and llm), None)
     key_of = _memo(normalise_name)
-    _fill_keys(conn, key_of)
-    keys = None if inputs.names is None else sorted({key_of(n) for n in inputs.names} - {""})
+    assign_keys(conn)  # rows stored without keys (by hand) get theirs too
+    mentions, relations, hashes, stored_hashes = _read_rows(
+        conn, inputs, key_of, repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")))
+    steps = len(mentions) + len(relations) + 1
+    report("merge", 0, steps)
+    if everything or (disambiguate and llm):
+        dirty = None  # splits of one name can move relationships of another
+    else:
+        dirty = {k for k, h in hashes.items() if stored_hashes.get(k) != h} | (stored_hashes.keys() - hashes.keys())
+    groups, relations = _in_scope(mentions, relations, dirty)
+    report("merge", len(mentions), steps)
+    splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
+    entities, by_key = _entities(groups, splits, relations, dirty)
+    edges = _edges(relations, entities, by_key)
+    report("merge", steps - 1, steps)
+    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
+                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+                 for rid, e in edges.items()}
+    stored = _stored_rows(conn, dirty, edge_rows)
+    changed_edges = {i for i, row in edge_rows.items() if stored.edges.get(i) != row} | \
+        (stored.edges.keys() - edge_rows.keys())
+    edge_ends = set()
+    for rid in changed_edges:  # a relationship is part of both ends' material
+        for row in (edge_rows.get(rid), stored.edges.get(rid)):
+            if row:
+                edge_ends.update(row[:2])
+    descriptions, jobs = _summary_jobs(gateway, prompts, entities, summary_tokens)
+    return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edges, edge_rows, edge_ends,
+                     stored, descriptions, jobs)
+
+
+def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
+    """The extraction rows of the merge's scope (every row, or those naming a changed name),
+    the input hash of each name they give, and the hashes stored for those names."""
+    # merge_pending holds names and the entity keys their rows had or have (tgr.resolve)
+    keys = None if inputs.names is None else sorted(({key_of(n) for n in inputs.names} | set(inputs.names)) - {""})
     # with keys, the rows of the changed names only: everything their entities are computed from
     args = () if keys is None else (json.dumps(keys),)
-    all_mentions = [(_Mention(*row[:4]), row[4]) for row in conn.execute(
+    mentions = [(_Mention(*row[:4]), row[4], row[5]) for row in conn.execute(
         MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args).fetchall()]
-    all_relations = conn.execute(
+    relations = conn.execute(
         RELATIONS_SQL.format(where="" if keys is None else
                              f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2).fetchall()
-    steps = len(all_mentions) + len(all_relations) + 1  # each mention, each relation, then the write
-    report("merge", 0, steps)
-    hashes = _key_hashes(repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")),
-                         all_mentions, all_relations, key_of)
+    hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
     else:  # rows naming a changed name also name other entities: those are not recomputed
         hashes = {k: hashes[k] for k in keys if k in hashes}
         stored = dict(conn.execute(f"SELECT id, input_hash FROM entities WHERE id {IN_KEYS}", args).fetchall())
-    if everything or (disambiguate and llm):
-        dirty = None  # splits of one name can move relationships of another
-    else:
-        dirty = {k for k, h in hashes.items() if stored.get(k) != h} | (stored.keys() - hashes.keys())
-    inside = (lambda key: True) if dirty is None else dirty.__contains__
+    return mentions, relations, hashes, stored
 
+
+def _in_scope(mentions, relations, dirty: set[str] | None):
+    """The mentions grouped by entity key, and the relationship rows (with their ends' keys),
+    of the entities recomputed."""
+    inside = (lambda key: True) if dirty is None else dirty.__contains__
     groups: dict[str, list[_Mention]] = defaultdict(list)
-    for mention, _ in all_mentions:
-        key = key_of(mention.name)
+    for mention, _, key in mentions:
         if key and inside(key):
             groups[key].append(mention)
-    relations = [row[:5] for row in all_relations
-                 if inside(key_of(row[1]) or "") or inside(key_of(row[2]) or "")]
-    report("merge", len(all_mentions), steps)
+    return groups, [row[:5] + row[6:] for row in relations if inside(row[6] or "") or inside(row[7] or "")]
 
+
+def _entities(groups, splits, relations, dirty: set[str] | None):
+    """The entities of each name (several where disambiguation split one), by id and by name."""
     entities: dict[str, _Entity] = {}
     by_key: dict[str, list[_Entity]] = {}
-    splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
     for key, group in groups.items():
         parts = splits.get(key, [group])
         by_key[key] = []
@@ -182,14 +258,19 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
             entities[entity_id] = entity
             by_key[key].append(entity)
     if dirty is not None:  # the unchanged end of a relationship: as stored, not rewritten
-        for _, source, target, _, _ in relations:
-            for key in (key_of(source), key_of(target)):
+        for *_, source_key, target_key in relations:
+            for key in (source_key, target_key):
                 if key and key not in dirty and key not in by_key:
                     by_key[key] = [_Entity(key)]
+    return entities, by_key
 
+
+def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
+    """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
     edges: dict[str, dict] = {}
-    for chunk_id, source, target, predicate, description in relations:
-        ends = [_resolve(entities, by_key, name, chunk_id, description) for name in (source, target)]
+    for chunk_id, source, target, predicate, description, source_key, target_key in relations:
+        ends = [_resolve(entities, by_key, name, key, chunk_id, description)
+                for name, key in ((source, source_key), (target, target_key))]
         if None in ends or ends[0].id == ends[1].id:
             continue
         a, b = ends[0].id, ends[1].id
@@ -203,96 +284,82 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
+    return edges
 
-    report("merge", steps - 1, steps)
-    graph = lambda: (list(entities), [(e["source"], e["target"], float(e["weight"])) for e in edges.values()])
-    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
-                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
-                 for rid, e in edges.items()}
-    entity_mentions = {(e.id, c) for e in entities.values() for c in e.chunks}
-    edge_mentions = {(rid, c) for rid, e in edges.items() for c in e["chunks"]}
-    # what was stored for the same scope; only rows that differ are written
+
+def _stored_rows(conn: Connection, dirty: set[str] | None, edge_rows: dict[str, tuple]) -> _Stored:
+    """The rows stored for the merge's scope (every row when dirty is None)."""
     scope = "" if dirty is None else "WHERE {} " + IN_KEYS
     scoped = () if dirty is None else (json.dumps(sorted(dirty)),)
-    old_entities = {r[0]: tuple(r[1:]) for r in conn.execute(
+    entities = {r[0]: tuple(r[1:]) for r in conn.execute(
         "SELECT id, name, type, description, degree, mentions, input_hash FROM entities "
         + scope.format("id"), scoped).fetchall()}
-    old_edges = {r[0]: tuple(r[1:]) for r in conn.execute(
+    edges = {r[0]: tuple(r[1:]) for r in conn.execute(
         "SELECT id, source_id, target_id, predicate, description, weight FROM relationships "
         + scope.format(f"source_id {IN_KEYS} OR target_id" if scoped else ""), scoped * 2).fetchall()}
-    old_entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions "
-                                           + scope.format("entity_id"), scoped).fetchall())
-    old_edge_mentions = set(conn.execute(
+    entity_mentions = set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions "
+                                       + scope.format("entity_id"), scoped).fetchall())
+    edge_mentions = set(conn.execute(
         f"SELECT relationship_id, chunk_id FROM relationship_mentions WHERE relationship_id {IN_KEYS}",
-        (json.dumps(sorted(old_edges.keys() | edge_rows.keys())),)).fetchall())
-    changed_edges = {i for i, row in edge_rows.items() if old_edges.get(i) != row} | (old_edges.keys() - edge_rows.keys())
-    edge_ends = set()
-    for rid in changed_edges:  # a relationship is part of both ends' material
-        for row in (edge_rows.get(rid), old_edges.get(rid)):
-            if row:
-                edge_ends.update(row[:2])
-    idle = None
-    if while_summaries is not None and dirty is not None:
-        # a recomputed entity's input hash changed, so its row changes whatever its summary
-        idle = while_summaries(set(dirty), *graph(), set(dirty) | edge_ends)
-    descriptions = _combine(gateway, prompts, entities, summary_tokens, report,
-                            (lambda: before_summaries(*graph())) if before_summaries else None, idle)
+        (json.dumps(sorted(edges.keys() | edge_rows.keys())),)).fetchall())
+    return _Stored(entities, edges, entity_mentions, edge_mentions)
+
+
+def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
+                progress: Progress | None = None) -> dict:
+    """Write the planned merge with its final descriptions: only rows that differ."""
     degree = Counter()
-    for edge in edges.values():
+    for edge in plan.edges.values():
         degree[edge["source"]] += 1
         degree[edge["target"]] += 1
     entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
-                          hashes.get(e.id)) for e in entities.values()}
-    changed = {i for i, row in entity_rows.items() if old_entities.get(i) != row} | \
-        (old_entities.keys() - entity_rows.keys()) | edge_ends
+                          plan.hashes.get(e.id)) for e in plan.entities.values()}
+    entity_mentions = {(e.id, c) for e in plan.entities.values() for c in e.chunks}
+    edge_mentions = {(rid, c) for rid, e in plan.edges.items() for c in e["chunks"]}
+    old = plan.stored
+    changed = {i for i, row in entity_rows.items() if old.entities.get(i) != row} | \
+        (old.entities.keys() - entity_rows.keys()) | plan.edge_ends
     with transaction(conn):
         conn.executemany("DELETE FROM entities WHERE id = ?",
-                         [(i,) for i in sorted(old_entities.keys() - entity_rows.keys())])
+                         [(i,) for i in sorted(old.entities.keys() - entity_rows.keys())])
         conn.executemany("DELETE FROM relationships WHERE id = ?",
-                         [(i,) for i in sorted(old_edges.keys() - edge_rows.keys())])
+                         [(i,) for i in sorted(old.edges.keys() - plan.edge_rows.keys())])
         conn.executemany(
             "INSERT INTO entities(id, name, type, description, degree, mentions, input_hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
             "type = excluded.type, description = excluded.description, degree = excluded.degree, "
             "mentions = excluded.mentions, input_hash = excluded.input_hash",
-            [(i, *row) for i, row in sorted(entity_rows.items()) if old_entities.get(i) != row])
+            [(i, *row) for i, row in sorted(entity_rows.items()) if old.entities.get(i) != row])
+        write_aliases(conn, {e.id: e.aliases() for e in plan.entities.values()},
+                      old.entities.keys() - entity_rows.keys())
         conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
-                         sorted(old_entity_mentions - entity_mentions))
+                         sorted(old.entity_mentions - entity_mentions))
         conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
-                         sorted(entity_mentions - old_entity_mentions))
+                         sorted(entity_mentions - old.entity_mentions))
         conn.executemany(
             "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
             "target_id = excluded.target_id, predicate = excluded.predicate, "
             "description = excluded.description, weight = excluded.weight",
-            [(i, *row) for i, row in sorted(edge_rows.items()) if old_edges.get(i) != row])
+            [(i, *row) for i, row in sorted(plan.edge_rows.items()) if old.edges.get(i) != row])
         conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
-                         sorted(old_edge_mentions - edge_mentions))
+                         sorted(old.edge_mentions - edge_mentions))
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         sorted(edge_mentions - old_edge_mentions))
-        if inputs.names is None:
-            conn.execute("DELETE FROM merge_pending")
-        else:
-            conn.execute(f"DELETE FROM merge_pending WHERE name {IN_KEYS}", (json.dumps(inputs.names),))
-        freshness.record(conn, "merge", graph_state(conn, inputs.settings))
-    report("merge", steps, steps)
+                         sorted(edge_mentions - old.edge_mentions))
+        _done_pending(conn, plan.inputs)
+    (progress or (lambda *a: None))("merge", plan.steps, plan.steps)
     total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
     return {"entities": total[0], "relationships": total[1], "changed_entities": changed,
-            "recomputed": len(entities)}
+            "recomputed": len(plan.entities)}
 
 
-def _fill_keys(conn: Connection, key_of) -> None:
-    """Give extraction rows stored without their normalised names (by hand) those names."""
-    entities = conn.execute("SELECT rowid, name FROM extracted_entities WHERE key IS NULL").fetchall()
-    relations = conn.execute("SELECT rowid, source, target FROM extracted_relations WHERE source_key IS NULL "
-                             "UNION SELECT rowid, source, target FROM extracted_relations "
-                             "WHERE target_key IS NULL").fetchall()
-    if entities or relations:
-        with transaction(conn):
-            conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?",
-                             [(key_of(name), rowid) for rowid, name in entities])
-            conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
-                             [(key_of(source), key_of(target), rowid) for rowid, source, target in relations])
+def _done_pending(conn: Connection, inputs: MergeInputs) -> None:
+    """Unlist the names merged and record what the graph was merged from (in the caller's transaction)."""
+    if inputs.names is None:
+        conn.execute("DELETE FROM merge_pending")
+    else:
+        conn.execute(f"DELETE FROM merge_pending WHERE name {IN_KEYS}", (json.dumps(inputs.names),))
+    freshness.record(conn, "merge", graph_state(conn, inputs.settings))
 
 
 def _memo(fn):
@@ -306,17 +373,16 @@ def _memo(fn):
     return memo
 
 
-def _key_hashes(settings: str, mentions, relations, key_of) -> dict[str, str]:
-    """Per normalised name: a hash of the settings, its mention rows and every relationship
-    row that names it (in merge order): all an entity of that name is computed from."""
+def _key_hashes(settings: str, mentions, relations) -> dict[str, str]:
+    """Per entity key: a hash of the settings, its mention rows and every relationship
+    row that names it (in merge order): all an entity of that key is computed from."""
     rows: dict[str, list[str]] = defaultdict(list)
-    for mention, position in mentions:
-        key = key_of(mention.name)
+    for mention, position, key in mentions:
         if key:
             rows[key].append(repr((mention.chunk_id, position, mention.name, mention.type, mention.description)))
     for row in relations:
         text = repr(row)
-        for key in {key_of(row[1]), key_of(row[2])}:
+        for key in {row[6], row[7]}:
             if key:
                 rows[key].append(text)
     return {key: content_hash(settings, *lines, length=32) for key, lines in rows.items()}
@@ -326,9 +392,9 @@ def _top(counter: Counter) -> str:
     return min(counter, key=lambda p: (-counter[p], p)) if counter else "related to"
 
 
-def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
-    """The entity a relationship end refers to; creates one for a never-extracted name."""
-    key = normalise_name(name)
+def _resolve(entities, by_key, name, key, chunk_id, description) -> _Entity | None:
+    """The entity a relationship end (name, its key) refers to; creates one for a
+    never-extracted name."""
     if not key:
         return None
     candidates = by_key.get(key)
@@ -348,9 +414,10 @@ def _resolve(entities, by_key, name, chunk_id, description) -> _Entity | None:
     return candidates[0]
 
 
-def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
-             budget: int, report: Progress, before_wave=None, idle=None) -> dict[str, str]:
-    """Each entity's description: joined, or LLM-summarised when over budget."""
+def _summary_jobs(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
+                  budget: int) -> tuple[dict[str, str], list[ChatJob]]:
+    """Each entity's descriptions joined (trimmed to budget without a chat model), and the
+    summary jobs of those over budget."""
     combined, jobs = {}, []
     for entity in entities.values():
         parts = entity.descriptions()
@@ -364,15 +431,21 @@ def _combine(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
                 jobs.append(ChatJob(entity.id, prompt, validate=_summary_check(entity.surface(), parts)))
             else:
                 combined[entity.id] = fit_tokens(text, budget)
-    report("summarize", 0, len(jobs))
-    if jobs and before_wave is not None:
-        before_wave()
-    for done, (job, answer) in enumerate(gateway.chat_many("summarize", jobs, idle), 1):
+    return combined, jobs
+
+
+def summarise(gateway: Gateway, plan: MergePlan, progress: Progress | None = None, idle=None) -> dict[str, str]:
+    """The summary wave: each entity's final description, LLM-summarised when over budget.
+    idle: work to do while the answers are awaited (see Gateway.chat_many)."""
+    report = progress or (lambda *a: None)
+    combined, budget = dict(plan.descriptions), plan.summary_tokens
+    report("summarize", 0, len(plan.jobs))
+    for done, (job, answer) in enumerate(gateway.chat_many("summarize", plan.jobs, idle), 1):
         if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
             combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)
         else:
             combined[job.tag] = fit_tokens(combined[job.tag], budget)
-        report("summarize", done, len(jobs))
+        report("summarize", done, len(plan.jobs))
     return combined
 
 

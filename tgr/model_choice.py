@@ -9,7 +9,8 @@ from .db import set_meta, transaction
 from .errors import ModelMismatch
 from .gateway import Gateway
 from .models import ChatModel, Embedder, vector_type
-from .providers import chat_for_store, embedder_for_store, keep_store_vector_type, make_embedder
+from .providers import chat_for_store, chat_name, embedder_for_store, keep_store_vector_type, make_embedder
+from .query_models import QueryModels, resolve_query_models
 
 
 class ModelChoice:
@@ -24,26 +25,30 @@ class ModelChoice:
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
         self._resolved: tuple[ChatModel | None, Embedder] | None = None
-        self.note: str | None = None  # why questions fell back to extractive answers
+        self.asking: QueryModels | None = None  # the models questions use (tgr/query_models.py)
+        self._note: str | None = None  # ... and what they left out, kept once they are released
 
     def release(self) -> None:
         """Close the gateways and the model clients built here; they are rebuilt on use."""
         for gateway in (self._gateway, self._reader):
             if gateway:
                 gateway.close()
-        for model in self._resolved or ():
+        for model in (*(self._resolved or ()), *(self.asking.models() if self.asking else ())):
             if model is not None and hasattr(model, "close") and model not in (self.chat_spec, self.embed_spec):
                 model.close()  # only what this store created; models passed in belong to the caller
-        self._gateway = self._reader = self._resolved = None
+        self._note = self.note
+        self._gateway = self._reader = self._resolved = self.asking = None
 
-    def models(self, lenient: bool = False) -> tuple[ChatModel | None, Embedder]:
-        """The chat model and embedder, built once from the specs.
+    @property
+    def note(self) -> str | None:
+        """What questions leave out here (models out of reach), once they have been asked."""
+        return self.asking.note if self.asking else self._note
 
-        lenient (questions only): a recorded chat model that cannot be reached here
-        falls back to extractive answers, noted in self.note.
-        """
+    def models(self) -> tuple[ChatModel | None, Embedder]:
+        """The chat model and embedder for building, made once from the specs (questions
+        resolve theirs in tgr/query_models.py, leaving out what cannot be reached)."""
         if self._resolved is None:
-            chat = self.chat_model(lenient)
+            chat = self.chat_model()
             embedder = self.embed_spec
             if embedder is None or isinstance(embedder, str):
                 embedder = embedder_for_store(self.store.meta, embedder, **self.model_options)
@@ -55,13 +60,12 @@ class ModelChoice:
             self._resolved = (chat, keep_store_vector_type(embedder, self.store.meta))
         return self._resolved
 
-    def chat_model(self, lenient: bool = False) -> ChatModel | None:
+    def chat_model(self) -> ChatModel | None:
         """The chat model from its spec, else the one the store records (None: extractive)."""
         chat = self.chat_spec
         if chat is not None and not isinstance(chat, str):
             return chat
-        chat, self.note = chat_for_store(self.store.meta, chat, lenient=lenient, **self.model_options)
-        return chat
+        return chat_for_store(self.store.meta, chat, **self.model_options)[0]
 
     def gateway(self, run_id: int | None = None) -> Gateway:
         """The model gateway for indexing: reads and writes the cache and the ledger."""
@@ -72,10 +76,12 @@ class ModelChoice:
         return self._gateway
 
     def query_gateway(self) -> Gateway:
-        """Queries read the cache but never write: asking leaves the file untouched."""
+        """Queries read the cache but never write: asking leaves the file untouched. Models
+        out of reach are left out (tgr/query_models.py), said in self.note."""
         if self._reader is None:
-            chat, embedder = self.models(lenient=True)
-            self._reader = Gateway(self.store.conn, chat, embedder, write_cache=False, **self.gateway_options)
+            self.asking = resolve_query_models(self.store.meta, self.chat_spec, self.embed_spec, **self.model_options)
+            self._reader = Gateway(self.store.conn, self.asking.chat, self.asking.embedder, write_cache=False,
+                                   **self.gateway_options)
         return self._reader
 
     def check_chat_model(self, chat: ChatModel | None) -> None:
@@ -83,7 +89,7 @@ class ModelChoice:
         unless one was asked for explicitly (a missing key must not silently switch an
         LLM-built store to the offline extractor, or the other way round)."""
         built = self.store.meta.get("chat_model")
-        current = chat.name if chat else "offline-extractive"
+        current = chat_name(chat)
         if self.chat_spec is not None or not built or built == current:
             return
         if self.store.conn.execute("SELECT 1 FROM extractions LIMIT 1").fetchone() is None:

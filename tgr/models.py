@@ -141,12 +141,6 @@ class ZhipuChat(_ZhipuBase):
         return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                 "max_tokens": params.get("max_tokens", 4096), **sampling}
 
-    def batch_api(self):
-        """zhipuai's Batch API (files + batches) with this model's client and key."""
-        from .batch_api import zhipu_batch_api
-
-        return zhipu_batch_api(self.name, self._client, self._key)
-
     def complete(self, prompt: str, **params) -> Completion:
         try:
             response = self._client.chat.completions.create(**self.request_body(prompt, **params))
@@ -237,12 +231,6 @@ class OpenAIChat(_OpenAIBase):
         """The JSON body of one chat request (the same in a batch job's input file)."""
         return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                 "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
-
-    def batch_api(self):
-        """The endpoint's Batch API (files + batches) through the openai SDK."""
-        from .batch_api import openai_batch_api
-
-        return openai_batch_api(self.name, self.base_url, self._key, self.timeout)
 
     def complete(self, prompt: str, **params) -> Completion:
         data = self._post("/chat/completions", self.request_body(prompt, **params))

@@ -29,6 +29,7 @@ _MAX_WORDS = 8
 _HONORIFICS = frozenset("mr mrs ms miss dr mister madam sir dame president senator governor "
                         "professor prof doctor captain capt general gen colonel col lieutenant "
                         "sergeant judge justice mayor chancellor".split())
+_OWN_TITLES = frozenset("mrs miss ms madam".split())  # a woman's: another person than the surname's man
 _ROYAL = frozenset("king queen prince princess emperor empress pope saint st lord lady duke "
                    "duchess earl count countess baron bishop archbishop".split())
 _CONNECTORS = frozenset("of the de van von la le du der den da di del dos das al bin ibn upon".split())
@@ -36,7 +37,10 @@ _NOT_NAMES = frozenset("""i oh ah yes no o ay aye well now then there here what 
     when this that these those it he she we they you his her my our their your the a an but and
     or if so for in on at to of as by all not nor yet nay let come chapter book project hark bah
     ha eh hem hallo halloa hollo hush alas pooh mind see its it's i'm i'll i'd i've we're
-    you're they're don't can't won't isn't""".split())
+    you're they're don't can't won't isn't whereat whereupon wherefore whereas wherein thereupon
+    thereat therefore hereupon hereafter nevertheless nonetheless moreover furthermore besides
+    likewise otherwise instead accordingly presently forthwith anon lo behold albeit ere
+    whither thither hither thence hence""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
 _DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
@@ -58,7 +62,8 @@ _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     soon suddenly finally perhaps indeed once again even yet thus hence therefore because up
     according following despite many most some several each every both either neither other
     another such only one two three four five six seven eight nine ten eleven twelve twenty
-    hundred thousand million billion op vol no inc ltd co corp llc plc jr sr""".split())
+    hundred thousand million billion op vol no inc ltd co corp llc plc jr sr stave chapter
+    heading tailpiece frontispiece illustration illustrations contents preface""".split())
 _PERSON_VERBS = frozenset("said cried replied asked exclaimed answered thought says told wrote "
                           "married".split())
 _PLACE_PREPOSITIONS = frozenset("in at from to into near towards across".split())
@@ -194,6 +199,9 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     titled = False
     while tokens:
         first = lowered[0]
+        if len(tokens) > 1 and first in _OWN_TITLES and lowered[1] not in _CONNECTORS:
+            kind, inside, titled = "person", True, True  # "Mrs. Cratchit" is not "Bob Cratchit": kept whole
+            break
         if len(tokens) > 1 and first in _HONORIFICS and lowered[1] not in _CONNECTORS:
             kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
         elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
@@ -225,6 +233,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
     if kind == "concept":
         kind = _type_of(lowered, previous, after)
+    if kind == "concept" and not previous:  # the subject of "X is an American actor"
+        kind = defining_type(sentence) or kind
     return name, kind, inside, titled
 
 
@@ -249,3 +259,51 @@ def _bare(word: str) -> str:
     if _POSSESSIVE.search(word):
         return _POSSESSIVE.sub("", word).lower()
     return re.split(r"['’]", word, maxsplit=1)[0].lower()
+
+
+_HEADS = {
+    "person": """actor actress singer songwriter musician writer author novelist poet politician
+        player footballer cricketer coach director producer rapper composer painter artist
+        journalist businessman businesswoman entrepreneur scientist physicist chemist biologist
+        philosopher historian professor lawyer judge officer soldier king queen prince princess
+        emperor president minister diplomat model comedian dancer architect engineer designer
+        photographer economist mathematician inventor screenwriter filmmaker presenter broadcaster
+        guitarist drummer bassist pianist vocalist conductor boxer wrestler athlete cyclist
+        swimmer golfer jockey priest bishop monk saint explorer astronaut aviator pilot
+        statesman activist critic editor publisher executive heiress socialite man woman""",
+    "work": """film movie novel book album song single series show sitcom drama documentary opera
+        play poem game magazine newspaper comic manga anime episode franchise painting
+        sculpture musical soundtrack novella anthology miniseries telenovela journal
+        videogame ep""",
+    "organization": """company corporation band group organization organisation university college
+        school team club party firm brand agency institute airline manufacturer label network
+        channel church order retailer chain conglomerate charity foundation society
+        association federation league union studio publisher""",
+    "location": """city town village river lake mountain country state province county district
+        region island municipality suburb neighborhood neighbourhood borough capital area park
+        airport stadium arena building bridge castle street road highway peninsula valley
+        commune parish hamlet settlement resort canal bay census-designated""",
+    "event": """battle war election tournament festival championship competition siege
+        massacre revolution conference expedition""",
+}
+_HEAD_TYPES = {word: kind for kind, words in _HEADS.items() for word in words.split()}
+_IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
+_DEFINING_WORD = re.compile(r"[\w\-]+")
+_DEFINING_STOP = frozenset("who which that whose where by from".split())
+
+
+def defining_type(sentence: str) -> str | None:
+    """The type a defining sentence gives its subject: "X is an American actor" -> person,
+    "X, originally published as Y, is a collectible dice game" -> work (the first known
+    head noun among the next eight words after "is a"), or None."""
+    match = _IS_A.search(sentence)
+    if not match:
+        return None
+    for word in _DEFINING_WORD.findall(sentence, match.end())[:8]:
+        word = word.lower()
+        if word in _DEFINING_STOP:
+            break
+        kind = _HEAD_TYPES.get(word) or (_HEAD_TYPES.get(word[:-1]) if word.endswith("s") else None)
+        if kind:
+            return kind
+    return None

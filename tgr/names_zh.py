@@ -38,7 +38,8 @@ _HEADS = {"n", "l"}
 _NAME_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "x", "eng"}
 _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
-_GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外".split())
+_GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
+                     "巴士 公交 地铁 的士 线路".split())
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
 _MONTHS = frozenset("jan feb mar apr may jun jul aug sep sept oct nov dec january february march april "
                     "june july august september october november december".split())
@@ -93,8 +94,11 @@ def _sentence_names(sentence: str) -> list[Name]:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
     for start, word, flag in spans:
         kind = _TAG_TYPES.get(flag)
-        if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC:
-            names.append((start, word, _type_by_suffix(word) if kind == "concept" else kind))
+        if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
+                and not _guessed_fragment(word, flag):
+            if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
+                kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
+            names.append((start, word, kind))
     names.extend(_compounds(spans))
     seen, result = set(), []
     for _, name, kind in sorted(names, key=lambda n: (n[0], -len(n[1]))):
@@ -115,12 +119,23 @@ def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[in
         if a <= start and end <= first_dot - 1 and _ordinary(word, flag):
             a = end  # "总统安德里·…": the title is not part of the name
         if last_dot + 1 < start < b and _ordinary(word, flag):
-            b = start
+            # "拉莫特出生": the tagger's 特出 straddles the name's end and 出生
+            b = start + 1 if _in_dictionary(match.string[start + 1:start + 3]) and start + 1 < b else start
             break
     for position in range(last_dot + 2, b):
         if match.string[position] in _FUNCTION_CHARS:
             return a, position
     return a, b
+
+
+def _in_dictionary(word: str) -> bool:
+    return len(word) == 2 and bool(jieba().dt.FREQ.get(word))
+
+
+def _guessed_fragment(word: str, flag: str) -> bool:
+    """A two-character place the tagger made up from unknown text (再拜山拜 -> 山拜): jieba's
+    dictionary does not know it."""
+    return len(word) == 2 and flag == "ns" and not jieba().dt.FREQ.get(word)
 
 
 def _ordinary(word: str, flag: str) -> bool:
@@ -161,6 +176,8 @@ def _compounds(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
 
 def _type_by_suffix(name: str) -> str:
     """organization / location / concept by the name's last word (大学, 市 ...)."""
+    if name.endswith(("线路", "道路", "公路网")):
+        return "concept"  # 巴士线路: a route, not a road of that name
     if name.endswith(_ORGANIZATION_ENDS):
         return "organization"
     if name.endswith(_LOCATION_ENDS):

@@ -212,14 +212,16 @@ class ExtractiveAnswerer:
     """The offline provider's answerer: answers assembled from the retrieved text itself.
 
     answer() serves local and naive queries (the best-matching source sentences, each
-    with its citation); map() and reduce() are global search's two steps (report items
-    scored by overlap with the question, then the best of them as the answer).
+    with its citation); key_points() and reduce() are global search's two steps (report
+    items scored by overlap with the question, then the best of them as the answer).
+    The same interface as tgr.answerers.LLMAnswerer.
     """
     name = OFFLINE_WRITER
 
-    def answer(self, question: str, passages: list[tuple[str, str]], *, lead: str = "",
-               names: Sequence[str] = ()) -> str:
-        """An answer from (citation, text) passages in ranked order; lead: an opening line."""
+    def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+               lead: str = "", names: Sequence[str] = ()) -> str:
+        """An answer from (citation, text) passages in ranked order; lead: an opening line.
+        (The context tables are for a chat model.)"""
         picked = best_sentences(question, passages, limit=5, boost_terms=names)
         lines = [lead] if lead else []
         lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
@@ -227,6 +229,11 @@ class ExtractiveAnswerer:
         if not lines:
             return "I don't know: the retrieved passages do not mention the question's terms."
         return "\n".join(lines)
+
+    def key_points(self, question: str, batches) -> list[tuple[int, str]]:
+        """Each report's summary and findings (see tgr.answerers.ReportText), scored."""
+        return self.map(question, [(report.id, item) for batch in batches for report in batch
+                                   for item in report.items()])
 
     def map(self, question: str, items: list[tuple[str, str]]) -> list[tuple[int, str]]:
         """(score 0-100, cited text) for each (report id, summary or finding) that matches."""
@@ -244,3 +251,11 @@ class ExtractiveAnswerer:
         if not ranked:
             return "I don't know: no community report matches the question."
         return "\n".join(f"- {text}" for _, text in ranked)
+
+    def no_key_points(self, question: str, reports: list[tuple], level: int,
+                      overview) -> tuple[list[tuple[int, str]], str]:
+        """A corpus-wide question gets the most central communities."""
+        kept = [(0, overview(r)) for r in reports[:5]]
+        answer = ("The store's most central communities (no report mentions the question's terms):\n"
+                  if reports else "I don't know: this store has no community reports yet.")
+        return kept, answer + "\n".join(f"- {text}" for _, text in kept)

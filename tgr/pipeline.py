@@ -12,19 +12,20 @@ from typing import Callable, Iterable
 
 from . import freshness
 from .batch import BatchPending, runner_for
-from .cluster_ahead import ClusterAhead
-from .communities import ClusterMeanwhile, cluster, is_clustered
-from .corpus import (IndexWhileWaiting, delete_documents, document_count, find_documents, index_pending,
-                     store_documents)
+from .communities import cluster, is_clustered
+from .corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from .db import begin_writing, settle, transaction, unfinished_message
-from .embeddings import EmbedWhileWaiting, clear_embeddings, embed_all
+from .embeddings import clear_embeddings, embed_all
 from .errors import InputError, StoreError
 from .estimate import estimate_index
 from .extract import extract_chunks
 from .gateway import Gateway
 from .ingest import read_documents
 from .ledger import fill_summary, finish_run, model_recorder, start_run, usage_before
-from .merge import merge_graph, needs_merge
+from .merge import needs_merge, plan_merge, store_merge, summarise
+from .overlap import Overlap
+from .portable import DEFAULT_PORTABLE, keep_portable, start_portable
+from .providers import make_embedder
 from .reports import build_reports, report_settings, reports_state
 from .settings import IndexSettings, IndexSummary, with_types
 
@@ -43,6 +44,8 @@ class Build:
         self.progress = progress or (lambda *a: None)
         self.warn = warn or (lambda m: None)
         self.prompts = with_types(store.prompts, settings.entity_types)
+        self.cluster_settings = settings.cluster_options()
+        self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
@@ -55,9 +58,20 @@ class Build:
         """Every stage after extraction, each only if its inputs changed (or forced)."""
         self.index_terms()
         reports_complete, report_key = self.reports_complete()
-        changed, refresh = self.merge_and_cluster(force_merge, force_cluster)
-        self.report(refresh or not reports_complete, force_reports, changed if reports_complete else None,
-                    report_key)
+        merge_inputs = needs_merge(self.conn, self.gateway, self.prompts, self.settings.summary_tokens,
+                                   self.settings.disambiguate)
+        merged = force_merge or merge_inputs is not None
+        # if the communities match the graph before the merge, the merge says what moved
+        clustered_before = merged and not force_cluster and is_clustered(self.conn, **self.cluster_settings)
+        first_clustering = not self.store.has_rows("communities")
+        try:
+            changed = self.merge(merge_inputs, force_merge, first_clustering, clustered_before) if merged else set()
+            clustered = self.cluster(force_cluster, set(changed) if clustered_before else None)
+        finally:
+            self.overlap.close()  # no child outlives the run
+        changed |= clustered["changed_ids"]
+        self.report(merged or clustered["changed"] or not reports_complete, force_reports,
+                    changed if reports_complete else None, report_key)
         self.embed()
 
     def store_documents(self, documents: list) -> None:
@@ -71,15 +85,11 @@ class Build:
                 chunk_overlap=self.settings.chunk_overlap, progress=self.progress, replaced=replaced)
 
     def extract(self) -> None:
-        # chunks were stored without their full-text terms: those, then chunk vectors, are
-        # computed while extraction answers are awaited
-        idle = _one_after_another(IndexWhileWaiting(self.conn),
-                                  EmbedWhileWaiting(self.conn, self.gateway, ("chunks",)))
         settings = self.settings
         with self.summary.timed("extract"):
             self.summary.chunks_extracted = extract_chunks(
                 self.conn, self.gateway, self.prompts, two_step=settings.two_step,
-                gleanings=settings.gleanings, progress=self.progress, idle=idle)
+                gleanings=settings.gleanings, progress=self.progress, idle=self.overlap.during_extraction())
 
     def index_terms(self) -> None:
         with self.summary.timed("fts"):  # terms the extraction wave left (or an interrupted run)
@@ -91,40 +101,26 @@ class Build:
         key = report_settings(self.gateway, self.prompts, s.report_tokens, s.min_community_size)
         return freshness.recorded(self.conn, "reports") == reports_state(self.conn, key), key
 
-    def merge_and_cluster(self, force_merge: bool, force_cluster: bool) -> tuple[set[str], bool]:
-        """Merge extractions into the graph, then cluster it; returns (changed entity and
-        community ids, whether the graph or the communities changed)."""
-        conn, settings, timed = self.conn, self.settings, self.summary.timed
-        changed: set[str] = set()
-        merge_inputs = needs_merge(conn, self.gateway, self.prompts, settings.summary_tokens, settings.disambiguate)
-        merged = force_merge or merge_inputs is not None
-        cluster_settings = settings.cluster_options()
-        # if the communities match the graph before the merge, the merge says what moved
-        clustered_before = merged and not force_cluster and is_clustered(conn, **cluster_settings)
-        # a first clustering needs only the graph: it runs while the summaries are awaited
-        ahead = ClusterAhead(cluster_settings) if merged and not self.store.has_rows("communities") else None
-        # an incremental one, of the graph the merge is about to store, in the same wait
-        meanwhile = ClusterMeanwhile(conn, cluster_settings) if clustered_before and not ahead else None
-        try:
-            if merged:
-                with timed("merge"):
-                    changed |= merge_graph(conn, self.gateway, self.prompts, disambiguate=settings.disambiguate,
-                                           summary_tokens=settings.summary_tokens, progress=self.progress,
-                                           inputs=merge_inputs, everything=force_merge,
-                                           before_summaries=ahead.start if ahead else None,
-                                           while_summaries=meanwhile.prepare if meanwhile else None
-                                           )["changed_entities"]
-            with timed("cluster"):  # one step: Leiden gives no progress of its own
-                self.progress("cluster", 0, 1)
-                clustered = cluster(conn, **cluster_settings, force=force_cluster,
-                                    changed=set(changed) if clustered_before else None, ahead=ahead,
-                                    meanwhile=meanwhile)
-                changed |= clustered["changed_ids"]
-                self.progress("cluster", 1, 1)
-        finally:
-            if ahead is not None:  # no child outlives the run
-                ahead.close()
-        return changed, merged or clustered["changed"]
+    def merge(self, inputs, everything: bool, first_clustering: bool, clustered_before: bool) -> set[str]:
+        """Extractions -> the entity graph; returns the entities that changed."""
+        s = self.settings
+        with self.summary.timed("merge"):
+            plan = plan_merge(self.conn, self.gateway, self.prompts, disambiguate=s.disambiguate,
+                              summary_tokens=s.summary_tokens, progress=self.progress, inputs=inputs,
+                              everything=everything)
+            idle = self.overlap.during_summaries(plan, first_clustering=first_clustering,
+                                                 incremental=clustered_before)
+            descriptions = summarise(self.gateway, plan, self.progress, idle)
+            return store_merge(self.conn, plan, descriptions, self.progress)["changed_entities"]
+
+    def cluster(self, force: bool, changed: set[str] | None) -> dict:
+        """The graph -> its communities (one progress step: Leiden gives none of its own)."""
+        with self.summary.timed("cluster"):
+            self.progress("cluster", 0, 1)
+            clustered = cluster(self.conn, **self.cluster_settings, force=force, changed=changed,
+                                precomputed=self.overlap.clustered_meanwhile)
+            self.progress("cluster", 1, 1)
+        return clustered
 
     def report(self, refresh: bool, force: bool, changed: set[str] | None, report_key: str) -> None:
         """Reports whose material changed are rewritten; only those are looked at."""
@@ -132,18 +128,22 @@ class Build:
         with self.summary.timed("report"):
             build_reports(self.conn, self.gateway, self.prompts, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
-                          progress=self.progress, idle=EmbedWhileWaiting(self.conn, self.gateway))
+                          progress=self.progress, idle=self.overlap.during_reports())
             with transaction(self.conn):
                 freshness.record(self.conn, "reports", reports_state(self.conn, report_key))
 
     def embed(self) -> None:
         with self.summary.timed("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
+        with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
+            keep_portable(self.conn, self.store.models.model_options, self.progress)
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
-          overrides: dict, batch=None) -> IndexSummary:
-    """Ingest documents and bring every stage up to date (see KnowledgeBase.index)."""
+          overrides: dict, portable: bool | str = False, batch=None) -> IndexSummary:
+    """Ingest documents and bring every stage up to date (see KnowledgeBase.index); portable
+    (True or a local embedder's spec): keep portable vectors too (tgr/portable.py); batch: see
+    KnowledgeBase.index."""
     warnings: list[str] = []
 
     def on_warning(message: str) -> None:
@@ -155,6 +155,8 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
     if not documents and (paths or not store.has_rows("documents")):
         raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
     store.writable("index", on_warning)  # before the settings: another run may be choosing them
+    if portable:
+        start_portable(store.conn, make_embedder(DEFAULT_PORTABLE if portable is True else portable))
     settings = store.settings(**overrides)
     if settings.disambiguate and store.models.models()[0] is None:
         on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
@@ -263,16 +265,3 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
         raise StoreError(unfinished_message(store.path))
     return summary
 
-
-def _one_after_another(*steps):
-    """An idle step that runs each step until it has nothing left, then the next."""
-    pending = list(steps)
-
-    def step() -> bool:
-        while pending:
-            if pending[0]():
-                return True
-            pending.pop(0)
-        return False
-
-    return step

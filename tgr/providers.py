@@ -6,9 +6,9 @@ chat model: extractive mode; as an embedder: the offline default). A bare name g
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
 With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
 is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
-A store always queries with the embedder it was built with, or says which one it needs,
-and by default with the chat model it records; only keys and endpoints come from the
-environment.
+A store always queries with the embedder it was built with, never another's, and by default
+with the chat model it records; only keys and endpoints come from the environment. (What a
+question does when they can't be reached here is tgr.query_models's business.)
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedde
                      OpenAIEmbedder, ZhipuChat, ZhipuEmbedder, vector_type)
 from .local_embed import LocalEmbedder
 from .local_embed import available as local_embed_available
-from .offline import HashEmbedder
+from .offline import OFFLINE_WRITER, HashEmbedder
 from .safe import terminal_safe
 
-OFFLINE_NAMES = {"offline", "none", "extractive", "offline-extractive"}
+OFFLINE_NAMES = {"offline", "none", "extractive", OFFLINE_WRITER}
 REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
 LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
@@ -57,6 +57,11 @@ def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | N
             raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
         return OpenAIChat(name, base_url, api_key=api_key, timeout=timeout)
     raise ModelError(f"unknown chat provider in {spec!r} (use zhipuai:, openai: or offline)")
+
+
+def chat_name(chat: ChatModel | None) -> str:
+    """The name a store records for its chat model (the offline extractive one for None)."""
+    return chat.name if chat is not None else OFFLINE_WRITER
 
 
 def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,

@@ -3,8 +3,9 @@
 Every mode sits on tgr.retrieve: the context is cut from a ranking, never from an unordered
 set. Every mode returns an Answer: the answer text, the context tables the model saw, the
 ranked sources (passages with text, score and document), model calls, tokens and timings.
-Without a chat model the answer is extractive (best-matching source sentences / report
-findings, with citations); with context_only no answer is generated at all.
+The answer comes from the answerer chosen once (tgr.answerers): the chat model's, or without
+one the extractive one (best-matching source sentences / report findings, with citations);
+with context_only no answer is generated at all.
 """
 from __future__ import annotations
 
@@ -13,13 +14,11 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
+from .answerers import ReportText, answerer_for
 from .db import Connection
-from .gateway import ChatJob, Gateway
+from .gateway import Gateway
 from .models import vector_type
 from .limits import MAX_CONTEXT_TEXT, cap, loads
-from .offline import ExtractiveAnswerer
-from .offline_global import offline_global_answer
-from .parsing import parse_points
 from .prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
 from .text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
@@ -53,6 +52,7 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what was left out (models out of reach)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -62,26 +62,38 @@ class Answer:
 
 
 class Searcher:
-    """Runs the three query modes against one open store."""
+    """Runs the three query modes against one open store; its answerer (tgr.answerers) is
+    the chat model's or, without one, the extractive one, chosen once here."""
 
     def __init__(self, conn: Connection, gateway: Gateway, prompts: Prompts,
-                 settings: QuerySettings | None = None):
+                 settings: QuerySettings | None = None, vector_tables: dict[str, str] | None = None):
         self.conn = conn
         self.gateway = gateway
         self.prompts = prompts
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
-                                   vector_type=vector_type(gateway.embedder))
-        self.answerer = ExtractiveAnswerer()  # answers without a chat model
+                                   vector_type=vector_type(gateway.embedder), tables=vector_tables)
+        self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        return self._measured(lambda: getattr(self, f"_{mode}")(question, context_only))
+
+    def answer_passages(self, question: str, passages: list[Passage], mode: str,
+                        context_only: bool = False) -> Answer:
+        """An answer written from given ranked passages (e.g. several stores' fused ranking):
+        the best that fit the context budget are the sources, as in naive mode."""
+        return self._measured(lambda: self._from_passages(question, mode, passages, context_only,
+                                                          time.perf_counter()))
+
+    def _measured(self, answer_question) -> Answer:
+        """answer_question()'s Answer, with the model calls, tokens and time it took."""
         started = time.perf_counter()
         before = self.gateway.total_usage()
         before = (before.calls, before.prompt_tokens, before.completion_tokens)
-        answer = getattr(self, f"_{mode}")(question, context_only)
+        answer = answer_question()
         after = self.gateway.total_usage()
         answer.model_calls = after.calls - before[0]
         answer.prompt_tokens = after.prompt_tokens - before[1]
@@ -95,14 +107,7 @@ class Searcher:
         return self.gateway.embed("query", [text])[0]
 
     def _model_name(self, context_only: bool) -> str:
-        if context_only:
-            return "none (context only)"
-        return self.gateway.chat_model.name if self.gateway.chat_model else "offline-extractive"
-
-    def _generate(self, question: str, context: str) -> str:
-        prompt = self.prompts.answer.format(question=question, context=context,
-                                            response_type=self.settings.response_type)
-        return self.gateway.chat("query", prompt).strip()
+        return "none (context only)" if context_only else self.answerer.name
 
     @staticmethod
     def _sources(passages: list[Passage]) -> list[dict]:
@@ -135,6 +140,32 @@ class Searcher:
             f"SELECT id, name, type, substr(description, 1, {MAX_CONTEXT_TEXT}), degree FROM entities "
             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids, ensure_ascii=False),))}
         ids = [i for i in ids if i in entities]
+        tables, used_reports = self._local_tables(ids, entities, scores)
+        budget = s.context_tokens - sum(t.used for t in tables)
+        src, passages = self._fill_sources(retrieval.passages, budget)
+        context = "\n\n".join(t for t in [t.text() for t in tables] + [src.text()] if t)
+        result = Answer(question, "local", "", context, self._model_name(context_only),
+                        sources=self._sources(passages), entities=ids, reports=used_reports,
+                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
+        if context_only:
+            return result
+        t1 = time.perf_counter()
+        if not passages:
+            result.answer = "I don't know: nothing in this store matches the question."
+        else:
+            named = [i for i in ids if i in retrieval.named_entities]
+            lead = self._lead(question, entities[named[0]], ids.index(named[0]) + 1) if named else ""
+            result.answer = self.answerer.answer(question, _cited(passages), context=context, lead=lead,
+                                                 names=[entities[i][1] for i in ids[:5]])
+        result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
+        return result
+
+    def _local_tables(self, ids: list[str], entities: dict[str, tuple],
+                      scores: dict[str, float]) -> tuple[list[ContextTable], list[str]]:
+        """The Entities, Relationships and Reports tables of a local context (each within its
+        share of the budget), and the reports used: relationships and reports follow the
+        scores of the entities they touch."""
+        budget = self.settings.context_tokens
         chosen = json.dumps(ids, ensure_ascii=False)
         relationships = sorted(self.conn.execute(
             f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight, "
@@ -151,8 +182,6 @@ class Searcher:
         reports = {r[0]: r for r in self.conn.execute(
             f"SELECT community_id, title, substr(full_text, 1, {MAX_CONTEXT_TEXT}) FROM reports "
             "WHERE community_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(communities)),))}
-
-        budget = s.context_tokens
         ent = ContextTable("Entities", "id|entity|type|description|degree", int(budget * 0.15))
         for n, eid in enumerate(ids, 1):
             _, name, etype, desc, degree = entities[eid]
@@ -167,25 +196,7 @@ class Searcher:
             _, title, full = reports[cid]
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
-        src, passages = self._fill_sources(retrieval.passages, budget - ent.used - rel.used - rep.used)
-        context = "\n\n".join(t for t in (ent.text(), rel.text(), rep.text(), src.text()) if t)
-        result = Answer(question, "local", "", context, self._model_name(context_only),
-                        sources=self._sources(passages), entities=ids, reports=used_reports,
-                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
-        if context_only:
-            return result
-        t1 = time.perf_counter()
-        if not passages:
-            result.answer = "I don't know: nothing in this store matches the question."
-        elif self.gateway.chat_model:
-            result.answer = self._generate(question, context)
-        else:
-            names = [entities[i][1] for i in ids[:5]]
-            named = [i for i in ids if i in retrieval.named_entities]
-            lead = self._lead(question, entities[named[0]], ids.index(named[0]) + 1) if named else ""
-            result.answer = self.answerer.answer(question, _cited(passages), lead=lead, names=names)
-        result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
-        return result
+        return [ent, rel, rep], used_reports
 
     @staticmethod
     def _lead(question: str, entity: tuple, ref: int) -> str:
@@ -201,18 +212,20 @@ class Searcher:
     def _naive(self, question: str, context_only: bool) -> Answer:
         t0 = time.perf_counter()
         ranked = self.retriever.retrieve(question, "naive", self.settings.top_k).passages
+        return self._from_passages(question, "naive", ranked, context_only, t0)
+
+    def _from_passages(self, question: str, mode: str, ranked: list[Passage], context_only: bool,
+                       t0: float) -> Answer:
         src, passages = self._fill_sources(ranked, self.settings.context_tokens)
-        result = Answer(question, "naive", "", src.text(), self._model_name(context_only),
+        result = Answer(question, mode, "", src.text(), self._model_name(context_only),
                         sources=self._sources(passages), timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
             return result
         t1 = time.perf_counter()
         if not passages:
             result.answer = "I don't know: no passage in this store matches the question."
-        elif self.gateway.chat_model:
-            result.answer = self._generate(question, result.context)
         else:
-            result.answer = self.answerer.answer(question, _cited(passages))
+            result.answer = self.answerer.answer(question, _cited(passages), context=result.context)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -226,18 +239,8 @@ class Searcher:
         s = self.settings
         t0 = time.perf_counter()
         reports = self.candidate_reports(question, s.level)
-        batches: list[list[tuple[str, str]]] = [[]]
-        used = 0
-        for cid, _, full, _ in reports:
-            block = (cid, f"----- Report {cid} -----\n{full}")
-            cost = estimate_tokens(block[1])
-            if batches[-1] and used + cost > s.map_tokens:
-                batches.append([])
-                used = 0
-            batches[-1].append(block)
-            used += cost
-        batches = [b for b in batches if b]
-        context = "\n\n".join(block for batch in batches for _, block in batch)
+        batches = self._batches(reports)
+        context = "\n\n".join(report.block for batch in batches for report in batch)
         result = Answer(question, "global", "", context, self._model_name(context_only),
                         reports=[r[0] for r in reports],
                         timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
@@ -245,44 +248,47 @@ class Searcher:
             result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]]))
             return result
         t1 = time.perf_counter()
-        if not self.gateway.chat_model:  # the main communities, named and cited (tgr.offline_global)
-            offline = offline_global_answer(self.conn, self.retriever, question, [r[0] for r in reports])
+        offline = self.answerer.whole_global(self.conn, self.retriever, question, [r[0] for r in reports])
+        if offline is not None:  # the extractive answerer: the main communities, named and cited
             result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
             result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
             result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
             return result
-        points = self._map(question, batches)
+        points = self.answerer.key_points(question, batches)
         result.timings["map_s"] = round(time.perf_counter() - t1, 4)
-        points = [p for p in points if p[0] > 0]
-        points.sort(key=lambda p: (-p[0], p[1]))
-        kept, used = [], 0
-        for score, text in points:
-            cost = estimate_tokens(text) + 4
-            if used + cost > s.reduce_tokens:
-                break
-            kept.append((score, text))
-            used += cost
+        kept = _best_points(points, s.reduce_tokens)
         t2 = time.perf_counter()
-        if not kept and self.gateway.chat_model:
-            result.answer = (f"I don't know: none of the {len(reports)} community reports at level "
-                             f"{s.level} is relevant to the question.")
-        elif not kept:  # offline: a corpus-wide question gets the most central communities
-            kept = [(0, self._overview_point(r)) for r in reports[:5]]
-            result.answer = ("The store's most central communities (no report mentions the question's terms):\n"
-                             if reports else "I don't know: this store has no community reports yet.")
-            result.answer += "\n".join(f"- {text}" for _, text in kept)
-        elif self.gateway.chat_model:
-            key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(kept, 1))
-            prompt = self.prompts.reduce_answer.format(question=question, context=key_points,
-                                                       response_type=s.response_type)
-            result.answer = self.gateway.chat("query", prompt).strip()
-        else:
+        if kept:
             result.answer = self.answerer.reduce(question, kept)
+        else:
+            kept, result.answer = self.answerer.no_key_points(question, reports, s.level, self._overview_point)
         cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
         result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited]))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
         result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
         return result
+
+    def _batches(self, reports: list[tuple[str, str, str, float]]) -> list[list[ReportText]]:
+        """The reports in map batches of at most map_tokens each (a larger report alone)."""
+        batches: list[list[ReportText]] = [[]]
+        used = 0
+        for cid, _, full, _ in reports:
+            report = ReportText(cid, f"----- Report {cid} -----\n{full}", self._report_items(cid))
+            cost = estimate_tokens(report.block)
+            if batches[-1] and used + cost > self.settings.map_tokens:
+                batches.append([])
+                used = 0
+            batches[-1].append(report)
+            used += cost
+        return [b for b in batches if b]
+
+    def _report_items(self, community_id: str):
+        """A function reading a report's summary and findings (for the extractive answerer)."""
+        def items() -> list[str]:
+            summary, findings = self.conn.execute(
+                "SELECT summary, findings FROM reports WHERE community_id = ?", (community_id,)).fetchone()
+            return [cap(summary)] + _findings(findings)
+        return items
 
     def _overview_point(self, report: tuple) -> str:
         cid, title, _, _ = report
@@ -293,26 +299,18 @@ class Searcher:
     def _report_sources(self, community_ids: list[str]) -> list[Passage]:
         return self.retriever.passages(self.retriever.report_chunks(community_ids))
 
-    def _map(self, question: str, batches: list[list[tuple[str, str]]]) -> list[tuple[int, str]]:
-        if self.gateway.chat_model is None:
-            return self._map_offline(question, batches)
-        jobs = [ChatJob(i, self.prompts.map_points.format(question=question,
-                                                          context="\n\n".join(b for _, b in batch)))
-                for i, batch in enumerate(batches)]
-        points = []
-        for _, answer in self.gateway.chat_many("query", jobs):
-            points.extend((score, text) for text, score in parse_points(answer))
-        return points
 
-    def _map_offline(self, question: str, batches) -> list[tuple[int, str]]:
-        """Each report's summary and findings, scored by the offline answerer."""
-        items = []
-        for batch in batches:
-            for cid, _ in batch:
-                summary, findings = self.conn.execute(
-                    "SELECT summary, findings FROM reports WHERE community_id = ?", (cid,)).fetchone()
-                items += [(cid, item) for item in [cap(summary)] + _findings(findings)]
-        return self.answerer.map(question, items)
+def _best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, str]]:
+    """The scored points, best first, that fit the reduce budget."""
+    points = sorted((p for p in points if p[0] > 0), key=lambda p: (-p[0], p[1]))
+    kept, used = [], 0
+    for score, text in points:
+        cost = estimate_tokens(text) + 4
+        if used + cost > budget:
+            break
+        kept.append((score, text))
+        used += cost
+    return kept
 
 
 def _cited_reports(text: str) -> set[str]:

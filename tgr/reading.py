@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .errors import StoreError
+from .providers import chat_name
 from .query import Answer, QuerySettings, Searcher
 from .retrieve import Passage
 from .safe import terminal_safe
@@ -22,20 +23,38 @@ def searcher(store, question: str, settings: QuerySettings) -> Searcher:
         raise ValueError("the question is empty")
     if not store.meta.get("embed_model"):
         raise StoreError(f"{store.path}: empty store; index documents first (tgr index {store.path} DOCS...)")
-    return Searcher(store.conn, store.models.query_gateway(), store.prompts, settings)
+    gateway = store.models.query_gateway()
+    return Searcher(store.conn, gateway, store.prompts, settings, store.models.asking.tables)
 
 
 def ask(store, question: str, mode: str, *, context_only: bool, warn, query_settings: dict) -> Answer:
-    """Answer a question; a recorded chat model unreachable here is said through warn."""
+    """Answer a question; what it leaves out (models out of reach) is said once through warn
+    and kept in the answer's notes."""
     found = searcher(store, question, QuerySettings(**query_settings))
-    if store.models.note and warn and not context_only:
-        warn(store.models.note)
-    return found.ask(question.strip(), mode, context_only=context_only)
+    notes = store.models.asking.notes_for(context_only)
+    store.models.asking.say(notes, warn)
+    answer = found.ask(question.strip(), mode, context_only=context_only)
+    answer.notes = notes
+    return answer
 
 
-def retrieve(store, question: str, mode: str, k: int) -> list[Passage]:
-    """The k passages that best answer the question, best first."""
-    return searcher(store, question, QuerySettings()).retriever.retrieve(question.strip(), mode, k).passages
+def answer_from(store, question: str, passages: list[Passage], mode: str, *, context_only: bool, warn,
+                query_settings: dict) -> Answer:
+    """An answer written from given ranked passages, as ask() does."""
+    found = searcher(store, question, QuerySettings(**query_settings))
+    notes = store.models.asking.notes_for(context_only)
+    store.models.asking.say(notes, warn)
+    answer = found.answer_passages(question.strip(), passages, mode, context_only)
+    answer.notes = notes
+    return answer
+
+
+def retrieve(store, question: str, mode: str, k: int, warn=None) -> list[Passage]:
+    """The k passages that best answer the question, best first; vectors out of reach are
+    said once through warn."""
+    found = searcher(store, question, QuerySettings())
+    store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
+    return found.retriever.retrieve(question.strip(), mode, k).passages
 
 
 def graph(conn):
@@ -63,7 +82,7 @@ def info(conn, path: Path, meta: dict) -> dict:
         "SELECT c.level, count(*), count(r.community_id) FROM communities c "
         "LEFT JOIN reports r ON r.community_id = c.id GROUP BY c.level ORDER BY c.level")}
     chat = meta.get("chat_model", "-")
-    offline = chat == "offline-extractive"
+    offline = chat == chat_name(None)
     embeddings = "hashed" if meta.get("embed_model", "tgr:").startswith("tgr:") else meta["embed_model"]
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
     return {

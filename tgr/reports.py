@@ -204,6 +204,65 @@ def report_writer_for(gateway: Gateway, prompts: Prompts, conn: Connection | Non
     return LLMReportWriter(gateway, prompts)
 
 
+def _to_write(conn: Connection, min_size: int, refresh: bool, force: bool, changed: set[str] | None):
+    """(every community by id, those whose report is to be written or checked, deepest
+    first, whether all were looked at). Removes the reports of communities below min_size."""
+    # every community row (small); members, reports and graph only for the communities looked at
+    rows = conn.execute("SELECT id, level, parent_id, size FROM communities ORDER BY level DESC, id").fetchall()
+    communities = {cid: _Community(cid, level, parent, []) for cid, level, parent, _ in rows}
+    for c in communities.values():
+        if c.parent_id in communities:
+            communities[c.parent_id].children.append(c.id)
+    qualified = {cid for cid, _, _, size in rows if size >= min_size}
+    with transaction(conn):
+        conn.execute("DELETE FROM reports WHERE community_id IN (SELECT id FROM communities WHERE size < ?)",
+                     (min_size,))
+    missing = {r[0] for r in conn.execute(
+        "SELECT id FROM communities c WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.community_id = c.id)")}
+    everything = force or changed is None
+    if everything:
+        look = set(communities)
+    else:
+        holding = {r[0] for r in conn.execute(
+            f"SELECT DISTINCT community_id FROM community_members WHERE entity_id {_IN}",
+            (json.dumps(sorted(changed)),)).fetchall()}
+        unhashed = {r[0] for r in conn.execute("SELECT community_id FROM reports WHERE context_hash IS NULL")}
+        look = _with_ancestors(communities, holding | changed) | unhashed
+    todo = [communities[cid] for cid in communities
+            if cid in qualified and ((refresh and cid in look) or cid in missing)]
+    return communities, todo, everything
+
+
+def _material(conn: Connection, communities: dict[str, _Community], todo: list[_Community] | None):
+    """Fill in the members of the communities to write (todo; None: all) and of their
+    children; returns their stored reports (id -> (full text, context hash)) and their graph."""
+    needed = None if todo is None else {c.id for c in todo} | {child for c in todo for child in c.children}
+    scope = (lambda column: "") if needed is None else (lambda column: f"WHERE {column} {_IN}")
+    args = () if needed is None else (json.dumps(sorted(needed)),)
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 f"{scope('community_id')} ORDER BY 1, 2", args).fetchall():
+        communities[cid].members.append(eid)
+    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
+        f"SELECT community_id, full_text, context_hash FROM reports {scope('community_id')}", args).fetchall()}
+    graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
+    return existing, graph
+
+
+def _save(conn: Connection, community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> None:
+    with transaction(conn):
+        conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
+            "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
+            "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(community_id) DO UPDATE SET "
+            "title = excluded.title, summary = excluded.summary, "
+            "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
+            "findings = excluded.findings, full_text = excluded.full_text, "
+            "generator = excluded.generator, context_hash = excluded.context_hash",
+            (community_id, parsed["title"], parsed["summary"], parsed["rating"],
+             parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
+             full, generator, context_hash))
+
+
 def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
                   min_size: int = 2, refresh: bool = False, force: bool = False,
                   changed: set[str] | None = None, progress: Progress | None = None, idle=None) -> int:
@@ -219,43 +278,12 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     report = progress or (lambda *a: None)
-    # every community row (small); members, reports and graph only for the communities looked at
-    rows = conn.execute("SELECT id, level, parent_id, size FROM communities ORDER BY level DESC, id").fetchall()
-    communities = {cid: _Community(cid, level, parent, []) for cid, level, parent, _ in rows}
-    for c in communities.values():
-        if c.parent_id in communities:
-            communities[c.parent_id].children.append(c.id)
-    qualified = {cid for cid, _, _, size in rows if size >= min_size}
-    with transaction(conn):
-        conn.execute("DELETE FROM reports WHERE community_id IN (SELECT id FROM communities WHERE size < ?)",
-                     (min_size,))
-    missing = {r[0] for r in conn.execute(
-        "SELECT id FROM communities c WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.community_id = c.id)")}
-    refresh = refresh or force
-    everything = force or changed is None
-    if everything:
-        look = set(communities)
-    else:
-        holding = {r[0] for r in conn.execute(
-            f"SELECT DISTINCT community_id FROM community_members WHERE entity_id {_IN}",
-            (json.dumps(sorted(changed)),)).fetchall()}
-        unhashed = {r[0] for r in conn.execute("SELECT community_id FROM reports WHERE context_hash IS NULL")}
-        look = _with_ancestors(communities, holding | changed) | unhashed
-    todo = [communities[cid] for cid in communities
-            if cid in qualified and ((refresh and cid in look) or cid in missing)]
+    communities, todo, everything = _to_write(conn, min_size, refresh or force, force, changed)
     total = len(todo)
     report("report", 0, total)
     if not todo:
         return 0
-    needed = None if everything else {c.id for c in todo} | {child for c in todo for child in c.children}
-    scope = (lambda column: "") if needed is None else (lambda column: f"WHERE {column} {_IN}")
-    args = () if needed is None else (json.dumps(sorted(needed)),)
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
-                                 f"{scope('community_id')} ORDER BY 1, 2", args).fetchall():
-        communities[cid].members.append(eid)
-    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
-        f"SELECT community_id, full_text, context_hash FROM reports {scope('community_id')}", args).fetchall()}
-    graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
+    existing, graph = _material(conn, communities, None if everything else todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     writer = report_writer_for(gateway, prompts, conn)
@@ -273,18 +301,7 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     def save(community: _Community, parsed: dict, generator: str, context: str) -> None:
         nonlocal written
         full = report_text(parsed)
-        with transaction(conn):
-            conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
-                "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
-                "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(community_id) DO UPDATE SET "
-                "title = excluded.title, summary = excluded.summary, "
-                "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
-                "findings = excluded.findings, full_text = excluded.full_text, "
-                "generator = excluded.generator, context_hash = excluded.context_hash",
-                (community.id, parsed["title"], parsed["summary"], parsed["rating"],
-                 parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-                 full, generator, content_hash(writer.name, template, context)))
+        _save(conn, community.id, parsed, full, generator, content_hash(writer.name, template, context))
         child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)

@@ -29,7 +29,7 @@ from .limits import MAX_CONTEXT_TEXT
 from .name_match import entities_named
 from .offline import score_overlap
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
-from .store_cache import cached
+from .store_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 from .vector_matrix import nearest
 
@@ -48,13 +48,7 @@ FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those tw
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
-# A process that has asked this many questions is a long-lived one (an eval, a server, a
-# notebook): it pays once for importing numpy, and a connection that has answered this many
-# (since the store last changed) for in-memory copies of small vector tables; each later query
-# runs faster with the same results (see tgr.pagerank and tgr.vector_matrix).
-WARM_QUERIES = 8
-
-_queries = 0  # questions retrieved for in this process
+VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
 
 
 @dataclass
@@ -73,9 +67,13 @@ class Passage:
     external_id: str | None = None
     metadata: dict = field(default_factory=dict)
     page: int | None = None  # a PDF page, where the document's metadata gives page offsets
+    store: str | None = None  # the store it came from, when several are asked together (tgr.many)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        fields = asdict(self)
+        if self.store is None:
+            del fields["store"]
+        return fields
 
 
 @dataclass
@@ -92,47 +90,65 @@ def is_lexical_embedder(name: str | None) -> bool:
     return not name or name.startswith("tgr:hash")
 
 
+class Question:
+    """One question being retrieved for: its text, and its vector once a dense step needs it."""
+
+    def __init__(self, text: str, embed_query=None, vector_type: str = "float32"):
+        self.text = text
+        self._embed_query = embed_query
+        self._vector_type = vector_type
+        self._vector: bytes | None = None
+
+    def vector(self) -> bytes:
+        """The question's embedding as the store keeps vectors (embedded once, on first use)."""
+        if self._vector is None:
+            self._vector = serialize(self._embed_query(self.text), self._vector_type)
+        return self._vector
+
+
 class Retriever:
     """Retrieval against one open store. `embed_query(text) -> vector` is used only when
-    `dense` is true (a real embedding model); vector_type is how the store keeps vectors."""
+    `dense` is true (a real embedding model); vector_type is how the store keeps vectors.
+    What is kept between questions (and whether the warm paths are taken) belongs to the
+    connection's QueryCache; each question is counted there once."""
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
-                 vector_type: str = "float32"):
+                 vector_type: str = "float32", tables: dict[str, str] | None = None):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
         self.vector_type = vector_type
+        self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.portable)
         self.vec = vec_param(vector_type)  # the SQL that binds a query vector
-        self._vector: bytes | None = None
-        self._question = ""
         self._chunk_total: int | None = None
-        self.warm = False  # see WARM_QUERIES: this process is a long-lived one ...
-        self.copies = False  # ... and this connection answers often enough for vector copies
 
     # -- public ---------------------------------------------------------------------------
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10) -> Retrieval:
         """The k best passages for the question, best first."""
-        self._begin(question)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        q = self.question(question)
         if mode == "naive":
-            ranked = self.naive_scores(question, k)
-            return Retrieval(self.passages(ranked))
+            return Retrieval(self.passages(self.naive_scores(q, k)))
         if mode == "local":
-            return self.local(question, k)
-        if mode == "global":
-            reports = [r[0] for r in self.reports(question, 0, GLOBAL_REPORTS)]
-            return Retrieval(self.passages(self.report_chunks(reports)[:k]))
-        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+            return self.local(q, k)
+        reports = [r[0] for r in self.ranked_reports(q, 0, GLOBAL_REPORTS)]
+        return Retrieval(self.passages(self.report_chunks(reports)[:k]))
 
-    def _begin(self, question: str) -> None:
-        global _queries
-        _queries += 1
-        self.warm = _queries > WARM_QUERIES
-        if self.dense and self.vector_type == "int8":
-            asked = cached(self.conn, "questions asked", lambda: [0])
-            asked[0] += 1
-            self.copies = asked[0] > WARM_QUERIES
-        self._question, self._vector = question, None
+    def reports(self, question: str, level: int, top: int) -> list[tuple[str, str, str, float]]:
+        """(community id, title, full text, rating) of the reports global search reads for
+        the question, best first (see ranked_reports)."""
+        return self.ranked_reports(self.question(question), level, top)
+
+    def question(self, text: str) -> Question:
+        """Start a question: counted once by the connection's QueryCache."""
+        QueryCache.of(self.conn).question()
+        return Question(text, self.embed_query, self.vector_type)
+
+    @property
+    def cache(self) -> QueryCache:
+        return QueryCache.of(self.conn)
 
     def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
         """Passages for (chunk id, score) pairs, in the given order."""
@@ -157,23 +173,23 @@ class Retriever:
 
     # -- naive ----------------------------------------------------------------------------
 
-    def naive_scores(self, question: str, k: int) -> list[tuple[str, float]]:
+    def naive_scores(self, q: Question, k: int) -> list[tuple[str, float]]:
         """BM25, fused with dense KNN and feedback when the embedder is real."""
-        bm25 = self.bm25(question, max(k, SEED_CHUNKS))
+        bm25 = self.bm25(q.text, max(k, SEED_CHUNKS))
         if not self.dense:
             return bm25[:k]
-        return self.dense_seeds(bm25, max(k, SEED_CHUNKS))[:k]
+        return self.dense_seeds(q, bm25, max(k, SEED_CHUNKS))[:k]
 
-    def dense_seeds(self, bm25: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+    def dense_seeds(self, q: Question, bm25: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
         """BM25 and dense KNN fused, then fused again with the chunks nearest the best of
         them (pseudo-relevance feedback). The best chunk stands for what the question is
         about better than the question does: retellings of the same news and other passages
         on that one subject rise, passages that only share the question's words fall."""
-        dense = self.dense_chunks(limit)
+        dense = self.dense_chunks(q, limit)
         first = _fuse((bm25, 1.0), (dense, DENSE_WEIGHT))
         if not first or FEEDBACK_WEIGHT <= 0:
             return first
-        near = self.nearest_chunks(first[0][0], limit)
+        near = self.nearest_chunks(q, first[0][0], limit)
         return _fuse((bm25, 1.0), (dense, DENSE_WEIGHT), (near, FEEDBACK_WEIGHT))
 
     def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
@@ -192,21 +208,22 @@ class Retriever:
             "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
-    def dense_chunks(self, limit: int) -> list[tuple[str, float]]:
-        if not has_table(self.conn, "vec_chunks"):
+    def dense_chunks(self, q: Question, limit: int) -> list[tuple[str, float]]:
+        if not has_table(self.conn, self.tables["chunks"]):
             return []
-        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", self._query_vector(), min(limit, MAX_KNN))]
+        return [(cid, 1.0 - d) for cid, d in self._knn(self.tables["chunks"], q.vector(), min(limit, MAX_KNN))]
 
-    def nearest_chunks(self, chunk_id: str, limit: int) -> list[tuple[str, float]]:
+    def nearest_chunks(self, q: Question, chunk_id: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
-        row = self.conn.execute("SELECT embedding FROM vec_chunks WHERE id = ?", (chunk_id,)).fetchone()
-        if row is None or len(row[0]) != len(self._query_vector()):
+        table = self.tables["chunks"]
+        row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
+        if row is None or len(row[0]) != len(q.vector()):
             return []  # no vector, or a malformed one in a file made elsewhere
-        return [(cid, 1.0 - d) for cid, d in self._knn("vec_chunks", row[0], min(limit, MAX_KNN))]
+        return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
 
     def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
-        if self.copies:
+        if self.vector_type == "int8" and self.cache.vector_copies:
             found = nearest(self.conn, table, vector, k)
             if found is not None:
                 return found
@@ -214,17 +231,11 @@ class Retriever:
             f"SELECT id, distance FROM {table} WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
             (vector, k)).fetchall()
 
-    def _query_vector(self) -> bytes:
-        if self._vector is None:
-            self._vector = serialize(self.embed_query(self._question), self.vector_type)
-        return self._vector
-
     # -- global ---------------------------------------------------------------------------
 
-    def reports(self, question: str, level: int, top: int) -> list[tuple[str, str, str, float]]:
+    def ranked_reports(self, q: Question, level: int, top: int) -> list[tuple[str, str, str, float]]:
         """(community id, title, full text, rating) of the reports at `level` (plus shallower
         leaves), best first: similarity to the question, then centrality (size and rating)."""
-        self._begin(question)
         rows = self.conn.execute(
             f"SELECT c.id, r.title, substr(r.full_text, 1, {MAX_CONTEXT_TEXT}), r.rating, c.size, "
             f"substr(r.summary, 1, {MAX_CONTEXT_TEXT}) FROM communities c "
@@ -232,18 +243,19 @@ class Retriever:
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:
             return []
-        similarity = self._report_similarity(rows)
+        similarity = self._report_similarity(q, rows)
         biggest = max(r[4] for r in rows) or 1
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
         rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
         return [r[:4] for r in rows[:top]]
 
-    def _report_similarity(self, rows: list[tuple]) -> dict[str, float]:
-        if self.dense and has_table(self.conn, "vec_reports"):
+    def _report_similarity(self, q: Question, rows: list[tuple]) -> dict[str, float]:
+        if self.dense and has_table(self.conn, self.tables["reports"]):
             return {cid: 1.0 - d for cid, d in self.conn.execute(
-                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM vec_reports", (self._query_vector(),))}
-        terms = match_terms(self._question)
+                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']}",
+                (q.vector(),))}
+        terms = match_terms(q.text)
         return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
 
     def report_chunks(self, community_ids: list[str]) -> list[tuple[str, float]]:
@@ -256,29 +268,29 @@ class Retriever:
                     "SELECT em.chunk_id, count(*) AS n FROM community_members m "
                     "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
                     "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
-                if chunk_id not in seen:
+                if chunk_id not in seen:  # a later report's chunks always score below an earlier one's
                     seen.add(chunk_id)
-                    ranked.append((chunk_id, members / (1 + rank)))
+                    ranked.append((chunk_id, 0.5 ** rank * members / (members + 1)))
         return ranked
 
     # -- local ----------------------------------------------------------------------------
 
-    def local(self, question: str, k: int) -> Retrieval:
-        spans = question_spans(question)
+    def local(self, q: Question, k: int) -> Retrieval:
+        spans = question_spans(q.text)
         named = self.named_entities(spans)
-        seeds = self.bm25(question, SEED_CHUNKS)
+        seeds = self.bm25(q.text, SEED_CHUNKS)
         if self.dense:
             # the fused lists hold up to three times as many; the tail adds little reset mass
             # but a large subgraph (its entities, their other chunks)
-            seeds = self.dense_seeds(seeds, SEED_CHUNKS)[:SEED_CHUNKS]
-            named = _merge_weights(named, self.dense_entities(10))
+            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
+            named = _merge_weights(named, self.dense_entities(q, 10))
         titled = self.titled_chunks(spans)
         scores, entity_scores = self.walk(named, seeds, titled)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
             have = {cid for cid, _ in ranked}
             floor = ranked[-1][1] if ranked else 1.0
-            extra = [c for c, _ in self.bm25(question, k * 2) if c not in have]
+            extra = [c for c, _ in self.bm25(q.text, k * 2) if c not in have]
             ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
         return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
 
@@ -295,26 +307,31 @@ class Retriever:
             surface[key] = surface.get(key, False) or cased
         # a capitalised span that is no entity's name may be one's alias or spelling variant
         surface.update(entities_named(self.conn, surface))
+        keys = json.dumps(sorted(surface), ensure_ascii=False)
         rows = self.conn.execute(
-            "SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(surface), ensure_ascii=False),)).fetchall()
+            "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
+        if has_table(self.conn, "entity_aliases"):  # "Mr. Scrooge", "U.S.": an entity's other names
+            rows += self.conn.execute(
+                "SELECT a.entity_id, e.mentions, a.key FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+                "WHERE a.key IN (SELECT value FROM json_each(?)) AND a.entity_id NOT IN "
+                "(SELECT value FROM json_each(?))", (keys, keys)).fetchall()
         total = self.chunk_total()
         weights = {}
-        for eid, mentions in rows:
+        for eid, mentions, key in rows:
             weight = _specificity(mentions, total)
-            if not surface[eid]:
+            if not surface[key]:
                 weight *= 0.1
-            weights[eid] = weight
+            weights[eid] = max(weights.get(eid, 0.0), weight)
         # a name inside a longer matched name ("york" in "new york") is not named on its own
         for eid in list(weights):
             if any(other != eid and _contains_words(other, eid) for other in weights):
                 weights[eid] *= 0.2
         return weights
 
-    def dense_entities(self, limit: int) -> dict[str, float]:
-        if not has_table(self.conn, "vec_entities"):
+    def dense_entities(self, q: Question, limit: int) -> dict[str, float]:
+        if not has_table(self.conn, self.tables["entities"]):
             return {}
-        rows = self._knn("vec_entities", self._query_vector(), limit)
+        rows = self._knn(self.tables["entities"], q.vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 
     def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
@@ -339,23 +356,49 @@ class Retriever:
         seed_chunks = {cid for cid, _ in seeds} | set(titled)
         if not seed_chunks and not named:
             return {}, {}
-        total = self.chunk_total()
-        # entities: those named, and those mentioned by the seed chunks
+        index: dict[str, int] = {}  # node key ("e:" entity id, "c:" chunk id) -> node number
+
+        def node(key: str) -> int:
+            return index.setdefault(key, len(index))
+
+        edges, weights = self._subgraph_edges(self._subgraph(named, seed_chunks), node)
+        reset: dict[int, float] = {}
+        top = max((s for _, s in seeds), default=0.0)
+        chunk_mass = {cid: (s / top) ** SHARPNESS for cid, s in seeds if top > 0 and s > 0}
+        _add_reset(reset, {"c:" + c: w for c, w in chunk_mass.items()}, CHUNK_RESET, node)
+        _add_reset(reset, {"e:" + e: w for e, w in named.items()}, ENTITY_RESET, node)
+        _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
+        if not reset:
+            return {}, {}
+        vector = [reset.get(i, 0.0) for i in range(len(index))]
+        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING,
+                                      numpy=self.cache.numpy_walk)
+        chunks, entities = {}, {}
+        for key, value in zip(index, ranks):
+            if value <= 0:
+                continue
+            (chunks if key[0] == "c" else entities)[key[2:]] = value
+        return chunks, entities
+
+    def _subgraph(self, named: dict[str, float], seed_chunks: set[str]) -> "_Subgraph":
+        """The entities the walk reaches and their edges: those named and those the seed
+        chunks mention, the relationships of the named ones, and the chunks of every
+        entity that is not a hub."""
         mentions = self.conn.execute(
             "SELECT em.entity_id, em.chunk_id, e.mentions FROM entity_mentions em "
             "JOIN entities e ON e.id = em.entity_id "
             "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(seed_chunks)),)).fetchall()
         entity_mentions = {eid: m for eid, _, m in mentions}
+        named_ids = json.dumps(sorted(named), ensure_ascii=False)
         for eid, m in self.conn.execute("SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                                        (json.dumps(sorted(named), ensure_ascii=False),)).fetchall():
+                                        (named_ids,)).fetchall():
             entity_mentions[eid] = m
         # relationships of the named entities reach their neighbours (and between known ones)
         relations = self.conn.execute(
             "SELECT r.source_id, r.target_id, r.weight, s.mentions, t.mentions FROM relationships r "
             "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
             "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
-            "OR r.target_id IN (SELECT value FROM json_each(?1))",
-            (json.dumps(sorted(named), ensure_ascii=False),)).fetchall()
+            "OR r.target_id IN (SELECT value FROM json_each(?1))", (named_ids,)).fetchall()
         for src, dst, _, ms, mt in relations:
             entity_mentions.setdefault(src, ms)
             entity_mentions.setdefault(dst, mt)
@@ -370,40 +413,31 @@ class Retriever:
             "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
             "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
+        return _Subgraph(entity_mentions, edges_em, relations)
 
-        index: dict[str, int] = {}  # node key ("e:" entity id, "c:" chunk id) -> node number
-        number = index.setdefault
-
-        def node(key: str) -> int:
-            return number(key, len(index))
-
-        specificity = {eid: _specificity(m, total) for eid, m in entity_mentions.items()}
+    def _subgraph_edges(self, graph: "_Subgraph", node) -> tuple[list[tuple[int, int]], list[float]]:
+        """The walk's weighted edges (node numbers from node(key)): entity-chunk edges weigh
+        the entity's specificity, entity-entity edges the relationship's weight too."""
+        total = self.chunk_total()
+        specificity = {eid: _specificity(m, total) for eid, m in graph.entity_mentions.items()}
         unknown = _specificity(1, total)
         edges, weights = [], []
-        for eid, cid in sorted(edges_em):
-            edges.append((number("e:" + eid, len(index)), number("c:" + cid, len(index))))
+        for eid, cid in sorted(graph.entity_chunks):
+            edges.append((node("e:" + eid), node("c:" + cid)))
             weights.append(specificity.get(eid) or unknown)
-        for src, dst, weight, ms, mt in relations:
+        for src, dst, weight, _, _ in graph.relations:
             if src == dst or RELATION_WEIGHT <= 0:
                 continue
-            edges.append((number("e:" + src, len(index)), number("e:" + dst, len(index))))
+            edges.append((node("e:" + src), node("e:" + dst)))
             weights.append(RELATION_WEIGHT * math.log1p(weight) * min(specificity[src], specificity[dst]))
-        reset: dict[int, float] = {}
-        top = max((s for _, s in seeds), default=0.0)
-        chunk_mass = {cid: (s / top) ** SHARPNESS for cid, s in seeds if top > 0 and s > 0}
-        _add_reset(reset, {"c:" + c: w for c, w in chunk_mass.items()}, CHUNK_RESET, node)
-        _add_reset(reset, {"e:" + e: w for e, w in named.items()}, ENTITY_RESET, node)
-        _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
-        if not reset:
-            return {}, {}
-        vector = [reset.get(i, 0.0) for i in range(len(index))]
-        ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING, numpy=self.warm)
-        chunks, entities = {}, {}
-        for key, value in zip(index, ranks):
-            if value <= 0:
-                continue
-            (chunks if key[0] == "c" else entities)[key[2:]] = value
-        return chunks, entities
+        return edges, weights
+
+
+@dataclass
+class _Subgraph:
+    entity_mentions: dict[str, int]            # entity id -> chunks that mention it
+    entity_chunks: set[tuple[str, str]]        # (entity id, chunk id) edges
+    relations: list[tuple]                     # (source, target, weight, mentions, mentions)
 
 
 def question_spans(question: str) -> list[tuple[str, bool]]:

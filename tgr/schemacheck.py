@@ -10,6 +10,9 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from . import db
+from .db import SCHEMA_VERSION
+
 # SQLite's own objects a store may legitimately hold.
 _INTERNAL_TABLES = {"sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"}
 _USING = re.compile(r"\bUSING\s+(\w+)", re.IGNORECASE)
@@ -48,12 +51,11 @@ def _kind(sql: str | None) -> str:
 @lru_cache(maxsize=1)
 def expected_objects() -> dict[str, Expected]:
     """name -> what tgr creates under that name (schema.sql + vec0 tables + shadow tables)."""
-    from . import db  # db imports this module; the scratch database needs its helpers
-
     conn = db.raw_connection()
     try:
         db.create_schema(conn)
         db.ensure_vec_tables(conn, 8)
+        db.ensure_portable_tables(conn, 8)
         return {name: Expected(type, _kind(sql) if type == "table" else type,
                                _normal(sql) if type in ("view", "trigger") else None)
                 for type, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master")}
@@ -71,8 +73,6 @@ def inspect(conn) -> list[Finding]:
     A view of an older schema version may predate tgr's current definition: that is a note
     (migrate() recreates the views), and the statement watchdog bounds whatever it does.
     """
-    from .db import SCHEMA_VERSION
-
     expected = expected_objects()
     older = conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
     findings = []

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import db
+from . import db, storefile
 from .errors import InputError, StoreError
 from .safe import terminal_safe
 from .shard_copy import Copied, Target, copy_store
@@ -112,7 +112,7 @@ def _open_input(label: str) -> _Input:
     if wal.exists() and wal.stat().st_size > 0:
         raise StoreError(f"{label}: refused, its write-ahead log is not folded in (a run still writing, or "
                          f"interrupted); finish it with `tgr check --fix {label}`")
-    conn = db.connect(label, create=False, readonly=True)  # refuses hostile, foreign and newer files
+    conn = storefile.connect(label, create=False, readonly=True)  # refuses hostile, foreign and newer files
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version < db.SCHEMA_VERSION:

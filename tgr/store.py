@@ -69,7 +69,7 @@ class KnowledgeBase:
 
     @property
     def model_note(self) -> str | None:
-        """Why questions fell back to extractive answers (None: they did not)."""
+        """What questions leave out here (models out of reach; None: nothing)."""
         return self._store.models.note
 
     @property
@@ -92,12 +92,14 @@ class KnowledgeBase:
     # -- building -------------------------------------------------------------------------
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, batch=None, **overrides) -> IndexSummary:
+              stdin=None, portable: bool | str = False, batch=None, **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
         paths, only the work the store itself still holds is finished (chunks not yet
         extracted, then every derived stage): a shipped or interrupted file needs no input files.
+        portable (True, or a local embedder's spec): also keep the local embedder's vectors,
+        for recipients who cannot reach the store's own embedder (see tgr.portable).
         batch: a tgr.batch.BatchOptions (or True) to send each wave through the provider's
         Batch API at half the price; None does so only to collect jobs the store holds open
         (tgr.batch.BatchPending is raised when not waiting for them); False never.
@@ -105,7 +107,7 @@ class KnowledgeBase:
         from . import pipeline
 
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
-                              batch=batch)
+                              portable=portable, batch=batch)
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, **overrides) -> IndexSummary:
         """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports."""
@@ -139,17 +141,27 @@ class KnowledgeBase:
             warn: Warn | None = None, **query_settings) -> Answer:
         """Answer a question: mode 'local' (default), 'global' or 'naive'.
 
-        Uses the chat model the store records unless another was given; if it cannot be
-        reached here, answers extractively and says why through warn (and model_note).
+        Uses the models the store records unless others were given; what cannot be reached
+        here is left out (see tgr.query_models) and said once through warn (and in
+        model_note and the answer's notes).
         """
         return reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
                            query_settings=query_settings)
 
-    def retrieve(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
+    def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
+                 warn: Warn | None = None) -> list[Passage]:
         """The k passages that best answer the question, best first, with their text, score,
         document (source, title, own id, metadata) and character offsets. No model is asked
-        for an answer; global mode gives the chunks behind the best community reports."""
-        return reading.retrieve(self._store, question, mode, k)
+        for an answer; global mode gives the chunks behind the best community reports.
+        Vectors out of reach are left out, said once through warn (and in model_note)."""
+        return reading.retrieve(self._store, question, mode, k, warn=warn)
+
+    def answer_from(self, question: str, passages: list[Passage], mode: str = "naive", *,
+                    context_only: bool = False, warn: Warn | None = None, **query_settings) -> Answer:
+        """An answer from given ranked passages (tgr.many: several stores' fused ranking), with
+        this store's models, as ask() would write it from them."""
+        return reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
+                                   query_settings=query_settings)
 
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .store_cache import cached
+from .store_cache import QueryCache
 
 MAX_BYTES = 64 << 20  # a table whose float32 copy would be larger stays with sqlite-vec
 
@@ -21,7 +21,7 @@ def nearest(conn, table: str, query: bytes, k: int) -> list[tuple[str, float]] |
     """(id, cosine distance) of the k vectors of an int8 vec0 table nearest to an int8 query,
     nearest first; None where the copy cannot stand in for sqlite-vec (too large a table, a
     zero vector, a length that does not match)."""
-    matrix = cached(conn, ("int8 vectors", table), lambda: _load(conn, table))
+    matrix = QueryCache.of(conn).get(("int8 vectors", table), lambda: _load(conn, table))
     if matrix is None or k <= 0:
         return None
     import numpy as np

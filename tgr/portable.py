@@ -1,0 +1,87 @@
+"""Portable vectors: the bundled local embedder's vectors, shipped beside an API embedder's.
+
+A store built with an API embedder can only search its own vectors where that API can be
+reached. Its author may also keep portable vectors (`tgr index STORE --portable`): the local
+embedder's int8 vectors of every chunk, entity and report, in vec_portable_* tables (each row
+with the hash of the text it embeds, so a later run embeds only what changed, and drops what
+went). Meta records the portable embedder (portable_embed_model, _dim, _vector); once a store
+has portable vectors, every index, delete and rebuild keeps them in step. A recipient with no
+key searches them (tgr.query_models); one who has the key searches the store's own.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portable_tables, get_meta, serialize,
+                 set_meta, transaction, vec_param)
+from .embeddings import TARGETS
+from .errors import ModelError
+from .limits import MAX_CONTEXT_TEXT
+from .models import Embedder, vector_type
+from .text import content_hash
+
+DEFAULT_PORTABLE = "local:multilingual-e5-small"
+BATCH = 64
+
+Progress = Callable[[str, int, int], None]
+
+
+def portable_model(conn: Connection) -> str | None:
+    """The portable embedder the store keeps vectors of, or None."""
+    return get_meta(conn).get(PORTABLE_MODEL_KEY)
+
+
+def start_portable(conn: Connection, embedder: Embedder) -> None:
+    """Record that this store keeps portable vectors of this (local) embedder (inside no
+    transaction); a store that keeps another one's is refused."""
+    if not embedder.name.startswith("local:"):  # hashed vectors add nothing to full text
+        raise ModelError(f"portable vectors need a local model embedder (local:multilingual-e5-small), "
+                         f"not {embedder.name}")
+    kept = portable_model(conn)
+    if kept and kept != embedder.name:
+        raise ModelError(f"this store keeps portable vectors of {kept}, not {embedder.name}")
+    with transaction(conn):
+        set_meta(conn, **{PORTABLE_MODEL_KEY: embedder.name, "portable_embed_dim": embedder.dim,
+                          "portable_embed_vector": vector_type(embedder)})
+
+
+def keep_portable(conn: Connection, model_options: dict, progress: Progress | None = None) -> int:
+    """Refresh the portable vectors if the store keeps them (the index pipeline's last step)."""
+    from .providers import make_embedder
+
+    spec = portable_model(conn)
+    if not spec:
+        return 0
+    options = {k: v for k, v in model_options.items() if k == "timeout"}  # a local model: no key, no URL
+    return refresh_portable(conn, make_embedder(spec, **options), progress)
+
+
+def refresh_portable(conn: Connection, embedder: Embedder, progress: Progress | None = None) -> int:
+    """Bring the portable vectors in step with the chunks, entities and reports: embed the
+    rows whose text changed or that have none, drop those of rows that went. Returns rows embedded."""
+    vtype = vector_type(embedder)
+    ensure_portable_tables(conn, embedder.dim, vtype)
+    report = progress or (lambda *a: None)
+    total = 0
+    for kind, (_, table, key, text_sql) in TARGETS.items():
+        vec_table = PORTABLE_TABLES[kind]
+        kept = dict(conn.execute(f"SELECT id, input_hash FROM {vec_table}").fetchall())
+        rows = conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}) FROM {table} "
+                            f"ORDER BY {key}").fetchall()
+        todo = [(rid, text, content_hash(embedder.name, text)) for rid, text in rows]
+        todo = [(rid, text, h) for rid, text, h in todo if kept.get(rid) != h]
+        gone = set(kept) - {rid for rid, _ in rows}
+        with transaction(conn):
+            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid in sorted(gone)])
+        stage = f"portable-{kind}"
+        report(stage, 0, len(todo))
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start:start + BATCH]
+            vectors = embedder.embed([text for _, text, _ in batch])
+            with transaction(conn):
+                conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
+                conn.executemany(f"INSERT INTO {vec_table}(id, embedding, input_hash) VALUES (?, {vec_param(vtype)}, ?)",
+                                 [(rid, serialize(v, vtype), h) for (rid, _, h), v in zip(batch, vectors)])
+            report(stage, min(len(todo), start + BATCH), len(todo))
+        total += len(todo)
+    return total
