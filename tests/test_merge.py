@@ -425,13 +425,13 @@ def test_rebuild_graph_recomputes_every_entity(db_path):
 
 
 def test_a_summary_must_talk_about_the_entitys_own_material():
-    from tgr.merge import _summary_check
+    from tgr.summarisers import summary_check
 
-    english = _summary_check("Ebenezer Scrooge", ["A miser who keeps a counting-house in London.",
+    english = summary_check("Ebenezer Scrooge", ["A miser who keeps a counting-house in London.",
                                                   "Partner of Jacob Marley."])
     assert english("Scrooge, a London miser and Marley's partner.")
     assert not english("The weather was cold and grey all day.")
     assert not english("Sorry, I cannot help with that.")
-    chinese = _summary_check("孙悟空", ["花果山的石猴，拜须菩提祖师学艺。", "大闹天宫，被压在五行山下。"])
+    chinese = summary_check("孙悟空", ["花果山的石猴，拜须菩提祖师学艺。", "大闹天宫，被压在五行山下。"])
     assert chinese("孙悟空是花果山的石猴，曾大闹天宫。")
     assert not chinese("今天天气很好，我们去公园散步。")

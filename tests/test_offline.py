@@ -9,13 +9,15 @@ import pytest
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat
 from tgr.chunking import chunk_text
 import tgr
-from tgr.extract import LLMExtractor, extract_chunks, extractor_for
+from tgr.extract import LLMExtractor, extract_chunks
 from tgr.gateway import Gateway
 from tgr.community_profile import ProfileReportWriter
 from tgr.offline import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
                          best_sentences, extract_heuristic, extractive_report)
 from tgr.prompts import Prompts
-from tgr.reports import LLMReportWriter, report_writer_for
+from tgr.reports import LLMReportWriter
+from tgr.roles import extractor_for, report_writer_for, summariser_for
+from tgr.summarisers import LLMSummariser, OfflineSummariser
 from tgr.parsing import RawEntity, parse_report
 
 
@@ -470,6 +472,21 @@ def test_offline_provider_is_chosen_without_a_chat_model(db_path):
         assert isinstance(extractor_for(llm, Prompts()), LLMExtractor)
         assert isinstance(report_writer_for(llm, Prompts()), LLMReportWriter)
         assert extractor_for(llm, Prompts()).name == ScriptedChat().name
+        assert isinstance(summariser_for(offline, Prompts()), OfflineSummariser)
+        assert isinstance(summariser_for(llm, Prompts()), LLMSummariser)
+        assert report_writer_for(offline, Prompts()).prompt == summariser_for(offline, Prompts()).prompt == ""
+        assert report_writer_for(llm, Prompts()).prompt == Prompts().community_report
+        assert summariser_for(llm, Prompts()).prompt == Prompts().summarize_descriptions
+
+
+def test_the_offline_summariser_asks_nothing_and_the_llm_one_asks_for_several_descriptions(db_path):
+    with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
+        llm = summariser_for(Gateway(kb.conn, ScriptedChat(), HashEmbedder()), Prompts())
+        parts = ["A miser of London.", "Partner of Jacob Marley."]
+        assert OfflineSummariser().job("e1", "Scrooge", "person", parts, 10) is None
+        assert llm.job("e1", "Scrooge", "person", parts[:1], 10) is None  # one description: trimmed, not asked
+        job = llm.job("e1", "Scrooge", "person", parts, 10)
+        assert job.tag == "e1" and "Scrooge" in job.prompt and "Partner of Jacob Marley" in job.prompt
 
 
 class UpperCaseExtractor:
@@ -489,7 +506,7 @@ def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
         assert names == {OfflineExtractor.name}
         kb.conn.execute("DELETE FROM extractions")
         steps = []
-        done = extract_chunks(kb.conn, kb.gateway(), kb.prompts, extractor=UpperCaseExtractor(),
+        done = extract_chunks(kb.conn, UpperCaseExtractor(),
                               progress=lambda stage, n, total: steps.append((n, total)))
         chunks = kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         assert done == chunks and steps[-1] == (chunks, chunks)

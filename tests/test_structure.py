@@ -6,6 +6,7 @@ is longer than a reader can hold. Run as a script to print both:
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -112,6 +113,31 @@ def test_the_stages_never_import_what_runs_them():
               if module not in RUNNERS and deps & RUNNERS}
     assert upward == {}
     assert "migrations" in graph["storefile"] and "embeddings" in graph["migrations"]  # migrations sit above
+
+
+# Where "is there a chat model?" may be asked: the modules that choose each role's provider, and
+# the gateway, which refuses a chat call without one. Everywhere else asks its provider.
+PROVIDER_MODULES = {"providers", "roles", "answerers", "gateway"}
+CHAT_MODEL_BRANCH = re.compile(r"chat_model\s+is\s+(not\s+)?None|if\s+[\w.]*chat_model\s*(else|:)")
+
+
+def chat_model_branches() -> list[tuple[str, int, str]]:
+    """(module, line, text) of every test of whether a chat model is set, outside the provider modules."""
+    return [(path.stem, n, line.strip()) for path in sorted(TGR.glob("*.py")) if path.stem not in PROVIDER_MODULES
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if CHAT_MODEL_BRANCH.search(line)]
+
+
+def test_only_the_provider_modules_ask_whether_there_is_a_chat_model():
+    assert PROVIDER_MODULES <= import_graph().keys()
+    assert chat_model_branches() == []
+    assert CHAT_MODEL_BRANCH.search("x = a if gateway.chat_model else b")  # the pattern finds each spelling
+    assert CHAT_MODEL_BRANCH.search("if self.chat_model is not None:")
+
+
+def test_the_offline_writer_is_spelled_once():
+    spelled = [path.stem for path in sorted(TGR.glob("*.py")) if '"offline-extractive"' in path.read_text(encoding="utf-8")]
+    assert spelled == ["offline"]
 
 
 def test_the_cycle_finder_finds_a_cycle():

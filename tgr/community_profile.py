@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+from .offline import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
 from .text import CJK_RUN, STOPWORDS, has_cjk, shorten, split_sentences
 
@@ -300,7 +301,8 @@ class ProfileReportWriter:
     """The offline provider's report writer: each community's report from its profile (central
     members, c-TF-IDF key phrases, representative sentences, importance), read from the store."""
     name = "offline-profile"          # part of each report's context hash
-    generator = "offline-extractive"  # recorded in reports.generator, as the offline answers are
+    prompt = ""                       # asks no model
+    generator = OFFLINE_WRITER        # recorded in reports.generator, as the offline answers are
 
     def __init__(self, conn=None):
         self.conn = conn

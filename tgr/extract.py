@@ -13,7 +13,6 @@ from typing import Callable, Protocol
 
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
-from .offline import OfflineExtractor
 from .parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
                       parse_relations, says_none)
 from .prompts import Prompts
@@ -72,27 +71,17 @@ class LLMExtractor:
                     save(state.id, *_parsed(state))
 
 
-def extractor_for(gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
-                  gleanings: int = 0) -> Extractor:
-    """The chat model's extractor, or the offline heuristic one when there is no chat model."""
-    if gateway.chat_model is None:
-        return OfflineExtractor()
-    return LLMExtractor(gateway, prompts, two_step=two_step, gleanings=gleanings)
+def extract_chunks(conn: Connection, extractor: Extractor, *, progress: Progress | None = None,
+                   idle=None) -> int:
+    """Extract every pending chunk with the extractor (tgr.roles.extractor_for); returns how
+    many chunks were extracted.
 
-
-def extract_chunks(conn: Connection, gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
-                   gleanings: int = 0, progress: Progress | None = None, idle=None,
-                   extractor: Extractor | None = None) -> int:
-    """Extract every pending chunk; returns how many chunks were extracted.
-
-    extractor: defaults to extractor_for(gateway, prompts, ...).
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
     chunks = pending_chunks(conn)
     total = len(chunks)
     report = progress or (lambda *a: None)
     report("extract", 0, total)
-    extractor = extractor or extractor_for(gateway, prompts, two_step=two_step, gleanings=gleanings)
     done = 0
     subjects = document_subjects(conn, [cid for cid, _ in chunks])
     texts = dict(chunks)

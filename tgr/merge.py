@@ -22,7 +22,8 @@ from .parsing import parse_transformation
 from .prompts import Prompts
 from .entity_types import entity_type
 from .resolve import assign_keys, write_aliases
-from .text import content_hash, estimate_tokens, fit_tokens, match_terms, normalise_name, split_sentences
+from .roles import summariser_for
+from .text import content_hash, estimate_tokens, fit_tokens, normalise_name, split_sentences
 
 Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
@@ -93,10 +94,10 @@ class MergeInputs:
     names: list[str] | None
 
 
-def merge_settings(prompts: Prompts, chat_model: str | None, summary_tokens: int, disambiguate: bool) -> str:
-    """Hash of the merge settings and of the prompts and model used for summaries and splits."""
-    return InputHash("merge", summary_tokens, disambiguate, chat_model,
-                     prompts.summarize_descriptions if chat_model else "",
+def merge_settings(prompts: Prompts, summariser, summary_tokens: int, disambiguate: bool) -> str:
+    """Hash of the merge settings and of the prompts and model used for summaries and splits
+    (the summariser's model name and prompt: None and "" offline)."""
+    return InputHash("merge", summary_tokens, disambiguate, summariser.name, summariser.prompt,
                      prompts.disambiguate if disambiguate else "").hexdigest()[:32]
 
 
@@ -113,14 +114,15 @@ def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_to
     rows, settings, prompts), else None. Only names in merge_pending can have changed rows
     while the settings are the same; other settings (or LLM disambiguation) look at every row."""
     assign_keys(conn)  # which names are one entity: each row's key (tgr.resolve)
-    chat = gateway.chat_model.name if gateway.chat_model is not None else None
-    settings = merge_settings(prompts, chat, summary_tokens, disambiguate and chat is not None)
+    summariser = summariser_for(gateway, prompts)
+    llm = summariser.asks_model  # LLM disambiguation asks the summariser's chat model too
+    settings = merge_settings(prompts, summariser, summary_tokens, disambiguate and llm)
     recorded = freshness.recorded(conn, "merge") or ""
     names = [r[0] for r in conn.execute("SELECT name FROM merge_pending ORDER BY name").fetchall()]
     same = recorded.split(":", 1)[0] == settings
     if same and not names:
         return None
-    return MergeInputs(settings, names if same and not (disambiguate and chat is not None) else None)
+    return MergeInputs(settings, names if same and not (disambiguate and llm) else None)
 
 
 @dataclass
@@ -177,14 +179,14 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     """The merge up to its summary wave: reads the extraction rows (LLM disambiguation
     asks the model here), builds the entities and relationships, and lists the summaries."""
     report = progress or (lambda *a: None)
-    llm = gateway.chat_model is not None
-    chat = gateway.chat_model.name if llm else None
+    summariser = summariser_for(gateway, prompts)
+    llm = summariser.asks_model  # LLM disambiguation asks the summariser's chat model too
     if inputs is None or everything:
-        inputs = MergeInputs(merge_settings(prompts, chat, summary_tokens, disambiguate and llm), None)
+        inputs = MergeInputs(merge_settings(prompts, summariser, summary_tokens, disambiguate and llm), None)
     key_of = _memo(normalise_name)
     assign_keys(conn)  # rows stored without keys (by hand) get theirs too
     mentions, relations, hashes, stored_hashes = _read_rows(
-        conn, inputs, key_of, repr((summary_tokens, chat, prompts.summarize_descriptions if llm else "")))
+        conn, inputs, key_of, repr((summary_tokens, summariser.name, summariser.prompt)))
     steps = len(mentions) + len(relations) + 1
     report("merge", 0, steps)
     if everything or (disambiguate and llm):
@@ -208,7 +210,7 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         for row in (edge_rows.get(rid), stored.edges.get(rid)):
             if row:
                 edge_ends.update(row[:2])
-    descriptions, jobs = _summary_jobs(gateway, prompts, entities, summary_tokens)
+    descriptions, jobs = _summary_jobs(summariser, entities, summary_tokens)
     return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edges, edge_rows, edge_ends,
                      stored, descriptions, jobs)
 
@@ -414,21 +416,18 @@ def _resolve(entities, by_key, name, key, chunk_id, description) -> _Entity | No
     return candidates[0]
 
 
-def _summary_jobs(gateway: Gateway, prompts: Prompts, entities: dict[str, _Entity],
-                  budget: int) -> tuple[dict[str, str], list[ChatJob]]:
-    """Each entity's descriptions joined (trimmed to budget without a chat model), and the
-    summary jobs of those over budget."""
+def _summary_jobs(summariser, entities: dict[str, _Entity], budget: int) -> tuple[dict[str, str], list[ChatJob]]:
+    """Each entity's descriptions joined (trimmed to budget where the summariser asks
+    nothing), and the summary jobs of those over budget."""
     combined, jobs = {}, []
     for entity in entities.values():
         parts = entity.descriptions()
         text = " ".join(parts)
         combined[entity.id] = text
         if estimate_tokens(text) > budget:
-            if gateway.chat_model is not None and len(parts) > 1:
-                prompt = prompts.summarize_descriptions.format(
-                    name=entity.surface(), type=entity.type(), max_words=max(40, budget // 2),
-                    descriptions="\n".join(f"- {fit_tokens(p, budget)}" for p in parts[:20]))
-                jobs.append(ChatJob(entity.id, prompt, validate=_summary_check(entity.surface(), parts)))
+            job = summariser.job(entity.id, entity.surface(), entity.type(), parts, budget)
+            if job is not None:
+                jobs.append(job)
             else:
                 combined[entity.id] = fit_tokens(text, budget)
     return combined, jobs
@@ -447,23 +446,6 @@ def summarise(gateway: Gateway, plan: MergePlan, progress: Progress | None = Non
             combined[job.tag] = fit_tokens(combined[job.tag], budget)
         report("summarize", done, len(plan.jobs))
     return combined
-
-
-def _summary_check(name: str, descriptions: list[str]):
-    """A summary must be plain text that talks about the entity's own material.
-
-    Words and Chinese bigrams (match_terms), not jieba's words: this runs for every summary
-    before the wave is sent, and segmenting a hub's many descriptions (plus loading jieba's
-    dictionary) took seconds on a large Chinese graph."""
-    known = set(match_terms(name + " " + " ".join(descriptions)))
-
-    def valid(text: str) -> bool:
-        text = text.strip()
-        if not text or "<" in text[:20] or text.lower().startswith(("sorry", "i cannot", "i can't")):
-            return False
-        return len(known & set(match_terms(text))) >= 2 or len(known) < 2
-
-    return valid
 
 
 def _disambiguate(gateway: Gateway, prompts: Prompts, groups: dict[str, list[_Mention]],

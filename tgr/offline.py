@@ -10,7 +10,10 @@
   LLM writer's last resort; offline reports are tgr.community_profile's), and the sentences
   that tgr.query turns into answers, always with citations.
 - OfflineExtractor, ExtractiveAnswerer: the offline provider, behind the same interfaces as
-  the chat model's extractor and answerer (its report writer: tgr.community_profile).
+  the chat model's extractor and answerer (its report writer: tgr.community_profile; its
+  summariser: tgr.summarisers; tgr.roles and tgr.answerers choose between them).
+- OFFLINE_WRITER: the offline provider's name where a store records one (the chat model,
+  a report's generator); spelled here only.
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
 """
 from __future__ import annotations

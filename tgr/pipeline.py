@@ -27,6 +27,7 @@ from .overlap import Overlap
 from .portable import DEFAULT_PORTABLE, keep_portable, start_portable
 from .providers import make_embedder
 from .reports import build_reports, report_settings, reports_state
+from .roles import extractor_for, report_writer_for
 from .settings import IndexSettings, IndexSummary, with_types
 
 Progress = Callable[[str, int, int], None]
@@ -46,6 +47,7 @@ class Build:
         self.prompts = with_types(store.prompts, settings.entity_types)
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
+        self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
@@ -87,9 +89,10 @@ class Build:
     def extract(self) -> None:
         settings = self.settings
         with self.summary.timed("extract"):
+            extractor = extractor_for(self.gateway, self.prompts, two_step=settings.two_step,
+                                      gleanings=settings.gleanings)
             self.summary.chunks_extracted = extract_chunks(
-                self.conn, self.gateway, self.prompts, two_step=settings.two_step,
-                gleanings=settings.gleanings, progress=self.progress, idle=self.overlap.during_extraction())
+                self.conn, extractor, progress=self.progress, idle=self.overlap.during_extraction())
 
     def index_terms(self) -> None:
         with self.summary.timed("fts"):  # terms the extraction wave left (or an interrupted run)
@@ -98,7 +101,7 @@ class Build:
     def reports_complete(self) -> tuple[bool, str]:
         """Were the reports complete for the graph and communities as they are before this run?"""
         s = self.settings
-        key = report_settings(self.gateway, self.prompts, s.report_tokens, s.min_community_size)
+        key = report_settings(self.report_writer, s.report_tokens, s.min_community_size)
         return freshness.recorded(self.conn, "reports") == reports_state(self.conn, key), key
 
     def merge(self, inputs, everything: bool, first_clustering: bool, clustered_before: bool) -> set[str]:
@@ -126,7 +129,7 @@ class Build:
         """Reports whose material changed are rewritten; only those are looked at."""
         s = self.settings
         with self.summary.timed("report"):
-            build_reports(self.conn, self.gateway, self.prompts, budget=s.report_tokens,
+            build_reports(self.conn, self.report_writer, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
                           progress=self.progress, idle=self.overlap.during_reports())
             with transaction(self.conn):

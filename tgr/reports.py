@@ -21,7 +21,6 @@ from typing import Callable, Iterator, Protocol
 from . import freshness
 from .db import Connection, transaction
 from .gateway import ChatJob, Gateway
-from .community_profile import ProfileReportWriter
 from .offline import extractive_report
 from .parsing import parse_report
 from .prompts import Prompts
@@ -154,10 +153,9 @@ def reports_state(conn: Connection, settings_key: str) -> str:
     return f"{settings_key}:{freshness.recorded(conn, 'merge')}:{freshness.recorded(conn, 'cluster')}"
 
 
-def report_settings(gateway: Gateway, prompts: Prompts, budget: int, min_size: int) -> str:
+def report_settings(writer: ReportWriter, budget: int, min_size: int) -> str:
     """Hash of what every report depends on besides its community: writer, prompt, budget."""
-    template = prompts.community_report if gateway.chat_model else ""
-    return content_hash(report_writer_for(gateway, prompts).name, template, str(budget), str(min_size))
+    return content_hash(writer.name, writer.prompt, str(budget), str(min_size))
 
 
 @dataclass
@@ -170,8 +168,10 @@ class ReportItem:
 
 
 class ReportWriter(Protocol):
-    """What the report stage needs: a name (part of each report's context hash) and a batch method."""
+    """What the report stage needs: a name and a prompt (part of each report's context hash,
+    the prompt empty for a writer that asks no model) and a batch method."""
     name: str
+    prompt: str
 
     def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
         """(tag, report, generator) for each item, in any order."""
@@ -182,11 +182,11 @@ class LLMReportWriter:
     repaired or asked again by the gateway, and as a last resort written extractively."""
 
     def __init__(self, gateway: Gateway, prompts: Prompts):
-        self.gateway, self.prompts = gateway, prompts
+        self.gateway, self.prompt = gateway, prompts.community_report
         self.name = gateway.chat_model.name
 
     def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
-        jobs = [ChatJob(item, self.prompts.community_report.format(context=item.context),
+        jobs = [ChatJob(item, self.prompt.format(context=item.context),
                         validate=lambda t: parse_report(t) is not None) for item in items]
         for job, answer in self.gateway.chat_many("report", jobs, idle):
             parsed = parse_report(answer)
@@ -194,14 +194,6 @@ class LLMReportWriter:
                 yield job.tag.tag, parsed, self.name
             else:
                 yield job.tag.tag, extractive_report(*job.tag.material()), "fallback"
-
-
-def report_writer_for(gateway: Gateway, prompts: Prompts, conn: Connection | None = None) -> ReportWriter:
-    """The chat model's report writer, or without a chat model the offline one, which reads
-    the store (conn) for each community's profile."""
-    if gateway.chat_model is None:
-        return ProfileReportWriter(conn)
-    return LLMReportWriter(gateway, prompts)
 
 
 def _to_write(conn: Connection, min_size: int, refresh: bool, force: bool, changed: set[str] | None):
@@ -263,10 +255,11 @@ def _save(conn: Connection, community_id: str, parsed: dict, full: str, generato
              full, generator, context_hash))
 
 
-def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budget: int = 3000,
+def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
                   min_size: int = 2, refresh: bool = False, force: bool = False,
                   changed: set[str] | None = None, progress: Progress | None = None, idle=None) -> int:
-    """Write a report for every community of min_size or more that has none; returns how many.
+    """Write a report (by writer: tgr.roles.report_writer_for) for every community of
+    min_size or more that has none; returns how many.
 
     refresh: also rewrite reports whose context changed since they were written (after
     the graph or the communities changed); a report whose context, writer and prompt are
@@ -286,8 +279,7 @@ def build_reports(conn: Connection, gateway: Gateway, prompts: Prompts, *, budge
     existing, graph = _material(conn, communities, None if everything else todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    writer = report_writer_for(gateway, prompts, conn)
-    template = prompts.community_report if gateway.chat_model else ""
+    template = writer.prompt
     written = checked = 0
 
     def unchanged(community: _Community, context: str) -> bool:
