@@ -14,14 +14,20 @@ def store(path, server, embedder=None):
                     embedder=embedder or OpenAIEmbedder("fake-embedding", server.url, api_key="k"))
 
 
+def float32_embedder(server) -> OpenAIEmbedder:
+    """The fake endpoint's embedder writing float32, as every API store was built before int8."""
+    embedder = OpenAIEmbedder("fake-embedding", server.url, api_key="k")
+    embedder.vector_type = "float32"
+    return embedder
+
+
 def vec_sql(path) -> str:
     return rows(path, "SELECT sql FROM sqlite_master WHERE name = 'vec_chunks'")[0][0]
 
 
 def test_a_new_api_store_keeps_int8_vectors_and_finds_the_same_passages(tmp_path):
     with FakeServer() as server:
-        old_style = OpenAIEmbedder("fake-embedding", server.url, api_key="k")
-        old_style.vector_type = "float32"  # as every API store was built before
+        old_style = float32_embedder(server)
         with store(tmp_path / "float.db", server, old_style) as kb:
             kb.index([PART1], **SMALL)
         with store(tmp_path / "int8.db", server) as kb:
@@ -39,8 +45,7 @@ def test_a_new_api_store_keeps_int8_vectors_and_finds_the_same_passages(tmp_path
 def test_a_float32_store_from_before_int8_stays_float32(tmp_path):
     path = tmp_path / "old.db"
     with FakeServer() as server:
-        old_style = OpenAIEmbedder("fake-embedding", server.url, api_key="k")
-        old_style.vector_type = "float32"
+        old_style = float32_embedder(server)
         with store(path, server, old_style) as kb:
             kb.index([PART1], **SMALL)
         import sqlean
@@ -60,8 +65,7 @@ def test_a_float32_store_from_before_int8_stays_float32(tmp_path):
 def test_rebuilding_the_embeddings_moves_a_float32_store_to_int8(tmp_path):
     path = tmp_path / "old.db"
     with FakeServer() as server:
-        old_style = OpenAIEmbedder("fake-embedding", server.url, api_key="k")
-        old_style.vector_type = "float32"
+        old_style = float32_embedder(server)
         with store(path, server, old_style) as kb:
             kb.index([PART1], **SMALL)
         with store(path, server) as kb:

@@ -10,14 +10,13 @@ import shutil
 
 import pytest
 import sqlean as sqlite3
-from click.testing import CliRunner
 
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
 from test_equivalence import TINY, check_hierarchy, pieces, snapshot
+from test_hostile import cli, refused
 from tgr.check import diagnose
-from tgr.cli import main
 
 EXTRACTION_KINDS = {"extract", "extract_entities", "extract_triplets", "glean"}
 
@@ -160,21 +159,6 @@ def test_vectors_of_chunks_are_taken_not_computed_again(tmp_path):
 
 
 # -- refusals ------------------------------------------------------------------------------
-
-def cli(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
-
-
-def refused(result, *words):
-    code, out, err = result
-    assert code != 0, (out, err)
-    assert "Traceback" not in err + out and len(err.strip().splitlines()) == 1, err
-    for word in words:
-        assert word in err, err
-
 
 @pytest.fixture(scope="module")
 def two_shards(tmp_path_factory):
