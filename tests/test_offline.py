@@ -514,21 +514,13 @@ def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
         assert kb.conn.execute("SELECT count(*) FROM extracted_entities WHERE description = 'shouted'").fetchone()[0] > 0
 
 
-def test_extractive_answerer_answers_maps_and_reduces():
+def test_extractive_answerer_answers_from_the_passages():
     answerer = ExtractiveAnswerer()
     answer = answerer.answer("Did Scrooge work for Fezziwig?", PASSAGES, lead="Fezziwig (person): a merchant.")
     lines = answer.splitlines()
     assert lines[0] == "Fezziwig (person): a merchant."
     assert lines[1] == "Scrooge once worked for old Fezziwig in a warehouse. [Sources: 2]"
     assert answerer.answer("submarine periscope", PASSAGES).startswith("I don't know")
-    points = answerer.map("Who were partners in business?", [
-        ("7", "Scrooge and Marley were partners in business."), ("8", "The fog was thick."),
-        ("9", "Fred invited his uncle to dinner.")])
-    assert [text for _, text in points] == ["Scrooge and Marley were partners in business. [Reports: 7]"]
-    assert 0 < points[0][0] <= 100
-    reduced = answerer.reduce("q", [(40, "low [Reports: 1]"), (90, "high [Reports: 2]")])
-    assert reduced.splitlines() == ["- high [Reports: 2]", "- low [Reports: 1]"]
-    assert answerer.reduce("q", []).startswith("I don't know")
 
 
 def test_offline_relations_do_not_depend_on_the_hash_seed():

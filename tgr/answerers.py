@@ -9,7 +9,7 @@ report writer (tgr.reports) do; tgr.query never asks which one it has.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from .gateway import ChatJob, Gateway
 from .offline import ExtractiveAnswerer
@@ -20,12 +20,10 @@ from .prompts import Prompts
 
 @dataclass
 class ReportText:
-    """One community report as global search reads it: the block an LLM maps, and its
-    summary and findings (read on demand) for the extractive answerer."""
+    """One community report as global search reads it: the block a chat model maps."""
 
     id: str
     block: str
-    items: Callable[[], list[str]]
 
 
 class Answerer(Protocol):
@@ -44,10 +42,8 @@ class Answerer(Protocol):
     def reduce(self, question: str, points: list[tuple[int, str]]) -> str:
         """Global's reduce step: an answer from the best points (highest first)."""
 
-    def no_key_points(self, question: str, reports: list[tuple], level: int,
-                      overview: Callable[[tuple], str]) -> tuple[list[tuple[int, str]], str]:
-        """(points to cite, answer) when no report gave a point: overview(report) gives a
-        report's cited one-line summary."""
+    def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
+        """(points to cite, answer) when no report gave a point."""
 
 
 class LLMAnswerer:
@@ -83,8 +79,7 @@ class LLMAnswerer:
                                                    response_type=self.response_type)
         return self.gateway.chat("query", prompt).strip()
 
-    def no_key_points(self, question: str, reports: list[tuple], level: int,
-                      overview: Callable[[tuple], str]) -> tuple[list[tuple[int, str]], str]:
+    def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
         return [], (f"I don't know: none of the {len(reports)} community reports at level "
                     f"{level} is relevant to the question.")
 

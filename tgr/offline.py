@@ -215,9 +215,8 @@ class ExtractiveAnswerer:
     """The offline provider's answerer: answers assembled from the retrieved text itself.
 
     answer() serves local and naive queries (the best-matching source sentences, each
-    with its citation); key_points() and reduce() are global search's two steps (report
-    items scored by overlap with the question, then the best of them as the answer).
-    The same interface as tgr.answerers.LLMAnswerer.
+    with its citation); global questions are answered whole by tgr.answerers.OfflineAnswerer
+    (the main communities, tgr.offline_global), never by a map and reduce.
     """
     name = OFFLINE_WRITER
 
@@ -232,33 +231,3 @@ class ExtractiveAnswerer:
         if not lines:
             return "I don't know: the retrieved passages do not mention the question's terms."
         return "\n".join(lines)
-
-    def key_points(self, question: str, batches) -> list[tuple[int, str]]:
-        """Each report's summary and findings (see tgr.answerers.ReportText), scored."""
-        return self.map(question, [(report.id, item) for batch in batches for report in batch
-                                   for item in report.items()])
-
-    def map(self, question: str, items: list[tuple[str, str]]) -> list[tuple[int, str]]:
-        """(score 0-100, cited text) for each (report id, summary or finding) that matches."""
-        terms = match_terms(question)
-        points = []
-        for report_id, text in items:
-            score = int(round(100 * score_overlap(terms, text)))
-            if score > 0:
-                points.append((score, f"{shorten(text, 400)} [Reports: {report_id}]"))
-        return points
-
-    def reduce(self, question: str, points: list[tuple[int, str]], limit: int = 6) -> str:
-        """The best key points (highest score first) as a bulleted answer."""
-        ranked = sorted(points, key=lambda p: (-p[0], p[1]))[:limit]
-        if not ranked:
-            return "I don't know: no community report matches the question."
-        return "\n".join(f"- {text}" for _, text in ranked)
-
-    def no_key_points(self, question: str, reports: list[tuple], level: int,
-                      overview) -> tuple[list[tuple[int, str]], str]:
-        """A corpus-wide question gets the most central communities."""
-        kept = [(0, overview(r)) for r in reports[:5]]
-        answer = ("The store's most central communities (no report mentions the question's terms):\n"
-                  if reports else "I don't know: this store has no community reports yet.")
-        return kept, answer + "\n".join(f"- {text}" for _, text in kept)

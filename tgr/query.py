@@ -18,7 +18,7 @@ from .answerers import ReportText, answerer_for
 from .db import Connection
 from .gateway import Gateway
 from .models import vector_type
-from .limits import MAX_CONTEXT_TEXT, cap, loads
+from .limits import MAX_CONTEXT_TEXT
 from .prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
 from .text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
@@ -261,7 +261,7 @@ class Searcher:
         if kept:
             result.answer = self.answerer.reduce(question, kept)
         else:
-            kept, result.answer = self.answerer.no_key_points(question, reports, s.level, self._overview_point)
+            kept, result.answer = self.answerer.no_key_points(question, reports, s.level)
         cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
         result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited]))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
@@ -273,7 +273,7 @@ class Searcher:
         batches: list[list[ReportText]] = [[]]
         used = 0
         for cid, _, full, _ in reports:
-            report = ReportText(cid, f"----- Report {cid} -----\n{full}", self._report_items(cid))
+            report = ReportText(cid, f"----- Report {cid} -----\n{full}")
             cost = estimate_tokens(report.block)
             if batches[-1] and used + cost > self.settings.map_tokens:
                 batches.append([])
@@ -281,20 +281,6 @@ class Searcher:
             batches[-1].append(report)
             used += cost
         return [b for b in batches if b]
-
-    def _report_items(self, community_id: str):
-        """A function reading a report's summary and findings (for the extractive answerer)."""
-        def items() -> list[str]:
-            summary, findings = self.conn.execute(
-                "SELECT summary, findings FROM reports WHERE community_id = ?", (community_id,)).fetchone()
-            return [cap(summary)] + _findings(findings)
-        return items
-
-    def _overview_point(self, report: tuple) -> str:
-        cid, title, _, _ = report
-        summary = self.conn.execute(f"SELECT substr(summary, 1, {MAX_CONTEXT_TEXT}) FROM reports "
-                                    "WHERE community_id = ?", (cid,)).fetchone()[0]
-        return f"{title}: {shorten(summary, 300)} [Reports: {cid}]"
 
     def _report_sources(self, community_ids: list[str]) -> list[Passage]:
         return self.retriever.passages(self.retriever.report_chunks(community_ids))
@@ -318,16 +304,6 @@ def _cited_reports(text: str) -> set[str]:
     for group in re.findall(r"Reports?\s*[:(]\s*([^\]\)]+)", text):
         cited.update(part.strip() for part in group.split(","))
     return cited
-
-
-def _findings(stored: str) -> list[str]:
-    """A report's findings as text lines; a store's malformed or oversized JSON gives none."""
-    try:
-        findings = loads(stored, max_chars=MAX_CONTEXT_TEXT * 10)
-    except ValueError:
-        return []
-    return [cap(f"{f.get('summary', '')}: {f.get('explanation', '')}") for f in findings
-            if isinstance(f, dict)] if isinstance(findings, list) else []
 
 
 def _cited(passages: list[Passage]) -> list[tuple[str, str]]:
