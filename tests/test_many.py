@@ -90,3 +90,41 @@ def test_eval_asks_several_stores_and_the_last_positional_is_the_question(two_st
     assert missing.exit_code == 2 and "Missing argument" in missing.output
     nostore = run("ask", english, tmp_path / "none.db", "Who is Marley?")
     assert nostore.exit_code == 1 and "none.db" in nostore.output
+
+
+def test_each_other_store_is_asked_in_a_process_of_its_own(two_stores):
+    english, chinese = two_stores
+    with tgr.open_many([english, chinese]) as stores:
+        worker = stores._workers[0]
+        assert type(worker).__name__ == "StoreProcess" and worker._process.is_alive()
+        with pytest.raises(ValueError, match="empty"):  # its error is raised here ...
+            stores.retrieve("   ", "naive")
+        again = stores.retrieve("孙悟空是谁？", "naive", 5)  # ... and leaves no answer behind for the next call
+        assert any(p.store == str(chinese) and "悟空" in p.text for p in again)
+        assert stores.each("communities", 0, 2)[1][0] == str(chinese)
+    assert not worker._process.is_alive()
+
+
+def test_a_threaded_caller_gets_the_same_ranking(two_stores):
+    import threading
+
+    english, chinese = two_stores
+    with tgr.open_many([english, chinese]) as stores:
+        forked = stores.retrieve("Who is Marley? 孙悟空是谁？", "local", 10)
+    done = threading.Event()
+    waiting = threading.Thread(target=done.wait)  # another thread: no fork, a spawned process
+    waiting.start()
+    try:
+        with tgr.open_many([english, chinese]) as stores:
+            assert type(stores._workers[0]).__name__ == "StoreProcess"
+            spawned = stores.retrieve("Who is Marley? 孙悟空是谁？", "local", 10)
+    finally:
+        done.set()
+        waiting.join()
+    assert [(p.store, p.chunk_id, p.score) for p in spawned] == [(p.store, p.chunk_id, p.score) for p in forked]
+    rankings = []
+    for path in (english, chinese):  # the same as each store asked alone, fused
+        with tgr.open(path, readonly=True) as kb:
+            rankings.append(kb.retrieve("Who is Marley? 孙悟空是谁？", "local", 10))
+    alone = fuse(rankings, [str(english), str(chinese)])[:10]
+    assert [(p.store, p.chunk_id, p.text) for p in alone] == [(p.store, p.chunk_id, p.text) for p in forked]
