@@ -35,6 +35,7 @@ class Stores:
         if not paths:
             raise ValueError("give at least one store")
         self.names = [str(p) for p in paths]
+        self.options = dict(options)  # as given to open_many (the retrievers reopen the stores with them)
         self._workers = []
         self.stores = []
         try:
