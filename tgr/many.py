@@ -108,13 +108,14 @@ class Stores:
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
             warn: Warn | None = None, **query_settings) -> Answer:
-        """An answer from the fused ranking of every store's sources in this mode."""
+        """An answer from the best k of the fused ranking of every store's sources in this mode
+        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
         rankings = self._each("retrieve", question, mode, k, warn=warn)
-        return self.stores[0].answer_from(question, fuse(rankings, self.names), mode, context_only=context_only,
+        return self.stores[0].answer_from(question, fuse(rankings, self.names)[:k], mode, context_only=context_only,
                                           warn=_named(warn, self.names[0]), **query_settings)
 
 
