@@ -52,7 +52,7 @@ def main() -> None:
                 a, b = statistics.median(times["one"]), statistics.median(times["two"])
                 print(f"{mode:<7}{call:<9} one store {a:7.1f} ms   two stores {b:7.1f} ms   ratio {b / a:4.2f}")
                 cpu_one = cpu_time(lambda: [run(one, q) for q in questions])
-                child = getattr(two._workers[0], "_process", None)
+                child = getattr((getattr(two, "_workers", None) or [None])[0], "_process", None)  # None: a thread
                 other_before = process_cpu(child.pid) if child else 0.0
                 cpu_here = cpu_time(lambda: [run(two, q) for q in questions])
                 cpu_other = process_cpu(child.pid) - other_before if child else float("nan")
