@@ -259,3 +259,34 @@ def test_every_question_is_counted_once_whatever_the_mode(store):
             kb.retrieve("Who directed Harbour of Glass?", mode, 4)
             kb.ask("Who directed Harbour of Glass?", mode)
             assert cache.questions == 2 * n, mode
+
+
+def _rare_word(conn, text: str) -> str | None:
+    """A word of the text that no other chunk of the store has."""
+    for word in dict.fromkeys(re.findall(r"[a-z]{6,}", text.lower())):
+        if conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{word}"',)).fetchone()[0] == 1:
+            return word
+    return None
+
+
+def test_a_reports_sources_are_the_chunks_behind_it_that_match_the_question():
+    with tgr.open(ROOT / "fixtures" / "demo_carol.db", readonly=True) as kb:
+        retriever = Retriever(kb.conn)
+        biggest, second = [cid for cid, in kb.conn.execute(
+            "SELECT m.community_id FROM community_members m JOIN communities c ON c.id = m.community_id "
+            "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE c.level = 0 "
+            "GROUP BY m.community_id ORDER BY count(DISTINCT em.chunk_id) DESC, m.community_id LIMIT 2")]
+        by_members = [c for c, _ in retriever.report_chunks([biggest])]
+        behind = [c for c, in kb.conn.execute(
+            "SELECT DISTINCT em.chunk_id FROM community_members m JOIN entity_mentions em "
+            "ON em.entity_id = m.entity_id WHERE m.community_id = ? ORDER BY em.chunk_id", (biggest,))]
+        chunk, word = next((c, w) for c in behind if c not in by_members
+                           for w in [_rare_word(kb.conn, kb.conn.execute(
+                               "SELECT text FROM chunks WHERE id = ?", (c,)).fetchone()[0])] if w)
+        question = f"Who or what is {word}?"
+        ranked = retriever.report_chunks([biggest, second], question)
+        assert ranked[0][0] == chunk  # a chunk the most connected three leave out
+        scores = [s for _, s in ranked]
+        assert scores == sorted(scores, reverse=True) and len(set(c for c, _ in ranked)) == len(ranked)
+        # a question about the whole corpus names nothing: the most connected chunks, as before
+        assert [c for c, _ in retriever.report_chunks([biggest], "What are the main themes?")] == by_members
