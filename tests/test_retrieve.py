@@ -12,8 +12,8 @@ import pytest
 import tgr
 from tgr.query import QuerySettings
 from tgr.store_cache import QueryCache
-from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, is_lexical_embedder, personalized_pagerank,
-                          question_spans)
+from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
+                          personalized_pagerank, question_spans)
 
 from conftest import ROOT, SMALL, ZH_CORPUS
 
@@ -290,3 +290,71 @@ def test_a_reports_sources_are_the_chunks_behind_it_that_match_the_question():
         assert scores == sorted(scores, reverse=True) and len(set(c for c, _ in ranked)) == len(ranked)
         # a question about the whole corpus names nothing: the most connected chunks, as before
         assert [c for c, _ in retriever.report_chunks([biggest], "What are the main themes?")] == by_members
+
+
+class MisleadingEmbedder:
+    """A real-shaped embedder with two subjects: "inaugurated" points at ferries (a poor signal),
+    "ships" and "night" at the lighthouse (a good one, where no word matches)."""
+
+    name = "test:misleading"
+    dim = 3
+    SUBJECTS = {"ferry": 0, "ferries": 0, "inaugurated": 0, "lighthouse": 1, "ships": 1, "night": 1}
+
+    def embed(self, texts):
+        vectors = []
+        for text in texts:
+            vector = [0.1, 0.1, 0.1]
+            for word in set(re.findall(r"\w+", text.lower())):
+                if word in self.SUBJECTS:
+                    vector[self.SUBJECTS[word]] += 1.0
+            vectors.append(vector)
+        return vectors
+
+
+def test_report_vectors_are_fused_with_the_reports_words_by_rank(tmp_path):
+    rows = [
+        {"doc_id": "bridge", "title": "Harbour Bridge",
+         "text": "The Harbour Bridge was opened by Premier Lang in 1932. Premier Lang cut the ribbon of the Harbour Bridge."},
+        {"doc_id": "climb", "title": "Harbour Bridge climb",
+         "text": "Tourists climb the Harbour Bridge with Bridgeclimb Sydney. Bridgeclimb Sydney began in 1998."},
+        {"doc_id": "ferry", "title": "Manly Ferry",
+         "text": "The Manly Ferry crosses Sydney Harbour. The Manly Ferry is run by Transdev Sydney Ferries."},
+        {"doc_id": "light", "title": "Hornby Lighthouse",
+         "text": "Hornby Lighthouse stands on South Head. Hornby Lighthouse was built by Mortimer Lewis."}]
+    corpus = tmp_path / "harbour.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path = tmp_path / "harbour.db"
+    embedder = MisleadingEmbedder()
+    with tgr.open(path, chat="offline", embedder=embedder) as kb:
+        kb.index([str(corpus)])
+    with tgr.open(path, embedder=embedder, readonly=True) as kb:
+        retriever = Retriever(kb.conn, lambda text: embedder.embed([text])[0], dense=True)
+        words_only = Retriever(kb.conn)
+
+        def first(r, question):
+            return r.reports(question, 0, 1)[0][1]
+
+        def nearest(question):  # the report the vectors alone would put first
+            return kb.conn.execute(
+                "SELECT r.title FROM vec_reports v JOIN reports r ON r.community_id = v.id "
+                "ORDER BY vec_distance_cosine(v.embedding, ?), v.id LIMIT 1",
+                (json.dumps(embedder.embed([question])[0]),)).fetchone()[0]
+
+        # the vectors alone would lead with the ferries; the reports' words keep the bridge first
+        question = "Who inaugurated the Harbour Bridge?"
+        assert "Manly Ferry" in nearest(question)
+        assert "Harbour Bridge" in first(retriever, question) and "Harbour Bridge" in first(words_only, question)
+        # no report holds a word of this question: the vectors decide
+        question = "What guides ships at night?"
+        assert "Hornby Lighthouse" in first(retriever, question)
+        assert "Hornby Lighthouse" not in first(words_only, question)
+        assert "Hornby Lighthouse" in [p.title for p in kb.retrieve(question, "global", 1)]
+
+
+def test_rank_fusion_shares_ranks_between_equal_scores_and_ignores_scales():
+    words = {"a": 0.5, "b": 0.5, "c": 0.25}
+    cosines = {"a": 0.91, "b": 0.90, "c": 0.95, "d": 0.10}
+    fused = _rank_fuse(words, cosines)
+    assert _rank_fuse(words)["a"] == _rank_fuse(words)["b"] == 1.0  # a tie is no order
+    assert fused["c"] < fused["a"] and fused["b"] < fused["a"] and fused["d"] < fused["b"]
+    assert _rank_fuse(words, {k: v * 100 for k, v in cosines.items()}) == fused

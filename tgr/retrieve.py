@@ -49,6 +49,8 @@ FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those tw
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
+RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
+                      # hundred reports counts, and the ranks must still outweigh centrality
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
 
@@ -259,12 +261,20 @@ class Retriever:
         return [r[:4] for r in rows[:top]]
 
     def _report_similarity(self, q: Question, rows: list[tuple]) -> dict[str, float]:
-        if self.dense and has_table(self.conn, self.tables["reports"]):
-            return {cid: 1.0 - d for cid, d in self.conn.execute(
-                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']}",
-                (q.vector(),))}
+        """Each report's similarity to the question, 0..1: the share of the question's terms
+        its title and summary hold. Where the store has report vectors of a real embedder,
+        that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
+        question's cosine to a whole report is a weak signal on its own, and decides alone
+        only where no report holds a word of the question."""
         terms = match_terms(q.text)
-        return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+        lexical = {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+        if not (self.dense and has_table(self.conn, self.tables["reports"])):
+            return lexical
+        dense = {cid: 1.0 - d for cid, d in self.conn.execute(
+            f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']} "
+            "WHERE id IN (SELECT value FROM json_each(?))", (q.vector(), json.dumps(sorted(lexical))))}
+        matching = {cid: score for cid, score in lexical.items() if score > 0}  # no word in common: no evidence
+        return _rank_fuse(matching, dense)
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
@@ -510,6 +520,20 @@ def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, f
         for cid, score in ranking:
             fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
+    """Reciprocal rank fusion of score maps, scaled to 0..1 (1: first in every map). Equal
+    scores share a rank, so a run of ties is no order; scales need not agree (cosines of
+    different embedders, shares of words)."""
+    fused: dict[str, float] = {}
+    for ranking in scores:
+        values = sorted(ranking.values(), reverse=True)
+        for key, score in ranking.items():
+            rank = bisect.bisect_left(values, -score, key=lambda v: -v)  # how many score higher
+            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    best = len(scores) / (RRF_K + 1)
+    return {key: value / best for key, value in fused.items()}
 
 
 def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
