@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .corpus import has_documents
 from .db import MEMORY, DatabaseError
 from .storefile import connect
 from .errors import TgrError
@@ -24,6 +25,7 @@ class RemovedIfUnused:
         self.files = [Path(f"{self.path}{suffix}") for suffix in ("", *SIDE_FILES)]
         self.new = str(path) != MEMORY and not self.path.exists()
         self.absent = [f for f in self.files if not f.exists()] if self.new else []
+        self.removed = False  # set when a failed command's new file was removed again
 
     def __enter__(self) -> "RemovedIfUnused":
         return self
@@ -32,6 +34,7 @@ class RemovedIfUnused:
         if exc_type is not None and self.new and self.path.exists() and not _in_use(self.path):
             for f in self.absent:  # only what this command made
                 f.unlink(missing_ok=True)
+            self.removed = True
 
 
 def _in_use(path: Path) -> bool:
@@ -45,7 +48,7 @@ def _in_use(path: Path) -> bool:
         except (TgrError, DatabaseError):  # not even a store yet
             return False
         try:
-            return conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+            return has_documents(conn)
         except DatabaseError:
             return False
         finally:
