@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 
 import igraph
 import pytest
@@ -14,6 +15,7 @@ from tgr.query import QuerySettings
 from tgr.store_cache import QueryCache
 from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
                           personalized_pagerank, question_spans)
+from tgr.text import match_terms
 
 from conftest import ROOT, SMALL, ZH_CORPUS
 
@@ -358,3 +360,19 @@ def test_rank_fusion_shares_ranks_between_equal_scores_and_ignores_scales():
     assert _rank_fuse(words)["a"] == _rank_fuse(words)["b"] == 1.0  # a tie is no order
     assert fused["c"] < fused["a"] and fused["b"] < fused["a"] and fused["d"] < fused["b"]
     assert _rank_fuse(words, {k: v * 100 for k, v in cosines.items()}) == fused
+
+
+def test_a_rare_question_word_outweighs_a_common_one_in_ranking_reports():
+    with tgr.open(ROOT / "fixtures" / "demo_carol.db", readonly=True) as kb:
+        reports = {cid: set(match_terms(f"{title} {summary}")) for cid, title, summary in kb.conn.execute(
+            "SELECT c.id, r.title, r.summary FROM communities c JOIN reports r ON r.community_id = c.id "
+            "WHERE c.level = 0")}
+        retriever = Retriever(kb.conn)
+        central = retriever.reports("", 0, 1)[0][0]  # first on centrality alone
+        held = Counter(t for terms in reports.values() for t in terms)
+        shared = sorted(t for t in reports[central] if held[t] < len(reports) and t.isalpha())
+        common = max(shared, key=lambda t: held[t])
+        rare, owner = next((t, cid) for cid, terms in sorted(reports.items()) for t in sorted(terms)
+                           if held[t] == 1 and common not in terms and cid != central and len(t) > 3)
+        assert held[common] > 2
+        assert retriever.reports(f"{common} {rare}", 0, 1)[0][0] == owner

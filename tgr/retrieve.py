@@ -21,13 +21,13 @@ import bisect
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .name_match import entities_named
-from .offline import score_overlap
 from .offline_global import topic_terms
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .store_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
@@ -253,21 +253,21 @@ class Retriever:
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:
             return []
-        similarity = self._report_similarity(q, rows)
+        similarity = self._report_similarity(q, level, rows)
         biggest = max(r[4] for r in rows) or 1
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
         rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
         return [r[:4] for r in rows[:top]]
 
-    def _report_similarity(self, q: Question, rows: list[tuple]) -> dict[str, float]:
+    def _report_similarity(self, q: Question, level: int, rows: list[tuple]) -> dict[str, float]:
         """Each report's similarity to the question, 0..1: the share of the question's terms
-        its title and summary hold. Where the store has report vectors of a real embedder,
-        that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
+        its title and summary hold, each term weighted by how few of the reports hold it
+        ("american" is in many, "hexum" in one). Where the store has report vectors of a real
+        embedder, that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
         question's cosine to a whole report is a weak signal on its own, and decides alone
         only where no report holds a word of the question."""
-        terms = match_terms(q.text)
-        lexical = {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+        lexical = self._word_overlap(q.text, level, rows)
         if not (self.dense and has_table(self.conn, self.tables["reports"])):
             return lexical
         dense = {cid: 1.0 - d for cid, d in self.conn.execute(
@@ -275,6 +275,15 @@ class Retriever:
             "WHERE id IN (SELECT value FROM json_each(?))", (q.vector(), json.dumps(sorted(lexical))))}
         matching = {cid: score for cid, score in lexical.items() if score > 0}  # no word in common: no evidence
         return _rank_fuse(matching, dense)
+
+    def _word_overlap(self, question: str, level: int, rows: list[tuple]) -> dict[str, float]:
+        """IDF-weighted share of the question's terms in each report's title and summary."""
+        held, counts = self.cache.get(("report terms", level), lambda: _report_terms(rows))
+        idf = {t: math.log(1 + len(held) / (1 + counts[t])) for t in set(match_terms(question))}
+        total = sum(idf.values())
+        if not total:
+            return {cid: 0.0 for cid in held}
+        return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
@@ -520,6 +529,12 @@ def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, f
         for cid, score in ranking:
             fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _report_terms(rows: list[tuple]) -> tuple[dict[str, frozenset[str]], Counter]:
+    """Each report's terms (of its title and summary) and how many reports hold each term."""
+    held = {r[0]: frozenset(match_terms(f"{r[1]} {r[5]}")) for r in rows}
+    return held, Counter(t for terms in held.values() for t in terms)
 
 
 def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
