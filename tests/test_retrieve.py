@@ -316,7 +316,8 @@ class MisleadingEmbedder:
 def test_report_vectors_are_fused_with_the_reports_words_by_rank(tmp_path):
     rows = [
         {"doc_id": "bridge", "title": "Harbour Bridge",
-         "text": "The Harbour Bridge was opened by Premier Lang in 1932. Premier Lang cut the ribbon of the Harbour Bridge."},
+         "text": "The Harbour Bridge was opened by Premier Lang in 1932. "
+                 "Premier Lang cut the ribbon of the Harbour Bridge."},
         {"doc_id": "climb", "title": "Harbour Bridge climb",
          "text": "Tourists climb the Harbour Bridge with Bridgeclimb Sydney. Bridgeclimb Sydney began in 1998."},
         {"doc_id": "ferry", "title": "Manly Ferry",
