@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .corpus import has_documents
 from .db import MEMORY, DatabaseError
 from .storefile import connect
 from .errors import TgrError
@@ -39,6 +38,8 @@ class RemovedIfUnused:
 
 def _in_use(path: Path) -> bool:
     """The store holds a document, or another process is writing to it."""
+    from .corpus import has_documents  # here: tgr.corpus loads the ingest modules a question never needs
+
     lock = WriterLock(path)
     try:
         if not lock.try_acquire():
