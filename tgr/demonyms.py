@@ -18,9 +18,8 @@ _IRREGULAR = """swiss dutch french welsh greek thai danish scottish scots jewish
     filipino british english irish polish swedish finnish turkish spanish norwegian icelandic
     czech slovak croatian serbian bosnian slovene slovenian lao burmese kurdish flemish walloon
     cornish manx breton gaelic celtic latin hispanic latino latina african asian european
-    american oceanian nordic slavic germanic anglo hebrew yiddish sanskrit persian hindi urdu
-    tamil telugu bengali punjabi malayalam kannada marathi gujarati sinhala sinhalese mandarin
-    cantonese swahili tagalog pashto maori zulu inuit cherokee sioux navajo korean taiwanese
+    american oceanian nordic slavic germanic anglo persian sinhalese maori zulu inuit cherokee
+    sioux navajo korean taiwanese
     tibetan uyghur mongol mongolian hawaiian texan aboriginal caucasian soviet roman romani
     byzantine ottoman mughal viking saxon norman anglo-saxon moorish aztec mayan inca
     christian muslim islamic catholic protestant buddhist hindu sikh orthodox anglican lutheran
@@ -28,6 +27,9 @@ _IRREGULAR = """swiss dutch french welsh greek thai danish scottish scots jewish
     republican republicans liberal liberals conservative conservatives socialist communist
     labour unionist nationalist german lebanese portuguese peruvian belgian congolese
     cypriot afghan uzbek kazakh""".split()
+# languages are names ("Telugu" ties the Telugu films together), typed `language`
+LANGUAGES = frozenset("""hebrew yiddish sanskrit hindi urdu tamil telugu bengali punjabi malayalam
+    kannada marathi gujarati sinhala mandarin cantonese swahili tagalog pashto latin""".split())
 # places that are no country or state but give a common adjective
 _REGIONS = """korea tasmania catalonia bavaria sicily siberia scandinavia persia prussia anatolia
     mesopotamia arabia america britain macedonia bohemia moravia silesia castile andalusia
@@ -54,7 +56,7 @@ def demonyms() -> frozenset[str]:
     places = [c["name"] for c in load("countries.json").values()]
     places += [s["name"] for s in load("us_states.json").values()] + _REGIONS
     found = set(_IRREGULAR)
-    place_words = {word for place in places for word in place.lower().split()}
+    place_words = {place.lower() for place in places}
     for place in places:
         last = place.lower().split()[-1]
         if len(last) < 4:
@@ -70,6 +72,16 @@ def only_demonyms(name: str) -> bool:
     words = [w for w in re.split(r"[\s\-–]+", _SUFFIXES.sub("", name).lower()) if w]
     known = demonyms()
     return bool(words) and any(w in known for w in words) and all(w in known or w in _PREFIXES for w in words)
+
+
+def language_of(name: str) -> str | None:
+    """"Indian Hindi" -> "Hindi": the language a name of demonyms and a language names."""
+    words = [w for w in re.split(r"[\s\-–]+", _SUFFIXES.sub("", name)) if w]
+    known = demonyms()
+    languages = [w for w in words if w.lower() in LANGUAGES]
+    if languages and all(w.lower() in LANGUAGES or w.lower() in known or w.lower() in _PREFIXES for w in words):
+        return " ".join(languages)
+    return None
 
 
 def strip_adjective_suffix(name: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .demonyms import only_demonyms, strip_adjective_suffix
+from .demonyms import language_of, only_demonyms, strip_adjective_suffix
 from .entity_types import census_first_names, place_kind
 from .text import CJK_RANGES, STOPWORDS
 
@@ -248,6 +248,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     elif lowered[-1] not in _GENERIC and (number := _NUMBER_AFTER.match(sentence, end)):
         name += number.group()  # "Big Hero 6"
     name = strip_adjective_suffix(name.strip("'’-")).strip("'’-")
+    if language := language_of(name):
+        return language, "language", True, titled, start  # "Telugu-language", "Indian Hindi"
     if len(name) < 2 or only_demonyms(name):
         return None  # "Canadian", "Italian-American": where from, not what
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
