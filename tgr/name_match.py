@@ -34,6 +34,34 @@ def _t2s():
     return opencc.OpenCC("t2s")
 
 
+@lru_cache(maxsize=3)
+def _s2(config: str):
+    import opencc
+
+    return opencc.OpenCC(config)
+
+
+def chinese_variants(names: list[str]) -> dict[str, str]:
+    """{character: its simplified form} for every traditional or regional variant of a Chinese
+    character of names (孫 -> 孙, 後 -> 后): what a page needs to fold a query the way fold()
+    folds names, without shipping OpenCC. Characters that are their own simplified form and
+    have no other form are left out."""
+    chars = sorted({ch for name in names for ch in str(name) if has_cjk(ch)})
+    if not chars:
+        return {}
+    simplified = _t2s().convert("\n".join(chars)).split("\n")
+    if len(simplified) != len(chars):
+        simplified = [_t2s().convert(ch) for ch in chars]
+    variants = {ch: s for ch, s in zip(chars, simplified) if s != ch}
+    plain = sorted(set(simplified))
+    for config in ("s2t", "s2tw", "s2hk"):
+        forms = _s2(config).convert("\n".join(plain)).split("\n")
+        for s, form in zip(plain, forms if len(forms) == len(plain) else []):
+            if form != s and len(form) == 1:
+                variants.setdefault(form, s)
+    return variants
+
+
 def fold(name: str) -> str:
     """The forgiving key of a name: normalised and case-folded, accents removed, `·`, hyphens,
     dots and apostrophes dropped or spaced, traditional Chinese characters made simplified."""
