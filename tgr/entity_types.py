@@ -75,8 +75,8 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
     by_words = _type_by_words(surface) or _team_or_region(surface)
     if by_words:
         return by_words
-    if _surname_and_full_name(aliases) or _given_and_family_name(surface) \
-            or any(_given_and_family_name(a) for a in sorted(aliases)):
+    if _surname_and_full_name(aliases) or given_and_family_name(surface) \
+            or any(given_and_family_name(a) for a in sorted(aliases)):
         return "person"
     return "organization" if _ACRONYM.fullmatch(surface) else kind
 
@@ -189,7 +189,7 @@ _NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league serie
     records music band company group party""".split())
 
 
-def _given_and_family_name(surface: str) -> bool:
+def given_and_family_name(surface: str) -> bool:
     """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
     that name no place and end in no institution or event word."""
     words = surface.split()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from .demonyms import language_of, only_demonyms, strip_adjective_suffix
-from .entity_types import census_first_names, place_kind
+from .entity_types import census_first_names, given_and_family_name, place_kind
 from .text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
@@ -164,16 +164,22 @@ def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, b
     sentence-initial; titled: it followed an honorific ("Mrs. Cratchit")."""
     words = list(_WORD.finditer(sentence))
     shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
-    spans, i = [], 0
+    titles = [] if shouting else _quoted_titles(sentence)
+    spans = [(title, "work", True, False, a) for title, a, _ in titles]
+    in_title = lambda k: any(a <= words[k].start() < b for _, a, b in titles)
+    i = 0
     while i < len(words):
-        if not _capitalised(words[i].group(), shouting):
+        if not _capitalised(words[i].group(), shouting) or in_title(i):
             i += 1
             continue
         j = _run_end(sentence, words, i, shouting)
+        while j > i + 1 and in_title(j - 1):
+            j -= 1
         span = _name_of(sentence, words, i, j, lower)
         if span:
             spans.append(span)
         i = j
+    spans.sort(key=lambda span: span[4])
     return spans
 
 
@@ -229,12 +235,7 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         inside = True
     kind = "person" if len(tokens) > 1 and lowered[0] in _ROYAL else "concept"
     titled = False
-    if _quoted_title(sentence, words[i].start(), words[j - 1].end()):
-        kind, inside = "work", True  # the song "Make It Pop": every word is the title's
-        if len(tokens) > 1 and lowered[0] == "the":
-            tokens, lowered = tokens[1:], lowered[1:]
-    else:
-        tokens, lowered, kind, inside, titled = _strip_openers(tokens, lowered, kind, inside, lower)
+    tokens, lowered, kind, inside, titled = _strip_openers(tokens, lowered, kind, inside, lower)
     if not tokens or all(w in STOPWORDS or w in _NOT_NAMES for w in lowered):
         return None
     if len(tokens) > 1 and all(w in _GENERIC or w in _CONNECTORS for w in lowered):
@@ -257,6 +258,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         kind = _type_of(lowered, previous, after)
     if kind == "concept":
         kind = context_type(sentence, start, end) or kind
+    if kind == "concept":  # what the gazetteer and census say, so that a list can share it
+        kind = place_kind(name) or ("person" if given_and_family_name(name) else kind)
     if kind == "concept" and not previous:  # the subject of "X is an American actor"
         kind = defining_type(sentence) or kind
     return name, kind, inside, titled, start
@@ -294,14 +297,37 @@ _NOT_TITLE_BEFORE = frozenset("as called named nicknamed dubbed meaning means wo
                               "slogan motto phrase".split())
 
 
-def _quoted_title(sentence: str, start: int, end: int) -> bool:
-    """A run that fills a quotation mid-sentence: the title of a work (the single
-    "Cheer Up"), not speech ("Humbug," said Scrooge) nor a nickname (known as "Bud")."""
-    if not start or sentence[start - 1] not in "\"“" or sentence[end:end + 2].lstrip(",.!?")[:1] not in ("\"", "”"):
-        return False
-    before = re.search(r"(\w+)\s$", sentence[:start - 1])
-    defining = re.match(r"[,.]?[\"”]\s+(?:is|was|are|were)\s", sentence[end:])
-    return bool(defining) or bool(before) and before.group(1).lower() not in _NOT_TITLE_BEFORE
+_QUOTED = re.compile(r"[\"“]([^\"“”]{2,100}?)[,.!?]?[\"”]")
+_TITLE_SMALL = frozenset("""a an the and or nor but of in on at to for from by with as into onto
+    upon over off out up is are was were be been am it's its i ever not no so than""".split())
+
+
+def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
+    """(title, start, end) of each quotation mid-sentence written as a title ("Simpsons
+    Roasting on an Open Fire", the single "Cheer Up"): the name of a work. Not speech
+    ("Humbug," said Scrooge) nor a nickname (known as "Bud"); a leading "The" is dropped, as
+    everywhere, so that all mentions agree."""
+    found = []
+    for match in _QUOTED.finditer(sentence):
+        text, start = match.group(1).strip(), match.start(1)
+        words = text.split()
+        if not words or len(words) > 12 or not (words[0][:1].isupper() or words[0][:1].isdigit()):
+            continue
+        if not all(w[:1].isupper() or w[:1].isdigit() or w.lower().strip(",:;") in _TITLE_SMALL for w in words):
+            continue
+        before = re.search(r"(\w+|[\"”])(,?)\s$", sentence[:match.start()])
+        defining = re.match(r"\s+(?:is|was|are|were)\s", sentence[match.end():])
+        listed = before and (before.group(1) in "\"”" or before.group(2) and len(words) > 1)  # singles, "A," "B"
+        if not defining and not listed and not (before and not before.group(2)
+                                                 and before.group(1).lower() not in _NOT_TITLE_BEFORE):
+            continue
+        if len(words) > 1 and words[0] in ("The", "the"):
+            start = sentence.index(words[1], start)
+            text = sentence[start:match.start(1) + len(match.group(1).rstrip())]
+        text = text.rstrip(",.;:!?")
+        if len(text) >= 2 and text.lower() not in STOPWORDS:
+            found.append((text, start, start + len(text)))
+    return found
 
 
 def _type_of(lowered: list[str], previous: str, after: str) -> str:
@@ -381,7 +407,7 @@ def _head_after(sentence: str, position: int) -> str | None:
 
 _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|portrayed|voiced|hosted|sung|"
                         r"performed|narrated|illustrated|painted|authored)\s+by|starring|co-starring|"
-                        r"featuring|feat\.|stars|co-stars)\s+$", re.I)
+                        r"featuring|feat\.|stars|co-stars|voices\s+of|voice\s+of)\s+$", re.I)
 _WORD_BEFORE = re.compile(r"(?<![\w-])([a-z][a-z-]+)\s$")
 _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough|island|region|"
                        r"municipality|parish|capital|suburb|commune|state)\s+of\s$")
