@@ -72,13 +72,26 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "location"
     if kind != "concept":
         return kind
-    by_words = _type_by_words(surface) or _team_or_region(surface)
+    by_words = _type_by_words(surface) or _team_or_region(surface) or _chinese_language(surface)
     if by_words:
         return by_words
     if _surname_and_full_name(aliases) or given_and_family_name(surface) \
             or any(given_and_family_name(a) for a in sorted(aliases)):
         return "person"
     return "organization" if _ACRONYM.fullmatch(surface) else kind
+
+
+# the countries whose first characters name a language: 英语, 法语, 意大利语, 希腊语
+_CJK_LANGUAGE_LANDS = ("美国 中国 英国 法国 德国 日本 俄罗斯 韩国 朝鲜 印度 意大利 西班牙 葡萄牙 荷兰 瑞典 希腊 "
+                       "哈萨克斯坦 阿拉伯 土耳其 波斯 越南 泰国 蒙古 拉丁 芬兰 挪威 丹麦 波兰 匈牙利 乌克兰 汉").split()
+
+
+def _chinese_language(surface: str) -> str | None:
+    """"英语", "意大利语" -> language: 语 after the start of a country's name (not 术语, 成语)."""
+    stem = surface[:-1]
+    if surface.endswith("语") and stem and _CJK.fullmatch(stem[0]) and any(land.startswith(stem) for land in _CJK_LANGUAGE_LANDS):
+        return "language"
+    return None
 
 
 _ACRONYM = re.compile(r"[A-Z][A-Z&]{1,5}")  # NBA, BBC, ICAO: organisations far more often than not

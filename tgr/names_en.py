@@ -317,7 +317,9 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
             continue
         before = re.search(r"(\w+|[\"”])(,?)\s$", sentence[:match.start()])
         defining = re.match(r"\s+(?:is|was|are|were)\s", sentence[match.end():])
-        listed = before and (before.group(1) in "\"”" or before.group(2) and len(words) > 1)  # singles, "A," "B"
+        head = before.group(1).lower() if before else ""
+        listed = before and (head in "\"”" or before.group(2) and _HEAD_TYPES.get(head.rstrip("s")) == "work")
+        # singles, "A," "B," and "C" (a list of titles), not said, "Good Afternoon Sir."
         if not defining and not listed and not (before and not before.group(2)
                                                  and before.group(1).lower() not in _NOT_TITLE_BEFORE):
             continue
