@@ -78,7 +78,9 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
     if _surname_and_full_name(aliases) or given_and_family_name(surface) \
             or any(given_and_family_name(a) for a in sorted(aliases)):
         return "person"
-    return "organization" if _ACRONYM.fullmatch(surface) else kind
+    if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS:
+        return "organization"
+    return kind
 
 
 # the countries whose first characters name a language: 英语, 法语, 意大利语, 希腊语
@@ -94,7 +96,11 @@ def _chinese_language(surface: str) -> str | None:
     return None
 
 
-_ACRONYM = re.compile(r"[A-Z][A-Z&]{1,5}")  # NBA, BBC, ICAO: organisations far more often than not
+_ACRONYM = re.compile(r"[A-Z][A-Z&]{1,3}")  # NBA, BBC, ICAO: organisations far more often than not
+# acronyms that are words, not names (names_en drops them as names on their own)
+COMMON_ACRONYMS = frozenset("""tv dvd dvds cd cds dj djs ep lp mc ceo cfo coo dna rna hiv aids pc gdp
+    ufo vhs usd bc bce ce ad am pm ok mp3 usb faq km mph kg lb eur gbp atm api dos av cm cs dd
+    os ai ip pr hr vip diy lcd led gps sms pdf html url www cpu gpu iq ph rpm""".split())
 _COMPASS = frozenset("""north south east west northern southern eastern western central upper lower
     greater mainland inner outer coastal downtown metropolitan northeast northwest southeast
     southwest northeastern northwestern southeastern southwestern""".split())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from .demonyms import language_of, only_demonyms, strip_adjective_suffix
-from .entity_types import census_first_names, given_and_family_name, place_kind
+from .entity_types import COMMON_ACRONYMS, census_first_names, given_and_family_name, place_kind
 from .text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
@@ -69,9 +69,7 @@ _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     according following despite many most some several each every both either neither other
     another such only one two three four five six seven eight nine ten eleven twelve twenty
     hundred thousand million billion op vol no inc ltd co corp llc plc jr sr stave chapter
-    heading tailpiece frontispiece illustration illustrations contents preface
-    tv dvd dvds cd cds dj djs ep lp mc ceo cfo coo dna rna hiv aids pc gdp ufo vhs usd bc bce ce
-    ad am pm ok mp3 usb faq km mph kg lb eur gbp""".split())
+    heading tailpiece frontispiece illustration illustrations contents preface""".split()) | COMMON_ACRONYMS
 _PERSON_VERBS = frozenset("said cried replied asked exclaimed answered thought says told wrote "
                           "married".split())
 _PLACE_PREPOSITIONS = frozenset("in at from to into near towards across".split())

@@ -139,6 +139,7 @@ def _guessed_fragment(word: str, flag: str) -> bool:
 
 
 _RARE = 10  # jieba's dictionary counts; its rarest person names are often segmentation debris
+_CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
 
 
 def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
@@ -146,13 +147,14 @@ def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
     and before a lone character (东胜 + 神洲傲 + 来 in 东胜神洲傲来国). That is a wrong cut
     through a run of names, not a third name between two."""
     _, word, flag = spans[index]
-    if not flag.startswith("nr") or jieba().dt.FREQ.get(word, 0) >= _RARE:
-        return False
+    if not flag.startswith("nr") or not 1 <= (jieba().dt.FREQ.get(word) or 0) < _RARE:
+        return False  # a name the tagger guessed (not in the dictionary) is judged elsewhere
     if index == 0 or index + 1 == len(spans):
         return False
     _, before, before_flag = spans[index - 1]
     _, after, after_flag = spans[index + 1]
-    return len(before) >= 2 and before_flag in _COMPOUND_START and len(after) == 1 and after_flag != "x"
+    return len(before) >= 2 and before_flag in _COMPOUND_START and len(after) == 1 \
+        and after_flag in _CONTENT_FLAGS  # 来 of 傲来国; not 完颜洪烈用计, 杜氏的
 
 
 def _ordinary(word: str, flag: str) -> bool:
