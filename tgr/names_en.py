@@ -10,7 +10,11 @@ Stockdale"). Generic capitalised words ("President", "March",
 writes in lower case, nor a sentence's first word unless it is capitalised mid-sentence
 too. Types come from cheap cues: honorifics and speech verbs (person), place prepositions
 and words such as "River" (location), "University" or "Inc" (organization), month and
-day names (date); everything else is a concept.
+day names (date); the words around the name ("directed by X", "actor X", "X (born 1950)",
+"X, Florida": context_type); a quoted title mid-sentence (work); the gazetteer and the
+census first names; and names listed together share a type. Everything else is a concept.
+Adjectives of origin ("Canadian", "Italian-American": tgr.demonyms) are no names; a
+language ("Telugu-language") is one.
 """
 from __future__ import annotations
 
