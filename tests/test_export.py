@@ -251,3 +251,19 @@ def test_page_shows_recorded_aliases(store, tmp_path):
     export(path, tmp_path / "a.json")
     nodes = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["nodes"]
     assert "Ebenezer" in next(n for n in nodes if n["id"] == SCROOGE)["aliases"]
+
+
+def test_page_search_folds_traditional_characters_to_the_names_simplified_ones(store, tmp_path):
+    path = tmp_path / "zh.db"
+    shutil.copy(store, path)
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT OR IGNORE INTO entity_aliases (entity_id, alias, key, mentions) VALUES (?, '孙悟空', '孙悟空', 1)",
+                 (SCROOGE,))
+    conn.commit()
+    conn.close()
+    export(path, tmp_path / "zh.html")
+    data = page_data((tmp_path / "zh.html").read_text(encoding="utf-8"))
+    variants = data["zh"]
+    assert variants["孫"] == "孙" and "悟" not in variants and "空" not in variants  # 悟 and 空 have one form
+    names = "".join(n["name"] + "".join(n.get("a", [])) for n in data["nodes"])
+    assert set(variants.values()) <= set(names)  # only what the page's own names need

@@ -241,6 +241,36 @@ def test_cheap_types():
     assert found["Bruce Lindsey"].type == "person"
 
 
+def test_the_words_around_a_name_type_it():
+    found = by_name("The film stars Palash Sen, Ira Dubey and Kymsleen Kholie, with music by poet Kaifi Azmi. "
+                    "Starring Rajendra Prasad, it was shot near Pensacola, Florida. Fionn Regan (born 1981) sang. "
+                    "The band Porcupine Tree recorded it.")
+    assert all(found[n].type == "person" for n in ("Palash Sen", "Ira Dubey", "Kymsleen Kholie", "Kaifi Azmi",
+                                                   "Rajendra Prasad", "Fionn Regan")), found
+    assert "Starring Rajendra Prasad" not in found
+    assert found["Pensacola"].type == "location" and found["Porcupine Tree"].type == "organization"
+    # no cue, no type: a name alone in a sentence stays a concept
+    assert by_name("We met Kymsleen Kholie there.")["Kymsleen Kholie"].type == "concept"
+
+
+def test_quoted_titles_are_whole_works_and_speech_is_not():
+    found = by_name('He starred in the film "It Happened One Night" and the episode "Simpsons Roasting on an '
+                    'Open Fire". Its singles were "To Know You," "Who You Are," and "Cheer Up".')
+    assert {"It Happened One Night", "Simpsons Roasting on an Open Fire", "To Know You", "Who You Are",
+            "Cheer Up"} <= set(found), list(found)
+    assert all(found[n].type == "work" for n in ("It Happened One Night", "To Know You"))
+    assert not {"Open Fire", "Know", "Happened One Night"} & set(found)
+    speech = by_name('"Bah," said Scrooge, "Humbug!" Then Scrooge said, "Good Afternoon Sir." and left.')
+    assert "Humbug" not in speech and not any(e.type == "work" for e in speech.values()), speech
+
+
+def test_where_from_is_no_name_but_a_language_is():
+    found = by_name("A Maine-based South Korean company hired a Canadian and an Italian-American. "
+                    "It made an Indian Hindi-language film and a Telugu comedy.")
+    assert not {"South Korean", "Canadian", "Italian-American", "Maine-based"} & set(found), list(found)
+    assert found["Maine"] and found["Hindi"].type == found["Telugu"].type == "language"
+
+
 def test_english_sentences_in_a_chinese_chunk_use_english_names():
     found = names("孙悟空住在花果山。Journey to the West was translated by Arthur Waley in London.")
     assert "孙悟空" in found and "Arthur Waley" in found and "London" in found
@@ -264,6 +294,11 @@ def test_chinese_names_and_cooccurrence():
 def test_chinese_corpus_names(zh_names):
     assert {"孙悟空", "花果山", "美猴王"} <= set(zh_names)
     assert all(len(n) >= 2 for n in zh_names)
+
+
+def test_a_rare_dictionary_name_cut_through_a_run_of_names_is_no_name():
+    found = names("猴王道：弟子东胜神洲傲来国花果山水帘洞人氏。")
+    assert "神洲傲" not in found and "花果山" in found, found  # jieba's dictionary has 神洲傲 as a rare name
 
 
 def test_chinese_quoted_titles_and_terms():

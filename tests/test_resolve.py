@@ -180,3 +180,7 @@ def test_types_come_from_the_gazetteer_census_names_and_name_words():
     assert one("Louis Prima") == "person" and one("Merry Christmas") == "concept"
     assert one("Oxford University Press") == "organization" and one("1946 NFL season") == "event"
     assert one("Georgia", "person") == "person"  # a person's mentions outweigh the gazetteer
+    assert one("Detroit Pistons") == one("NBA") == "organization" and one("Northern New Jersey") == "location"
+    assert one("Republic of China") == "country" and one("Michael Jordan") == "person"
+    assert one("英语") == one("意大利语") == "language" and one("术语") == "concept"
+    assert one("Hampton Roads") == "concept"  # a place, then a plural that names places: no team

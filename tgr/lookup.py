@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from . import name_match
-from .db import Connection, has_table
+from .db import Connection
 from .safe import xml_safe
 from .text import normalise_name
 
@@ -36,12 +36,9 @@ def match_entity(conn: Connection, name: str) -> name_match.Match | None:
                            "ORDER BY degree DESC, id LIMIT 1", (key,)).fetchone()
         if row:
             return name_match.Match(row[0], row[1], "name")
-        if key and has_table(conn, "entity_aliases"):  # "Scrooge", "U.S.": any of its recorded names
-            row = conn.execute("SELECT a.entity_id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
-                               "WHERE a.key = ? ORDER BY a.mentions DESC, e.degree DESC, e.id LIMIT 1",
-                               (key,)).fetchone()
-            if row:  # an alias that is also the entity's display name is its name
-                return name_match.Match(row[0], row[1], "name" if normalise_name(row[1]) == key else "alias")
+        alias = name_match.alias_entity(conn, key)  # "Scrooge", "U.S.": any of its recorded names
+        if alias:  # an alias that is also the entity's display name is its name
+            return name_match.Match(alias[0], alias[1], "name" if normalise_name(alias[1]) == key else "alias")
     return name_match.resolve(conn, name)
 
 

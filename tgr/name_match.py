@@ -34,6 +34,34 @@ def _t2s():
     return opencc.OpenCC("t2s")
 
 
+@lru_cache(maxsize=3)
+def _s2(config: str):
+    import opencc
+
+    return opencc.OpenCC(config)
+
+
+def chinese_variants(names: list[str]) -> dict[str, str]:
+    """{character: its simplified form} for every traditional or regional variant of a Chinese
+    character of names (孫 -> 孙, 後 -> 后): what a page needs to fold a query the way fold()
+    folds names, without shipping OpenCC. Characters that are their own simplified form and
+    have no other form are left out."""
+    chars = sorted({ch for name in names for ch in str(name) if has_cjk(ch)})
+    if not chars:
+        return {}
+    simplified = _t2s().convert("\n".join(chars)).split("\n")
+    if len(simplified) != len(chars):
+        simplified = [_t2s().convert(ch) for ch in chars]
+    variants = {ch: s for ch, s in zip(chars, simplified) if s != ch}
+    plain = sorted(set(simplified))
+    for config in ("s2t", "s2tw", "s2hk"):
+        forms = _s2(config).convert("\n".join(plain)).split("\n")
+        for s, form in zip(plain, forms if len(forms) == len(plain) else []):
+            if form != s and len(form) == 1:
+                variants.setdefault(form, s)
+    return variants
+
+
 def fold(name: str) -> str:
     """The forgiving key of a name: normalised and case-folded, accents removed, `·`, hyphens,
     dots and apostrophes dropped or spaced, traditional Chinese characters made simplified."""
@@ -82,25 +110,72 @@ def max_edits(key: str) -> int:
     return 1 if n <= 7 else 2 if n <= 15 else 3
 
 
+# --- the one reader of entity_aliases (tgr.resolve writes it) --------------------------
+
+_ALIAS_COLUMNS = {"entity_id", "alias", "key", "mentions"}
+
+
+def _has_aliases(conn: Connection) -> bool:
+    """Whether the store has an entity_aliases table with the columns migration 6 gives it
+    (a store from elsewhere may have a table of that name shaped otherwise)."""
+    if not has_table(conn, "entity_aliases"):
+        return False
+    return _ALIAS_COLUMNS <= {row[1] for row in conn.execute("PRAGMA table_info(entity_aliases)")}
+
+
 def stored_aliases(conn: Connection) -> list[tuple[str, str]]:
     """(entity id, alias) pairs from the store's entity_aliases table when it has one."""
-    columns = _alias_columns(conn)
-    if columns is None:
+    if not _has_aliases(conn):
         return []
-    entity, alias = columns
     return [(str(e), str(a)) for e, a in conn.execute(
-        f'SELECT "{entity}", "{alias}" FROM entity_aliases WHERE "{alias}" IS NOT NULL '
-        f'ORDER BY "{entity}", "{alias}" LIMIT ?', (MAX_ALIASES,)) if e is not None]
+        "SELECT entity_id, alias FROM entity_aliases WHERE alias IS NOT NULL AND entity_id IS NOT NULL "
+        "ORDER BY entity_id, alias LIMIT ?", (MAX_ALIASES,))]
 
 
-def _alias_columns(conn: Connection) -> tuple[str, str] | None:
-    """The entity-id and alias columns of the store's entity_aliases table, if it has one."""
-    if not has_table(conn, "entity_aliases"):
+def alias_entity(conn: Connection, key: str) -> tuple[str, str] | None:
+    """(entity id, name) of the entity with the recorded alias key (normalised), the most
+    used alias first; None when there is none."""
+    if not key or not _has_aliases(conn):
         return None
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(entity_aliases)")]
-    entity = next((c for c in ("entity_id", "entity") if c in columns), None)
-    alias = next((c for c in ("alias", "name", "surface", "surface_form") if c in columns), None)
-    return None if entity is None or alias is None else (entity, alias)
+    row = conn.execute("SELECT a.entity_id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+                       "WHERE a.key = ? ORDER BY a.mentions DESC, e.degree DESC, e.id LIMIT 1", (key,)).fetchone()
+    return (str(row[0]), str(row[1])) if row else None
+
+
+def alias_mentions(conn: Connection, keys: list[str]) -> list[tuple[str, int, str]]:
+    """(entity id, the entity's mentions, alias key) for each recorded alias with one of keys,
+    whose entity's own id is not among keys (that one is found by its name)."""
+    if not keys or not _has_aliases(conn):
+        return []
+    wanted = json.dumps(keys, ensure_ascii=False)
+    return [(str(e), int(m or 0), str(k)) for e, m, k in conn.execute(
+        "SELECT a.entity_id, e.mentions, a.key FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+        "WHERE a.key IN (SELECT value FROM json_each(?1)) AND a.entity_id NOT IN (SELECT value FROM json_each(?1))",
+        (wanted,))]
+
+
+def _alias_hits(conn: Connection, keys: list[str]) -> list[str]:
+    if not _has_aliases(conn):
+        return []
+    return [str(row[0]) for row in conn.execute(
+        "SELECT DISTINCT a.entity_id FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+        "WHERE lower(a.alias) IN (SELECT value FROM json_each(?))", (json.dumps(keys, ensure_ascii=False),))]
+
+
+# Latin letters with accents (Latin-1 Supplement to Latin Extended-B, Latin Extended Additional):
+# only a name with one of them can fold to a different plain-ASCII spelling
+_ACCENTED = "*[À-ɏḀ-ỿ]*"
+
+
+def _accented_names(conn: Connection, keys: set[str]) -> list[str]:
+    """Ids of entities whose name or recorded alias has accented Latin letters and folds to
+    one of keys ("francois truffaut" -> François Truffaut)."""
+    rows = conn.execute("SELECT id, name FROM entities WHERE name GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
+    if _has_aliases(conn):
+        rows += conn.execute("SELECT entity_id, alias FROM entity_aliases WHERE alias GLOB ? LIMIT ?",
+                             (_ACCENTED, MAX_ALIASES)).fetchall()
+    rows = [(str(e), str(n)) for e, n in rows if e is not None and n is not None]
+    return sorted({eid for (eid, _), key in zip(rows, fold_many([n for _, n in rows])) if key in keys})
 
 
 @dataclass(frozen=True)
@@ -225,9 +300,10 @@ def resolve(conn: Connection, name: str) -> Match | None:
 
 def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
     """For question seeding: entity ids (flagged cased) that capitalised spans name by a
-    recorded alias, or, for spans with non-ASCII letters, by their folded spelling (traditional
-    characters, `·`, accents in the question). Cheap: two indexed lookups, no name index built.
-    No typo matching here: a question's words are not all names."""
+    recorded alias or by their folded spelling: traditional characters, `·` or accents in
+    the question ("孫悟空"), or accents the question leaves out ("Francois Truffaut" for
+    François Truffaut). Cheap: indexed lookups and one scan of the accented names, no name
+    index built. No typo matching here: a question's words are not all names."""
     cased = [key[:MAX_NAME_CHARS * 2] for key, is_cased in spans.items() if is_cased]
     if not cased:
         return {}
@@ -239,14 +315,7 @@ def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
         (json.dumps(sorted(variants), ensure_ascii=False),))}
     for entity_id in _alias_hits(conn, sorted(set(cased) | variants)):
         found[entity_id] = True
+    plain = {fold(key) for key in cased if key.isascii() and any(c.isalpha() for c in key)}
+    for entity_id in _accented_names(conn, plain) if plain else []:
+        found[entity_id] = True
     return {eid: flag for eid, flag in found.items() if eid not in spans}
-
-
-def _alias_hits(conn: Connection, keys: list[str]) -> list[str]:
-    columns = _alias_columns(conn)
-    if columns is None:
-        return []
-    entity, alias = columns
-    return [str(row[0]) for row in conn.execute(
-        f'SELECT DISTINCT a."{entity}" FROM entity_aliases a JOIN entities e ON e.id = a."{entity}" '
-        f'WHERE lower(a."{alias}") IN (SELECT value FROM json_each(?))', (json.dumps(keys, ensure_ascii=False),))]

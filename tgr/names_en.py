@@ -10,12 +10,18 @@ Stockdale"). Generic capitalised words ("President", "March",
 writes in lower case, nor a sentence's first word unless it is capitalised mid-sentence
 too. Types come from cheap cues: honorifics and speech verbs (person), place prepositions
 and words such as "River" (location), "University" or "Inc" (organization), month and
-day names (date); everything else is a concept.
+day names (date); the words around the name ("directed by X", "actor X", "X (born 1950)",
+"X, Florida": context_type); a quoted title mid-sentence (work); the gazetteer and the
+census first names; and names listed together share a type. Everything else is a concept.
+Adjectives of origin ("Canadian", "Italian-American": tgr.demonyms) are no names; a
+language ("Telugu-language") is one.
 """
 from __future__ import annotations
 
 import re
 
+from .demonyms import language_of, only_demonyms, strip_adjective_suffix
+from .entity_types import COMMON_ACRONYMS, census_first_names, given_and_family_name, place_kind
 from .text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
@@ -29,7 +35,11 @@ _MAX_WORDS = 8
 _HONORIFICS = frozenset("mr mrs ms miss dr mister madam sir dame president senator governor "
                         "professor prof doctor captain capt general gen colonel col lieutenant "
                         "sergeant judge justice mayor chancellor".split())
-_OWN_TITLES = frozenset("mrs miss ms madam".split())  # a woman's: another person than the surname's man
+_OWN_TITLES = frozenset("mrs miss ms madam".split())
+# capitalised words before a person's name that are no part of it ("Starring Rajendra Prasad")
+_PERSON_OPENERS = frozenset("""starring featuring businessman businesswoman actor actress singer
+    rapper songwriter director producer composer poet novelist author writer painter guitarist
+    drummer detective constable inspector maj lt sgt cpl vice coach journalist comedian""".split())  # a woman's: another person than the surname's man
 _ROYAL = frozenset("king queen prince princess emperor empress pope saint st lord lady duke "
                    "duchess earl count countess baron bishop archbishop".split())
 _CONNECTORS = frozenset("of the de van von la le du der den da di del dos das al bin ibn upon".split())
@@ -63,7 +73,7 @@ _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     according following despite many most some several each every both either neither other
     another such only one two three four five six seven eight nine ten eleven twelve twenty
     hundred thousand million billion op vol no inc ltd co corp llc plc jr sr stave chapter
-    heading tailpiece frontispiece illustration illustrations contents preface""".split())
+    heading tailpiece frontispiece illustration illustrations contents preface""".split()) | COMMON_ACRONYMS
 _PERSON_VERBS = frozenset("said cried replied asked exclaimed answered thought says told wrote "
                           "married".split())
 _PLACE_PREPOSITIONS = frozenset("in at from to into near towards across".split())
@@ -95,24 +105,45 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
     lower = {_POSSESSIVE.sub("", w.strip(_PUNCTUATION)) for w in
              (text if text is not None else " ".join(sentences)).split() if w.islower()}
     spans_per_sentence = [_capitalised_spans(s, lower) for s in sentences]
-    mid_sentence = {name for spans in spans_per_sentence for name, _, inside, _ in spans if inside}
+    mid_sentence = {name for spans in spans_per_sentence for name, _, inside, *_ in spans if inside}
     mid_sentence |= {name.split()[-1] for spans in spans_per_sentence for name, *_ in spans
                      if " " in name}  # "Stockdale ran" after "James Bond Stockdale"
     result = []
-    for spans in spans_per_sentence:
+    for sentence, spans in zip(sentences, spans_per_sentence):
         names = []
-        for name, kind, inside, titled in spans:
+        for name, kind, inside, titled, start in spans:
             if " " not in name:
                 key = _POSSESSIVE.sub("", name).lower()
                 if key in _GENERIC or key in lower or key in STOPWORDS:
                     continue
                 if not inside and name not in mid_sentence:
                     continue
-            names.append((name, kind, titled))
-        result.append(names)
+            names.append((name, kind, titled, start))
+        result.append(_share_list_types(sentence, names))
     surnames = _surnames([n for names in result for n in names])
     return [[(name if titled else surnames.get(name, name), kind) for name, kind, titled in names]
             for names in result]
+
+
+_LIST_GAPS = frozenset([", ", " and ", ", and ", " & ", " or ", ", or ", " and the ", ", and the "])
+
+
+def _share_list_types(sentence: str, names: list[tuple[str, str, bool, int]]) -> list[tuple[str, str, bool]]:
+    """Names listed together ("stars Palash Sen, Ira Dubey and Kymsleen Kholie") are of one
+    type: an untyped member takes the one type its typed neighbours agree on."""
+    groups: list[list[int]] = []
+    for k, (name, _, _, start) in enumerate(names):
+        if groups and sentence[names[k - 1][3] + len(names[k - 1][0]):start] in _LIST_GAPS:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    kinds = [kind for _, kind, _, _ in names]
+    for group in groups:
+        known = {kinds[k] for k in group} - {"concept", "date"}  # "May 5 and Rock Hudson"
+        if len(group) > 1 and len(known) == 1:
+            for k in group:
+                kinds[k] = next(iter(known))
+    return [(name, kind, titled) for (name, _, titled, _), kind in zip(names, kinds)]
 
 
 def _surnames(names: list[tuple[str, str, bool]]) -> dict[str, str]:
@@ -130,21 +161,27 @@ def _surnames(names: list[tuple[str, str, bool]]) -> dict[str, str]:
     return {short: next(iter(longs)) for short, longs in full.items() if len(longs) == 1}
 
 
-def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, bool, bool]]:
-    """(name, type, inside, titled) for each run of capitalised words; inside: not
+def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, bool, bool, int]]:
+    """(name, type, inside, titled, start) for each run of capitalised words; inside: not
     sentence-initial; titled: it followed an honorific ("Mrs. Cratchit")."""
     words = list(_WORD.finditer(sentence))
     shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
-    spans, i = [], 0
+    titles = [] if shouting else _quoted_titles(sentence)
+    spans = [(title, "work", True, False, a) for title, a, _ in titles]
+    in_title = lambda k: any(a <= words[k].start() < b for _, a, b in titles)
+    i = 0
     while i < len(words):
-        if not _capitalised(words[i].group(), shouting):
+        if not _capitalised(words[i].group(), shouting) or in_title(i):
             i += 1
             continue
         j = _run_end(sentence, words, i, shouting)
+        while j > i + 1 and in_title(j - 1):
+            j -= 1
         span = _name_of(sentence, words, i, j, lower)
         if span:
             spans.append(span)
         i = j
+    spans.sort(key=lambda span: span[4])
     return spans
 
 
@@ -158,6 +195,8 @@ def _run_end(sentence: str, words: list[re.Match], i: int, shouting: bool) -> in
     while j < len(words) and j - i < _MAX_WORDS:
         if _POSSESSIVE.search(words[j - 1].group()) and _bare(words[j - 1].group()) not in _PLURAL_OWNERS:
             break  # "Scrooge's Christmas": the possessive ends the name ("Women's World Cup" does not)
+        if strip_adjective_suffix(words[j - 1].group()) != words[j - 1].group():
+            break  # "a Maine-based South Korean company": the adjective ends the name
         gap = sentence[words[j - 1].end():words[j].start()]
         if gap not in (" ", ". ", "."):
             if not (gap == ", " and _comma_continues(words, i, j)):
@@ -186,8 +225,9 @@ def _comma_continues(words: list[re.Match], i: int, j: int) -> bool:
 
 
 def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
-             lower: set[str]) -> tuple[str, str, bool, bool] | None:
-    """The name in the run words[i:j] with its type and whether it is mid-sentence."""
+             lower: set[str]) -> tuple[str, str, bool, bool, int] | None:
+    """The name in the run words[i:j] with its type, whether it is mid-sentence, whether
+    it followed a title, and where it starts."""
     tokens = list(range(i, j))
     lowered = [_bare(words[k].group()) for k in tokens]
     previous = words[i - 1].group().lower() if i else ""
@@ -197,24 +237,7 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         inside = True
     kind = "person" if len(tokens) > 1 and lowered[0] in _ROYAL else "concept"
     titled = False
-    while tokens:
-        first = lowered[0]
-        if len(tokens) > 1 and first in _OWN_TITLES and lowered[1] not in _CONNECTORS:
-            kind, inside, titled = "person", True, True  # "Mrs. Cratchit" is not "Bob Cratchit": kept whole
-            break
-        if len(tokens) > 1 and first in _HONORIFICS and lowered[1] not in _CONNECTORS:
-            kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
-        elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
-            inside = True  # what follows a dropped opener ("But Scrooge") is no longer sentence-initial
-        elif first in _CONNECTORS:
-            pass
-        elif not inside and len(tokens) > 1 and (first in _GENERIC or first in lower):
-            pass  # "Later Scrooge went": Later is no name
-        else:
-            break
-        tokens, lowered = tokens[1:], lowered[1:]
-    while tokens and lowered[-1] in _TRAILING_JUNK:
-        tokens, lowered = tokens[:-1], lowered[:-1]
+    tokens, lowered, kind, inside, titled = _strip_openers(tokens, lowered, kind, inside, lower)
     if not tokens or all(w in STOPWORDS or w in _NOT_NAMES for w in lowered):
         return None
     if len(tokens) > 1 and all(w in _GENERIC or w in _CONNECTORS for w in lowered):
@@ -227,15 +250,88 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         name += "."  # "U.S."
     elif lowered[-1] not in _GENERIC and (number := _NUMBER_AFTER.match(sentence, end)):
         name += number.group()  # "Big Hero 6"
-    name = name.strip("'’-")
-    if len(name) < 2:
-        return None
+    name = strip_adjective_suffix(name.strip("'’-")).strip("'’-")
+    if language := language_of(name):
+        return language, "language", True, titled, start  # "Telugu-language", "Indian Hindi"
+    if len(name) < 2 or only_demonyms(name):
+        return None  # "Canadian", "Italian-American": where from, not what
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
     if kind == "concept":
         kind = _type_of(lowered, previous, after)
+    if kind == "concept":
+        kind = context_type(sentence, start, end) or kind
+    if kind == "concept":  # what the gazetteer and census say, so that a list can share it
+        kind = place_kind(name) or ("person" if given_and_family_name(name) else kind)
     if kind == "concept" and not previous:  # the subject of "X is an American actor"
         kind = defining_type(sentence) or kind
-    return name, kind, inside, titled
+    return name, kind, inside, titled, start
+
+
+def _strip_openers(tokens: list[int], lowered: list[str], kind: str, inside: bool,
+                   lower: set[str]) -> tuple[list[int], list[str], str, bool, bool]:
+    """Drop the run's leading words that are no part of the name ("The", "But", "Mr.",
+    "Starring") and its trailing ones; a title says the rest is a person."""
+    titled = False
+    while tokens:
+        first = lowered[0]
+        if len(tokens) > 1 and first in _OWN_TITLES and lowered[1] not in _CONNECTORS:
+            kind, inside, titled = "person", True, True  # "Mrs. Cratchit" is not "Bob Cratchit": kept whole
+            break
+        if len(tokens) > 1 and first in _HONORIFICS and lowered[1] not in _CONNECTORS:
+            kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
+        elif len(tokens) > 1 and first in _PERSON_OPENERS and lowered[1] not in _CONNECTORS | _GENERIC:
+            kind, inside = "person", True  # "Starring Rajendra Prasad", "Businessman Jaquelin Hume"
+        elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
+            inside = True  # what follows a dropped opener ("But Scrooge") is no longer sentence-initial
+        elif first in _CONNECTORS:
+            pass
+        elif not inside and len(tokens) > 1 and (first in _GENERIC or first in lower):
+            pass  # "Later Scrooge went": Later is no name
+        else:
+            break
+        tokens, lowered = tokens[1:], lowered[1:]
+    while tokens and lowered[-1] in _TRAILING_JUNK:
+        tokens, lowered = tokens[:-1], lowered[:-1]
+    return tokens, lowered, kind, inside, titled
+
+
+_NOT_TITLE_BEFORE = frozenset("as called named nicknamed dubbed meaning means word words term "
+                              "slogan motto phrase".split())
+
+
+_QUOTED = re.compile(r"[\"“]([^\"“”]{2,100}?)[,.!?]?[\"”]")
+_TITLE_SMALL = frozenset("""a an the and or nor but of in on at to for from by with as into onto
+    upon over off out up is are was were be been am it's its i ever not no so than""".split())
+
+
+def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
+    """(title, start, end) of each quotation mid-sentence written as a title ("Simpsons
+    Roasting on an Open Fire", the single "Cheer Up"): the name of a work. Not speech
+    ("Humbug," said Scrooge) nor a nickname (known as "Bud"); a leading "The" is dropped, as
+    everywhere, so that all mentions agree."""
+    found = []
+    for match in _QUOTED.finditer(sentence):
+        text, start = match.group(1).strip(), match.start(1)
+        words = text.split()
+        if not words or len(words) > 12 or not (words[0][:1].isupper() or words[0][:1].isdigit()):
+            continue
+        if not all(w[:1].isupper() or w[:1].isdigit() or w.lower().strip(",:;") in _TITLE_SMALL for w in words):
+            continue
+        before = re.search(r"(\w+|[\"”])(,?)\s$", sentence[:match.start()])
+        defining = re.match(r"\s+(?:is|was|are|were)\s", sentence[match.end():])
+        head = before.group(1).lower() if before else ""
+        listed = before and (head in "\"”" or before.group(2) and _HEAD_TYPES.get(head.rstrip("s")) == "work")
+        # singles, "A," "B," and "C" (a list of titles), not said, "Good Afternoon Sir."
+        if not defining and not listed and not (before and not before.group(2)
+                                                 and before.group(1).lower() not in _NOT_TITLE_BEFORE):
+            continue
+        if len(words) > 1 and words[0] in ("The", "the"):
+            start = sentence.index(words[1], start)
+            text = sentence[start:match.start(1) + len(match.group(1).rstrip())]
+        text = text.rstrip(",.;:!?")
+        if len(text) >= 2 and text.lower() not in STOPWORDS:
+            found.append((text, start, start + len(text)))
+    return found
 
 
 def _type_of(lowered: list[str], previous: str, after: str) -> str:
@@ -244,7 +340,8 @@ def _type_of(lowered: list[str], previous: str, after: str) -> str:
         return "organization"
     if last in _LOCATION_WORDS or first in {"mount", "lake", "fort", "port", "cape", "river"}:
         return "location"
-    if last in _DATE_WORDS and len(lowered) > 1 or first in _MONTHS and len(lowered) == 1:
+    if last in _DATE_WORDS and len(lowered) > 1 and first not in census_first_names() \
+            or first in _MONTHS and len(lowered) == 1:  # "Christmas Day", not "Doris Day"
         return "date"
     if after in _PERSON_VERBS or previous in _PERSON_VERBS or after in {"born", "died"} \
             or len(lowered[-1]) > 1 and any(len(w) == 1 for w in lowered[:-1]):  # "G. Stanley Hall"
@@ -289,7 +386,7 @@ _HEADS = {
 _HEAD_TYPES = {word: kind for kind, words in _HEADS.items() for word in words.split()}
 _IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
 _DEFINING_WORD = re.compile(r"[\w\-]+")
-_DEFINING_STOP = frozenset("who which that whose where by from".split())
+_DEFINING_STOP = frozenset("who which that whose where by from of in for with on at".split())
 
 
 def defining_type(sentence: str) -> str | None:
@@ -297,13 +394,51 @@ def defining_type(sentence: str) -> str | None:
     "X, originally published as Y, is a collectible dice game" -> work (the first known
     head noun among the next eight words after "is a"), or None."""
     match = _IS_A.search(sentence)
-    if not match:
-        return None
-    for word in _DEFINING_WORD.findall(sentence, match.end())[:8]:
+    return _head_after(sentence, match.end()) if match else None
+
+
+def _head_after(sentence: str, position: int) -> str | None:
+    """The type of the first known head noun among the eight words from position on."""
+    for word in _DEFINING_WORD.findall(sentence, position)[:8]:
         word = word.lower()
         if word in _DEFINING_STOP:
             break
         kind = _HEAD_TYPES.get(word) or (_HEAD_TYPES.get(word[:-1]) if word.endswith("s") else None)
         if kind:
             return kind
+    return None
+
+
+_BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|portrayed|voiced|hosted|sung|"
+                        r"performed|narrated|illustrated|painted|authored)\s+by|starring|co-starring|"
+                        r"featuring|feat\.|stars|co-stars|voices\s+of|voice\s+of)\s+$", re.I)
+_WORD_BEFORE = re.compile(r"(?<![\w-])([a-z][a-z-]+)\s$")
+_PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough|island|region|"
+                       r"municipality|parish|capital|suburb|commune|state)\s+of\s$")
+# head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
+_NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
+_BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
+_PAREN_HEAD = re.compile(r"\s*\((?:[^()]*\s)?([a-z][a-z-]+)\)")  # "(2005 film)", "(band)"
+_APPOSITIVE = re.compile(r",\s+(?:an?|the|one of the)\s+")
+_PLACE_AFTER = re.compile(r",\s+((?:[A-Z][\w.]*)(?:\s+[A-Z][\w.]*){0,2})(?=[,.;:)]|\s+[a-z]|$)")
+
+
+def context_type(sentence: str, start: int, end: int) -> str | None:
+    """The type the words around a name give it: "directed by X", "actor X", "the city of X"
+    (before); "X (born 1950)", "X (2005 film)", "X, an American actor", "X, Florida" (after)."""
+    before = sentence[:start]
+    if _BY_PERSON.search(before) or _BORN.match(sentence, end):
+        return "person"
+    if _PLACE_OF.search(before):
+        return "location"
+    if (word := _WORD_BEFORE.search(before)) and (head := word.group(1)) not in _NOT_HEAD_BEFORE:
+        kind = _HEAD_TYPES.get(head) or (_HEAD_TYPES.get(head[:-1]) if head.endswith("s") else None)
+        if kind:
+            return kind
+    if (paren := _PAREN_HEAD.match(sentence, end)) and (kind := _HEAD_TYPES.get(paren.group(1))):
+        return kind
+    if appositive := _APPOSITIVE.match(sentence, end):
+        return _head_after(sentence, appositive.end())
+    if (place := _PLACE_AFTER.match(sentence, end)) and place_kind(place.group(1)):
+        return "location"
     return None

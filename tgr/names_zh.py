@@ -92,10 +92,10 @@ def _sentence_names(sentence: str) -> list[Name]:
     subject = _SUBJECT.match(sentence)
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
-    for start, word, flag in spans:
+    for index, (start, word, flag) in enumerate(spans):
         kind = _TAG_TYPES.get(flag)
         if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
-                and not _guessed_fragment(word, flag):
+                and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index):
             if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
                 kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
             names.append((start, word, kind))
@@ -136,6 +136,25 @@ def _guessed_fragment(word: str, flag: str) -> bool:
     """A two-character place the tagger made up from unknown text (再拜山拜 -> 山拜): jieba's
     dictionary does not know it."""
     return len(word) == 2 and flag == "ns" and not jieba().dt.FREQ.get(word)
+
+
+_RARE = 10  # jieba's dictionary counts; its rarest person names are often segmentation debris
+_CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
+
+
+def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
+    """A person name jieba's dictionary barely knows, glued on both sides: after another name
+    and before a lone character (东胜 + 神洲傲 + 来 in 东胜神洲傲来国). That is a wrong cut
+    through a run of names, not a third name between two."""
+    _, word, flag = spans[index]
+    if not flag.startswith("nr") or not 1 <= (jieba().dt.FREQ.get(word) or 0) < _RARE:
+        return False  # a name the tagger guessed (not in the dictionary) is judged elsewhere
+    if index == 0 or index + 1 == len(spans):
+        return False
+    _, before, before_flag = spans[index - 1]
+    _, after, after_flag = spans[index + 1]
+    return len(before) >= 2 and before_flag in _COMPOUND_START and len(after) == 1 \
+        and after_flag in _CONTENT_FLAGS  # 来 of 傲来国; not 完颜洪烈用计, 杜氏的
 
 
 def _ordinary(word: str, flag: str) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
-from .name_match import entities_named
+from .name_match import alias_mentions, entities_named
 from .offline_global import topic_terms
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .store_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
@@ -348,11 +348,7 @@ class Retriever:
         keys = json.dumps(sorted(surface), ensure_ascii=False)
         rows = self.conn.execute(
             "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
-        if has_table(self.conn, "entity_aliases"):  # "Mr. Scrooge", "U.S.": an entity's other names
-            rows += self.conn.execute(
-                "SELECT a.entity_id, e.mentions, a.key FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
-                "WHERE a.key IN (SELECT value FROM json_each(?)) AND a.entity_id NOT IN "
-                "(SELECT value FROM json_each(?))", (keys, keys)).fetchall()
+        rows += alias_mentions(self.conn, sorted(surface))  # "Mr. Scrooge", "U.S.": an entity's other names
         total = self.chunk_total()
         weights = {}
         for eid, mentions, key in rows:

@@ -442,8 +442,10 @@
 
   /* -- search: names and aliases, forgiving case, accents, `·` and a typo or two ---------- */
   var folded = null;
+  var zh = data.zh || {};  /* traditional and regional characters -> simplified, for the page's names */
   function fold(s) {
     return s.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()
+      .replace(/[\u3400-\u9fff\uf900-\ufaff]/g, function (c) { return zh[c] || c; })
       .replace(/[·・•‧\-_.,'’‘]+/g, " ").replace(/\s+/g, " ").trim();
   }
   function osa(a, b, limit) {  /* edit distance with swaps, or limit + 1 once it is surely above limit */
