@@ -43,6 +43,7 @@ class _Entity:
     mentions: list[_Mention] = field(default_factory=list)
     extra_descriptions: list[str] = field(default_factory=list)
     chunks: set[str] = field(default_factory=set)
+    _type: str | None = field(default=None, repr=False, compare=False)
 
     def surface(self) -> str:
         names = Counter(" ".join(m.name.split()) for m in self.mentions)
@@ -56,8 +57,11 @@ class _Entity:
         return Counter(" ".join(m.name.split()) for m in self.mentions)
 
     def type(self) -> str:
-        """The type a person would give it (tgr.entity_types)."""
-        return entity_type(self.surface(), self.types(), self.aliases())
+        """The type a person would give it (tgr.entity_types); asked for once the mentions
+        are all in (the summary jobs, then the stored row), so computed once."""
+        if self._type is None:
+            self._type = entity_type(self.surface(), self.types(), self.aliases())
+        return self._type
 
     def descriptions(self) -> list[str]:
         """Distinct descriptions, each without sentences an earlier one already said
