@@ -4,6 +4,7 @@
     python bench/run.py --corpus carol        # A Christmas Carol (compare with DESIGN.md section 8)
     python bench/run.py --corpus zh           # Journey to the West
     python bench/run.py --corpus 2m --no-rerun  # the three books in one file (2 M chars)
+    python bench/run.py --corpus 10m --no-rerun --timeout 7200  # 10 M chars: the books' paragraphs shuffled
     python bench/run.py --latency 0           # tgr's own (non-model) time
     python bench/run.py --faults 0.05         # 5 % of prompts fail once; the run must still finish
     python bench/run.py --json                # machine-readable results
@@ -34,6 +35,8 @@ import json
 import math
 import multiprocessing
 import os
+import random
+import resource
 import shutil
 import signal
 import sys
@@ -359,6 +362,8 @@ def index_once(store: Path, corpus: Path, url: str, args, server: ServerHandle, 
                                             for b in observed) * args.latency, 3)
     busy = sum(b["end_s"] - b["start_s"] for b in trace.batches if b["calls"])
     run["outside_chat_batches_s"] = round(run["wall_s"] - busy, 3)
+    run["no_call_in_flight"] = round(run["outside_chat_batches_s"] / run["wall_s"], 4) if run["wall_s"] else None
+    run["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # tgr's process
     run["wall_over_limit"] = round(run["wall_s"] / run["limit_s"], 3) if run["limit_s"] else None
     chat = {s: v["calls"] for s, v in run["ledger"].items() if v["kind"] == "chat"}
     run["chat_calls_by_stage"] = chat
@@ -426,15 +431,37 @@ def git_state() -> str | None:
 
 
 def resolve_corpus(name: str, out: Path) -> Path:
-    """The corpus file; "2m" writes the three books into one file in out (2,139,454 chars)."""
+    """The corpus file; "2m" writes the three books into one file in out (2,139,454 chars);
+    "<N>m" (another number) writes N million characters of their shuffled paragraphs."""
     if name == "2m":
         path = out / "big2m.txt"
         path.write_bytes(b"".join(resolve_corpus(n, out).read_bytes() for n in BIG))
+        return path
+    if name.endswith("m") and name[:-1].replace(".", "", 1).isdigit():
+        path = out / f"shuffled{name}.txt"
+        path.write_text(shuffled_corpus([resolve_corpus(n, out) for n in BIG], int(float(name[:-1]) * 1e6)),
+                        encoding="utf-8")
         return path
     path = CORPORA_DIR / CORPORA[name] if name in CORPORA else Path(name)
     if not path.is_file():
         raise SystemExit(f"corpus not found: {path} (set TGR_CORPORA or pass a path)")
     return path
+
+
+def shuffled_corpus(books: list[Path], chars: int, seed: int = 17) -> str:
+    """About chars characters of the books' paragraphs, each pass over all of them in a new
+    seeded order: no two chunks come out the same, so nothing is deduplicated or cached."""
+    paragraphs = [p.strip() for book in books for p in book.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    rng, parts, total = random.Random(seed), [], 0
+    while total < chars:
+        order = paragraphs[:]
+        rng.shuffle(order)
+        for paragraph in order:
+            parts.append(paragraph)
+            total += len(paragraph) + 2
+            if total >= chars:
+                break
+    return "\n\n".join(parts) + "\n"
 
 
 def run_benchmark(args) -> dict:
@@ -563,6 +590,8 @@ def print_text(result: dict) -> None:
         ("  of which waiting for model", lambda r: r["model_wait_s"]),
         ("  of which tgr's own (non-model)", lambda r: r["non_model_s"]),
         ("wall outside chat batches s", lambda r: r["outside_chat_batches_s"]),
+        ("  share of wall: no call in flight", lambda r: f"{r['no_call_in_flight']:.1%}"),
+        ("peak RSS MB (tgr's process, so far)", lambda r: r["peak_rss_mb"]),
         ("tgr process CPU s", lambda r: r["cpu_s"]),
         ("fake server CPU s", lambda r: r["server_cpu_s"]),
         ("latency limit s", lambda r: r["limit_s"]),
@@ -615,7 +644,8 @@ def print_text(result: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default="en", help="en (Moby-Dick), zh (Xiyouji), carol, 2m (the three in one file), or a file path")
+    parser.add_argument("--corpus", default="en", help="en (Moby-Dick), zh (Xiyouji), carol, 2m (the three in one file), "
+                        "5m, 10m, ... (that many million chars of their paragraphs, shuffled), or a file path")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per chat call (default 0.5)")
     parser.add_argument("--embed-latency", type=float, default=0.0, help="seconds per embedding call")
     parser.add_argument("--concurrency", type=int, default=16, help="tgr's concurrent model calls (default 16)")

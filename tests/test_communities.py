@@ -280,6 +280,49 @@ def test_previous_split_of_unchanged_entities_is_kept_and_changed_ones_are_reclu
     kept = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set(nodes))
     assert sorted(c.members for c in kept) == sorted([sorted(n for n in nodes if odd[n] == g)
                                                       for g in ("0.0", "0.1")])
-    # once the entities are not known to be unchanged, Leiden runs (from that start)
-    fresh = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set(nodes) - {"a3"})
+    # once an entity is changed, Leiden runs from that start, moving only the changed one
+    moved = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set(nodes) - {"a3"})
+    assert sorted(c.members for c in moved) == sorted([["a0", "a1", "a2", "a3", "b0", "b1", "b2"], ["a4"],
+                                                      ["b3", "b4"]])
+    # with nothing known to be unchanged, Leiden from that start is free to undo the mix-up
+    fresh = hierarchical_leiden(nodes, edges, previous={0: odd}, unchanged=set())
     assert sorted(c.members for c in fresh) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]
+
+
+def level_of(communities, level: int) -> dict[str, frozenset]:
+    """entity -> the members of its community at that level."""
+    return {m: frozenset(c.members) for c in communities if c.level == level for m in c.members}
+
+
+def sparse_graph(seed: int = 0, n: int = 300):
+    """A seeded preferential-attachment graph: hubs and long tails, as an entity graph has."""
+    rng = random.Random(seed)
+    nodes = [f"n{i:03d}" for i in range(n)]
+    edges, targets = {}, [0, 1]
+    for i in range(2, n):
+        for _ in range(2):
+            j = rng.choice(targets)
+            if j != i:
+                edges[(nodes[j], nodes[i])] = float(rng.randint(1, 3))
+        targets += [i, i, rng.randrange(i)]
+    return nodes, [(a, b, w) for (a, b), w in edges.items()]
+
+
+def test_an_unrelated_addition_leaves_every_unchanged_entity_where_it_was():
+    # issue 16's incremental add: Leiden restarted from the previous partition re-optimised
+    # the whole component and moved ~100 of these entities that no new document touched
+    nodes, edges = sparse_graph()
+    first = hierarchical_leiden(nodes, edges)
+    previous = {}
+    for c in first:
+        previous.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    touched = {"n010", "n020"}  # one new document names these two, and brings three new names
+    added = [("n010", "x0", 1.0), ("x0", "x1", 1.0), ("x1", "x2", 1.0), ("x2", "n020", 1.0)]
+    again = hierarchical_leiden(nodes + ["x0", "x1", "x2"], edges + added, previous=previous,
+                                unchanged=set(nodes) - touched)
+    check_hierarchy(nodes + ["x0", "x1", "x2"], edges + added, again, 10)
+    news = touched | {"x0", "x1", "x2"}
+    for level in (0, 1):
+        before, after = level_of(first, level), level_of(again, level)
+        for node in set(nodes) - touched:  # the same community, give or take the touched and new
+            assert before.get(node, frozenset()) - news == after.get(node, frozenset()) - news, (level, node)

@@ -49,21 +49,22 @@ def strip_boilerplate(text: str) -> Cleaned:
     if end:
         text = text[:end.start()]
     paragraphs = re.split(r"(\n[ \t]*\n)", text)  # keeps the separators: the text stays exact
-    kept, in_list = [], False
+    kept, in_list, kept_chars = [], False, 0  # kept_chars: sum(map(len, kept)), kept as it grows
     for index in range(0, len(paragraphs), 2):
         paragraph = paragraphs[index]
         separator = paragraphs[index + 1] if index + 1 < len(paragraphs) else ""
         stripped = paragraph.strip()
-        if _LIST_HEADING.match(stripped) and sum(map(len, kept)) < _FRONT_MATTER * len(text):
+        if _LIST_HEADING.match(stripped) and kept_chars < _FRONT_MATTER * len(text):
             in_list = True
             continue
         if in_list and (not stripped or _list_like(paragraph)):
             continue
         in_list = False
-        front = sum(map(len, kept)) < _CREDITS_WITHIN
+        front = kept_chars < _CREDITS_WITHIN
         if front and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) or _TRANSCRIBER.match(stripped):
             continue
         kept.append(paragraph + separator)
+        kept_chars += len(kept[-1])
     text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), "".join(kept))
     if start or end or len(text) != original:
         text = text.strip("\n") + "\n"

@@ -52,7 +52,9 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     from that membership (new entities alone), so a small change moves few nodes.
     unchanged: entities whose edges are known to be the same as when previous was computed
     with these settings; a group made only of them that previous already split (or left
-    whole) is split the same way again without running Leiden.
+    whole) is split the same way again without running Leiden, and in a group that Leiden
+    must split again they keep their previous community: only new and changed entities
+    move (a community left in pieces is split into them).
     """
     previous = previous or {}
     unchanged = unchanged or set()
@@ -77,7 +79,7 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
             continue
         kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
         top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
-                                                        start=_start(component, nodes, previous.get(0))))
+                                                        start=_start(component, nodes, previous.get(0), unchanged)))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -93,7 +95,7 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
                               unchanged, whole=False)
                 if parts is None:
                     parts = _split(graph, members, seed, resolution, whole=False,
-                                   start=_start(members, nodes, previous.get(level + 1)))
+                                   start=_start(members, nodes, previous.get(level + 1), unchanged))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -129,43 +131,74 @@ def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: di
     return list(groups.values())
 
 
-def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None) -> list[int] | None:
+def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None,
+           unchanged: set[str]) -> tuple[list[int], list[bool]] | None:
     """An initial membership for Leiden on members (sorted): their previous communities,
-    each new node on its own; None when there is nothing to start from."""
+    each new node on its own; and which members are fixed there (unchanged ones that had a
+    community). None when there is nothing to start from."""
     if not previous:
         return None
     labels: dict[str, int] = {}
-    start = []
+    start, fixed = [], []
     for i in members:
-        key = previous.get(nodes[i]) or f"new:{i}"
-        start.append(labels.setdefault(key, len(labels)))
-    return start
+        old = previous.get(nodes[i])
+        start.append(labels.setdefault(old or f"new:{i}", len(labels)))
+        fixed.append(old is not None and nodes[i] in unchanged)
+    return start, fixed
 
 
 def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
-           whole: bool, start: list[int] | None = None) -> list[list[int]]:
-    """Leiden on the subgraph of members (from the membership start, if given); tries a
-    finer resolution if it will not split."""
+           whole: bool, start: tuple[list[int], list[bool]] | None = None) -> list[list[int]]:
+    """Leiden on the subgraph of members (from the membership start, with its fixed
+    members, if given); tries a finer resolution if it will not split."""
     if not members:
         return []
     local = sorted(members)
     sub = graph.induced_subgraph(local)
     if sub.ecount() == 0:
         return [[v] for v in local] if whole else [local]
-    import leidenalg
-
     for attempt in range(4):
-        partition = leidenalg.find_partition(
-            sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
-            resolution_parameter=resolution * (2 ** attempt), n_iterations=-1, seed=seed,
-            initial_membership=start)
+        membership = _leiden(sub, seed, resolution * (2 ** attempt), start)
         groups: dict[int, list[int]] = {}
-        for vertex, label in enumerate(partition.membership):
+        for vertex, label in enumerate(membership):
             groups.setdefault(label, []).append(local[vertex])
         # a split into nothing but single nodes is no structure: treat as unsplittable
         if whole or (len(groups) > 1 and any(len(g) > 1 for g in groups.values())):
             return list(groups.values())
     return [local]
+
+
+def _leiden(sub: igraph.Graph, seed: int, resolution: float,
+            start: tuple[list[int], list[bool]] | None) -> list[int]:
+    """Leiden's membership of the subgraph's vertices. From a start with fixed members,
+    only the others move, and a community that is no longer connected (an entity that held
+    it together deleted or changed) becomes one community per connected piece."""
+    import leidenalg
+
+    if start is None or not any(start[1]):
+        return leidenalg.find_partition(
+            sub, leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution,
+            n_iterations=-1, seed=seed, initial_membership=start[0] if start else None).membership
+    partition = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=start[0], weights="weight",
+                                                         resolution_parameter=resolution)
+    optimiser = leidenalg.Optimiser()
+    optimiser.set_rng_seed(seed)
+    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=start[1])
+    return _connected_pieces(sub, partition.membership)
+
+
+def _connected_pieces(sub: igraph.Graph, membership: list[int]) -> list[int]:
+    """membership with each community split into its connected pieces."""
+    pieces: list[int] = [0] * len(membership)
+    labels: dict[tuple[int, int], int] = {}
+    groups: dict[int, list[int]] = {}
+    for vertex, label in enumerate(membership):
+        groups.setdefault(label, []).append(vertex)
+    for label, vertices in sorted(groups.items()):
+        inner = sub.induced_subgraph(vertices).connected_components().membership
+        for vertex, piece in zip(vertices, inner):
+            pieces[vertex] = labels.setdefault((label, piece), len(labels))
+    return pieces
 
 
 _IN = "IN (SELECT value FROM json_each(?))"

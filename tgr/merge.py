@@ -43,6 +43,7 @@ class _Entity:
     mentions: list[_Mention] = field(default_factory=list)
     extra_descriptions: list[str] = field(default_factory=list)
     chunks: set[str] = field(default_factory=set)
+    _type: str | None = field(default=None, repr=False, compare=False)
 
     def surface(self) -> str:
         names = Counter(" ".join(m.name.split()) for m in self.mentions)
@@ -56,8 +57,11 @@ class _Entity:
         return Counter(" ".join(m.name.split()) for m in self.mentions)
 
     def type(self) -> str:
-        """The type a person would give it (tgr.entity_types)."""
-        return entity_type(self.surface(), self.types(), self.aliases())
+        """The type a person would give it (tgr.entity_types); asked for once the mentions
+        are all in (the summary jobs, then the stored row), so computed once."""
+        if self._type is None:
+            self._type = entity_type(self.surface(), self.types(), self.aliases())
+        return self._type
 
     def descriptions(self) -> list[str]:
         """Distinct descriptions, each without sentences an earlier one already said
@@ -175,16 +179,19 @@ def merge_graph(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambi
 
 def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambiguate: bool = False,
                summary_tokens: int = 300, progress: Progress | None = None, inputs: MergeInputs | None = None,
-               everything: bool = False) -> MergePlan:
+               everything: bool = False, keys_assigned: bool = False) -> MergePlan:
     """The merge up to its summary wave: reads the extraction rows (LLM disambiguation
-    asks the model here), builds the entities and relationships, and lists the summaries."""
+    asks the model here), builds the entities and relationships, and lists the summaries.
+    keys_assigned: needs_merge has just keyed the rows (no write since), so they are not
+    keyed again (that reads every row of the store)."""
     report = progress or (lambda *a: None)
     summariser = summariser_for(gateway, prompts)
     llm = summariser.asks_model  # LLM disambiguation asks the summariser's chat model too
     if inputs is None or everything:
         inputs = MergeInputs(merge_settings(prompts, summariser, summary_tokens, disambiguate and llm), None)
     key_of = _memo(normalise_name)
-    assign_keys(conn)  # rows stored without keys (by hand) get theirs too
+    if not keys_assigned:
+        assign_keys(conn)  # rows stored without keys (by hand) get theirs too
     mentions, relations, hashes, stored_hashes = _read_rows(
         conn, inputs, key_of, repr((summary_tokens, summariser.name, summariser.prompt)))
     steps = len(mentions) + len(relations) + 1

@@ -4,7 +4,9 @@ The stages are plain functions of their inputs; this scheduler hands them the wo
 while their model answers are awaited (Gateway.chat_many's idle steps), and keeps what
 was computed early for the stage that needs it:
 
-- during extraction: full-text terms of the chunks just stored, then chunk vectors;
+- during extraction: full-text terms of the chunks just stored, then chunk vectors, then
+  the tables the merge types entities with (the gazetteer, first names: loaded once per
+  process, otherwise on the merge's path before the summary wave);
 - during the description-summary wave: clustering of the graph the merge is about to
   store, a first clustering in a child process (tgr/cluster_ahead.py: Leiden holds the
   GIL), an incremental one as an idle step (communities.cluster_future_graph);
@@ -22,6 +24,7 @@ from .communities import Community, cluster_future_graph, graph_hash, leiden_key
 from .corpus import IndexWhileWaiting
 from .db import Connection
 from .embeddings import EmbedWhileWaiting
+from .entity_types import census_first_names, place_kind
 from .gateway import Gateway
 from .merge import MergePlan
 
@@ -39,8 +42,10 @@ class Overlap:
         self._meanwhile: tuple[str, list[Community]] | None = None
 
     def during_extraction(self) -> Idle:
-        """Chunks were stored without their full-text terms: those, then chunk vectors."""
-        return one_after_another(IndexWhileWaiting(self.conn), EmbedWhileWaiting(self.conn, self.gateway, ("chunks",)))
+        """Chunks were stored without their full-text terms: those, then chunk vectors, then
+        the merge's type tables."""
+        return one_after_another(IndexWhileWaiting(self.conn), EmbedWhileWaiting(self.conn, self.gateway, ("chunks",)),
+                                 load_type_tables)
 
     def during_summaries(self, plan: MergePlan, *, first_clustering: bool, incremental: bool) -> Idle | None:
         """Call just before the summary wave. first_clustering (no communities stored yet):
@@ -84,6 +89,13 @@ class Overlap:
 
     def close(self) -> None:
         self._ahead.close()
+
+
+def load_type_tables() -> bool:
+    """Load what entity typing reads (each table is cached for the process); nothing left after."""
+    place_kind("")
+    census_first_names()
+    return False
 
 
 def one_after_another(*steps: Idle) -> Idle:

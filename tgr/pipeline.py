@@ -110,7 +110,7 @@ class Build:
         with self.summary.timed("merge"):
             plan = plan_merge(self.conn, self.gateway, self.prompts, disambiguate=s.disambiguate,
                               summary_tokens=s.summary_tokens, progress=self.progress, inputs=inputs,
-                              everything=everything)
+                              everything=everything, keys_assigned=True)  # by needs_merge in derive()
             idle = self.overlap.during_summaries(plan, first_clustering=first_clustering,
                                                  incremental=clustered_before)
             descriptions = summarise(self.gateway, plan, self.progress, idle)
