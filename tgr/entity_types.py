@@ -47,11 +47,14 @@ def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
     for city in load("cities15000.json").values():
         if city["population"] >= _MIN_CITY:
             places.add(normalise_name(city["name"]))
-        if city["population"] >= _MIN_CJK_CITY:
-            places.update(normalise_name(n) for n in city.get("alternatenames", ()) if _CJK.search(n))
+        alternates = city.get("alternatenames", ())
+        # one search over all of a city's other names first: most have no Chinese one
+        if city["population"] >= _MIN_CJK_CITY and alternates and _CJK.search("\n".join(alternates)):
+            places.update(normalise_name(n) for n in alternates if _CJK.search(n))
     return frozenset(countries), frozenset(places - countries)
 
 
+@lru_cache(maxsize=65536)
 def place_kind(name: str) -> str | None:
     """"country" or "location" for a name the gazetteer knows, else None."""
     countries, places = _gazetteer()

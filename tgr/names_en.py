@@ -31,6 +31,7 @@ _WORD = re.compile(rf"{_LETTER}{_ALNUM}*(?:[-'’]{_ALNUM}+)*['’]?")
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s?$")
 _DOTTED_NAME = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 _MAX_WORDS = 8
+_QUOTE = re.compile(r"['’]")
 
 _HONORIFICS = frozenset("mr mrs ms miss dr mister madam sir dame president senator governor "
                         "professor prof doctor captain capt general gen colonel col lieutenant "
@@ -102,7 +103,7 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
     text: the whole text the sentences come from; a word it writes in lower case
     ("the president") is not a name on its own even where it is capitalised.
     """
-    lower = {_POSSESSIVE.sub("", w.strip(_PUNCTUATION)) for w in
+    lower = {_without_possessive(w.strip(_PUNCTUATION)) for w in
              (text if text is not None else " ".join(sentences)).split() if w.islower()}
     spans_per_sentence = [_capitalised_spans(s, lower) for s in sentences]
     mid_sentence = {name for spans in spans_per_sentence for name, _, inside, *_ in spans if inside}
@@ -113,7 +114,7 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
         names = []
         for name, kind, inside, titled, start in spans:
             if " " not in name:
-                key = _POSSESSIVE.sub("", name).lower()
+                key = _without_possessive(name).lower()
                 if key in _GENERIC or key in lower or key in STOPWORDS:
                     continue
                 if not inside and name not in mid_sentence:
@@ -168,7 +169,7 @@ def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, b
     shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
     titles = [] if shouting else _quoted_titles(sentence)
     spans = [(title, "work", True, False, a) for title, a, _ in titles]
-    in_title = lambda k: any(a <= words[k].start() < b for _, a, b in titles)
+    in_title = (lambda k: any(a <= words[k].start() < b for _, a, b in titles)) if titles else (lambda k: False)
     i = 0
     while i < len(words):
         if not _capitalised(words[i].group(), shouting) or in_title(i):
@@ -185,6 +186,11 @@ def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, b
     return spans
 
 
+def _without_possessive(word: str) -> str:
+    """The word without a trailing possessive ("dog's" -> "dog"); most words hold no quote."""
+    return _POSSESSIVE.sub("", word) if "'" in word or "’" in word else word
+
+
 def _capitalised(word: str, shouting: bool) -> bool:
     return word[0].isupper() and not (shouting and word.isupper() and len(word) > 1)
 
@@ -193,7 +199,8 @@ def _run_end(sentence: str, words: list[re.Match], i: int, shouting: bool) -> in
     """Index after the last word of the run of capitalised words starting at i."""
     j = i + 1
     while j < len(words) and j - i < _MAX_WORDS:
-        if _POSSESSIVE.search(words[j - 1].group()) and _bare(words[j - 1].group()) not in _PLURAL_OWNERS:
+        if ("'" in words[j - 1].group() or "’" in words[j - 1].group()) \
+                and _POSSESSIVE.search(words[j - 1].group()) and _bare(words[j - 1].group()) not in _PLURAL_OWNERS:
             break  # "Scrooge's Christmas": the possessive ends the name ("Women's World Cup" does not)
         if strip_adjective_suffix(words[j - 1].group()) != words[j - 1].group():
             break  # "a Maine-based South Korean company": the adjective ends the name
@@ -300,6 +307,8 @@ _NOT_TITLE_BEFORE = frozenset("as called named nicknamed dubbed meaning means wo
 
 
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,100}?)[,.!?]?[\"”]")
+_BEFORE_QUOTE = re.compile(r"(\w+|[\"”])(,?)\s$")
+_IS_AFTER_QUOTE = re.compile(r"\s+(?:is|was|are|were)\s")
 _TITLE_SMALL = frozenset("""a an the and or nor but of in on at to for from by with as into onto
     upon over off out up is are was were be been am it's its i ever not no so than""".split())
 
@@ -317,8 +326,8 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
             continue
         if not all(w[:1].isupper() or w[:1].isdigit() or w.lower().strip(",:;") in _TITLE_SMALL for w in words):
             continue
-        before = re.search(r"(\w+|[\"”])(,?)\s$", sentence[:match.start()])
-        defining = re.match(r"\s+(?:is|was|are|were)\s", sentence[match.end():])
+        before = _BEFORE_QUOTE.search(sentence[:match.start()])
+        defining = _IS_AFTER_QUOTE.match(sentence[match.end():])
         head = before.group(1).lower() if before else ""
         listed = before and (head in "\"”" or before.group(2) and _HEAD_TYPES.get(head.rstrip("s")) == "work")
         # singles, "A," "B," and "C" (a list of titles), not said, "Good Afternoon Sir."
@@ -335,7 +344,7 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
 
 
 def _type_of(lowered: list[str], previous: str, after: str) -> str:
-    last, first = _POSSESSIVE.sub("", lowered[-1]), lowered[0]
+    last, first = _without_possessive(lowered[-1]), lowered[0]
     if last in _ORGANIZATION_WORDS or first in {"university", "college", "bank"}:
         return "organization"
     if last in _LOCATION_WORDS or first in {"mount", "lake", "fort", "port", "cape", "river"}:
@@ -353,9 +362,11 @@ def _type_of(lowered: list[str], previous: str, after: str) -> str:
 
 def _bare(word: str) -> str:
     """Lower-cased word without a possessive or contraction: "Scrooge's" -> "scrooge", "I'll" -> "i"."""
+    if "'" not in word and "’" not in word:
+        return word.lower()
     if _POSSESSIVE.search(word):
         return _POSSESSIVE.sub("", word).lower()
-    return re.split(r"['’]", word, maxsplit=1)[0].lower()
+    return _QUOTE.split(word, maxsplit=1)[0].lower()
 
 
 _HEADS = {

@@ -177,10 +177,14 @@ def _token_before(text: str, end: int) -> str:
 
 def normalise_name(name: str) -> str:
     """The merge key of an entity name: NFKC, case-folded, quotes and spaces tidied."""
-    name = unicodedata.normalize("NFKC", name)
+    if not name.isascii():  # NFKC leaves ASCII as it is
+        name = unicodedata.normalize("NFKC", name)
     name = name.strip().strip("\"'“”‘’「」『』《》()[]").strip()
-    name = re.sub(r"\s+", " ", name)
+    name = _SPACES.sub(" ", name)
     return name.casefold()
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def search_terms(text: str) -> list[str]:
