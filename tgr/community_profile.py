@@ -68,12 +68,12 @@ class Profile:
 
 # --- terms ---------------------------------------------------------------------------
 
-def phrase_terms(text: str) -> list[str]:
+def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
     """Candidate key phrases of a text: content words (Latin: three letters or more, not
     stopwords; Chinese: words of two characters or more) and adjacent pairs of Latin content
-    words within a clause ("counting house")."""
+    words within a clause ("counting house"). cjk: whether the text has CJK characters (None: look)."""
     terms: list[str] = []
-    if has_cjk(text):
+    if has_cjk(text) if cjk is None else cjk:
         import rjieba
 
         for run in CJK_RUN.findall(text):
@@ -202,11 +202,13 @@ def analyse_chunk(text: str) -> ChunkText:
 def chunk_sentences(text: str) -> list[Sentence]:
     """The sentences of a chunk, analysed."""
     sentences = []
+    chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
     for a, b in split_sentences(text):
         sentence = " ".join(text[a:b].split())
         if sentence:
-            words = len(sentence) // 2 if has_cjk(sentence) else len(sentence.split())
-            phrases = tuple(dict.fromkeys(phrase_terms(sentence)))
+            cjk = chinese and has_cjk(sentence)
+            words = len(sentence) // 2 if cjk else len(sentence.split())
+            phrases = tuple(dict.fromkeys(phrase_terms(sentence, cjk)))
             sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
     return sentences
 

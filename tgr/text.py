@@ -169,7 +169,7 @@ def _token_before(text: str, end: int) -> str:
     start = end
     while start > 0 and end - start < 40:
         char = text[start - 1]
-        if not (char == "." or char.isalnum()) or _CJK_RE.match(char):
+        if not (char == "." or char.isalnum()) or not char.isascii() and _CJK_RE.match(char):
             break
         start -= 1
     return text[start:end]
