@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from .offline import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
-from .text import CJK_RUN, STOPWORDS, has_cjk, shorten, split_sentences
+from .text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -203,7 +203,7 @@ def chunk_sentences(text: str) -> list[Sentence]:
     """The sentences of a chunk, analysed."""
     sentences = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
-    for a, b in split_sentences(text):
+    for a, b in chunk_sentence_spans(text):
         sentence = " ".join(text[a:b].split())
         if sentence:
             cjk = chinese and has_cjk(sentence)

@@ -166,14 +166,14 @@ def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, b
     """(name, type, inside, titled, start) for each run of capitalised words; inside: not
     sentence-initial; titled: it followed an honorific ("Mrs. Cratchit")."""
     words = list(_WORD.finditer(sentence))
-    shouting = sum(w.group().isupper() for w in words) * 2 > len(words)
+    texts = [w.group() for w in words]
+    shouting = sum(map(str.isupper, texts)) * 2 > len(words)
     titles = [] if shouting else _quoted_titles(sentence)
     spans = [(title, "work", True, False, a) for title, a, _ in titles]
     in_title = (lambda k: any(a <= words[k].start() < b for _, a, b in titles)) if titles else (lambda k: False)
-    i = 0
-    while i < len(words):
-        if not _capitalised(words[i].group(), shouting) or in_title(i):
-            i += 1
+    j = 0
+    for i in [k for k, text in enumerate(texts) if text[0].isupper()]:  # where a run may start
+        if i < j or not _capitalised(texts[i], shouting) or in_title(i):
             continue
         j = _run_end(sentence, words, i, shouting)
         while j > i + 1 and in_title(j - 1):
@@ -181,7 +181,6 @@ def _capitalised_spans(sentence: str, lower: set[str]) -> list[tuple[str, str, b
         span = _name_of(sentence, words, i, j, lower)
         if span:
             spans.append(span)
-        i = j
     spans.sort(key=lambda span: span[4])
     return spans
 

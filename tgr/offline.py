@@ -24,7 +24,8 @@ from collections import Counter
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
-from .text import CJK_RUN, estimate_tokens, has_cjk, match_terms, search_terms, shorten, split_sentences
+from .text import (CJK_RUN, chunk_sentence_spans, estimate_tokens, has_cjk, match_terms, search_terms, shorten,
+                   split_sentences)
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -84,7 +85,7 @@ class OfflineExtractor:
 
 def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
     """Entities and co-occurrence relationships from one chunk, with no model."""
-    sentences = [text[a:b].strip() for a, b in split_sentences(text)]
+    sentences = [text[a:b].strip() for a, b in chunk_sentence_spans(text)]
     sentences = [s for s in sentences if s]
     chinese = [_mostly_cjk(s) for s in sentences]
     from .names_en import english_names  # their word lists load with the first extraction

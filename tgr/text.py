@@ -135,6 +135,13 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@lru_cache(maxsize=1024)
+def chunk_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """split_sentences of a chunk, remembered for the last chunks split: offline extraction
+    and the offline reports read the same chunks."""
+    return tuple(split_sentences(text))
+
+
 def _ends_sentence(text: str, match: re.Match) -> bool:
     marks = match.group().rstrip()
     if marks == "" or any(c in _CJK_MARKS for c in marks):
