@@ -104,7 +104,7 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
     ("the president") is not a name on its own even where it is capitalised.
     """
     lower = {_without_possessive(w.strip(_PUNCTUATION)) for w in
-             (text if text is not None else " ".join(sentences)).split() if w.islower()}
+             set((text if text is not None else " ".join(sentences)).split()) if w.islower()}
     spans_per_sentence = [_capitalised_spans(s, lower) for s in sentences]
     mid_sentence = {name for spans in spans_per_sentence for name, _, inside, *_ in spans if inside}
     mid_sentence |= {name.split()[-1] for spans in spans_per_sentence for name, *_ in spans
