@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import sqlean as sqlite3
 from click.testing import CliRunner
@@ -10,6 +16,7 @@ from click.testing import CliRunner
 from conftest import EN_CORPUS, ZH_CORPUS
 from tgr.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 SMALL_ARGS = ["--chunk-size", "300", "--chunk-overlap", "40", "-q"]
 
 
@@ -154,6 +161,25 @@ def test_a_failed_first_index_leaves_no_file_and_an_existing_store_stays(tmp_pat
     touched = tmp_path / "stores" / "touched.db"  # a file that was there before is not ours to remove
     touched.touch()
     assert run("index", touched, tmp_path / "nosuchdir", "-q").exit_code == 1 and touched.exists()
+
+
+def test_ctrl_c_before_a_document_is_stored_says_nothing_was_kept(tmp_path):
+    """Interrupted while reading stdin: the new file is removed, and the message does not
+    promise a resume from it."""
+    store = tmp_path / "new.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "tgr.cli", "index", str(store), "-", "-q"], cwd=ROOT,
+                               env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not store.exists():  # the store is created, stdin is being read
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "was not kept" in err and "resume" not in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_model_errors_do_not_leak_the_key(db_path, monkeypatch):

@@ -159,6 +159,9 @@ def _progress(quiet: bool):
         shown.close()
 
 
+_NEW_STORE = "tgr.new_store"  # ctx.meta key: the RemovedIfUnused guard of the running command
+
+
 class _Group(click.Group):
     """Turns tgr's own errors and Ctrl-C into one line on stderr and a non-zero exit."""
 
@@ -167,8 +170,12 @@ class _Group(click.Group):
             with _SafeStdout():
                 return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("\ninterrupted: everything finished so far is saved in the store; "
-                       "run the same command again to resume", err=True)
+            fresh = ctx.meta.get(_NEW_STORE)
+            if fresh is not None and fresh.removed:
+                click.echo(f"\ninterrupted before a document was stored: {fresh.path} was not kept", err=True)
+            else:
+                click.echo("\ninterrupted: everything finished so far is saved in the store; "
+                           "run the same command again to resume", err=True)
             ctx.exit(130)
         except (TgrError, ValueError, OSError, DatabaseError) as exc:
             raise click.ClickException(_one_line(exc)) from None
@@ -251,7 +258,8 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         raise click.UsageError("nothing to index: give files or directories (with no PATHS, an existing "
                                "STORE's unfinished work is finished)")
     target = ":memory:" if estimate and not os.path.exists(store) else store  # estimating writes nothing
-    with RemovedIfUnused(target), \
+    fresh = click.get_current_context().meta[_NEW_STORE] = RemovedIfUnused(target)
+    with fresh, \
             _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                   offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                   prompts_file=prompts_file) as kb:  # a failed first index leaves no file

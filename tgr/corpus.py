@@ -167,6 +167,11 @@ def document_count(conn: Connection) -> int:
     return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
 
 
+def has_documents(conn: Connection) -> bool:
+    """Whether the store holds at least one document (without counting them)."""
+    return conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+
+
 def documents(conn: Connection) -> list[StoredDocument]:
     """Every stored document with its chunk count, oldest first."""
     return [StoredDocument(*row) for row in conn.execute(

@@ -24,6 +24,7 @@ class RemovedIfUnused:
         self.files = [Path(f"{self.path}{suffix}") for suffix in ("", *SIDE_FILES)]
         self.new = str(path) != MEMORY and not self.path.exists()
         self.absent = [f for f in self.files if not f.exists()] if self.new else []
+        self.removed = False  # set when a failed command's new file was removed again
 
     def __enter__(self) -> "RemovedIfUnused":
         return self
@@ -32,10 +33,13 @@ class RemovedIfUnused:
         if exc_type is not None and self.new and self.path.exists() and not _in_use(self.path):
             for f in self.absent:  # only what this command made
                 f.unlink(missing_ok=True)
+            self.removed = True
 
 
 def _in_use(path: Path) -> bool:
     """The store holds a document, or another process is writing to it."""
+    from .corpus import has_documents  # here: tgr.corpus loads the ingest modules a question never needs
+
     lock = WriterLock(path)
     try:
         if not lock.try_acquire():
@@ -45,7 +49,7 @@ def _in_use(path: Path) -> bool:
         except (TgrError, DatabaseError):  # not even a store yet
             return False
         try:
-            return conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+            return has_documents(conn)
         except DatabaseError:
             return False
         finally:
