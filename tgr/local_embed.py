@@ -18,8 +18,6 @@ import os
 import threading
 from typing import Sequence
 
-import numpy as np
-
 from .errors import ModelError
 from .text import estimate_tokens
 
@@ -96,7 +94,7 @@ class LocalEmbedder:
             with self._lock:
                 # BLAS's own threads busy-wait and thrash on a shared machine: one per pass
                 with limits():
-                    array = np.asarray(engine(group))
+                    array = engine(group)  # a numpy array, from either engine
             vectors.extend(array.reshape(len(group), DIM).tolist())
         return vectors
 
