@@ -58,12 +58,31 @@ def main() -> int:
                 lc = time.perf_counter() - start
                 print(f"{mode:6} {len(nodes)} nodes, top {nodes[0].score:.4f} {nodes[0].node.metadata['source']}"
                       f"  llamaindex {took * 1000:.0f} ms  langchain {lc * 1000:.0f} ms  {question}")
+        failures += several_stores(store, Path(tmp) / "carol-copy.db")
         if hashlib.sha256(store.read_bytes()).hexdigest() != before:
             failures.append("the store file changed")
     for failure in failures:
         print("FAIL", failure)
     print("ok" if not failures else f"{len(failures)} failures")
     return 1 if failures else 0
+
+
+def several_stores(store: Path, copy: Path) -> list[str]:
+    """The retriever over two stores (paths, and an open_many object) gives open_many's fused
+    ranking, each node naming its store."""
+    import shutil
+
+    shutil.copy(store, copy)
+    failures = []
+    with tgr.open_many([store, copy]) as stores:
+        expected = [(p.store, p.chunk_id) for p in stores.retrieve(QUESTIONS[0], "local", 6)]
+        retrievers = [llamaindex_retriever(stores, k=6), llamaindex_retriever([store, copy], k=6)]
+    for retriever in retrievers:
+        nodes = retriever.retrieve(QUESTIONS[0])
+        if [(n.node.metadata["store"], n.node.node_id) for n in nodes] != expected:
+            failures.append("several stores: ranking differs from open_many's")
+    print(f"two stores: {len(expected)} nodes from {sorted({s for s, _ in expected})}")
+    return failures
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     python bench/merge.py --chars 200000      # smaller shards (a quick look)
     python bench/merge.py --single            # also one build of both shards' documents
     python bench/merge.py --json
+    python bench/merge.py --dir DIR           # keep the shards in DIR; shards already there are not rebuilt
 
 Moby-Dick and Journey to the West (../shared/corpora, or TGR_CORPORA; 1.97 M characters
 together) are cut into documents of about 50,000 characters at paragraph breaks; pairs of
@@ -81,6 +82,13 @@ def build(path: Path, files: list[Path]) -> dict:
             **counts(path)}
 
 
+def kept(path: Path, files: list[Path]) -> dict:
+    """A shard store already in --dir (its build time unknown), else built now."""
+    if not path.exists():
+        return build(path, files)
+    return {"wall_s": float("nan"), "chars": sum(len(f.read_text("utf-8")) for f in files), **counts(path)}
+
+
 def same_rows(a: Path, b: Path) -> dict:
     """Which row sets of the two stores are equal (communities and reports by their members)."""
     def rows(path):
@@ -106,22 +114,27 @@ def main() -> None:
     parser.add_argument("--chars", type=int, default=1_000_000, help="characters per shard")
     parser.add_argument("--single", action="store_true", help="also build every document into one store")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dir", type=Path, help="work in DIR (kept); its shard stores are reused, not rebuilt")
     args = parser.parse_args()
     docs = documents(2 * args.chars)
     with tempfile.TemporaryDirectory(prefix="tgr-merge-") as tmp:
-        root = Path(tmp)
+        root = args.dir or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         files = []
         for i, text in enumerate(docs):
             files.append(root / f"doc{i:03d}.txt")
             files[-1].write_text(text, encoding="utf-8")
         # pairs (one document of each book) alternate: both shards hold both languages
         shards = [[f for i, f in enumerate(files) if (i // 2) % 2 == part] for part in (0, 1)]
-        result = {"shards": [build(root / f"shard{i}.db", part) for i, part in enumerate(shards)]}
+        result = {"shards": [kept(root / f"shard{i}.db", part) if args.dir else build(root / f"shard{i}.db", part)
+                             for i, part in enumerate(shards)]}
+        (root / "merged.db").unlink(missing_ok=True)
         started = time.perf_counter()
         summary = tgr.merge_stores(root / "merged.db", [root / "shard0.db", root / "shard1.db"])
         result["merge"] = {"wall_s": round(time.perf_counter() - started, 2), "stage_seconds": summary.stage_seconds,
                            "model_calls": summary.model_calls, **counts(root / "merged.db")}
         if args.single:
+            (root / "single.db").unlink(missing_ok=True)
             result["single"] = build(root / "single.db", files)
             result["merged_equals_single"] = same_rows(root / "merged.db", root / "single.db")
     if args.json:

@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 import tgr
-from conftest import EN_CORPUS, ROOT, SMALL
+from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
 from tgr.integrations import langchain_retriever
 
 SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
@@ -112,3 +112,37 @@ def test_tgr_imports_without_the_frameworks():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.fixture(scope="module")
+def chinese(tmp_path_factory):
+    path = tmp_path_factory.mktemp("integ-zh") / "xiyou.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(ZH_CORPUS)], **SMALL)
+    return path
+
+
+def test_langchain_over_several_stores_gives_the_fused_ranking_naming_each_store(store, chinese):
+    question = "Who raises the white whale? 孙悟空是谁？"
+    before = [digest(store), digest(chinese)]
+    with tgr.open_many([store, chinese]) as stores:
+        expected = stores.retrieve(question, "local", 6)
+        from_object = langchain_retriever(stores, mode="local", k=6)
+    for retriever in (from_object, langchain_retriever([store, chinese], mode="local", k=6)):
+        batches = retriever.batch([question, question], config={"max_concurrency": 2})  # worker threads
+        for docs in batches:
+            assert [(d.metadata["store"], d.metadata["chunk_id"], d.metadata["score"]) for d in docs] == \
+                [(p.store, p.chunk_id, p.score) for p in expected]
+            assert [d.page_content for d in docs] == [p.text for p in expected]
+    assert {p.store for p in expected} == {str(store), str(chinese)}
+    assert [digest(store), digest(chinese)] == before
+    alone = langchain_retriever(store, k=2).invoke("Who raises the white whale?")
+    assert "store" not in alone[0].metadata  # one store: its metadata as before
+    with pytest.raises(ValueError, match="at least one store"):
+        langchain_retriever([])
+
+
+def test_the_retrievers_never_show_a_stores_key(store, chinese):
+    with tgr.open_many([store, chinese], api_key="sk-secret-123") as stores:
+        retriever = langchain_retriever(stores)
+    assert "sk-secret" not in repr(retriever) and "sk-secret" not in json.dumps(retriever.model_dump(), default=str)

@@ -143,3 +143,41 @@ def test_portable_vectors_answer_where_the_api_embedder_cannot(db_path, fake_ser
     again = run("index", db_path, second, "-q")
     assert again.exit_code == 0, again.output
     assert all(rows == portable for rows, portable in counts().values())
+
+
+def test_portable_vectors_added_to_a_built_store(db_path, fake_server, monkeypatch, tmp_path):
+    """`tgr rebuild STORE embeddings --add local:...`: what `index --portable` keeps, added later."""
+    text = tmp_path / "marley.txt"
+    text.write_text("Marley was dead, to begin with. Scrooge and Marley were partners for many years. "
+                    "Bob Cratchit copied letters for Scrooge in a dismal little cell.\n", encoding="utf-8")
+    monkeypatch.delenv("TGR_BASE_URL", raising=False)
+    endpoint = ["--base-url", fake_server.url]
+    built = run("index", db_path, text, *endpoint, "--chat-model", "fake-chat", "--embed-model", "openai:fake-embed",
+                "--chunk-size", "30", "--chunk-overlap", "0", "-q")
+    assert built.exit_code == 0, built.output
+
+    def own_vectors():
+        with tgr.open(db_path, readonly=True) as kb:
+            return {kind: sorted(kb.conn.execute(f"SELECT id, embedding FROM vec_{kind}").fetchall())
+                    for kind in ("chunks", "entities", "reports")}
+
+    before = own_vectors()
+    assert "portable" not in run("ask", db_path, QUESTION, "--json").stderr
+    refused = run("rebuild", db_path, "graph", "--add", "local:multilingual-e5-small")
+    assert refused.exit_code == 2 and "--add goes with the embeddings stage" in refused.output
+    hashed = run("rebuild", db_path, "embeddings", "--add", "tgr:hash-128", *endpoint)
+    assert hashed.exit_code == 1 and "portable vectors need a local model embedder" in hashed.stderr
+    added = run("rebuild", db_path, "embeddings", "--add", "local:multilingual-e5-small", *endpoint)
+    assert added.exit_code == 0, added.output
+    with tgr.open(db_path, readonly=True) as kb:
+        assert kb.meta["portable_embed_model"] == "local:multilingual-e5-small"
+        for kind in ("chunks", "entities", "reports"):
+            rows, portable = kb.conn.execute(f"SELECT (SELECT count(*) FROM {kind}), "
+                                             f"(SELECT count(*) FROM vec_portable_{kind})").fetchone()
+            assert rows == portable > 0, kind
+        runs = [r[0] for r in kb.conn.execute("SELECT command FROM runs ORDER BY id")]
+    assert runs[-1] == "rebuild embeddings --add local:multilingual-e5-small"
+    assert own_vectors() == before  # the store's own vectors are as they were
+    asked = run("ask", db_path, QUESTION, "--mode", "naive", "--json")
+    assert asked.exit_code == 0 and json.loads(asked.stdout)["sources"]
+    assert "portable local:multilingual-e5-small vectors" in asked.stderr

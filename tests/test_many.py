@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -90,3 +93,57 @@ def test_eval_asks_several_stores_and_the_last_positional_is_the_question(two_st
     assert missing.exit_code == 2 and "Missing argument" in missing.output
     nostore = run("ask", english, tmp_path / "none.db", "Who is Marley?")
     assert nostore.exit_code == 1 and "none.db" in nostore.output
+
+
+PROCESS_CHECK = """
+import sys, tgr
+english, chinese = sys.argv[1:3]
+with tgr.open_many([english, chinese]) as stores:
+    worker = stores._workers[0]
+    assert type(worker).__name__ == "StoreProcess" and worker._process.is_alive()
+    try:
+        stores.retrieve("   ", "naive")  # its error is raised here ...
+    except ValueError as exc:
+        assert "empty" in str(exc)
+    else:
+        raise AssertionError("no error")
+    again = stores.retrieve("孙悟空是谁？", "naive", 5)  # ... and leaves no answer behind for the next call
+    assert any(p.store == chinese and "悟空" in p.text for p in again)
+    assert stores.each("communities", 0, 2)[1][0] == chinese
+assert not worker._process.is_alive()
+print("ok")
+"""
+
+
+def test_each_other_store_is_asked_in_a_process_of_its_own(two_stores):
+    """In a process of its own (no other thread: the store workers are forked), as the CLI is."""
+    english, chinese = two_stores
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])}
+    done = subprocess.run([sys.executable, "-c", PROCESS_CHECK, str(english), str(chinese)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_threaded_caller_gets_the_same_ranking(two_stores):
+    import threading
+
+    english, chinese = two_stores
+    with tgr.open_many([english, chinese]) as stores:
+        forked = stores.retrieve("Who is Marley? 孙悟空是谁？", "local", 10)
+    done = threading.Event()
+    waiting = threading.Thread(target=done.wait)  # another thread: no fork, the store on a thread
+    waiting.start()
+    try:
+        with tgr.open_many([english, chinese]) as stores:
+            assert type(stores._workers[0]).__name__ == "StoreThread"
+            threaded = stores.retrieve("Who is Marley? 孙悟空是谁？", "local", 10)
+    finally:
+        done.set()
+        waiting.join()
+    assert [(p.store, p.chunk_id, p.score) for p in threaded] == [(p.store, p.chunk_id, p.score) for p in forked]
+    rankings = []
+    for path in (english, chinese):  # the same as each store asked alone, fused
+        with tgr.open(path, readonly=True) as kb:
+            rankings.append(kb.retrieve("Who is Marley? 孙悟空是谁？", "local", 10))
+    alone = fuse(rankings, [str(english), str(chinese)])[:10]
+    assert [(p.store, p.chunk_id, p.text) for p in alone] == [(p.store, p.chunk_id, p.text) for p in forked]

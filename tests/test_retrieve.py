@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 
 import igraph
 import pytest
@@ -12,8 +13,9 @@ import pytest
 import tgr
 from tgr.query import QuerySettings
 from tgr.store_cache import QueryCache
-from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, is_lexical_embedder, personalized_pagerank,
-                          question_spans)
+from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
+                          personalized_pagerank, question_spans)
+from tgr.text import match_terms
 
 from conftest import ROOT, SMALL, ZH_CORPUS
 
@@ -259,3 +261,119 @@ def test_every_question_is_counted_once_whatever_the_mode(store):
             kb.retrieve("Who directed Harbour of Glass?", mode, 4)
             kb.ask("Who directed Harbour of Glass?", mode)
             assert cache.questions == 2 * n, mode
+
+
+def _rare_word(conn, text: str) -> str | None:
+    """A word of the text that no other chunk of the store has."""
+    for word in dict.fromkeys(re.findall(r"[a-z]{6,}", text.lower())):
+        if conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{word}"',)).fetchone()[0] == 1:
+            return word
+    return None
+
+
+def test_a_reports_sources_are_the_chunks_behind_it_that_match_the_question():
+    with tgr.open(ROOT / "fixtures" / "demo_carol.db", readonly=True) as kb:
+        retriever = Retriever(kb.conn)
+        biggest, second = [cid for cid, in kb.conn.execute(
+            "SELECT m.community_id FROM community_members m JOIN communities c ON c.id = m.community_id "
+            "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE c.level = 0 "
+            "GROUP BY m.community_id ORDER BY count(DISTINCT em.chunk_id) DESC, m.community_id LIMIT 2")]
+        by_members = [c for c, _ in retriever.report_chunks([biggest])]
+        behind = [c for c, in kb.conn.execute(
+            "SELECT DISTINCT em.chunk_id FROM community_members m JOIN entity_mentions em "
+            "ON em.entity_id = m.entity_id WHERE m.community_id = ? ORDER BY em.chunk_id", (biggest,))]
+        chunk, word = next((c, w) for c in behind if c not in by_members
+                           for w in [_rare_word(kb.conn, kb.conn.execute(
+                               "SELECT text FROM chunks WHERE id = ?", (c,)).fetchone()[0])] if w)
+        question = f"Who or what is {word}?"
+        ranked = retriever.report_chunks([biggest, second], question)
+        assert ranked[0][0] == chunk  # a chunk the most connected three leave out
+        scores = [s for _, s in ranked]
+        assert scores == sorted(scores, reverse=True) and len(set(c for c, _ in ranked)) == len(ranked)
+        # a question about the whole corpus names nothing: the most connected chunks, as before
+        assert [c for c, _ in retriever.report_chunks([biggest], "What are the main themes?")] == by_members
+
+
+class MisleadingEmbedder:
+    """A real-shaped embedder with two subjects: "inaugurated" points at ferries (a poor signal),
+    "ships" and "night" at the lighthouse (a good one, where no word matches)."""
+
+    name = "test:misleading"
+    dim = 3
+    SUBJECTS = {"ferry": 0, "ferries": 0, "inaugurated": 0, "lighthouse": 1, "ships": 1, "night": 1}
+
+    def embed(self, texts):
+        vectors = []
+        for text in texts:
+            vector = [0.1, 0.1, 0.1]
+            for word in set(re.findall(r"\w+", text.lower())):
+                if word in self.SUBJECTS:
+                    vector[self.SUBJECTS[word]] += 1.0
+            vectors.append(vector)
+        return vectors
+
+
+def test_report_vectors_are_fused_with_the_reports_words_by_rank(tmp_path):
+    rows = [
+        {"doc_id": "bridge", "title": "Harbour Bridge",
+         "text": "The Harbour Bridge was opened by Premier Lang in 1932. "
+                 "Premier Lang cut the ribbon of the Harbour Bridge."},
+        {"doc_id": "climb", "title": "Harbour Bridge climb",
+         "text": "Tourists climb the Harbour Bridge with Bridgeclimb Sydney. Bridgeclimb Sydney began in 1998."},
+        {"doc_id": "ferry", "title": "Manly Ferry",
+         "text": "The Manly Ferry crosses Sydney Harbour. The Manly Ferry is run by Transdev Sydney Ferries."},
+        {"doc_id": "light", "title": "Hornby Lighthouse",
+         "text": "Hornby Lighthouse stands on South Head. Hornby Lighthouse was built by Mortimer Lewis."}]
+    corpus = tmp_path / "harbour.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path = tmp_path / "harbour.db"
+    embedder = MisleadingEmbedder()
+    with tgr.open(path, chat="offline", embedder=embedder) as kb:
+        kb.index([str(corpus)])
+    with tgr.open(path, embedder=embedder, readonly=True) as kb:
+        retriever = Retriever(kb.conn, lambda text: embedder.embed([text])[0], dense=True)
+        words_only = Retriever(kb.conn)
+
+        def first(r, question):
+            return r.reports(question, 0, 1)[0][1]
+
+        def nearest(question):  # the report the vectors alone would put first
+            return kb.conn.execute(
+                "SELECT r.title FROM vec_reports v JOIN reports r ON r.community_id = v.id "
+                "ORDER BY vec_distance_cosine(v.embedding, ?), v.id LIMIT 1",
+                (json.dumps(embedder.embed([question])[0]),)).fetchone()[0]
+
+        # the vectors alone would lead with the ferries; the reports' words keep the bridge first
+        question = "Who inaugurated the Harbour Bridge?"
+        assert "Manly Ferry" in nearest(question)
+        assert "Harbour Bridge" in first(retriever, question) and "Harbour Bridge" in first(words_only, question)
+        # no report holds a word of this question: the vectors decide
+        question = "What guides ships at night?"
+        assert "Hornby Lighthouse" in first(retriever, question)
+        assert "Hornby Lighthouse" not in first(words_only, question)
+        assert "Hornby Lighthouse" in [p.title for p in kb.retrieve(question, "global", 1)]
+
+
+def test_rank_fusion_shares_ranks_between_equal_scores_and_ignores_scales():
+    words = {"a": 0.5, "b": 0.5, "c": 0.25}
+    cosines = {"a": 0.91, "b": 0.90, "c": 0.95, "d": 0.10}
+    fused = _rank_fuse(words, cosines)
+    assert _rank_fuse(words)["a"] == _rank_fuse(words)["b"] == 1.0  # a tie is no order
+    assert fused["c"] < fused["a"] and fused["b"] < fused["a"] and fused["d"] < fused["b"]
+    assert _rank_fuse(words, {k: v * 100 for k, v in cosines.items()}) == fused
+
+
+def test_a_rare_question_word_outweighs_a_common_one_in_ranking_reports():
+    with tgr.open(ROOT / "fixtures" / "demo_carol.db", readonly=True) as kb:
+        reports = {cid: set(match_terms(f"{title} {summary}")) for cid, title, summary in kb.conn.execute(
+            "SELECT c.id, r.title, r.summary FROM communities c JOIN reports r ON r.community_id = c.id "
+            "WHERE c.level = 0")}
+        retriever = Retriever(kb.conn)
+        central = retriever.reports("", 0, 1)[0][0]  # first on centrality alone
+        held = Counter(t for terms in reports.values() for t in terms)
+        shared = sorted(t for t in reports[central] if held[t] < len(reports) and t.isalpha())
+        common = max(shared, key=lambda t: held[t])
+        rare, owner = next((t, cid) for cid, terms in sorted(reports.items()) for t in sorted(terms)
+                           if held[t] == 1 and common not in terms and cid != central and len(t) > 3)
+        assert held[common] > 2
+        assert retriever.reports(f"{common} {rare}", 0, 1)[0][0] == owner

@@ -158,6 +158,48 @@ def test_vectors_of_chunks_are_taken_not_computed_again(tmp_path):
     assert passages and "Scrooge" in passages[0].text
 
 
+
+class RecordingEmbedder(ScriptedEmbedder):
+    """The scripted embedder, keeping every text it was asked to embed."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def embedded_texts(path) -> dict[str, str]:
+    """embed_hash -> kind of every entity and report row that has a vector."""
+    with offline(path) as kb:
+        return {h: kind for kind, table in (("entity", "entities"), ("report", "reports"))
+                for (h,) in kb.conn.execute(f"SELECT embed_hash FROM {table} WHERE embed_hash IS NOT NULL")}
+
+
+def test_entity_and_report_vectors_of_the_shards_are_not_made_again(tmp_path):
+    from tgr.text import content_hash
+
+    files = write_files(tmp_path, pieces(EN_CORPUS, 3) + pieces(ZH_CORPUS, 1))
+    store = lambda path: tgr.open(path, chat="offline", embedder=RecordingEmbedder())  # noqa: E731
+    inputs = [build(tmp_path / "a.db", files[:2], store), build(tmp_path / "b.db", files[2:], store)]
+    one = build(tmp_path / "one.db", files, store)
+    embedder = RecordingEmbedder()
+    summary = tgr.merge_stores(tmp_path / "out.db", inputs, chat="offline", embedder=embedder)
+    check_equal(tmp_path / "out.db", one, offline)
+    union, shards = embedded_texts(tmp_path / "out.db"), {**embedded_texts(inputs[0]), **embedded_texts(inputs[1])}
+    new = {h for h in union if h not in shards}
+    asked = [content_hash(embedder.name, text) for text in embedder.texts]
+    assert sorted(asked) == sorted(new)  # only texts new to the union, each once
+    assert len(asked) < len(union) and {"entity", "report"} <= {union[h] for h in set(union) - new}
+    assert sum(part["known_vectors"] for part in summary.inputs) >= len(set(union) - new)
+    with offline(tmp_path / "out.db") as merged, offline(one) as single:  # the vectors one build makes
+        for table in ("vec_entities", "vec_reports", "vec_chunks"):
+            vectors = lambda kb: sorted(kb.conn.execute(f"SELECT id, embedding FROM {table}").fetchall())  # noqa: E731
+            assert vectors(merged) == vectors(single), table
+
+
 # -- refusals ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -195,10 +237,14 @@ def test_cli_merge_through_an_endpoint_asks_no_extraction(tmp_path, fake_server)
         assert kb.meta["chat_model"] == "openai:fake-chat" and kb.meta["embed_model"] == "openai:fake-embed"
         assert kb.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == \
             kb.conn.execute("SELECT count(*) FROM extractions").fetchone()[0] > 0
-    # the vectors of chunks came from the shards: the server embedded only entities and reports
+    # the vectors of chunks came from the shards, and those of every entity and report text a
+    # shard had embedded (here the union's are all such): the server embedded nothing
     stages = {stage for stage, kind, hit in merge_run_calls(tmp_path / "out.db") if kind == "embed"}
-    assert stages == {"embed-entities", "embed-reports"}, stages
-    assert fake_server.stats.embed_calls > 0
+    assert stages == set() and fake_server.stats.embed_calls == 0, stages
+    with tgr.open(tmp_path / "out.db", readonly=True) as kb:
+        for table, vectors in (("entities", "vec_entities"), ("reports", "vec_reports")):
+            assert kb.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == \
+                kb.conn.execute(f"SELECT count(*) FROM {vectors}").fetchone()[0] > 0
 
 
 @pytest.mark.parametrize("case", ["chunking", "chat model", "embedder", "newer schema", "not tgr", "corrupted",

@@ -103,7 +103,8 @@ def test_tgr_modules_import_each_other_without_cycles():
 
 # What opens a store and runs the stages; the stages and db below them never import these.
 RUNNERS = {"__init__", "store", "admin", "model_choice", "storefile", "migrations", "pipeline", "overlap", "fresh",
-           "reading", "ledger", "check", "cli", "mcp_server", "serve", "evaluate", "integrations", "shards", "many"}
+           "reading", "ledger", "check", "cli", "mcp_server", "serve", "evaluate", "integrations", "shards", "many",
+           "store_workers"}
 
 
 def test_the_stages_never_import_what_runs_them():

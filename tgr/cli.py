@@ -527,15 +527,24 @@ def serve(store, host, port, get_path):
 @click.argument("stage", type=click.Choice(["graph", "embeddings", "communities", "reports"]))
 @_model_options
 @click.option("--max-cluster-size", type=click.IntRange(2))
+@click.option("--add", "add", metavar="LOCAL_MODEL",
+              help="With 'embeddings': keep portable vectors of this local embedder (local:multilingual-e5-small) "
+                   "beside the store's own, for recipients who cannot reach its embedder.")
 @_prompt_options
 @click.option("-q", "--quiet", is_flag=True)
 def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
-            max_cluster_size, entity_types, prompts_file, quiet):
+            max_cluster_size, add, entity_types, prompts_file, quiet):
     """Rebuild one derived STAGE of STORE from what the file holds (with the prompts it records)."""
+    if add is not None and (stage != "embeddings" or max_cluster_size or entity_types or embed_model):
+        raise click.UsageError("--add goes with the embeddings stage alone (it adds portable vectors)")
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
                prompts_file=prompts_file) as kb:
         with _progress(quiet) as progress:
+            if add is not None:
+                summary = kb.rebuild(stage, progress=progress, add=add)
+                click.echo(f"added portable {add} vectors: {summary.wall_s:.1f} s")
+                return
             summary = kb.rebuild(stage, progress=progress, max_cluster_size=max_cluster_size,
                                  entity_types=_entity_types(entity_types))
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "

@@ -19,12 +19,12 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .db import Connection, transaction
 from .errors import ModelError, TransientModelError
 from .models import ChatModel, Completion, Embedder, is_local
-from .text import estimate_tokens
+from .text import content_hash, estimate_tokens
 
 
 @dataclass
@@ -208,6 +208,9 @@ class Gateway:
         self._workers: _Workers | None = None
         self._jitter = random.Random(0)
         self.batch = None  # a tgr.batch.BatchRunner: misses go to the provider's Batch API
+        # vectors this embedder made before, by content_hash(embedder name, text) (tgr merge:
+        # the inputs' entity and report vectors): such a text is not embedded again
+        self.known_vectors: dict[str, Sequence[float]] = {}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -286,6 +289,11 @@ class Gateway:
     def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
         """Embed texts in batches, concurrently, retried and metered (not cached).
         The "query" stage embeds questions (embed_query where the embedder has it)."""
+        if self.known_vectors and stage != "query":
+            return self._embed_unknown(stage, texts, batch_size)
+        return self._embed_texts(stage, texts, batch_size)
+
+    def _embed_texts(self, stage: str, texts: list[str], batch_size: int) -> list[list[float]]:
         if not texts:
             return []
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
@@ -306,6 +314,14 @@ class Gateway:
         finally:
             workers.drain_pending()
         return [v for i in range(len(batches)) for v in results[i]]
+
+    def _embed_unknown(self, stage: str, texts: list[str], batch_size: int) -> list[list[float]]:
+        """The vectors of texts: known ones as they were made, only the others embedded."""
+        known, name = self.known_vectors, self.embedder.name
+        hashes = [content_hash(name, text) for text in texts]
+        unknown = [text for text, h in zip(texts, hashes) if h not in known]
+        made = iter(self._embed_texts(stage, unknown, batch_size))
+        return [list(known[h]) if h in known else next(made) for h in hashes]
 
     def stage_usage(self, stage: str) -> Usage:
         return self.usage.setdefault(stage, Usage())

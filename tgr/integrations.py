@@ -3,27 +3,40 @@ tgr[llamaindex]).
 
 Both run `KnowledgeBase.retrieve(question, mode, k)` on the store opened read-only, once per
 query: a store connection belongs to the thread that opened it, and frameworks call
-retrievers from worker threads. The frameworks are imported only when a retriever is made,
-so tgr imports without them.
+retrievers from worker threads. Given several stores (paths, or a tgr.open_many object: its
+paths and open options), each is asked in turn and the rankings are fused by rank as
+tgr.many fuses them; each passage's metadata names its store. The frameworks are imported
+only when a retriever is made, so tgr imports without them.
 """
 from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Sequence, Union
 
 from .errors import TgrError
 from .retrieve import MODES, Passage
 
 # store bookkeeping: kept in the metadata, left out of what an LLM or embedder is shown
-INTERNAL_KEYS = ["document_id", "chunk_id", "score", "ordinal", "char_start", "char_end"]
+INTERNAL_KEYS = ["document_id", "chunk_id", "score", "ordinal", "char_start", "char_end", "store"]
+
+# one store's path, several stores' paths, or a tgr.open_many object (tgr.many.Stores)
+StoreSpec = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], "Stores"]
 
 
-def passages(store: str | os.PathLike, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
-    """The k best passages for the question, from the store opened read-only."""
+def passages(store: str | os.PathLike | tuple[str, ...], question: str, mode: str = "local", k: int = 10,
+             options: dict | None = None) -> list[Passage]:
+    """The k best passages for the question, from the store (or each of several stores, their
+    rankings fused by rank) opened read-only with the given open options."""
+    from .many import fuse
     from .store import KnowledgeBase
 
-    with KnowledgeBase(store, create=False, readonly=True) as kb:
-        return kb.retrieve(question, mode, k)
+    names = [store] if isinstance(store, (str, os.PathLike)) else list(store)
+    rankings = []
+    for name in names:
+        with KnowledgeBase(name, create=False, readonly=True, **(options or {})) as kb:
+            rankings.append(kb.retrieve(question, mode, k))
+    return rankings[0] if isinstance(store, (str, os.PathLike)) else fuse(rankings, names)[:k]
 
 
 def passage_metadata(passage: Passage) -> dict:
@@ -31,15 +44,26 @@ def passage_metadata(passage: Passage) -> dict:
     return {**passage.metadata, "source": passage.source, "title": passage.title,
             "document_id": passage.document_id, "external_id": passage.external_id,
             "chunk_id": passage.chunk_id, "score": passage.score, "ordinal": passage.ordinal,
-            "char_start": passage.char_start, "char_end": passage.char_end, "page": passage.page}
+            "char_start": passage.char_start, "char_end": passage.char_end, "page": passage.page,
+            **({"store": passage.store} if passage.store is not None else {})}
 
 
-def _check(store: str | os.PathLike, mode: str, k: int) -> str:
+def _check(store: StoreSpec, mode: str, k: int) -> tuple[str | tuple[str, ...], dict]:
+    """(the store's path or the stores' paths, their open options), the arguments checked."""
+    from .many import Stores
+
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
-    return os.fspath(store)
+    if isinstance(store, Stores):
+        return tuple(store.names), dict(store.options)
+    if isinstance(store, (str, os.PathLike)):
+        return os.fspath(store), {}
+    paths = tuple(os.fspath(p) for p in store)
+    if not paths:
+        raise ValueError("give at least one store")
+    return paths, {}
 
 
 def _need(module: str, package: str, extra: str):
@@ -55,17 +79,20 @@ def _need(module: str, package: str, extra: str):
 def _langchain_class():
     retrievers = _need("langchain_core.retrievers", "langchain-core", "langchain")
     from langchain_core.documents import Document
+    from pydantic import Field
 
     class TgrRetriever(retrievers.BaseRetriever):
         """LangChain retriever over a tgr store: Documents best first, metadata per passage."""
 
-        store: str
+        store: str | tuple[str, ...]  # a path, or several stores' paths
         mode: str = "local"
         k: int = 10
+        # the stores' open options (from a tgr.open_many object): never shown, they may hold a key
+        options: dict = Field(default_factory=dict, repr=False, exclude=True)
 
         def _get_relevant_documents(self, query: str, *, run_manager=None) -> list:
             return [Document(page_content=p.text, metadata=passage_metadata(p), id=p.chunk_id)
-                    for p in passages(self.store, query, self.mode, self.k)]
+                    for p in passages(self.store, query, self.mode, self.k, self.options)]
 
     return TgrRetriever
 
@@ -78,8 +105,9 @@ def _llamaindex_class():
     class TgrLlamaRetriever(base.BaseRetriever):
         """LlamaIndex retriever over a tgr store: NodeWithScore best first."""
 
-        def __init__(self, store: str, mode: str = "local", k: int = 10, **kwargs):
-            self.store, self.mode, self.k = store, mode, k
+        def __init__(self, store: str | tuple[str, ...], mode: str = "local", k: int = 10,
+                     options: dict | None = None, **kwargs):
+            self.store, self.mode, self.k, self.options = store, mode, k, options or {}
             super().__init__(**kwargs)
 
         def _retrieve(self, query_bundle) -> list:
@@ -87,16 +115,20 @@ def _llamaindex_class():
                                                 excluded_llm_metadata_keys=INTERNAL_KEYS,
                                                 excluded_embed_metadata_keys=INTERNAL_KEYS),
                                   score=p.score)
-                    for p in passages(self.store, query_bundle.query_str, self.mode, self.k)]
+                    for p in passages(self.store, query_bundle.query_str, self.mode, self.k, self.options)]
 
     return TgrLlamaRetriever
 
 
-def langchain_retriever(store: str | os.PathLike, mode: str = "local", k: int = 10):
-    """A LangChain BaseRetriever over the store at `store` (needs tgr[langchain])."""
-    return _langchain_class()(store=_check(store, mode, k), mode=mode, k=k)
+def langchain_retriever(store: StoreSpec, mode: str = "local", k: int = 10):
+    """A LangChain BaseRetriever over the store at `store`, or over several (a list of paths
+    or a tgr.open_many object) fused by rank (needs tgr[langchain])."""
+    paths, options = _check(store, mode, k)
+    return _langchain_class()(store=paths, mode=mode, k=k, options=options)
 
 
-def llamaindex_retriever(store: str | os.PathLike, mode: str = "local", k: int = 10):
-    """A LlamaIndex BaseRetriever over the store at `store` (needs tgr[llamaindex])."""
-    return _llamaindex_class()(_check(store, mode, k), mode, k)
+def llamaindex_retriever(store: StoreSpec, mode: str = "local", k: int = 10):
+    """A LlamaIndex BaseRetriever over the store at `store`, or over several (a list of paths
+    or a tgr.open_many object) fused by rank (needs tgr[llamaindex])."""
+    paths, options = _check(store, mode, k)
+    return _llamaindex_class()(paths, mode, k, options)

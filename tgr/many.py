@@ -8,8 +8,9 @@ ranking, as naive mode writes one from its ranking, with the first store's model
 notes: what each store leaves out is said once, with the store's name).
 
 Every store is opened read-only, as `tgr ask` opens one: untrusted, never written. The first
-store works on the calling thread, each other one on a thread of its own where all its calls
-run (a connection belongs to its thread), so a question is asked of all the stores at once.
+store works on the calling thread, each other one in a process of its own (tgr.store_workers:
+retrieval is mostly Python, which threads would take in turns), so a question is asked of all
+the stores at once.
 """
 from __future__ import annotations
 
@@ -28,21 +29,22 @@ class Stores:
     """Several stores asked as one. Use tgr.open_many(paths); close() it (or use `with`)."""
 
     def __init__(self, paths: list[str | os.PathLike], **options):
-        from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which `tgr ask` needn't
-
         from .store import KnowledgeBase
+        from .store_workers import store_worker
 
         if not paths:
             raise ValueError("give at least one store")
         self.names = [str(p) for p in paths]
-        # the first store works on the calling thread (a thread hop costs more than a small query)
-        self._threads = [None] + [ThreadPoolExecutor(max_workers=1, thread_name_prefix="tgr-store")
-                                  for _ in paths[1:]]
+        self.options = dict(options)  # as given to open_many (the retrievers reopen the stores with them)
+        self._workers = []
         self.stores = []
         try:
-            for pool, path in zip(self._threads, paths):
-                open_store = lambda path=path: KnowledgeBase(path, create=False, readonly=True, **options)
-                self.stores.append(pool.submit(open_store).result() if pool else open_store())
+            # the others' workers first: a forked process had better not inherit an open store
+            self._workers = [store_worker(path, options) for path in paths[1:]]
+            # the first store works on the calling thread (a hop costs more than a small query)
+            self.stores = [KnowledgeBase(paths[0], create=False, readonly=True, **options)]
+            for worker in self._workers:
+                worker.opened()
         except BaseException:
             self.close()
             raise
@@ -54,45 +56,66 @@ class Stores:
         self.close()
 
     def close(self) -> None:
-        for pool, kb in zip(self._threads, self.stores):
-            pool.submit(kb.close).result() if pool else kb.close()
-        for pool in self._threads:
-            if pool:
-                pool.shutdown()
-        self.stores = []
+        for kb in self.stores:
+            kb.close()
+        for worker in self._workers:
+            worker.close()
+        self.stores, self._workers = [], []
 
-    def _each(self, call: Callable) -> list:
-        """call(store, name) on every store at once (each on its own thread), in order."""
-        futures = [pool.submit(call, kb, name)
-                   for pool, kb, name in zip(self._threads, self.stores, self.names) if pool]
-        first = call(self.stores[0], self.names[0])
-        return [first] + [f.result() for f in futures]
+    def _each(self, method: str, *args, warn: Warn | None = None, **kwargs) -> list:
+        """store.method(*args, **kwargs) of every store at once (each on its own worker), in
+        order; the notes each gives through warn are said with its name."""
+        if warn is not None:
+            kwargs["warn"] = True
+        for worker in self._workers:
+            worker.send(method, *args, **kwargs)
+        if warn is not None:
+            kwargs["warn"] = _named(warn, self.names[0])
+        results, failed = [], None
+        try:
+            results.append(getattr(self.stores[0], method)(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
+            failed = exc
+        for worker, name in zip(self._workers, self.names[1:]):
+            try:  # every worker's answer is taken, so that none is left for the next call
+                result, notes = worker.receive()
+            except Exception as exc:  # noqa: BLE001
+                failed = failed or exc
+                continue
+            for note in notes if warn else ():
+                _named(warn, name)(note)
+            results.append(result)
+        if failed is not None:
+            raise failed
+        return results
 
-    def each(self, call: Callable) -> list[tuple[str, object]]:
-        """(store name, call(store)) for every store, each on its own thread."""
-        return list(zip(self.names, self._each(lambda kb, name: call(kb))))
+    def each(self, method: str, *args, **kwargs) -> list[tuple[str, object]]:
+        """(store name, store.method(*args, **kwargs)) for every store, asked at once; method is
+        a KnowledgeBase method's name (the stores live in other processes)."""
+        return list(zip(self.names, self._each(method, *args, **kwargs)))
 
     def document_names(self) -> list[tuple[str, str, str]]:
         """(key, source, title) of every document of every store (see KnowledgeBase.document_names)."""
-        return [row for _, names in self.each(lambda kb: kb.document_names()) for row in names]
+        return [row for _, names in self.each("document_names") for row in names]
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
                  warn: Warn | None = None) -> list[Passage]:
         """The k best passages of all the stores, one ranking fused by rank; each names its store."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        rankings = self._each(lambda kb, name: kb.retrieve(question, mode, k, warn=_named(warn, name)))
+        rankings = self._each("retrieve", question, mode, k, warn=warn)
         return fuse(rankings, self.names)[:k]
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
             warn: Warn | None = None, **query_settings) -> Answer:
-        """An answer from the fused ranking of every store's sources in this mode."""
+        """An answer from the best k of the fused ranking of every store's sources in this mode
+        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
-        rankings = self._each(lambda kb, name: kb.retrieve(question, mode, k, warn=_named(warn, name)))
-        return self.stores[0].answer_from(question, fuse(rankings, self.names), mode, context_only=context_only,
+        rankings = self._each("retrieve", question, mode, k, warn=warn)
+        return self.stores[0].answer_from(question, fuse(rankings, self.names)[:k], mode, context_only=context_only,
                                           warn=_named(warn, self.names[0]), **query_settings)
 
 

@@ -168,29 +168,29 @@ def build_server(worker: StoreWorker):
     return server
 
 
-def _in_stores(kb: KnowledgeBase | Stores, look_up: Callable[[KnowledgeBase], Any]) -> list[tuple[str, Any]]:
-    """(store, look_up(store)) for the store, or for each of several."""
+def _in_stores(kb: KnowledgeBase | Stores, method: str, *args) -> list[tuple[str, Any]]:
+    """(store, store.method(*args)) for the store, or for each of several."""
     if isinstance(kb, Stores):
-        return kb.each(look_up)
-    return [("", look_up(kb))]
+        return kb.each(method, *args)
+    return [("", getattr(kb, method)(*args))]
 
 
 def _entity(kb: KnowledgeBase | Stores, name: str) -> dict:
-    found = _in_stores(kb, lambda store: store.entity(name))
+    found = _in_stores(kb, "entity", name)
     if not isinstance(kb, Stores):
         return found[0][1]
     return {"stores": [{"store": store, **details} for store, details in found]}
 
 
 def _communities(kb: KnowledgeBase | Stores, level: int | None, limit: int) -> dict:
-    found = _in_stores(kb, lambda store: store.communities(level, limit))
+    found = _in_stores(kb, "communities", level, limit)
     if not isinstance(kb, Stores):
         return {"communities": found[0][1]}
     return {"communities": [{"store": store, **c} for store, listed in found for c in listed]}
 
 
 def _report(kb: KnowledgeBase | Stores, community_id: str) -> dict:
-    found = [(store, report) for store, report in _in_stores(kb, lambda s: s.community_report(community_id)) if report]
+    found = [(store, report) for store, report in _in_stores(kb, "community_report", community_id) if report]
     if not found:
         raise ValueError(f"no community {community_id!r}; list them with the communities tool")
     if not isinstance(kb, Stores):

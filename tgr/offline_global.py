@@ -69,9 +69,14 @@ def _read(conn, report_ids: list[str]) -> list[_Community]:
     return communities
 
 
+def topic_terms(question: str) -> list[str]:
+    """The question's terms that say what it is about (none for "What are the main themes?")."""
+    return [t for t in match_terms(question) if t not in CORPUS_WIDE]
+
+
 def _order(communities: list[_Community], question: str) -> tuple[list[_Community], str]:
     """The communities to list, best first, and the line that says how they were chosen."""
-    terms = [t for t in match_terms(question) if t not in CORPUS_WIDE]
+    terms = topic_terms(question)
     for c in communities:
         text = " ".join([c.title, c.summary, *c.phrases, *(s for s, _ in c.sentences)])
         c.relevance = score_overlap(terms, text) if terms else 0.0
@@ -89,7 +94,7 @@ def _order(communities: list[_Community], question: str) -> tuple[list[_Communit
 def _best_sentence(community: _Community, question: str, said: set[str]) -> tuple[str, str] | None:
     """The community's representative sentence that best matches the question (else its
     first), and not one an earlier community already gave."""
-    terms = [t for t in match_terms(question) if t not in CORPUS_WIDE]
+    terms = topic_terms(question)
     scored = [(score_overlap(terms, s) if terms else 0.0, -n, (s, cid))
               for n, (s, cid) in enumerate(community.sentences) if s not in said]
     return max(scored)[2] if scored else None
@@ -97,7 +102,8 @@ def _best_sentence(community: _Community, question: str, said: set[str]) -> tupl
 
 def offline_global_answer(conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
     """The offline answer to a global question over the candidate reports (best first, as
-    tgr.retrieve ranks them); retriever.report_chunks gives each community's chunks."""
+    tgr.retrieve ranks them); retriever.report_chunks gives each community's chunks that
+    best match the question."""
     communities, heading = _order(_read(conn, report_ids), question)
     if not communities:
         return OfflineGlobal("I don't know: this store has no community reports yet.")
@@ -112,7 +118,7 @@ def offline_global_answer(conn, retriever, question: str, report_ids: list[str])
         sentence = _best_sentence(community, question, said)
         said.add(sentence[0] if sentence else "")
         mine = [sentence[1]] if sentence and sentence[1] in existing else []
-        mine += [cid for cid, _ in retriever.report_chunks([community.id])]
+        mine += [cid for cid, _ in retriever.report_chunks([community.id], question)]
         cited = []
         for chunk_id in dict.fromkeys(mine):
             if len(cited) == SOURCES_PER_COMMUNITY:

@@ -24,7 +24,7 @@ from .ingest import read_documents
 from .ledger import fill_summary, finish_run, model_recorder, start_run, usage_before
 from .merge import needs_merge, plan_merge, store_merge, summarise
 from .overlap import Overlap
-from .portable import DEFAULT_PORTABLE, keep_portable, start_portable
+from .portable import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
 from .providers import make_embedder
 from .reports import build_reports, report_settings, reports_state
 from .roles import extractor_for, report_writer_for
@@ -185,6 +185,25 @@ def rebuild(store, stage: str, *, progress: Progress | None, overrides: dict) ->
             force_merge=stage == "graph", force_cluster=stage == "communities", force_reports=stage == "reports")
 
     return _run(store, f"rebuild {stage}", settings, body)
+
+
+def add_portable(store, spec: str, *, progress: Progress | None) -> IndexSummary:
+    """Keep portable vectors of the local embedder spec in a built store (`tgr rebuild STORE
+    embeddings --add SPEC`): every chunk, entity and report is embedded with it, the store's
+    own vectors stay as they are (see tgr.portable)."""
+    embedder = make_embedder(spec)
+    if embedder.name == store.meta.get("embed_model"):
+        raise InputError(f"{store.path}: its own vectors are {embedder.name}'s already; "
+                         "portable vectors of it would repeat them")
+    if not store.has_rows("documents"):
+        raise StoreError(f"{store.path}: empty store; index documents first (tgr index {store.path} DOCS...)")
+
+    def body(gateway: Gateway, summary: IndexSummary) -> None:
+        start_portable(store.conn, embedder)
+        with summary.timed("portable"):
+            refresh_portable(store.conn, embedder, progress)
+
+    return _run(store, f"rebuild embeddings --add {embedder.name}", store.settings(), body)
 
 
 def delete(store, specs: list[str], *, dry_run: bool, progress: Progress | None) -> IndexSummary:

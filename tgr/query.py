@@ -245,7 +245,7 @@ class Searcher:
                         reports=[r[0] for r in reports],
                         timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
-            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]]))
+            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]], question))
             return result
         t1 = time.perf_counter()
         offline = self.answerer.whole_global(self.conn, self.retriever, question, [r[0] for r in reports])
@@ -263,7 +263,7 @@ class Searcher:
         else:
             kept, result.answer = self.answerer.no_key_points(question, reports, s.level)
         cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
-        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited]))
+        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited], question))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
         result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
         return result
@@ -282,8 +282,8 @@ class Searcher:
             used += cost
         return [b for b in batches if b]
 
-    def _report_sources(self, community_ids: list[str]) -> list[Passage]:
-        return self.retriever.passages(self.retriever.report_chunks(community_ids))
+    def _report_sources(self, community_ids: list[str], question: str) -> list[Passage]:
+        return self.retriever.passages(self.retriever.report_chunks(community_ids, question))
 
 
 def _best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, str]]:

@@ -21,13 +21,14 @@ import bisect
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
 from .limits import MAX_CONTEXT_TEXT
 from .name_match import entities_named
-from .offline import score_overlap
+from .offline_global import topic_terms
 from .pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .store_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
 from .text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
@@ -47,6 +48,9 @@ DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see
 FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
+REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
+RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
+                      # hundred reports counts, and the ranks must still outweigh centrality
 SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
 VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
 
@@ -134,7 +138,7 @@ class Retriever:
         if mode == "local":
             return self.local(q, k)
         reports = [r[0] for r in self.ranked_reports(q, 0, GLOBAL_REPORTS)]
-        return Retrieval(self.passages(self.report_chunks(reports)[:k]))
+        return Retrieval(self.passages(self.report_chunks(reports, q.text)[:k]))
 
     def reports(self, question: str, level: int, top: int) -> list[tuple[str, str, str, float]]:
         """(community id, title, full text, rating) of the reports global search reads for
@@ -194,19 +198,25 @@ class Retriever:
 
     def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best FTS5 matches of the question's terms."""
-        terms = list(dict.fromkeys(query_terms(question)))
-        if not terms:
+        match = self._fts_match(question)
+        if not match:
             return []
-        common = common_terms(self.conn, terms)
-        if common:  # weightless, and the longest posting lists: leave them out
-            kept = [t for t in terms if t not in common]
-            terms = kept or terms[:1]
-        match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
         # rank inside the full-text index first, then look up only the best rows' ids
         return [(cid, -score) for cid, score in self.conn.execute(
             "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
+
+    def _fts_match(self, question: str) -> str:
+        """The FTS5 query of the question's terms (OR), leaving out the commonest ones."""
+        terms = list(dict.fromkeys(query_terms(question)))
+        if not terms:
+            return ""
+        common = common_terms(self.conn, terms)
+        if common:  # weightless, and the longest posting lists: leave them out
+            kept = [t for t in terms if t not in common]
+            terms = kept or terms[:1]
+        return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
 
     def dense_chunks(self, q: Question, limit: int) -> list[tuple[str, float]]:
         if not has_table(self.conn, self.tables["chunks"]):
@@ -243,34 +253,62 @@ class Retriever:
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:
             return []
-        similarity = self._report_similarity(q, rows)
+        similarity = self._report_similarity(q, level, rows)
         biggest = max(r[4] for r in rows) or 1
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
         rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
         return [r[:4] for r in rows[:top]]
 
-    def _report_similarity(self, q: Question, rows: list[tuple]) -> dict[str, float]:
-        if self.dense and has_table(self.conn, self.tables["reports"]):
-            return {cid: 1.0 - d for cid, d in self.conn.execute(
-                f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']}",
-                (q.vector(),))}
-        terms = match_terms(q.text)
-        return {r[0]: score_overlap(terms, f"{r[1]} {r[5]}") for r in rows}
+    def _report_similarity(self, q: Question, level: int, rows: list[tuple]) -> dict[str, float]:
+        """Each report's similarity to the question, 0..1: the share of the question's terms
+        its title and summary hold, each term weighted by how few of the reports hold it
+        ("american" is in many, "hexum" in one). Where the store has report vectors of a real
+        embedder, that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
+        question's cosine to a whole report is a weak signal on its own, and decides alone
+        only where no report holds a word of the question."""
+        lexical = self._word_overlap(q.text, level, rows)
+        if not (self.dense and has_table(self.conn, self.tables["reports"])):
+            return lexical
+        dense = {cid: 1.0 - d for cid, d in self.conn.execute(
+            f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']} "
+            "WHERE id IN (SELECT value FROM json_each(?))", (q.vector(), json.dumps(sorted(lexical))))}
+        matching = {cid: score for cid, score in lexical.items() if score > 0}  # no word in common: no evidence
+        return _rank_fuse(matching, dense)
 
-    def report_chunks(self, community_ids: list[str]) -> list[tuple[str, float]]:
-        """The chunks behind reports, ranked: for each report in turn, the chunks that
-        mention the most members of its community."""
+    def _word_overlap(self, question: str, level: int, rows: list[tuple]) -> dict[str, float]:
+        """IDF-weighted share of the question's terms in each report's title and summary."""
+        held, counts = self.cache.get(("report terms", level), lambda: _report_terms(rows))
+        idf = {t: math.log(1 + len(held) / (1 + counts[t])) for t in set(match_terms(question))}
+        total = sum(idf.values())
+        if not total:
+            return {cid: 0.0 for cid in held}
+        return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
+
+    def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
+        """The chunks behind reports, ranked: for each report in turn, its community's chunks
+        that match the question best (by BM25), then those that mention the most of its
+        members. Without a question, or for one about the whole corpus ("What are the main
+        themes?"), by members alone. A big community's most connected chunks are seldom the
+        ones a question is about."""
+        matched = dict(self.bm25(question, REPORT_MATCHES)) if question and topic_terms(question) else {}
         ranked: list[tuple[str, float]] = []
         seen = set()
         for rank, cid in enumerate(community_ids):
-            for chunk_id, members in self.conn.execute(
-                    "SELECT em.chunk_id, count(*) AS n FROM community_members m "
-                    "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
-                    "GROUP BY em.chunk_id ORDER BY n DESC, em.chunk_id LIMIT ?", (cid, SOURCES_PER_REPORT)):
-                if chunk_id not in seen:  # a later report's chunks always score below an earlier one's
-                    seen.add(chunk_id)
-                    ranked.append((chunk_id, 0.5 ** rank * members / (members + 1)))
+            members = dict(self.conn.execute(
+                "SELECT em.chunk_id, count(*) FROM community_members m "
+                "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
+                "GROUP BY em.chunk_id", (cid,)).fetchall())
+            top = max((matched[c] for c in members if c in matched), default=0.0)
+            for chunk_id in sorted(members, key=lambda c: (-matched.get(c, 0.0), -members[c], c))[:SOURCES_PER_REPORT]:
+                if chunk_id in seen:
+                    continue
+                seen.add(chunk_id)
+                # in 0.5..1, matching chunks above the others: each report's chunks score
+                # above every later report's
+                fit = (0.75 + 0.25 * matched[chunk_id] / top if chunk_id in matched
+                       else 0.5 + 0.25 * members[chunk_id] / (members[chunk_id] + 1))
+                ranked.append((chunk_id, 0.5 ** rank * fit))
         return ranked
 
     # -- local ----------------------------------------------------------------------------
@@ -491,6 +529,26 @@ def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, f
         for cid, score in ranking:
             fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _report_terms(rows: list[tuple]) -> tuple[dict[str, frozenset[str]], Counter]:
+    """Each report's terms (of its title and summary) and how many reports hold each term."""
+    held = {r[0]: frozenset(match_terms(f"{r[1]} {r[5]}")) for r in rows}
+    return held, Counter(t for terms in held.values() for t in terms)
+
+
+def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
+    """Reciprocal rank fusion of score maps, scaled to 0..1 (1: first in every map). Equal
+    scores share a rank, so a run of ties is no order; scales need not agree (cosines of
+    different embedders, shares of words)."""
+    fused: dict[str, float] = {}
+    for ranking in scores:
+        values = sorted(ranking.values(), reverse=True)
+        for key, score in ranking.items():
+            rank = bisect.bisect_left(values, -score, key=lambda v: -v)  # how many score higher
+            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    best = len(scores) / (RRF_K + 1)
+    return {key: value / best for key, value in fused.items()}
 
 
 def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:

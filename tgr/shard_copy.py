@@ -5,12 +5,15 @@ chunk id is checked to be the content hash tgr would give it), extraction rows, 
 whose recorded hash proves they were made from that text by the shared embedder, the model
 cache (rows whose key is not the hash of their own model, prompt and parameters are left
 out) and the runs ledger with provenance. Everything derived (graph, communities, reports,
-entity and report vectors) is computed again on the union. All inside the caller's
-transaction; the input is only ever read.
+entity and report vectors) is computed again on the union, but the input's entity and report
+vectors are offered to it (known_vectors): a text of the union the input embedded already, by
+the same embedder, is not embedded again. All inside the caller's transaction; the input is
+only ever read.
 """
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -36,6 +39,7 @@ class Copied:
     cached_answers: int = 0
     runs: int = 0
     skipped_cache_rows: int = 0
+    known_vectors: int = 0  # entity and report vectors offered to the union's embed step
     new_chunks: list[str] = field(default_factory=list)
 
 
@@ -165,6 +169,31 @@ def _copy_chunk_vectors(target: Target, source: Connection, copied: Copied) -> N
                          [(cid, blob) for cid, blob, _ in batch])
         conn.executemany("UPDATE chunks SET embed_hash = ? WHERE id = ?", [(h, cid) for cid, _, h in batch])
     copied.chunk_vectors = len(rows)
+
+
+def known_vectors(target: Target, source: Connection) -> dict[str, array]:
+    """The input's entity and report vectors by the hash of the text they were made from
+    (content_hash(embedder, text), as tgr.embeddings records it), where that hash is the
+    hash of the row's text as the input holds it with the shared embedder."""
+    from .embeddings import TARGETS
+
+    width = target.embed_dim * (1 if target.embed_vector == "int8" else 4)
+    code = "b" if target.embed_vector == "int8" else "f"
+    found: dict[str, array] = {}
+    for kind in ("entities", "reports"):
+        vec_table, table, key, text_sql = TARGETS[kind]
+        if not has_table(source, vec_table):
+            continue
+        claimed = {}
+        for rid, text, recorded in source.execute(
+                f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
+                "WHERE embed_hash IS NOT NULL"):
+            if isinstance(text, str) and recorded == content_hash(target.embed_model, text):
+                claimed[rid] = recorded
+        for rid, blob in source.execute(f"SELECT id, embedding FROM {vec_table}"):
+            if rid in claimed and isinstance(blob, bytes) and len(blob) == width:
+                found[claimed[rid]] = array(code, blob)
+    return found
 
 
 def _copy_cache(conn: Connection, source: Connection, label: str, copied: Copied) -> None:

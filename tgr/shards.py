@@ -5,7 +5,8 @@ into OUT: their documents, chunks, extraction rows, chunk vectors, model cache a
 ledger (tgr/shard_copy.py). Then the derived stages (graph merge, clustering, reports,
 entity and report vectors) run once on the union, through the same pipeline `tgr index
 OUT.db` uses to finish what a file holds; every prompt an input has seen is answered from
-the cache, and no chunk is extracted again. OUT may be new or an existing store built
+the cache, no chunk is extracted again, and an entity or report text an input has embedded
+already takes that input's vector (only texts new to the union are embedded). OUT may be new or an existing store built
 with the same settings.
 
 Inputs are untrusted: each is opened read-only with tgr's usual defences and checks
@@ -24,7 +25,7 @@ from typing import Callable, Iterable
 from . import db, storefile
 from .errors import InputError, StoreError
 from .safe import terminal_safe
-from .shard_copy import Copied, Target, copy_store
+from .shard_copy import Copied, Target, copy_store, known_vectors
 from .admin import StoreAdmin
 from .pipeline import Build, run_ledgered
 from .settings import IndexSettings, IndexSummary
@@ -186,7 +187,7 @@ def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progre
         def body(gateway, summary: IndexSummary) -> None:
             nonlocal united
             with summary.timed("union"):
-                copies.extend(_unite(store.conn, settings, inputs, progress))
+                copies.extend(_unite(store.conn, settings, inputs, progress, gateway.known_vectors))
             united = True
             summary.documents_added = sum(c.documents for c in copies)
             # an existing store's communities are clustered again from scratch, so that the
@@ -235,8 +236,9 @@ def _inherit_meta(conn: db.Connection, meta: dict) -> None:
 
 
 def _unite(conn: db.Connection, settings: IndexSettings, inputs: list[_Input],
-           progress: Progress | None) -> list[Copied]:
-    """Copy every input in one transaction: a refused row leaves OUT as it was."""
+           progress: Progress | None, vectors: dict) -> list[Copied]:
+    """Copy every input in one transaction: a refused row leaves OUT as it was. Each input's
+    entity and report vectors go into vectors (hash of their text -> vector) for the embed step."""
     meta = db.get_meta(conn)
     target = Target(conn, settings.chunk_size, settings.chunk_overlap, meta["embed_model"],
                     int(meta["embed_dim"]), meta.get("embed_vector", "float32"))
@@ -245,6 +247,7 @@ def _unite(conn: db.Connection, settings: IndexSettings, inputs: list[_Input],
     offset = 0
     copies = []
     db.ensure_vec_tables(conn, target.embed_dim, target.embed_vector)
+    vectors.update(known_vectors(target, conn))  # OUT's own, where it held a store already
     report("union", 0, total)
     with db.transaction(conn):
         for i in inputs:
@@ -254,4 +257,7 @@ def _unite(conn: db.Connection, settings: IndexSettings, inputs: list[_Input],
                 raise StoreError(f"{i.label}: refused, it holds rows that cannot be united ({exc}); "
                                  "nothing was merged") from None
             offset += i.documents
+            found = known_vectors(target, i.conn)
+            copies[-1].known_vectors = len(found)
+            vectors.update(found)
     return copies

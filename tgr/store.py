@@ -109,10 +109,18 @@ class KnowledgeBase:
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
                               portable=portable, batch=batch)
 
-    def rebuild(self, stage: str, *, progress: Progress | None = None, **overrides) -> IndexSummary:
-        """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports."""
+    def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
+                **overrides) -> IndexSummary:
+        """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports.
+
+        add (stage 'embeddings' only): instead, keep portable vectors of this local embedder
+        beside the store's own (e.g. 'local:multilingual-e5-small'; see tgr.portable)."""
         from . import pipeline
 
+        if add is not None:
+            if stage != "embeddings" or overrides:
+                raise ValueError("add goes with the embeddings stage alone")
+            return pipeline.add_portable(self._store, add, progress=progress)
         return pipeline.rebuild(self._store, stage, progress=progress, overrides=overrides)
 
     def delete(self, documents: Iterable[str], *, dry_run: bool = False,
