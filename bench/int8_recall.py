@@ -4,7 +4,7 @@
         --questions ../shared/eval/cmrc2018_trial/questions.jsonl
 
 Indexes the corpus once, offline, with the bundled local embedder (local:multilingual-e5-small,
-the local-embed extra) keeping float32 vectors, copies the file, rewrites the copy's vec0
+the local-embed extra; or --embed-model tgr:hash-384, in seconds) keeping float32 vectors, copies the file, rewrites the copy's vec0
 tables as int8 (tgr's scheme: each vector scaled by 127 / its largest component; the same
 vectors, no second embedding), and prints `tgr eval` of both (local and naive modes) and both
 files' size. A real model, never the fake: the fake's vectors say nothing about recall.
@@ -26,12 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
 from tgr.db import VEC_TABLES, ensure_vec_tables, serialize, set_meta, transaction  # noqa: E402
-from tgr.local_embed import LocalEmbedder  # noqa: E402
+from tgr.providers import make_embedder  # noqa: E402
 
 
 def to_int8(path: Path) -> None:
     """Rewrite a store's float32 vec0 tables as int8, vector for vector."""
-    from tgr.db import connect
+    from tgr.storefile import connect
 
     conn = connect(path, create=False)
     try:
@@ -51,7 +51,7 @@ def to_int8(path: Path) -> None:
 
 
 def vacuum(path: Path) -> None:
-    from tgr.db import connect
+    from tgr.storefile import connect
 
     conn = connect(path, create=False)
     try:
@@ -64,10 +64,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--questions", required=True)
+    parser.add_argument("--embed-model", default="local:multilingual-e5-small",
+                        help="an in-process embedder: local:multilingual-e5-small or tgr:hash-384 (fast)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tgr-bench-int8-"))
     float_store, int8_store = work / "float32.db", work / "int8.db"
-    embedder = LocalEmbedder()
+    embedder = make_embedder(args.embed_model)
     embedder.vector_type = "float32"
     started = time.monotonic()
     with tgr.open(float_store, chat="offline", embedder=embedder) as kb:

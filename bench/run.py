@@ -431,11 +431,13 @@ def git_state() -> str | None:
 
 
 def resolve_corpus(name: str, out: Path) -> Path:
-    """The corpus file; "2m" writes the three books into one file in out (2,139,454 chars);
+    """The corpus file; "2m" writes the three books' text into one file in out (2,110,342
+    chars: their Gutenberg licences dropped, or the Carol's START line would drop the two
+    books before it);
     "<N>m" (another number) writes N million characters of their shuffled paragraphs."""
     if name == "2m":
         path = out / "big2m.txt"
-        path.write_bytes(b"".join(resolve_corpus(n, out).read_bytes() for n in BIG))
+        path.write_text("\n\n".join(_body(resolve_corpus(n, out)) for n in BIG), encoding="utf-8")
         return path
     if name.endswith("m") and name[:-1].replace(".", "", 1).isdigit():
         path = out / f"shuffled{name}.txt"
@@ -448,10 +450,20 @@ def resolve_corpus(name: str, out: Path) -> Path:
     return path
 
 
+def _body(book: Path) -> str:
+    """A book's text as tgr reads it: newlines normalised, Gutenberg boilerplate dropped."""
+    from tgr.boilerplate import strip_boilerplate
+    from tgr.formats import normalise_newlines
+
+    return strip_boilerplate(normalise_newlines(book.read_text(encoding="utf-8"))).text
+
+
 def shuffled_corpus(books: list[Path], chars: int, seed: int = 17) -> str:
-    """About chars characters of the books' paragraphs, each pass over all of them in a new
-    seeded order: no two chunks come out the same, so nothing is deduplicated or cached."""
-    paragraphs = [p.strip() for book in books for p in book.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    """About chars characters of the books' paragraphs (without their Gutenberg boilerplate),
+    each pass over all of them in a new seeded order: no two chunks come out the same, so
+    nothing is deduplicated or cached."""
+    # the books' own text: a licence paragraph shuffled in would end the body of the file
+    paragraphs = [p.strip() for book in books for p in _body(book).split("\n\n") if p.strip()]
     rng, parts, total = random.Random(seed), [], 0
     while total < chars:
         order = paragraphs[:]

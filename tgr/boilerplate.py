@@ -39,15 +39,8 @@ class Cleaned:
 
 def strip_boilerplate(text: str) -> Cleaned:
     """The text without the boilerplate described in the module docstring."""
-    original, title = len(text), None
-    start = _START.search(text)
-    if start:
-        header = _HEADER_TITLE.search(text, 0, start.start())
-        title = header.group(1).strip() if header else None
-        text = text[start.end():]
-    end = _END.search(text)
-    if end:
-        text = text[:end.start()]
+    original = len(text)
+    text, title, marked = _gutenberg_bodies(text)
     paragraphs = re.split(r"(\n[ \t]*\n)", text)  # keeps the separators: the text stays exact
     kept, in_list, kept_chars = [], False, 0  # kept_chars: sum(map(len, kept)), kept as it grows
     for index in range(0, len(paragraphs), 2):
@@ -66,9 +59,25 @@ def strip_boilerplate(text: str) -> Cleaned:
         kept.append(paragraph + separator)
         kept_chars += len(kept[-1])
     text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), "".join(kept))
-    if start or end or len(text) != original:
+    if marked or len(text) != original:
         text = text.strip("\n") + "\n"
     return Cleaned(text, title, max(0, original - len(text)))
+
+
+def _gutenberg_bodies(text: str) -> tuple[str, str | None, bool]:
+    """The text inside the Gutenberg START/END lines (each START's body up to the next END or
+    START: books joined into one file keep every body), the title the first header gives,
+    and whether there were such lines. Text without them is returned whole."""
+    markers = sorted([(m.start(), m.end(), True) for m in _START.finditer(text)] +
+                     [(m.start(), m.end(), False) for m in _END.finditer(text)])
+    if not markers:
+        return text, None, False
+    header = _HEADER_TITLE.search(text, 0, markers[0][0]) if markers[0][2] else None
+    bodies = [text[:markers[0][0]]] if not markers[0][2] else []  # an END alone: the body is before it
+    for (_, after, is_start), (following, _, _) in zip(markers, [*markers[1:], (len(text), len(text), True)]):
+        if is_start:
+            bodies.append(text[after:following])
+    return "\n\n".join(b.strip("\n") for b in bodies), (header.group(1).strip() if header else None), True
 
 
 def _list_like(paragraph: str) -> bool:
