@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .db import Connection, has_table
+from .store_cache import QueryCache
 from .text import has_cjk, normalise_name
 
 MAX_NAME_CHARS = 120
@@ -155,11 +156,13 @@ def alias_mentions(conn: Connection, keys: list[str]) -> list[tuple[str, int, st
 
 
 def _alias_hits(conn: Connection, keys: list[str]) -> list[str]:
+    """Ids of entities with a recorded alias whose key (tgr.text.normalise_name) is one of keys
+    (through the index on key: no scan of the table per question)."""
     if not _has_aliases(conn):
         return []
     return [str(row[0]) for row in conn.execute(
         "SELECT DISTINCT a.entity_id FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
-        "WHERE lower(a.alias) IN (SELECT value FROM json_each(?))", (json.dumps(keys, ensure_ascii=False),))]
+        "WHERE a.key IN (SELECT value FROM json_each(?))", (json.dumps(keys, ensure_ascii=False),))]
 
 
 # Latin letters with accents (Latin-1 Supplement to Latin Extended-B, Latin Extended Additional):
@@ -170,12 +173,22 @@ _ACCENTED = "*[À-ɏḀ-ỿ]*"
 def _accented_names(conn: Connection, keys: set[str]) -> list[str]:
     """Ids of entities whose name or recorded alias has accented Latin letters and folds to
     one of keys ("francois truffaut" -> François Truffaut)."""
+    folded = QueryCache.of(conn).get("accented names", lambda: _fold_accented(conn))
+    return sorted({eid for key in keys for eid in folded.get(key, ())})
+
+
+def _fold_accented(conn: Connection) -> dict[str, list[str]]:
+    """{folded spelling: entity ids} of the names and aliases with accented Latin letters
+    (one scan per store version, kept by the connection's QueryCache)."""
     rows = conn.execute("SELECT id, name FROM entities WHERE name GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
     if _has_aliases(conn):
         rows += conn.execute("SELECT entity_id, alias FROM entity_aliases WHERE alias GLOB ? LIMIT ?",
                              (_ACCENTED, MAX_ALIASES)).fetchall()
     rows = [(str(e), str(n)) for e, n in rows if e is not None and n is not None]
-    return sorted({eid for (eid, _), key in zip(rows, fold_many([n for _, n in rows])) if key in keys})
+    folded: dict[str, list[str]] = {}
+    for (entity_id, _), key in zip(rows, fold_many([n for _, n in rows])):
+        folded.setdefault(key, []).append(entity_id)
+    return folded
 
 
 @dataclass(frozen=True)
@@ -302,8 +315,8 @@ def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
     """For question seeding: entity ids (flagged cased) that capitalised spans name by a
     recorded alias or by their folded spelling: traditional characters, `·` or accents in
     the question ("孫悟空"), or accents the question leaves out ("Francois Truffaut" for
-    François Truffaut). Cheap: indexed lookups and one scan of the accented names, no name
-    index built. No typo matching here: a question's words are not all names."""
+    François Truffaut). Cheap: indexed lookups and the accented names folded once per
+    connection, no name index built. No typo matching here: a question's words are not all names."""
     cased = [key[:MAX_NAME_CHARS * 2] for key, is_cased in spans.items() if is_cased]
     if not cased:
         return {}
