@@ -6,6 +6,7 @@ the HTTP providers use FakeServer (a loopback OpenAI-compatible server) instead.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -16,6 +17,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 sys.path.insert(0, str(FIXTURES))
+
+# A suite started as a background job (`pytest &`) inherits SIGINT ignored, and so would the
+# `tgr index` processes the Ctrl-C tests interrupt: with a handler here, they start with the
+# default disposition (an exec resets a handled signal), as they would from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from fakellm import FakeLLM, FakeServer, fake_embedding  # noqa: E402
 
