@@ -22,7 +22,7 @@ def sentences(text: str) -> list[str]:
 
 def test_cjk_counts_count_each_span_like_a_regex_over_it():
     """Han, kana, Hangul and compatibility ideographs count; CJK punctuation, fullwidth forms and
-    other scripts do not; spans cross the 1 M-character blocks the counter reads."""
+    other scripts do not."""
     import random
     import re
 
