@@ -5,7 +5,7 @@ import pytest
 
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
 from tgr.chunking import chunk_text
-from tgr.text import estimate_tokens, normalise_name, split_sentences
+from tgr.text import CJK_RANGES, cjk_counts, estimate_tokens, normalise_name, split_sentences
 
 CORPUS_FILES = sorted(EN_CORPUS.glob("*.txt")) + sorted(ZH_CORPUS.glob("*.txt"))
 
@@ -19,6 +19,24 @@ def sentences(text: str) -> list[str]:
 
 
 # -- estimate_tokens -------------------------------------------------------------------
+
+def test_cjk_counts_count_each_span_like_a_regex_over_it():
+    """Han, kana, Hangul and compatibility ideographs count; CJK punctuation, fullwidth forms and
+    other scripts do not."""
+    import random
+    import re
+
+    pieces = ["汉字", "かなカナ", "한국어", "\uf900\ufaff", "，。「」", "ＡＢ", "plain words. ", "é ñ ß", "\n\n", "𠀀"]
+    rng = random.Random(3)
+    text = "".join(rng.choice(pieces) for _ in range(260_000))  # about 1.3 M characters
+    starts = sorted(rng.sample(range(1, len(text)), 2000)) + [len(text) - 1]
+    starts = [0] + sorted(set(starts))
+    bounds = starts + [len(text)]
+    expected = [len(re.findall(f"[{CJK_RANGES}]", text[a:b])) for a, b in zip(bounds, bounds[1:])]
+    assert cjk_counts(text, starts) == expected
+    assert cjk_counts("plain ascii", [0, 5]) == [0, 0] and cjk_counts("汉", []) == []
+
+
 
 def test_estimate_tokens_counts_each_cjk_character():
     assert estimate_tokens("孙悟空") == 3

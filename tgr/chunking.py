@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .text import content_hash, estimate_tokens, has_cjk, split_sentences
+from .text import cjk_counts, content_hash, has_cjk, split_sentences, tokens_of
 
 DEFAULT_CHUNK_TOKENS = 1200
 DEFAULT_OVERLAP_TOKENS = 100
@@ -38,7 +38,7 @@ def chunk_text(text: str, document_id: str, size: int = DEFAULT_CHUNK_TOKENS,
         while j < len(pieces) and (j == i or tokens + pieces[j][2] <= size):
             tokens += pieces[j][2]
             j += 1
-        spans.append((pieces[i][0], pieces[j - 1][1]))
+        spans.append((i, j))
         if j >= len(pieces):
             break
         # step back over whole sentences worth about `overlap` tokens (at least one
@@ -49,30 +49,37 @@ def chunk_text(text: str, document_id: str, size: int = DEFAULT_CHUNK_TOKENS,
             back += pieces[k - 1][2]
             k -= 1
         i = k
+    cjk_before = [0]  # the pieces are consecutive: a window's CJK count is the sum of its pieces'
+    for piece in pieces:
+        cjk_before.append(cjk_before[-1] + piece[3])
     chunks = []
-    for ordinal, (start, end) in enumerate(spans):
+    for ordinal, (i, j) in enumerate(spans):
+        start, end = pieces[i][0], pieces[j - 1][1]
         body = text[start:end]
         if not body.strip():
             continue
-        chunks.append(Chunk(id=content_hash(document_id, str(ordinal), body), ordinal=len(chunks),
-                            text=body, start=start, end=end, tokens=estimate_tokens(body)))
+        chunks.append(Chunk(id=content_hash(document_id, str(ordinal), body), ordinal=len(chunks), text=body,
+                            start=start, end=end, tokens=tokens_of(end - start, cjk_before[j] - cjk_before[i])))
     return chunks
 
 
-def _pieces(text: str, size: int) -> list[tuple[int, int, int]]:
-    """Sentence spans (start, end, tokens); over-long sentences split to fit a window."""
+def _pieces(text: str, size: int) -> list[tuple[int, int, int, int]]:
+    """Consecutive sentence spans (start, end, tokens, CJK characters); over-long sentences
+    split to fit a window."""
     pieces = []
-    for start, end in split_sentences(text):
-        tokens = estimate_tokens(text[start:end])
+    sentences = split_sentences(text)
+    for (start, end), cjk in zip(sentences, cjk_counts(text, [start for start, _ in sentences])):
+        tokens = tokens_of(end - start, cjk)
         if tokens <= size:
-            pieces.append((start, end, tokens))
+            pieces.append((start, end, tokens, cjk))
             continue
-        a, acc = start, 0.0  # cut by accumulated tokens: scripts differ in density
+        a, acc, cjk = start, 0.0, 0  # cut by accumulated tokens: scripts differ in density
         for position in range(start, end):
             weight = 1.0 if has_cjk(text[position]) else 0.25
             if acc + weight > size - 1 and position > a:
-                pieces.append((a, position, estimate_tokens(text[a:position])))
-                a, acc = position, 0.0
+                pieces.append((a, position, tokens_of(position - a, cjk), cjk))
+                a, acc, cjk = position, 0.0, 0
             acc += weight
-        pieces.append((a, end, estimate_tokens(text[a:end])))
+            cjk += weight == 1.0
+        pieces.append((a, end, tokens_of(end - a, cjk), cjk))
     return pieces

@@ -115,7 +115,11 @@ class Background:
 
     def __init__(self, chunks: list["ChunkText"], terms):
         """Counted for the given terms only (a large community's text has many more)."""
-        self.frequency = {t: sum(c.counts.get(t, 0) for c in chunks) for t in terms}
+        self.frequency = dict.fromkeys(terms, 0)
+        for chunk in chunks:  # a chunk holds few of the terms: look up only those (a C-level intersection)
+            counts = chunk.counts
+            for term in counts.keys() & self.frequency.keys():
+                self.frequency[term] += counts[term]
         self.average_words = max(1.0, sum(c.words for c in chunks) / max(1, len(chunks)))
 
     def weight(self, term: str, class_count: int) -> float:
@@ -204,10 +208,11 @@ def chunk_sentences(text: str) -> list[Sentence]:
     sentences = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
     for a, b in chunk_sentence_spans(text):
-        sentence = " ".join(text[a:b].split())
-        if sentence:
+        parts = text[a:b].split()
+        if parts:
+            sentence = " ".join(parts)
             cjk = chinese and has_cjk(sentence)
-            words = len(sentence) // 2 if cjk else len(sentence.split())
+            words = len(sentence) // 2 if cjk else len(parts)
             phrases = tuple(dict.fromkeys(phrase_terms(sentence, cjk)))
             sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
     return sentences

@@ -277,18 +277,23 @@ def _entities(groups, splits, relations, dirty: set[str] | None):
 def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
     """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
     edges: dict[str, dict] = {}
+    ids: dict[tuple[str, str], str] = {}  # (a, b) -> the relationship's id, hashed once
+    said: dict[str, set[str]] = {}        # each relationship's descriptions, to test without a scan
     for chunk_id, source, target, predicate, description, source_key, target_key in relations:
         ends = [_resolve(entities, by_key, name, key, chunk_id, description)
                 for name, key in ((source, source_key), (target, target_key))]
         if None in ends or ends[0].id == ends[1].id:
             continue
         a, b = ends[0].id, ends[1].id
-        rel_id = content_hash(*sorted((a, b)))
+        rel_id = ids.get((a, b)) or ids.setdefault((a, b), content_hash(*sorted((a, b))))
         edge = edges.setdefault(rel_id, {"source": a, "target": b, "predicates": Counter(),
                                          "descriptions": [], "chunks": set(), "weight": 0})
         edge["predicates"][" ".join(predicate.split())] += 1
-        if description and description not in edge["descriptions"]:
-            edge["descriptions"].append(" ".join(description.split()))
+        seen = said.setdefault(rel_id, set())
+        if description and description not in seen:  # (the raw text against the tidied ones, as it was)
+            tidied = " ".join(description.split())
+            seen.add(tidied)
+            edge["descriptions"].append(tidied)
         edge["chunks"].add(chunk_id)
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)

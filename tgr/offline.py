@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
+from functools import lru_cache
 from typing import Sequence
 
 from .parsing import RawEntity, RawRelation
@@ -43,29 +44,45 @@ class HashEmbedder:
         return [self._vector(text) for text in texts]
 
     def _features(self, text: str) -> Counter:
-        features: Counter = Counter()
+        """Feature counts, in the order first seen: words ("w:", 1 each) with their
+        character trigrams ("t:", 1/4 each), then CJK bigrams ("b:", 1/2 each)."""
+        features = []
         for term in search_terms(text):
-            features["w:" + term] += 1.0
-            if not has_cjk(term) and len(term) > 3:
-                padded = f" {term} "
-                for i in range(len(padded) - 2):
-                    features["t:" + padded[i:i + 3]] += 0.25
+            features += _term_features(term)
+        counts = Counter(features)
         for run in CJK_RUN.findall(text):
-            for i in range(len(run) - 1):
-                features["b:" + run[i:i + 2]] += 0.5
-        return features
+            counts.update(["b:" + run[i:i + 2] for i in range(len(run) - 1)])
+        return counts
 
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dim
         for feature, count in self._features(text).items():
-            digest = zlib.crc32(feature.encode("utf-8"))
-            sign = 1.0 if digest & 0x80000000 else -1.0
-            vector[digest % self.dim] += sign * math.log1p(count)
-        norm = math.sqrt(sum(x * x for x in vector))
+            bucket, sign, weight = _feature_slot(feature, self.dim)
+            vector[bucket] += sign * math.log1p(count * weight)  # count * weight: exact (powers of 2)
+        norm = math.sqrt(sum([x * x for x in vector]))
         if norm == 0:
             vector[0] = 1.0  # an empty text still needs a valid unit vector
             return vector
         return [x / norm for x in vector]
+
+
+_FEATURE_WEIGHT = {"w": 1.0, "t": 0.25, "b": 0.5}
+
+
+@lru_cache(maxsize=16384)
+def _term_features(term: str) -> tuple[str, ...]:
+    """A term's features: the word, and the character trigrams of a non-CJK word over 3 letters."""
+    if len(term) <= 3 or has_cjk(term):
+        return ("w:" + term,)
+    padded = f" {term} "
+    return ("w:" + term, *("t:" + padded[i:i + 3] for i in range(len(padded) - 2)))
+
+
+@lru_cache(maxsize=65536)
+def _feature_slot(feature: str, dim: int) -> tuple[int, float, float]:
+    """(bucket, sign, weight) of a feature: its CRC-32 picks both bucket and sign."""
+    digest = zlib.crc32(feature.encode("utf-8"))
+    return digest % dim, (1.0 if digest & 0x80000000 else -1.0), _FEATURE_WEIGHT[feature[0]]
 
 
 # --- heuristic extraction ------------------------------------------------------------
@@ -105,9 +122,10 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
                 types[name] = kind
     keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
     keep_set = set(keep)
+    named = [{n for n, _ in names} for names in found]  # each sentence's names
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
-        evidence = [s for s, names in zip(sentences, found) if any(n == name for n, _ in names)]
+        evidence = [s for s, names in zip(sentences, named) if name in names]
         evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
         description = shorten(" ".join(evidence[:2]), 300)
         entities.append(RawEntity(name=name, type=types[name], description=description))

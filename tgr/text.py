@@ -9,7 +9,9 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+# the code points counted as CJK: Han (extension A, unified, compatibility), kana, Hangul
+_CJK_CODES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF))
+_CJK = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_CODES)
 CJK_RANGES = _CJK  # for character classes elsewhere
 _NOT_BELOW_CJK = r"[^\x00-\u303f]"  # a character from U+3040, where the lowest range above starts
 
@@ -54,8 +56,10 @@ class _CjkPattern:
 
 _CJK_RE = _CjkPattern(f"[{_CJK}]")
 CJK_RUN = _CjkPattern(f"[{_CJK}]+")
-# a run of end marks, closing quotes/brackets, then space (or a blank line)
-_SENTENCE_END = re.compile(r"[.!?;。！？；…．]+[\"'”’」』)\]）]*\s*|\n\s*\n")
+# a run of end marks and closing quotes/brackets (group 1), then space (group 2), or a blank
+# line; the lookahead lets re skip to the next candidate character instead of trying both
+# branches at every position
+_SENTENCE_END = re.compile(r"(?=[.!?;。！？；…．\n])(?:([.!?;。！？；…．]+[\"'”’」』)\]）]*)(\s*)|\n\s*\n)")
 _CJK_MARKS = frozenset("。！？；…．")
 # a full stop after these never ends a sentence ("Mr. Scrooge", "St. Louis", "e.g. a cat")
 _TITLES = frozenset("mr mrs ms messrs dr prof rev fr st mt ft capt col gen lt sgt cpl maj adm "
@@ -115,6 +119,23 @@ def estimate_tokens(text: str) -> int:
     return cjk + (other + 3) // 4
 
 
+def tokens_of(length: int, cjk: int) -> int:
+    """estimate_tokens of a text of this many characters, cjk of them CJK."""
+    return cjk + (length - cjk + 3) // 4
+
+
+def cjk_counts(text: str, starts: list[int]) -> list[int]:
+    """How many CJK characters (as estimate_tokens counts them) each consecutive span of text
+    holds, the spans starting at the given increasing offsets (each runs to the next start,
+    the last to the end of the text): the lengths of its CJK runs, and nothing to count in a
+    span with no character from U+3040. (Not numpy: importing it starts a BLAS thread, which
+    may then take a Ctrl-C meant for the main thread while that one waits.)"""
+    if not starts or text.isascii():
+        return [0] * len(starts)
+    ends = list(starts[1:]) + [len(text)]
+    return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
+
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans (start, end) covering the text, for English and Chinese.
 
@@ -143,14 +164,14 @@ def chunk_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def _ends_sentence(text: str, match: re.Match) -> bool:
-    marks = match.group().rstrip()
-    if marks == "" or any(c in _CJK_MARKS for c in marks):
+    marks, space = match.group(1, 2)
+    if marks is None or not _CJK_MARKS.isdisjoint(marks):
         return True  # a blank line, or Chinese punctuation
-    end = match.end()
-    if end < len(text) and end == match.start() + len(marks):
+    if not space and match.end() < len(text):
         return False  # no space after it: "3.5", "U.S.A", "example.com", "（U.S.）读"
     if marks != ".":
         return True
+    end = match.end()
     token = _token_before(text, match.start())
     if not token or "\n\n" in match.group():
         return True

@@ -1,0 +1,95 @@
+"""CPU seconds of an offline build, checkouts taking turns (a busy machine slows each alike).
+
+    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2 ...] [--before-calls] CORPUS...
+
+For each corpus, each run, each --tree in turn: a fresh `python -m tgr.cli index STORE CORPUS
+--offline --embed-model tgr:hash-384 -q` in its own process (PYTHONPATH=the tree, run from a
+temporary directory), timed by the kernel (user + system CPU of the process and its threads)
+and by the wall clock. Prints each tree's median and least CPU and wall, and each median CPU
+as a multiple of the first tree's (issue 16: an offline build at most 1.3 times the CPU of
+9659030's on Moby-Dick and 西游记).
+
+--before-calls times only what an index run does before its first model call instead: read
+the file and store its document and chunks (chunking included) into a fresh store, the serial
+part of a large first build (`bench/run.py --corpus 10m` writes a 10 M-character corpus).
+Only the standard library and tgr are needed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE_CALLS = """
+import sys, tgr
+from tgr.corpus import store_documents
+from tgr.ingest import read_documents
+from tgr.offline import HashEmbedder
+with tgr.open(sys.argv[1], embedder=HashEmbedder()) as kb:
+    store_documents(kb.conn, read_documents([sys.argv[2]], print), chunk_size=1200, chunk_overlap=100)
+"""
+
+
+def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of command (output discarded; a failure stops)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
+    child.stderr.close()
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def command_for(corpus: Path, store: Path, before_calls: bool) -> list[str]:
+    if before_calls:
+        return [sys.executable, "-c", BEFORE_CALLS, str(store), str(corpus)]
+    return [sys.executable, "-m", "tgr.cli", "index", str(store), str(corpus),
+            "--offline", "--embed-model", "tgr:hash-384", "-q"]
+
+
+def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> dict[str, tuple[list, list]]:
+    """Per tree: the wall and CPU seconds of each run, trees taking turns."""
+    results: dict[str, tuple[list, list]] = {tree: ([], []) for tree in trees}
+    with tempfile.TemporaryDirectory(prefix="tgr-index-cpu-") as work:
+        for run in range(runs):
+            for number, tree in enumerate(trees):
+                env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+                store = Path(work) / f"run{run}-tree{number}.db"
+                wall, cpu = run_once(command_for(corpus, store, before_calls), work, env)
+                results[tree][0].append(wall)
+                results[tree][1].append(cpu)
+                print(f"  {corpus.name} run {run + 1} {tree}: CPU {cpu:.2f} s, wall {wall:.2f} s", flush=True)
+                store.unlink()
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", nargs="+", help="files to index (one build each)")
+    parser.add_argument("--tree", action="append", default=[], help="a checkout to measure (repeatable)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before-calls", action="store_true", help="only read, chunk and store")
+    args = parser.parse_args(argv)
+    trees = args.tree or [str(ROOT)]
+    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    for corpus in map(Path, args.corpus):
+        results = measure(corpus.resolve(), trees, args.runs, args.before_calls)
+        first = statistics.median(results[trees[0]][1])
+        for tree, (walls, cpus) in results.items():
+            print(f"{corpus.name} {tree}: CPU median {statistics.median(cpus):.2f} s (least {min(cpus):.2f}), "
+                  f"wall median {statistics.median(walls):.2f} s, CPU x {statistics.median(cpus) / first:.3f}",
+                  flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
