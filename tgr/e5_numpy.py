@@ -31,7 +31,7 @@ CALL_TOKENS = 4096  # tokens per forward pass at most: large enough for BLAS, sm
 MIN_CALL_TOKENS = 256  # below this a pass is more Python than BLAS: no further split by thread
 ATTENTION_TOKENS = 1000  # a window of this many tokens costs twice its tokens' share (measured)
 ATTENTION_SCORES = 1 << 20  # attention scores per batch at most (4 MB), unless one window
-GELU_VALUES = 1 << 15  # values per gelu step: its temporaries stay in the CPU's cache
+GELU_VALUES = 1 << 16  # values per gelu step: its temporaries stay in the CPU's cache
 
 
 def model_path() -> str:
