@@ -176,7 +176,11 @@ def test_ctrl_c_before_a_document_is_stored_says_nothing_was_kept(tmp_path):
         time.sleep(0.05)
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    process.wait(timeout=30)  # stdin stays open: an end of input must not race the signal
+    err = process.stderr.read()
+    process.stdin.close()
+    process.stdout.close()
+    process.stderr.close()
     assert process.returncode == 130, err
     assert "was not kept" in err and "resume" not in err, err
     assert list(tmp_path.iterdir()) == []

@@ -181,3 +181,39 @@ def test_portable_vectors_added_to_a_built_store(db_path, fake_server, monkeypat
     asked = run("ask", db_path, QUESTION, "--mode", "naive", "--json")
     assert asked.exit_code == 0 and json.loads(asked.stdout)["sources"]
     assert "portable local:multilingual-e5-small vectors" in asked.stderr
+
+
+def test_merged_portable_shards_keep_portable_vectors_without_embedding_them_again(tmp_path):
+    """`tgr merge` of portable shards: the union keeps portable vectors, each shard's vector
+    of a text the union still holds is taken as it is, and they equal one portable build's."""
+    texts = ["Marley was dead, to begin with. Scrooge and Marley were partners for many years. "
+             "Bob Cratchit copied letters for Scrooge in a dismal little cell.\n",
+             "Old Fezziwig kept a warehouse in London. Scrooge was his apprentice, and "
+             "Fezziwig gave a Christmas ball for Bob Cratchit and everyone who worked for him.\n"]
+    files = []
+    for i, text in enumerate(texts):
+        files.append(tmp_path / f"doc{i}.txt")
+        files[-1].write_text(text, encoding="utf-8")
+    options = dict(chat="offline", embedder="tgr:hash-128")
+    stores = {}
+    for name, part in (("a", files[:1]), ("b", files[1:]), ("one", files)):
+        stores[name] = tmp_path / f"{name}.db"
+        with tgr.open(stores[name], **options) as kb:
+            kb.index([str(f) for f in part], portable=True, chunk_size=30, chunk_overlap=0)
+    steps = []
+    tgr.merge_stores(tmp_path / "out.db", [stores["a"], stores["b"]],
+                     progress=lambda stage, done, total: steps.append((stage, total)), **options)
+
+    def portable(path):
+        with tgr.open(path, readonly=True, **options) as kb:
+            assert kb.meta["portable_embed_model"] == "local:multilingual-e5-small"
+            return {kind: dict(kb.conn.execute(f"SELECT id, embedding FROM vec_portable_{kind}").fetchall())
+                    for kind in ("chunks", "entities", "reports")}
+
+    merged, one, shards = portable(tmp_path / "out.db"), portable(stores["one"]), [portable(stores[s]) for s in "ab"]
+    assert merged == one  # every row of the union has the vector one build makes
+    assert {stage: total for stage, total in steps if stage == "portable-chunks"} == {"portable-chunks": 0}
+    shard_vectors = {v for shard in shards for vectors in shard.values() for v in vectors.values()}
+    embedded = {stage: total for stage, total in steps if stage.startswith("portable-")}
+    fresh = sum(v not in shard_vectors for vectors in merged.values() for v in vectors.values())
+    assert sum(embedded.values()) == fresh < sum(len(v) for v in merged.values())

@@ -573,3 +573,15 @@ def test_offline_relations_do_not_depend_on_the_hash_seed():
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": str(seed)}
                               ).stdout for seed in range(6)}
     assert len(outputs) == 1 and "长安大唐国" in outputs.pop()
+
+
+def test_a_name_broken_by_a_hard_wrapped_line_is_one_name():
+    from tgr.names_en import english_names
+
+    found = english_names(["Once upon a time, on Christmas\nEve, old Scrooge sat busy.",
+                           "He went to see Jacob\r\nMarley and Bob Cratchit.",
+                           "They met Tiny Tim\n\nLondon was cold."])
+    names = [[name for name, _ in sentence] for sentence in found]
+    assert names[0] == ["Christmas Eve", "Scrooge"]
+    assert names[1] == ["Jacob Marley", "Bob Cratchit"]
+    assert "Tiny Tim London" not in names[2] and "Tiny Tim" in names[2]  # a blank line ends a name

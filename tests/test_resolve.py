@@ -205,3 +205,25 @@ def test_types_come_from_the_gazetteer_census_names_and_name_words():
     assert one("Republic of China") == "country" and one("Michael Jordan") == "person"
     assert one("英语") == one("意大利语") == "language" and one("术语") == "concept"
     assert one("Hampton Roads") == "concept"  # a place, then a plural that names places: no team
+
+
+def test_a_title_before_a_lone_word_is_dropped_only_beside_the_bare_word():
+    # "Master Peter" alone in a document stays "master peter": a bare "Peter" elsewhere may be
+    # another man; beside "Peter" in its own document it is that Peter
+    alone = document_keys({"Master Peter": Counter({"person": 1}), "Bob Cratchit": Counter({"person": 2})})
+    assert alone["Master Peter"] == "master peter"
+    beside = document_keys({"Master Peter": Counter({"person": 1}), "Peter": Counter({"person": 3})})
+    assert beside["Master Peter"] == beside["Peter"] == "peter"
+    epithet = document_keys({"Mr. Fezziwig": Counter({"person": 1}), "Old Fezziwig": Counter({"person": 1})})
+    assert epithet["Mr. Fezziwig"] == epithet["Old Fezziwig"] == "fezziwig"
+
+
+def test_a_titled_lone_word_does_not_join_a_bare_word_of_another_document(tmp_path):
+    with tgr.open(tmp_path / "kb.db", chat="offline", embedder="tgr:hash-384") as kb:
+        (tmp_path / "a.txt").write_text("At the Spouter Inn old Ishmael met Peter. The harpooneer Queequeg laughed with Peter.\n")
+        (tmp_path / "b.txt").write_text("Master Peter wore his collar with Bob Cratchit. Master Peter was proud.\n"
+                                        "Later Master Peter sat by the fire with Tiny Tim.\n")
+        kb.index([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+        keys = dict(kb.conn.execute("SELECT DISTINCT name, key FROM extracted_entities").fetchall())
+        assert keys["Master Peter"] == "master peter" and keys["Peter"] == "peter"
+        assert find_entity(kb.conn, "Master Peter") != find_entity(kb.conn, "Peter")

@@ -377,3 +377,21 @@ def test_a_rare_question_word_outweighs_a_common_one_in_ranking_reports():
                            if held[t] == 1 and common not in terms and cid != central and len(t) > 3)
         assert held[common] > 2
         assert retriever.reports(f"{common} {rare}", 0, 1)[0][0] == owner
+
+
+def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
+    rows = [{"doc_id": "copley", "title": "William Copley (South Australian politician)",
+             "text": "He was a member of the House of Assembly from 1884 to 1887, representing Frome."},
+            {"doc_id": "stadium", "title": "William Copley Stadium",
+             "text": "The stadium was named after a benefactor of the town."},
+            {"doc_id": "son", "title": "William Copleyson (painter)",
+             "text": "A painter of harbours and ships."}]
+    corpus = tmp_path / "titles.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    with tgr.open(tmp_path / "t.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(corpus)])
+        titled = Retriever(kb.conn).titled_chunks(question_spans("Which seat did William Copley represent?"))
+        documents = {kb.conn.execute("SELECT d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id "
+                                     "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
+        assert documents == {"copley"}
+        assert kb.retrieve("Which seat did William Copley represent?", "local", 1)[0].external_id == "copley"

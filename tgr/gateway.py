@@ -211,6 +211,7 @@ class Gateway:
         # vectors this embedder made before, by content_hash(embedder name, text) (tgr merge:
         # the inputs' entity and report vectors): such a text is not embedded again
         self.known_vectors: dict[str, Sequence[float]] = {}
+        self.known_portable: dict[str, bytes] = {}  # tgr merge: portable vectors the inputs made
 
     # -- public API ---------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ _POSSESSIVE = re.compile(r"(?<=\w)['’]s?$")
 _DOTTED_NAME = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 _MAX_WORDS = 8
 _QUOTE = re.compile(r"['’]")
+_SPACES = re.compile(r"\s+")
 
 _HONORIFICS = frozenset("mr mrs ms miss dr mister madam sir dame president senator governor "
                         "professor prof doctor captain capt general gen colonel col lieutenant "
@@ -203,7 +204,7 @@ def _run_end(sentence: str, words: list[re.Match], i: int, shouting: bool) -> in
             break  # "Scrooge's Christmas": the possessive ends the name ("Women's World Cup" does not)
         if strip_adjective_suffix(words[j - 1].group()) != words[j - 1].group():
             break  # "a Maine-based South Korean company": the adjective ends the name
-        gap = sentence[words[j - 1].end():words[j].start()]
+        gap = _gap(sentence, words[j - 1], words[j])
         if gap not in (" ", ". ", "."):
             if not (gap == ", " and _comma_continues(words, i, j)):
                 break
@@ -212,15 +213,22 @@ def _run_end(sentence: str, words: list[re.Match], i: int, shouting: bool) -> in
             continue
         k = j  # connectors ("of the") only inside a name
         while k < len(words) and k - j < 2 and words[k].group() in _CONNECTORS \
-                and sentence[words[k - 1].end():words[k].start()] == " ":
+                and _gap(sentence, words[k - 1], words[k]) == " ":
             k += 1
-        if k > j and k < len(words) and sentence[words[k - 1].end():words[k].start()] == " " \
+        if k > j and k < len(words) and _gap(sentence, words[k - 1], words[k]) == " " \
                 and _capitalised(words[k].group(), shouting) and words[k].group() != "The" \
                 and not ("of" in [w.group() for w in words[j:k]] and "of" in [w.group() for w in words[i:j]]):
             j = k + 1
             continue
         break
     return j
+
+
+def _gap(sentence: str, before: re.Match, after: re.Match) -> str:
+    """What separates two words, a line break of hard-wrapped text read as a space
+    ("Christmas\nEve" is one name; a blank line still ends it)."""
+    gap = sentence[before.end():after.start()]
+    return _SPACES.sub(" ", gap) if gap.count("\n") == 1 else gap
 
 
 def _comma_continues(words: list[re.Match], i: int, j: int) -> bool:
@@ -250,6 +258,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         return None  # "North American", "Early Life"
     start, end = words[tokens[0]].start(), words[tokens[-1]].end()
     name = sentence[start:end]
+    if "\n" in name:
+        name = " ".join(name.split())  # hard-wrapped
     if _POSSESSIVE.search(name):
         name = _POSSESSIVE.sub("", name)
     elif _DOTTED_NAME.fullmatch(name) and sentence[end:end + 1] == ".":

@@ -139,7 +139,8 @@ class Build:
         with self.summary.timed("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
         with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
-            keep_portable(self.conn, self.store.models.model_options, self.progress)
+            keep_portable(self.conn, self.store.models.model_options, self.progress,
+                          known=self.gateway.known_portable)
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,

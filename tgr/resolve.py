@@ -19,7 +19,10 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
    - a name typed as a place or organisation in the document never joins a person's
      name ("Washington" the state beside "George Washington");
    - a Chinese short form joins the one longer name that keeps its first and last
-     characters in order (香港特区 -> 香港特别行政区).
+     characters in order (香港特区 -> 香港特别行政区);
+   - a title before a lone word is kept ("master peter") unless the document also names
+     that word without it ("Master Scrooge" beside "Scrooge" is "scrooge"): across
+     documents a bare "Peter" may be another man.
 3. Across documents: a single word that every document resolving it resolves to the same
    full name joins that name in the other documents too (one book in two files), unless a
    document types it a place or an organisation; when documents disagree it stays itself.
@@ -58,8 +61,9 @@ _PLACE_OR_BODY = frozenset({"location", "organization", "country"})
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
-def name_key(name: str) -> str:
-    """The key of a name by itself (step 1 of the module docstring)."""
+def name_key(name: str, titles: bool = True) -> str:
+    """The key of a name by itself (step 1 of the module docstring); titles=False keeps a
+    leading title ("master peter")."""
     key = normalise_name(name.translate(_DOTS))
     if not key:
         return key
@@ -70,7 +74,7 @@ def name_key(name: str) -> str:
     words = key.split()
     while len(words) > 1 and words[0] in ("the",):
         words = words[1:]
-    while len(words) > 1 and words[0] in _TITLES and words[1] not in _CONNECTORS \
+    while titles and len(words) > 1 and words[0] in _TITLES and words[1] not in _CONNECTORS \
             and " ".join(words[1:]) not in _NOT_AFTER_TITLE:
         words = words[1:]
     if len(words) == 2 and words[0] == words[1]:
@@ -86,7 +90,25 @@ def document_keys(names: dict[str, Counter]) -> dict[str, str]:
     for name, counter in names.items():
         types[keys[name]].update(counter)
     joined = _surnames(types) | _epithets(types) | _chinese_short_forms(types)
-    return {name: _final(joined, key) for name, key in keys.items() if key}
+    final = {name: _final(joined, key) for name, key in keys.items() if key}
+    return _titles_kept(final, names)
+
+
+def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, str]:
+    """A title before a lone word ("Master Peter") is dropped only when the document also
+    names that one without it: in another document "Peter" may be someone else."""
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for name, key in final.items():
+        by_key[key].append(name)
+    for key, group in by_key.items():
+        if " " in key or _CJK.search(key):
+            continue
+        titled = {name: name_key(name, titles=False) for name in group}
+        if all(titled[name] != name_key(name) for name in group):  # every form of it has a title
+            chosen = min(group, key=lambda n: (-sum(names[n].values()), n))
+            for name in group:
+                final[name] = titled[chosen]
+    return final
 
 
 def _kind(counter: Counter) -> str:
@@ -231,7 +253,7 @@ def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, 
     for document, keys in resolved.items():
         for name, key in keys.items():
             short = name_key(name)
-            if key != short and " " not in short and not _CJK.search(short):
+            if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
                 targets[short].add(key)
     agreed = {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
     if not agreed:

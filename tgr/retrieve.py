@@ -369,7 +369,8 @@ class Retriever:
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
 
     def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
-        """Chunks of documents whose title the question names."""
+        """Chunks of documents whose title the question names, or names but for the title's
+        parenthesised qualifier ("William Copley" for "William Copley (politician)")."""
         titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
         if not titles:
             return {}
@@ -377,6 +378,11 @@ class Retriever:
             "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
             "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
             (json.dumps(titles, ensure_ascii=False),)).fetchall()
+        for title in titles:  # a range on the title index: "<title> (" up to "<title> )"
+            rows += self.conn.execute(
+                "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+                "WHERE d.title COLLATE NOCASE >= ?1 || ' (' AND d.title COLLATE NOCASE < ?1 || ' )'",
+                (title,)).fetchall()
         return {cid: 1.0 for (cid,) in rows}
 
     def chunk_total(self) -> int:

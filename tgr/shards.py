@@ -6,8 +6,9 @@ ledger (tgr/shard_copy.py). Then the derived stages (graph merge, clustering, re
 entity and report vectors) run once on the union, through the same pipeline `tgr index
 OUT.db` uses to finish what a file holds; every prompt an input has seen is answered from
 the cache, no chunk is extracted again, and an entity or report text an input has embedded
-already takes that input's vector (only texts new to the union are embedded). OUT may be new or an existing store built
-with the same settings.
+already takes that input's vector (only texts new to the union are embedded). The same holds
+for portable vectors (tgr/portable.py): the union keeps them when an input does. OUT may be new
+or an existing store built with the same settings.
 
 Inputs are untrusted: each is opened read-only with tgr's usual defences and checks
 (tgr/db.py), nothing in it runs and nothing is written to it. An input that is not a
@@ -28,6 +29,7 @@ from .safe import terminal_safe
 from .shard_copy import Copied, Target, copy_store, known_vectors
 from .admin import StoreAdmin
 from .pipeline import Build, run_ledgered
+from .portable import adopt_portable, portable_vectors
 from .settings import IndexSettings, IndexSummary
 
 Progress = Callable[[str, int, int], None]
@@ -180,6 +182,7 @@ def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progre
             _check_complete(store.conn, out)
         else:
             _inherit_meta(store.conn, inputs[0].meta)
+        adopt_portable(store.conn, [i.conn for i in inputs])
         settings = store.settings()
         recluster = store.has_rows("communities")
         copies: list[Copied] = []
@@ -188,6 +191,8 @@ def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progre
             nonlocal united
             with summary.timed("union"):
                 copies.extend(_unite(store.conn, settings, inputs, progress, gateway.known_vectors))
+                for i in inputs:
+                    gateway.known_portable.update(portable_vectors(store.conn, i.conn))
             united = True
             summary.documents_added = sum(c.documents for c in copies)
             # an existing store's communities are clustered again from scratch, so that the
