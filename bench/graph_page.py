@@ -159,7 +159,8 @@ def build_store(args, work: Path) -> tuple[Path, float]:
     store.unlink(missing_ok=True)
     docs = synthetic_corpus(args.synthetic, work / "synthetic") if args.synthetic else args.docs
     started = time.perf_counter()
-    with tgr.open(store) as kb:
+    # hashed vectors: the page does not read them, and the local model's would take most of the time
+    with tgr.open(store, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index(docs, chunk_size=args.chunk_size, chunk_overlap=min(40, args.chunk_size // 4))
     return store, time.perf_counter() - started
 
