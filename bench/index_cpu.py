@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from coldstart import run_once  # bench/ is first on sys.path when this script runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE_CALLS = """
@@ -34,18 +34,6 @@ from tgr.offline import HashEmbedder
 with tgr.open(sys.argv[1], embedder=HashEmbedder()) as kb:
     store_documents(kb.conn, read_documents([sys.argv[2]], print), chunk_size=1200, chunk_overlap=100)
 """
-
-
-def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float]:
-    """Wall and CPU seconds of one run of command (output discarded; a failure stops)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
-    child.stderr.close()
-    return wall, usage.ru_utime + usage.ru_stime
 
 
 def command_for(corpus: Path, store: Path, before_calls: bool) -> list[str]:

@@ -41,11 +41,16 @@ for n in range(12):  # distractors so that BM25 alone has something to rank
                          f"and the comedy programme, and a film about harbour workers won the prize."})
 
 
+def write_jsonl(path, rows):
+    """rows as a .jsonl corpus at path."""
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("retrieve")
-    corpus = root / "films.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
+    corpus = write_jsonl(root / "films.jsonl", ROWS)
     path = root / "films.db"
     with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(corpus)], **SMALL)
@@ -208,8 +213,7 @@ def test_a_retelling_of_the_best_passage_outranks_one_that_only_shares_the_quest
         {"doc_id": "climb", "text": "Tourists climb the Harbour Bridge, which was opened to climbing."},
     ] + [{"doc_id": f"ferry{n}", "text": f"Ferries number {n} cross the harbour every day; "
                                          f"ferry {n} was opened in {1950 + n}."} for n in range(8)]
-    corpus = tmp_path / "bridge.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    corpus = write_jsonl(tmp_path / "bridge.jsonl", rows)
     path = tmp_path / "bridge.db"
     with tgr.open(path, chat="offline", embedder=TopicEmbedder()) as kb:
         kb.index([str(corpus)])
@@ -231,8 +235,7 @@ def test_a_connection_that_answers_often_uses_vector_copies_with_the_same_rankin
         "Tourists climb the Harbour Bridge, which was opened to climbing.",
         "Ferries cross the harbour every day; the ferry was opened in 1950.",
         "Crowds cheered in 1932 as the premier cut the ribbon on the new bridge."])]
-    corpus = tmp_path / "bridge.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    corpus = write_jsonl(tmp_path / "bridge.jsonl", rows)
     path = tmp_path / "bridge.db"
     with tgr.open(path, chat="offline", embedder=Int8TopicEmbedder()) as kb:
         kb.index([str(corpus)])
@@ -324,8 +327,7 @@ def test_report_vectors_are_fused_with_the_reports_words_by_rank(tmp_path):
          "text": "The Manly Ferry crosses Sydney Harbour. The Manly Ferry is run by Transdev Sydney Ferries."},
         {"doc_id": "light", "title": "Hornby Lighthouse",
          "text": "Hornby Lighthouse stands on South Head. Hornby Lighthouse was built by Mortimer Lewis."}]
-    corpus = tmp_path / "harbour.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    corpus = write_jsonl(tmp_path / "harbour.jsonl", rows)
     path = tmp_path / "harbour.db"
     embedder = MisleadingEmbedder()
     with tgr.open(path, chat="offline", embedder=embedder) as kb:
@@ -386,8 +388,7 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
              "text": "The stadium was named after a benefactor of the town."},
             {"doc_id": "son", "title": "William Copleyson (painter)",
              "text": "A painter of harbours and ships."}]
-    corpus = tmp_path / "titles.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    corpus = write_jsonl(tmp_path / "titles.jsonl", rows)
     with tgr.open(tmp_path / "t.db", chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(corpus)])
         titled = Retriever(kb.conn).titled_chunks(question_spans("Which seat did William Copley represent?"))
