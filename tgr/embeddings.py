@@ -52,6 +52,14 @@ def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str,
     return [(rid, text, content_hash(model, text)) for rid, text, _ in _texts(conn, kind, "embed_hash IS NULL")]
 
 
+def reusable_vectors(rows, model: str, width: int) -> dict[str, bytes]:
+    """{text hash: vector} of another store's (text, recorded hash, vector) rows whose recorded
+    hash is their text's with model and whose vector has width bytes: safe to take as made."""
+    return {recorded: blob for text, recorded, blob in rows
+            if isinstance(text, str) and isinstance(blob, bytes) and len(blob) == width
+            and recorded == content_hash(model, text)}
+
+
 def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
     """Set embed_hash to NULL wherever it is not the hash of the row's text with this
     embedding model (None: everywhere), so the embed stage redoes exactly those rows

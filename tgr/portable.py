@@ -16,7 +16,7 @@ from typing import Callable
 
 from .db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portable_tables, get_meta, has_table,
                  serialize, set_meta, transaction, vec_param)
-from .embeddings import TARGETS
+from .embeddings import TARGETS, reusable_vectors
 from .errors import ModelError
 from .limits import MAX_CONTEXT_TEXT
 from .models import Embedder, vector_type
@@ -67,7 +67,6 @@ def portable_vectors(conn: Connection, source: Connection) -> dict[str, bytes]:
     want, have = get_meta(conn), get_meta(source)
     if not want.get(PORTABLE_MODEL_KEY) or any(str(want.get(k)) != str(have.get(k)) for k in PORTABLE_META):
         return {}
-    name = want[PORTABLE_MODEL_KEY]
     width = int(want["portable_embed_dim"]) * (1 if want["portable_embed_vector"] == "int8" else 4)
     found: dict[str, bytes] = {}
     for kind, (_, table, key, text_sql) in TARGETS.items():
@@ -75,11 +74,9 @@ def portable_vectors(conn: Connection, source: Connection) -> dict[str, bytes]:
         if not has_table(source, vec_table):
             continue
         texts = dict(source.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}) FROM {table}"))
-        for rid, blob, recorded in source.execute(f"SELECT id, embedding, input_hash FROM {vec_table}"):
-            text = texts.get(rid)
-            if isinstance(blob, bytes) and len(blob) == width and isinstance(text, str) \
-                    and recorded == content_hash(name, text):
-                found[recorded] = blob
+        rows = ((texts.get(rid), recorded, blob)
+                for rid, blob, recorded in source.execute(f"SELECT id, embedding, input_hash FROM {vec_table}"))
+        found.update(reusable_vectors(rows, want[PORTABLE_MODEL_KEY], width))
     return found
 
 

@@ -175,7 +175,7 @@ def known_vectors(target: Target, source: Connection) -> dict[str, array]:
     """The input's entity and report vectors by the hash of the text they were made from
     (content_hash(embedder, text), as tgr.embeddings records it), where that hash is the
     hash of the row's text as the input holds it with the shared embedder."""
-    from .embeddings import TARGETS
+    from .embeddings import TARGETS, reusable_vectors
 
     width = target.embed_dim * (1 if target.embed_vector == "int8" else 4)
     code = "b" if target.embed_vector == "int8" else "f"
@@ -184,15 +184,12 @@ def known_vectors(target: Target, source: Connection) -> dict[str, array]:
         vec_table, table, key, text_sql = TARGETS[kind]
         if not has_table(source, vec_table):
             continue
-        claimed = {}
-        for rid, text, recorded in source.execute(
-                f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
-                "WHERE embed_hash IS NOT NULL"):
-            if isinstance(text, str) and recorded == content_hash(target.embed_model, text):
-                claimed[rid] = recorded
-        for rid, blob in source.execute(f"SELECT id, embedding FROM {vec_table}"):
-            if rid in claimed and isinstance(blob, bytes) and len(blob) == width:
-                found[claimed[rid]] = array(code, blob)
+        texts = {rid: (text, recorded) for rid, text, recorded in source.execute(
+            f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
+            "WHERE embed_hash IS NOT NULL")}
+        rows = ((*texts[rid], blob) for rid, blob in source.execute(f"SELECT id, embedding FROM {vec_table}")
+                if rid in texts)
+        found.update((h, array(code, blob)) for h, blob in reusable_vectors(rows, target.embed_model, width).items())
     return found
 
 
