@@ -183,6 +183,26 @@ def test_new_offline_store_defaults_to_the_local_model_with_int8_vectors(local_s
         assert "local:multilingual-e5-small embeddings" in kb.info()["quality"]
 
 
+def test_local_model_leaves_reports_without_vectors_and_ranks_them_by_words(local_store):
+    """Global ranking does not use e5-small's report vectors (they lowered global recall on
+    every dev set), so the embed stage does not make them: the reports are up to date with
+    the model (nothing left for `tgr check` or the next index) and global still answers."""
+    with tgr.open(local_store, create=False, readonly=True) as kb:
+        count = lambda sql: kb.conn.execute(sql).fetchone()[0]  # noqa: E731
+        assert count("SELECT count(*) FROM reports") > 0
+        assert count("SELECT count(*) FROM reports WHERE embed_hash IS NULL") == 0
+        assert count("SELECT count(*) FROM vec_reports") == 0
+        assert count("SELECT count(*) FROM vec_chunks") == count("SELECT count(*) FROM chunks") > 0
+        answer = kb.ask("Which animal hunts giant squid?", mode="global", context_only=True)
+        assert answer.reports and answer.sources
+    from click.testing import CliRunner
+
+    from tgr.cli import main
+
+    checked = CliRunner().invoke(main, ["check", str(local_store)])
+    assert checked.exit_code == 0 and "no vector yet" not in checked.output, checked.output
+
+
 def test_local_store_answers_from_the_dense_ranking(local_store):
     with tgr.open(local_store, create=False, readonly=True) as kb:  # TGR_EMBED_MODEL says hash: ignored
         answer = kb.ask("Which animal hunts giant squid?", mode="naive", context_only=True)

@@ -83,11 +83,23 @@ def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vecto
                          [(h, rid) for rid, _, h in batch])
 
 
+def embeds(kind: str, model: str) -> bool:
+    """Whether rows of this kind get vectors from this embedding model: all but the bundled
+    local model's reports, which global ranking does not use (tgr.retrieve.ranks_reports)
+    and which were a quarter of its indexing time."""
+    return not (kind == "reports" and model.startswith("local:"))
+
+
 def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
     vec_table, table, key, _ = TARGETS[kind]
     todo = _todo(conn, gateway, kind)
     with transaction(conn):  # vectors of rows that no longer exist
         conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
+    if not embeds(kind, gateway.embedder.name):
+        with transaction(conn):  # up to date with this model, with no vector
+            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in todo])
+            conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?", [(h, rid) for rid, _, h in todo])
+        return 0
     stage = f"embed-{kind}"
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):

@@ -16,7 +16,7 @@ from typing import Callable
 
 from .db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portable_tables, get_meta, has_table,
                  serialize, set_meta, transaction, vec_param)
-from .embeddings import TARGETS, reusable_vectors
+from .embeddings import TARGETS, embeds, reusable_vectors
 from .errors import ModelError
 from .limits import MAX_CONTEXT_TEXT
 from .models import Embedder, vector_type
@@ -104,6 +104,10 @@ def refresh_portable(conn: Connection, embedder: Embedder, progress: Progress | 
     total = 0
     for kind, (_, table, key, text_sql) in TARGETS.items():
         vec_table = PORTABLE_TABLES[kind]
+        if not embeds(kind, embedder.name):  # unused (tgr.embeddings.embeds)
+            with transaction(conn):
+                conn.execute(f"DELETE FROM {vec_table}")
+            continue
         kept = dict(conn.execute(f"SELECT id, input_hash FROM {vec_table}").fetchall())
         rows = conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}) FROM {table} "
                             f"ORDER BY {key}").fetchall()

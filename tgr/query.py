@@ -20,7 +20,7 @@ from .gateway import Gateway
 from .models import vector_type
 from .limits import MAX_CONTEXT_TEXT
 from .prompts import Prompts
-from .retrieve import MODES, Passage, Retriever, is_lexical_embedder
+from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, ranks_reports
 from .text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
@@ -73,7 +73,8 @@ class Searcher:
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
-                                   vector_type=vector_type(gateway.embedder), tables=vector_tables)
+                                   vector_type=vector_type(gateway.embedder), tables=vector_tables,
+                                   report_vectors=ranks_reports(gateway.embedder.name))
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:

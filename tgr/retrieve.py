@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
+from .embeddings import embeds
 from .limits import MAX_CONTEXT_TEXT
 from .name_match import alias_mentions, entities_named
 from .offline_global import topic_terms
@@ -94,6 +95,15 @@ def is_lexical_embedder(name: str | None) -> bool:
     return not name or name.startswith("tgr:hash")
 
 
+def ranks_reports(name: str | None) -> bool:
+    """Whether this embedder's report vectors help rank reports for a global question. Not
+    the bundled local model's: fused with the reports' word overlap, e5-small's cosine between
+    a question and a whole report lowered global R@10 on every dev set (hotpotqa 0.715 ->
+    0.620, cmrc2018_trial 0.870 -> 0.720, rgb_zh 0.456 -> 0.402), so it is neither used nor
+    computed (tgr.embeddings.embeds). Nor hashed vectors', which only repeat the words."""
+    return not is_lexical_embedder(name) and embeds("reports", name)
+
+
 class Question:
     """One question being retrieved for: its text, and its vector once a dense step needs it."""
 
@@ -117,10 +127,12 @@ class Retriever:
     connection's QueryCache; each question is counted there once."""
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
-                 vector_type: str = "float32", tables: dict[str, str] | None = None):
+                 vector_type: str = "float32", tables: dict[str, str] | None = None,
+                 report_vectors: bool = True):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
+        self.report_vectors = self.dense and report_vectors  # see ranks_reports
         self.vector_type = vector_type
         self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.portable)
         self.vec = vec_param(vector_type)  # the SQL that binds a query vector
@@ -263,12 +275,12 @@ class Retriever:
     def _report_similarity(self, q: Question, level: int, rows: list[tuple]) -> dict[str, float]:
         """Each report's similarity to the question, 0..1: the share of the question's terms
         its title and summary hold, each term weighted by how few of the reports hold it
-        ("american" is in many, "hexum" in one). Where the store has report vectors of a real
-        embedder, that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
+        ("american" is in many, "hexum" in one). Where the store has report vectors of an
+        embedder that ranks_reports, that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
         question's cosine to a whole report is a weak signal on its own, and decides alone
         only where no report holds a word of the question."""
         lexical = self._word_overlap(q.text, level, rows)
-        if not (self.dense and has_table(self.conn, self.tables["reports"])):
+        if not (self.report_vectors and has_table(self.conn, self.tables["reports"])):
             return lexical
         dense = {cid: 1.0 - d for cid, d in self.conn.execute(
             f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']} "
