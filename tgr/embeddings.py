@@ -13,7 +13,7 @@ from typing import Callable
 from .db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
 from .gateway import Gateway
 from .limits import MAX_CONTEXT_TEXT
-from .models import vector_type
+from .models import embeds, vector_type
 from .text import content_hash, estimate_tokens
 
 Progress = Callable[[str, int, int], None]
@@ -81,13 +81,6 @@ def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vecto
                          [(rid, serialize(v, vtype)) for (rid, _, _), v in zip(batch, vectors)])
         conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
                          [(h, rid) for rid, _, h in batch])
-
-
-def embeds(kind: str, model: str) -> bool:
-    """Whether rows of this kind get vectors from this embedding model: all but the bundled
-    local model's reports, which global ranking does not use (tgr.retrieve.ranks_reports)
-    and which were a quarter of its indexing time."""
-    return not (kind == "reports" and model.startswith("local:"))
 
 
 def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:

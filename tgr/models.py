@@ -62,6 +62,13 @@ def vector_type(embedder: Embedder) -> str:
     return getattr(embedder, "vector_type", "float32")
 
 
+def embeds(kind: str, model: str) -> bool:
+    """Whether rows of this kind ("chunks", "entities", "reports") get vectors from this
+    embedding model: all but the bundled local model's reports, which global ranking does not
+    use (tgr.retrieve.ranks_reports) and which were a quarter of its indexing time."""
+    return not (kind == "reports" and model.startswith("local:"))
+
+
 def redact(message: str, *secrets: str | None) -> str:
     """Remove secrets from a message before it is shown or raised."""
     for secret in secrets:

@@ -16,10 +16,10 @@ from typing import Callable
 
 from .db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portable_tables, get_meta, has_table,
                  serialize, set_meta, transaction, vec_param)
-from .embeddings import TARGETS, embeds, reusable_vectors
+from .embeddings import TARGETS, reusable_vectors
 from .errors import ModelError
 from .limits import MAX_CONTEXT_TEXT
-from .models import Embedder, vector_type
+from .models import Embedder, embeds, vector_type
 from .text import content_hash
 
 DEFAULT_PORTABLE = "local:multilingual-e5-small"

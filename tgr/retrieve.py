@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .db import Connection, has_table, serialize, vec_param
-from .embeddings import embeds
+from .models import embeds
 from .limits import MAX_CONTEXT_TEXT
 from .name_match import alias_mentions, entities_named
 from .offline_global import topic_terms
