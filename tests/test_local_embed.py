@@ -203,6 +203,24 @@ def test_local_model_leaves_reports_without_vectors_and_ranks_them_by_words(loca
     assert checked.exit_code == 0 and "no vector yet" not in checked.output, checked.output
 
 
+def test_an_index_run_drops_report_vectors_the_local_model_no_longer_keeps(local_store, tmp_path):
+    """A store built when the local model's reports still had vectors loses them (unused) on
+    its next index; nothing else changes."""
+    import shutil
+
+    store = tmp_path / "older.db"
+    shutil.copy(local_store, store)
+    with tgr.open(store, create=False) as kb:
+        report_id = kb.conn.execute("SELECT community_id FROM reports LIMIT 1").fetchone()[0]
+        with kb.conn:
+            kb.conn.execute(f"INSERT INTO vec_reports(id, embedding) VALUES (?, {vec_param('int8')})",
+                            (report_id, serialize([0.05] * 384, "int8")))
+        chunks = kb.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
+        kb.index([])
+        assert kb.conn.execute("SELECT count(*) FROM vec_reports").fetchone()[0] == 0
+        assert kb.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == chunks
+
+
 def test_local_store_answers_from_the_dense_ranking(local_store):
     with tgr.open(local_store, create=False, readonly=True) as kb:  # TGR_EMBED_MODEL says hash: ignored
         answer = kb.ask("Which animal hunts giant squid?", mode="naive", context_only=True)

@@ -89,8 +89,8 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress)
     with transaction(conn):  # vectors of rows that no longer exist
         conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
     if not embeds(kind, gateway.embedder.name):
-        with transaction(conn):  # up to date with this model, with no vector
-            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in todo])
+        with transaction(conn):  # up to date with this model, with no vector (a store built
+            conn.execute(f"DELETE FROM {vec_table}")  # before this rule loses its unused ones)
             conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?", [(h, rid) for rid, _, h in todo])
         return 0
     stage = f"embed-{kind}"
