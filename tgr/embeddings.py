@@ -86,13 +86,13 @@ def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vecto
 def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
     vec_table, table, key, _ = TARGETS[kind]
     todo = _todo(conn, gateway, kind)
-    with transaction(conn):  # vectors of rows that no longer exist
-        conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
     if not embeds(kind, gateway.embedder.name):
         with transaction(conn):  # up to date with this model, with no vector (a store built
             conn.execute(f"DELETE FROM {vec_table}")  # before this rule loses its unused ones)
             conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?", [(h, rid) for rid, _, h in todo])
         return 0
+    with transaction(conn):  # vectors of rows that no longer exist
+        conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
     stage = f"embed-{kind}"
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):

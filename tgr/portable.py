@@ -104,7 +104,7 @@ def refresh_portable(conn: Connection, embedder: Embedder, progress: Progress | 
     total = 0
     for kind, (_, table, key, text_sql) in TARGETS.items():
         vec_table = PORTABLE_TABLES[kind]
-        if not embeds(kind, embedder.name):  # unused (tgr.embeddings.embeds)
+        if not embeds(kind, embedder.name):  # unused (tgr.models.embeds)
             with transaction(conn):
                 conn.execute(f"DELETE FROM {vec_table}")
             continue

@@ -100,7 +100,7 @@ def ranks_reports(name: str | None) -> bool:
     the bundled local model's: fused with the reports' word overlap, e5-small's cosine between
     a question and a whole report lowered global R@10 on every dev set (hotpotqa 0.715 ->
     0.620, cmrc2018_trial 0.870 -> 0.720, rgb_zh 0.456 -> 0.402), so it is neither used nor
-    computed (tgr.embeddings.embeds). Nor hashed vectors', which only repeat the words."""
+    computed (tgr.models.embeds). Nor hashed vectors', which only repeat the words."""
     return not is_lexical_embedder(name) and embeds("reports", name)
 
 
@@ -276,9 +276,9 @@ class Retriever:
         """Each report's similarity to the question, 0..1: the share of the question's terms
         its title and summary hold, each term weighted by how few of the reports hold it
         ("american" is in many, "hexum" in one). Where the store has report vectors of an
-        embedder that ranks_reports, that ranking is fused by rank (RRF) with the vectors' cosine ranking: a short
-        question's cosine to a whole report is a weak signal on its own, and decides alone
-        only where no report holds a word of the question."""
+        embedder that ranks_reports, that ranking is fused by rank (RRF) with the vectors'
+        cosine ranking: a short question's cosine to a whole report is a weak signal on its
+        own, and decides alone only where no report holds a word of the question."""
         lexical = self._word_overlap(q.text, level, rows)
         if not (self.report_vectors and has_table(self.conn, self.tables["reports"])):
             return lexical
