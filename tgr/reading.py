@@ -49,6 +49,14 @@ def answer_from(store, question: str, passages: list[Passage], mode: str, *, con
     return answer
 
 
+def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, bool] | None:
+    """The themes of an offline global answer (see Searcher.themes), for several stores'
+    global answer (tgr.many)."""
+    found = searcher(store, question, QuerySettings(**query_settings))
+    store.models.asking.say(store.models.asking.notes_for(False), warn)
+    return found.themes(question.strip())
+
+
 def retrieve(store, question: str, mode: str, k: int, warn=None) -> list[Passage]:
     """The k passages that best answer the question, best first; vectors out of reach are
     said once through warn."""

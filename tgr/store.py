@@ -171,6 +171,12 @@ class KnowledgeBase:
         return reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
                                    query_settings=query_settings)
 
+    def themes(self, question: str, *, warn: Warn | None = None, **query_settings) -> tuple[list, bool] | None:
+        """The themes (tgr.offline_global.Theme) an offline global answer lists for the
+        question, with their passages, and whether they match it; None where the store's
+        chat model writes global answers. Several stores' themes are ranked together (tgr.many)."""
+        return reading.themes(self._store, question, warn=warn, query_settings=query_settings)
+
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)
 
