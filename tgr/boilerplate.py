@@ -2,7 +2,8 @@
 
 Dropped from the document's text (so it is neither extracted nor searched): a Project
 Gutenberg header and licence (everything outside the "*** START/END OF THE PROJECT
-GUTENBERG EBOOK ***" lines), producers' and transcribers' credits and a printer's imprint (ISBN, "FIRST PUBLISHED"), tables of contents and
+GUTENBERG EBOOK ***" lines, or markers, in text flattened onto one line), producers' and
+transcribers' credits (a paragraph, or the credit's own words within one) and a printer's imprint (ISBN, "FIRST PUBLISHED"), tables of contents and
 lists of illustrations (a heading such as "CONTENTS" and the list-like paragraphs after
 it), and "[Illustration]" markers (a caption's own words stay). What was dropped is
 counted in the document's metadata; the rest of the text is kept exactly.
@@ -12,12 +13,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
-_END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
+# a marker line, or (in text flattened onto one line) the marker up to its closing asterisks
+_START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\*\*[^\n]*?$|\*\*\*)?"
+                    r"|\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]{0,200}\*\*\*", re.I | re.M)
+_END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\*\*[^\n]*?$|\*\*\*)?"
+                  r"|\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]{0,200}\*\*\*", re.I | re.M)
+# a producers' credit inside a paragraph (text flattened onto one line): up to the team or its address
+_INLINE_CREDITS = re.compile(r"\b(?:Produced by|E-?text prepared by|Transcribed by)\b.{0,300}?"
+                             r"(?:Proofread(?:ing|ers)(?: Team)?(?: at (?:https?://)?[\w./-]+)?|"
+                             r"(?:https?://|www\.)[\w./-]+)", re.I | re.S)
 _HEADER_TITLE = re.compile(r"^Title:\s*(.+)$", re.M)
 _CREDITS = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed by|ISBN|(?:FIRST )?PUBLISHED|"
                       r"REPRINTED|PRINTED (?:IN|BY)|COPYRIGHT)\b", re.I)
 _ABOUT_THE_ETEXT = re.compile(r"Project Gutenberg|\be-?texts?\b|proofread|Distributed Proofreaders", re.I)
+_TRANSCRIBER_BOX = re.compile(r"\+-{10,}\+\s*\|[^+]{0,1500}?Transcriber'?s? note[^+]{0,1500}?\+-{10,}\+", re.I)
 _TRANSCRIBER = re.compile(r"^[\s|+\-]*Transcriber'?s? note", re.I)  # anywhere, often boxed in |...|
 _ENTRY = re.compile(r"^(?:(?:CHAPTER|Chapter|STAVE|Stave|BOOK|Book|PART|Part|VOLUME|Volume)\s+[\dIVXLC]+\b|"
                     r"[A-Z][A-Z ,;'\-]+\.?$)")  # "CHAPTER 56. Of the Less ...", "EPILOGUE."
@@ -27,6 +36,7 @@ _PAGE_REFERENCE = re.compile(r"(?:\s{2,}|\t)(?:\d+(?:-\d+)?|[ivxlc]+|_[A-Za-z]+_
 _ILLUSTRATION = re.compile(r"\[Illustration(?::\s*([^\]]*))?\]", re.S)
 _LIST_LINE = 60  # a table-of-contents entry is short; Gutenberg prose is wrapped at ~70
 _CREDITS_WITHIN = 5000  # credits come at the start of a text
+_CREDITS_PARAGRAPH = 400  # a longer paragraph is the work (text flattened onto one line): its credit alone goes
 _FRONT_MATTER = 0.2  # a contents list is looked for only in the first fifth of a text
 
 
@@ -54,11 +64,15 @@ def strip_boilerplate(text: str) -> Cleaned:
             continue
         in_list = False
         front = kept_chars < _CREDITS_WITHIN
-        if front and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) or _TRANSCRIBER.match(stripped):
+        if front and len(stripped) <= _CREDITS_PARAGRAPH and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) \
+                or _TRANSCRIBER.match(stripped):
             continue
         kept.append(paragraph + separator)
         kept_chars += len(kept[-1])
-    text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), "".join(kept))
+    text = "".join(kept)
+    text = _INLINE_CREDITS.sub("", text[:_CREDITS_WITHIN]) + text[_CREDITS_WITHIN:]
+    text = _TRANSCRIBER_BOX.sub("", text)
+    text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), text)
     if marked or len(text) != original:
         text = text.strip("\n") + "\n"
     return Cleaned(text, title, max(0, original - len(text)))
