@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import tgr
 from tgr.cli import main
-from tgr.export import export_store, read_graph, render_html, script_json
+from tgr.export.writers import export_store, read_graph, render_html, script_json
 
 from conftest import rows
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr.chunking import chunk_text
+from tgr.ingest.chunking import chunk_text
 from tgr.text import CJK_RANGES, cjk_counts, estimate_tokens, normalise_name, split_sentences
 
 CORPUS_FILES = sorted(EN_CORPUS.glob("*.txt")) + sorted(ZH_CORPUS.glob("*.txt"))

@@ -1,0 +1,161 @@
+"""Choose the chat model and embedder from options, the environment and the store's meta.
+
+Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
+(hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
+chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
+OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
+With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
+is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
+A store always queries with the embedder it was built with, never another's, and by default
+with the chat model it records; only keys and endpoints come from the environment. (What a
+question does when they can't be reached here is tgr.models.query_models's business.)
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import ModelError, ModelMismatch
+from .clients import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
+                     OpenAIEmbedder, ZhipuChat, ZhipuEmbedder, vector_type)
+from .local_embedder import LocalEmbedder
+from .local_embedder import available as local_embed_available
+from ..offline.providers import OFFLINE_WRITER, HashEmbedder
+from ..store.untrusted_text import terminal_safe
+
+OFFLINE_NAMES = {"offline", "none", "extractive", OFFLINE_WRITER}
+REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
+LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
+
+
+def _split(spec: str, base_url: str | None) -> tuple[str, str]:
+    if ":" in spec:
+        provider, _, name = spec.partition(":")
+        return provider.lower(), name
+    return ("openai" if base_url else "zhipuai"), spec
+
+
+def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
+              timeout: float = 120.0) -> ChatModel | None:
+    """A chat model for the spec, or None for the offline (extractive) mode."""
+    base_url = base_url or os.environ.get("TGR_BASE_URL")
+    if spec is None:
+        if base_url:
+            spec = os.environ.get("TGR_CHAT_MODEL")
+            if not spec:
+                raise ModelError("a base URL needs a chat model: pass --chat-model NAME")
+        elif api_key or os.environ.get("ZHIPUAI_API_KEY"):
+            spec = f"zhipuai:{ZHIPU_CHAT_DEFAULT}"
+        else:
+            return None
+    if spec.lower() in OFFLINE_NAMES:
+        return None
+    provider, name = _split(spec, base_url)
+    if provider == "zhipuai":
+        return ZhipuChat(name, api_key=api_key, timeout=timeout)
+    if provider == "openai":
+        if not base_url:
+            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
+        return OpenAIChat(name, base_url, api_key=api_key, timeout=timeout)
+    raise ModelError(f"unknown chat provider in {spec!r} (use zhipuai:, openai: or offline)")
+
+
+def chat_name(chat: ChatModel | None) -> str:
+    """The name a store records for its chat model (the offline extractive one for None)."""
+    return chat.name if chat is not None else OFFLINE_WRITER
+
+
+def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
+                  timeout: float = 120.0, dim: int | None = None) -> Embedder:
+    """An embedder for the spec; with no spec, zhipuai if a key is set, else the offline one."""
+    base_url = base_url or os.environ.get("TGR_BASE_URL")
+    if spec is not None and spec.lower() in OFFLINE_NAMES:
+        return offline_embedder()
+    if spec is None:
+        spec = os.environ.get("TGR_EMBED_MODEL")
+    if spec is None:
+        if api_key or os.environ.get("ZHIPUAI_API_KEY"):
+            spec = f"zhipuai:{ZHIPU_EMBED_DEFAULT}"
+        else:
+            return offline_embedder()
+    provider, name = _split(spec, base_url)
+    if provider == "tgr":
+        size = name.rsplit("-", 1)[-1]
+        return HashEmbedder(int(size) if size.isdigit() else 384)
+    if provider == "local":
+        return LocalEmbedder(name)
+    if provider == "zhipuai":
+        return ZhipuEmbedder(name, dim=dim, api_key=api_key, timeout=timeout)
+    if provider == "openai":
+        if not base_url:
+            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
+        return OpenAIEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
+    raise ModelError(f"unknown embedding provider in {spec!r} "
+                     "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
+
+
+def offline_embedder() -> Embedder:
+    """The embedder of a new offline store: TGR_EMBED_MODEL if it names an in-process one,
+    else the local model when the local-embed extra is installed, else the hashed one."""
+    spec = os.environ.get("TGR_EMBED_MODEL")
+    if spec and spec.partition(":")[0].lower() in LOCAL_PROVIDERS:
+        return make_embedder(spec)
+    return LocalEmbedder() if local_embed_available() else HashEmbedder()
+
+
+def keep_store_vector_type(embedder: Embedder, meta: dict) -> Embedder:
+    """A built store keeps its vectors as they were stored: meta embed_vector, or float32 for
+    a store older than int8 vectors (API embedders wrote float32 before they wrote int8)."""
+    if meta.get("embed_model"):
+        stored = meta.get("embed_vector", "float32")
+        if stored in ("float32", "int8") and vector_type(embedder) != stored:
+            embedder.vector_type = stored
+    return embedder
+
+
+def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
+    """The embedder to use with an existing store: the one it was built with."""
+    built = meta.get("embed_model")
+    if not built:
+        return make_embedder(spec, **kwargs)
+    dim = int(meta.get("embed_dim", 0)) or None
+    if spec is not None and spec.lower() in OFFLINE_NAMES:
+        # offline means no network: the store's own embedder if it is local, never a swap
+        if built.partition(":")[0].lower() in REMOTE_PROVIDERS:
+            raise ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
+                                f"its API; it cannot be queried offline")
+        spec = None
+    wanted = spec or built
+    try:
+        embedder = make_embedder(wanted, dim=dim, **kwargs)
+    except ModelError as exc:
+        raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
+                            f"it cannot be queried without it: {exc}") from None
+    if embedder.name != built or (dim and embedder.dim != dim):
+        raise ModelMismatch(f"this store was built with the embedding model {built} (dim {dim}), "
+                            f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
+                            f"it with `tgr rebuild STORE embeddings --embed-model {embedder.name}`")
+    return embedder
+
+
+def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
+                   **kwargs) -> tuple[ChatModel | None, str | None]:
+    """The chat model for an existing store, and a note when it had to fall back.
+
+    With no spec, the model the store records is used (its key or endpoint from the
+    environment). If that model cannot be built here, lenient callers (questions) get
+    None, the extractive mode, with a one-line note saying why; others get the error.
+    """
+    recorded = meta.get("chat_model")
+    if spec is not None or not recorded:
+        return make_chat(spec, **kwargs), None
+    if recorded.lower() in OFFLINE_NAMES:
+        return None, None
+    try:
+        return make_chat(recorded, **kwargs), None
+    except ModelError as exc:
+        shown = terminal_safe(recorded)
+        if not lenient:
+            raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
+                                f"(or name another one with --chat-model)") from None
+        return None, (f"this store was built with the chat model {shown}, which is not available here "
+                      f"({exc}); answering extractively from the store")
