@@ -1,5 +1,5 @@
-"""tgr/cluster_ahead.py: Leiden in a child process while the summary wave is in flight
-(scheduled by tgr/overlap.py)."""
+"""tgr/build/cluster_ahead.py: Leiden in a child process while the summary wave is in flight
+(scheduled by tgr/build/idle_work.py)."""
 from __future__ import annotations
 
 import random

@@ -1,4 +1,4 @@
-"""tgr/communities.py: hierarchical Leiden, and cluster() on a real store."""
+"""tgr/build/cluster.py: hierarchical Leiden, and cluster() on a real store."""
 from __future__ import annotations
 
 import random

@@ -1,4 +1,4 @@
-"""tgr/offline.py: heuristic extraction, the hash embedder, extractive reports and answers."""
+"""tgr/offline/providers.py: heuristic extraction, the hash embedder, extractive reports and answers."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ from tgr.offline.providers import (ExtractiveAnswerer, HashEmbedder, OfflineExtr
 from tgr.prompts import Prompts
 from tgr.build.report import LLMReportWriter
 from tgr.build.role_providers import extractor_for, report_writer_for, summariser_for
-from tgr.build.summarisers import LLMSummariser, OfflineSummariser
+from tgr.build.role_providers import LLMSummariser, OfflineSummariser
 from tgr.parsing import RawEntity, parse_report
 
 

@@ -18,7 +18,8 @@ from conftest import EN_CORPUS, SMALL, ScriptedChat, ScriptedEmbedder
 from tgr.errors import ModelError, ModelMismatch, TransientModelError
 from tgr.models.clients import EMBED_BATCH, OpenAIChat, OpenAIEmbedder, ZhipuChat, ZhipuEmbedder
 from tgr.offline.providers import HashEmbedder
-from tgr.models.registry import embedder_for_store, make_chat, make_embedder
+from tgr.models.registry import make_chat, make_embedder
+from tgr.models.selection import embedder_for_store
 
 # A distinctive key: an "id.secret" zhipuai key that must never show up in a message.
 SECRET_KEY = "tgrtestid42.S3CR3T-do-not-leak-9f8e7d"

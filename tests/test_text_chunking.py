@@ -1,4 +1,4 @@
-"""tgr/text.py (token estimates, sentences, name keys) and tgr/chunking.py (windows)."""
+"""tgr/text.py (token estimates, sentences, name keys) and tgr/ingest/chunking.py (windows)."""
 from __future__ import annotations
 
 import pytest

@@ -1,10 +1,10 @@
 """KnowledgeBase: the facade over one .db file. It holds no SQL and only delegates:
 
-- tgr/admin.py      the connection, writer lock, migration on first write, meta, settings,
-                    and (tgr/model_choice.py) the models the store is used with;
-- tgr/pipeline.py   the build side: index, delete, rebuild, estimate;
-- tgr/reading.py    the read side: ask, retrieve, lookups, graph, info, export;
-- tgr/ledger.py     the runs ledger and `stats`.
+- tgr/session.py      the connection, writer lock, migration on first write, meta, settings,
+                    and (tgr/models/selection.py) the models the store is used with;
+- tgr/build/pipeline.py   the build side: index, delete, rebuild, estimate;
+- tgr/query/read_api.py    the read side: ask, retrieve, lookups, graph, info, export;
+- tgr/build/ledger.py     the runs ledger and `stats`.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .query.modes import Answer, QuerySettings, Searcher
 from .query.retrieve import Passage
 from .settings import IndexSettings, IndexSummary
 
-# The build side (tgr/pipeline.py and the stages it runs) is imported by the methods that
+# The build side (tgr/build/pipeline.py and the stages it runs) is imported by the methods that
 # build: a question never needs it, and a cold `tgr ask` would pay for it.
 
 __all__ = ["KnowledgeBase", "IndexSettings", "IndexSummary", "open"]
@@ -151,7 +151,7 @@ class KnowledgeBase:
         """Answer a question: mode 'local' (default), 'global' or 'naive'.
 
         Uses the models the store records unless others were given; what cannot be reached
-        here is left out (see tgr.models.query_models) and said once through warn (and in
+        here is left out (see tgr.models.selection) and said once through warn (and in
         model_note and the answer's notes).
         """
         return reading.ask(self._store, question, mode, context_only=context_only, warn=warn,

@@ -9,7 +9,7 @@ from pathlib import Path
 from .store.db import Connection, get_meta, set_meta, transaction
 from .errors import StoreError
 from .store.migrations import migrate
-from .models.store_models import ModelChoice
+from .models.selection import ModelChoice
 from .prompts import Prompts, check_templates
 from .settings import IndexSettings, given_prompts
 from .store.opening import connect
@@ -33,7 +33,7 @@ class StoreAdmin:
         self.models.release()
         self.conn.close()
         if self._lock:
-            self._lock.close()  # after the connection: see tgr/writelock.py
+            self._lock.close()  # after the connection: see tgr/store/write_lock.py
 
     def release_lock(self) -> None:
         if self._lock:

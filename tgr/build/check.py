@@ -1,6 +1,6 @@
 """`tgr check`: explain what is wrong with a store file, and finish an incomplete one.
 
-Reading is done the defended way (tgr/hardening.py) without refusing, so that a hostile or
+Reading is done the defended way (tgr/store/hardening.py) without refusing, so that a hostile or
 damaged file can be described; nothing in the file runs and nothing is written unless fix.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ unrelated addition leaves them alone. Isolated entities form singleton communiti
 
 After a change, only the connected components holding a changed entity are clustered
 again; when the merge has a description-summary wave to wait for, that clustering runs in
-the wait (cluster_future_graph, scheduled by tgr/overlap.py) and is used only if its inputs
+the wait (cluster_future_graph, scheduled by tgr/build/idle_work.py) and is used only if its inputs
 are exactly those cluster() sees.
 
 Community ids follow their members: after re-clustering, a community keeps the id of
@@ -252,7 +252,7 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     hierarchical_leiden). Only trusted when those used the same settings.
 
     precomputed(nodes, edges, previous, unchanged): communities computed earlier (while a
-    model wait was in progress, see tgr/overlap.py) from exactly these Leiden inputs, or
+    model wait was in progress, see tgr/build/idle_work.py) from exactly these Leiden inputs, or
     None; Leiden runs here when it gives None.
 
     Only communities whose row or members changed are rewritten; a removed community's

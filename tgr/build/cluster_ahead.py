@@ -3,7 +3,7 @@ in flight, in a child process (Leiden holds the GIL, so a thread would stall the
 
 Used only on a first clustering (no stored communities) of a large graph: there Leiden
 needs nothing but the graph, which the merge knows before its summary wave. The result is
-tagged with the hash of the graph it was computed from; tgr/overlap.py (which starts it)
+tagged with the hash of the graph it was computed from; tgr/build/idle_work.py (which starts it)
 hands it to cluster() only when that equals the hash of the graph as stored, and cluster()
 otherwise runs Leiden itself. Any failure of
 the child (no spawn, a killed process) falls back the same way.

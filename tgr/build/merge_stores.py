@@ -2,16 +2,16 @@
 
 Stores indexed separately with the same settings (other machines, other days) are united
 into OUT: their documents, chunks, extraction rows, chunk vectors, model cache and runs
-ledger (tgr/shard_copy.py). Then the derived stages (graph merge, clustering, reports,
+ledger (tgr/build/merge_stores_copy.py). Then the derived stages (graph merge, clustering, reports,
 entity and report vectors) run once on the union, through the same pipeline `tgr index
 OUT.db` uses to finish what a file holds; every prompt an input has seen is answered from
 the cache, no chunk is extracted again, and an entity or report text an input has embedded
 already takes that input's vector (only texts new to the union are embedded). The same holds
-for portable vectors (tgr/portable.py): the union keeps them when an input does. OUT may be new
+for portable vectors (tgr/build/portable_vectors.py): the union keeps them when an input does. OUT may be new
 or an existing store built with the same settings.
 
 Inputs are untrusted: each is opened read-only with tgr's usual defences and checks
-(tgr/db.py), nothing in it runs and nothing is written to it. An input that is not a
+(tgr/store/db.py), nothing in it runs and nothing is written to it. An input that is not a
 complete tgr store of this schema, or was built with other settings or models, is refused
 with one line before OUT is touched.
 """

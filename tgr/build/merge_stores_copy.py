@@ -1,4 +1,4 @@
-"""Copy what one checked input store holds into the target of a merge (tgr/shards.py).
+"""Copy what one checked input store holds into the target of a merge (tgr/build/merge_stores.py).
 
 Only primary rows are copied: documents (re-chunked here with the shared settings, so every
 chunk id is checked to be the content hash tgr would give it), extraction rows, chunk vectors

@@ -36,7 +36,7 @@ REBUILD_STAGES = ("graph", "embeddings", "communities", "reports")
 
 
 class Build:
-    """One run's stages over a store (tgr/admin.py StoreAdmin), in the order they run."""
+    """One run's stages over a store (tgr/session.py StoreAdmin), in the order they run."""
 
     def __init__(self, store, gateway: Gateway, settings: IndexSettings, summary: IndexSummary,
                  progress: Progress | None, warn: Warn | None = None):
@@ -146,7 +146,7 @@ class Build:
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
           overrides: dict, portable: bool | str = False, batch=None) -> IndexSummary:
     """Ingest documents and bring every stage up to date (see KnowledgeBase.index); portable
-    (True or a local embedder's spec): keep portable vectors too (tgr/portable.py); batch: see
+    (True or a local embedder's spec): keep portable vectors too (tgr/build/portable_vectors.py); batch: see
     KnowledgeBase.index."""
     warnings: list[str] = []
 
@@ -241,14 +241,14 @@ def estimate(store, paths: Iterable[str], overrides: dict, batch: bool = False) 
 
 
 def run_ledgered(store, command: str, settings: IndexSettings, body) -> IndexSummary:
-    """One ledgered run of a build defined elsewhere (tgr/shards.py: `tgr merge`); see _run."""
+    """One ledgered run of a build defined elsewhere (tgr/build/merge_stores.py: `tgr merge`); see _run."""
     return _run(store, command, settings, body)
 
 
 def _run(store, command: str, settings: IndexSettings, body, batch=None, progress=None) -> IndexSummary:
     """One ledgered run: lock and migrate, check the models, body(gateway, summary), then
     record the run's status and counts and fold the WAL in, whatever happened. batch: see
-    KnowledgeBase.index (tgr/batch.py; None collects the jobs the store holds open)."""
+    KnowledgeBase.index (tgr/build/batch.py; None collects the jobs the store holds open)."""
     started = time.perf_counter()
     store.writable(command)
     chat, embedder = store.models.models()

@@ -6,7 +6,7 @@ embedder's int8 vectors of every chunk, entity and report, in vec_portable_* tab
 with the hash of the text it embeds, so a later run embeds only what changed, and drops what
 went). Meta records the portable embedder (portable_embed_model, _dim, _vector); once a store
 has portable vectors, every index, delete and rebuild keeps them in step. A recipient with no
-key searches them (tgr.models.query_models); one who has the key searches the store's own.
+key searches them (tgr.models.selection); one who has the key searches the store's own.
 `tgr merge` keeps them when an input does, and reuses the inputs' vectors of texts that are
 unchanged in the union (portable_vectors) instead of embedding them again.
 """

@@ -39,6 +39,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
+from ..offline.name_words import chinese_short_forms
 from ..text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -89,7 +90,7 @@ def document_keys(names: dict[str, Counter]) -> dict[str, str]:
     types: dict[str, Counter] = defaultdict(Counter)
     for name, counter in names.items():
         types[keys[name]].update(counter)
-    joined = _surnames(types) | _epithets(types) | _chinese_short_forms(types)
+    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3)
     final = {name: _final(joined, key) for name, key in keys.items() if key}
     return _titles_kept(final, names)
 
@@ -176,26 +177,6 @@ def _epithets(types: dict[str, Counter]) -> dict[str, str]:
                 and _kind(types[words[0]]) not in _PLACE_OR_BODY:
             joined[key] = words[0]
     return joined
-
-
-def _chinese_short_forms(types: dict[str, Counter]) -> dict[str, str]:
-    """香港特区 -> 香港特别行政区 (same first and last character, the rest in order), only
-    when exactly one longer name of the document fits."""
-    cjk = [k for k in types if _CJK.fullmatch(k)]
-    joined = {}
-    for short in cjk:
-        if len(short) < 3:
-            continue  # two characters fit too many longer names by chance
-        longer = [n for n in cjk if len(n) > len(short) and n[0] == short[0] and n[-1] == short[-1]
-                  and _in_order(short, n)]
-        if len(longer) == 1:
-            joined[short] = longer[0]
-    return joined
-
-
-def _in_order(short: str, long: str) -> bool:
-    rest = iter(long)
-    return all(char in rest for char in short)
 
 
 def _final(joined: dict[str, str], key: str) -> str:

@@ -1,6 +1,6 @@
 """Format readers: decoded file text (or raw bytes) -> documents' text, title and metadata.
 
-One small function per format; tgr/ingest.py finds the files, decodes them and picks the
+One small function per format; tgr/ingest/sources.py finds the files, decodes them and picks the
 reader by suffix. Readers never raise for one bad row: they warn and go on.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Read documents: files, directories (recursive, every supported format) and stdin.
 
-This module finds files and decodes them; tgr/formats.py turns a file into documents.
+This module finds files and decodes them; tgr/ingest/formats.py turns a file into documents.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ store's llm_cache table (key = hash of model + prompt + params), transient error
 retried with exponential backoff + jitter (honouring Retry-After), calls run on worker
 threads up to `concurrency` at once (optionally capped in requests per minute), and each
 call or cache hit is written to the model_calls ledger. With a batch runner attached
-(tgr/batch.py), a wave's misses go to the provider's Batch API instead, and land in the
+(tgr/build/batch.py), a wave's misses go to the provider's Batch API instead, and land in the
 same cache and ledger. SQLite is only touched from the
 calling thread: workers do network I/O and nothing else.
 """

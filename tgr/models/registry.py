@@ -1,4 +1,4 @@
-"""Choose the chat model and embedder from options, the environment and the store's meta.
+"""The model providers by name, and the chat model or embedder a spec string makes.
 
 Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
 (hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
@@ -6,21 +6,26 @@ chat model: extractive mode; as an embedder: the offline default). A bare name g
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
 With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
 is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
-A store always queries with the embedder it was built with, never another's, and by default
-with the chat model it records; only keys and endpoints come from the environment. (What a
-question does when they can't be reached here is tgr.models.query_models's business.)
+Which of them a store is built and asked with is tgr.models.selection's business.
 """
 from __future__ import annotations
 
 import os
 
-from ..errors import ModelError, ModelMismatch
-from .clients import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
-                     OpenAIEmbedder, ZhipuChat, ZhipuEmbedder, vector_type)
+from ..errors import ModelError
+from ..offline.providers import OFFLINE_WRITER, HashEmbedder
+from .clients import (
+    ZHIPU_CHAT_DEFAULT,
+    ZHIPU_EMBED_DEFAULT,
+    ChatModel,
+    Embedder,
+    OpenAIChat,
+    OpenAIEmbedder,
+    ZhipuChat,
+    ZhipuEmbedder,
+)
 from .local_embedder import LocalEmbedder
 from .local_embedder import available as local_embed_available
-from ..offline.providers import OFFLINE_WRITER, HashEmbedder
-from ..store.untrusted_text import terminal_safe
 
 OFFLINE_NAMES = {"offline", "none", "extractive", OFFLINE_WRITER}
 REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
@@ -32,6 +37,33 @@ def _split(spec: str, base_url: str | None) -> tuple[str, str]:
         provider, _, name = spec.partition(":")
         return provider.lower(), name
     return ("openai" if base_url else "zhipuai"), spec
+
+
+def _endpoint(spec: str, base_url: str | None) -> str:
+    if not base_url:
+        raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
+    return base_url
+
+
+def _hashed(name: str, **_) -> Embedder:
+    size = name.rsplit("-", 1)[-1]
+    return HashEmbedder(int(size) if size.isdigit() else 384)
+
+
+# provider prefix -> factory(name, *, spec, base_url, api_key, timeout[, dim]); a new provider is one entry
+CHAT_PROVIDERS = {
+    "zhipuai": lambda name, *, spec, base_url, api_key, timeout: ZhipuChat(name, api_key=api_key, timeout=timeout),
+    "openai": lambda name, *, spec, base_url, api_key, timeout: OpenAIChat(
+        name, _endpoint(spec, base_url), api_key=api_key, timeout=timeout),
+}
+EMBED_PROVIDERS = {
+    "tgr": _hashed,
+    "local": lambda name, **_: LocalEmbedder(name),
+    "zhipuai": lambda name, *, spec, base_url, api_key, timeout, dim: ZhipuEmbedder(
+        name, dim=dim, api_key=api_key, timeout=timeout),
+    "openai": lambda name, *, spec, base_url, api_key, timeout, dim: OpenAIEmbedder(
+        name, _endpoint(spec, base_url), dim=dim, api_key=api_key, timeout=timeout),
+}
 
 
 def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
@@ -50,13 +82,11 @@ def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | N
     if spec.lower() in OFFLINE_NAMES:
         return None
     provider, name = _split(spec, base_url)
-    if provider == "zhipuai":
-        return ZhipuChat(name, api_key=api_key, timeout=timeout)
-    if provider == "openai":
-        if not base_url:
-            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
-        return OpenAIChat(name, base_url, api_key=api_key, timeout=timeout)
-    raise ModelError(f"unknown chat provider in {spec!r} (use zhipuai:, openai: or offline)")
+    factory = CHAT_PROVIDERS.get(provider)
+    if factory is None:
+        raise ModelError(f"unknown chat provider in {spec!r} (use {', '.join(f'{p}:' for p in CHAT_PROVIDERS)} "
+                         "or offline)")
+    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout)
 
 
 def chat_name(chat: ChatModel | None) -> str:
@@ -78,19 +108,11 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
         else:
             return offline_embedder()
     provider, name = _split(spec, base_url)
-    if provider == "tgr":
-        size = name.rsplit("-", 1)[-1]
-        return HashEmbedder(int(size) if size.isdigit() else 384)
-    if provider == "local":
-        return LocalEmbedder(name)
-    if provider == "zhipuai":
-        return ZhipuEmbedder(name, dim=dim, api_key=api_key, timeout=timeout)
-    if provider == "openai":
-        if not base_url:
-            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
-        return OpenAIEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
-    raise ModelError(f"unknown embedding provider in {spec!r} "
-                     "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
+    factory = EMBED_PROVIDERS.get(provider)
+    if factory is None:
+        raise ModelError(f"unknown embedding provider in {spec!r} "
+                         "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
+    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, dim=dim)
 
 
 def offline_embedder() -> Embedder:
@@ -100,62 +122,3 @@ def offline_embedder() -> Embedder:
     if spec and spec.partition(":")[0].lower() in LOCAL_PROVIDERS:
         return make_embedder(spec)
     return LocalEmbedder() if local_embed_available() else HashEmbedder()
-
-
-def keep_store_vector_type(embedder: Embedder, meta: dict) -> Embedder:
-    """A built store keeps its vectors as they were stored: meta embed_vector, or float32 for
-    a store older than int8 vectors (API embedders wrote float32 before they wrote int8)."""
-    if meta.get("embed_model"):
-        stored = meta.get("embed_vector", "float32")
-        if stored in ("float32", "int8") and vector_type(embedder) != stored:
-            embedder.vector_type = stored
-    return embedder
-
-
-def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
-    """The embedder to use with an existing store: the one it was built with."""
-    built = meta.get("embed_model")
-    if not built:
-        return make_embedder(spec, **kwargs)
-    dim = int(meta.get("embed_dim", 0)) or None
-    if spec is not None and spec.lower() in OFFLINE_NAMES:
-        # offline means no network: the store's own embedder if it is local, never a swap
-        if built.partition(":")[0].lower() in REMOTE_PROVIDERS:
-            raise ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
-                                f"its API; it cannot be queried offline")
-        spec = None
-    wanted = spec or built
-    try:
-        embedder = make_embedder(wanted, dim=dim, **kwargs)
-    except ModelError as exc:
-        raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
-                            f"it cannot be queried without it: {exc}") from None
-    if embedder.name != built or (dim and embedder.dim != dim):
-        raise ModelMismatch(f"this store was built with the embedding model {built} (dim {dim}), "
-                            f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
-                            f"it with `tgr rebuild STORE embeddings --embed-model {embedder.name}`")
-    return embedder
-
-
-def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
-                   **kwargs) -> tuple[ChatModel | None, str | None]:
-    """The chat model for an existing store, and a note when it had to fall back.
-
-    With no spec, the model the store records is used (its key or endpoint from the
-    environment). If that model cannot be built here, lenient callers (questions) get
-    None, the extractive mode, with a one-line note saying why; others get the error.
-    """
-    recorded = meta.get("chat_model")
-    if spec is not None or not recorded:
-        return make_chat(spec, **kwargs), None
-    if recorded.lower() in OFFLINE_NAMES:
-        return None, None
-    try:
-        return make_chat(recorded, **kwargs), None
-    except ModelError as exc:
-        shown = terminal_safe(recorded)
-        if not lenient:
-            raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
-                                f"(or name another one with --chat-model)") from None
-        return None, (f"this store was built with the chat model {shown}, which is not available here "
-                      f"({exc}); answering extractively from the store")

@@ -22,6 +22,7 @@ import re
 
 from .demonyms import language_of, only_demonyms, strip_adjective_suffix
 from .entity_types import COMMON_ACRONYMS, census_first_names, given_and_family_name, place_kind
+from .name_words import DAYS, MONTHS
 from ..text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
@@ -53,9 +54,7 @@ _NOT_NAMES = frozenset("""i oh ah yes no o ay aye well now then there here what 
     thereat therefore hereupon hereafter nevertheless nonetheless moreover furthermore besides
     likewise otherwise instead accordingly presently forthwith anon lo behold albeit ere
     whither thither hither thence hence""".split())
-_MONTHS = frozenset("january february march april may june july august september october "
-                    "november december".split())
-_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_MONTHS, _DAYS = MONTHS, DAYS
 # capitalised in titles and at the start of a sentence, but not names on their own
 _GENERIC = _MONTHS | _DAYS | _HONORIFICS | _ROYAL | frozenset("""
     country city state states county province region district town village capital nation

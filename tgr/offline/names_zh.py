@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 
 from ..text import jieba
+from .name_words import CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, chinese_short_forms
 
 Name = tuple[str, str]  # (name, type)
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = CJK_CHARS
 _TAG_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
               "nt": "organization", "nz": "concept"}
 _TITLE = re.compile(r"《([^《》\n]{1,30})》")
@@ -41,8 +42,7 @@ _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
                      "巴士 公交 地铁 的士 线路".split())
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
-_MONTHS = frozenset("jan feb mar apr may jun jul aug sep sept oct nov dec january february march april "
-                    "june july august september october november december".split())
+_MONTHS = MONTHS | MONTH_ABBREVIATIONS
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
@@ -55,7 +55,7 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
         names_here.extend((long, kinds.get(long, "concept")) for short, long in sorted(aliases.items())
                           if short in sentence and short not in present and long not in present)
     names = {name for names in found for name, _ in names}
-    aliases.update(_abbreviations(names - set(aliases)))
+    aliases.update(chinese_short_forms(names - set(aliases)))
     result = []
     for names_here in found:
         result.append([(aliases.get(name, name), kind) for name, kind in names_here])
@@ -215,23 +215,3 @@ def _explicit_aliases(sentences: list[str], found: list[list[Name]]) -> dict[str
             if long and short != long:
                 aliases[short] = long
     return aliases
-
-
-def _abbreviations(names: set[str]) -> dict[str, str]:
-    """香港特区 -> 香港特别行政区: same first and last character, the rest in order.
-
-    Only when exactly one longer name fits, so an ambiguous short form stays itself.
-    """
-    aliases = {}
-    cjk = [n for n in names if re.fullmatch(f"[{_CJK}]+", n)]
-    for short in cjk:
-        longer = [n for n in cjk if len(n) > len(short) and n[0] == short[0]
-                  and n[-1] == short[-1] and _in_order(short, n)]
-        if len(longer) == 1:
-            aliases[short] = longer[0]
-    return aliases
-
-
-def _in_order(short: str, long: str) -> bool:
-    rest = iter(long)
-    return all(char in rest for char in short)

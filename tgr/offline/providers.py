@@ -11,7 +11,8 @@
   that tgr.query.modes turns into answers, always with citations.
 - OfflineExtractor, ExtractiveAnswerer: the offline provider, behind the same interfaces as
   the chat model's extractor and answerer (its report writer: tgr.offline.community_reports; its
-  summariser: tgr.build.summarisers; tgr.build.role_providers and tgr.query.answerers choose between them).
+  summariser: tgr.build.role_providers, which chooses each build role's provider; tgr.query.answerers
+  chooses the answerer).
 - OFFLINE_WRITER: the offline provider's name where a store records one (the chat model,
   a report's generator); spelled here only.
 All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.

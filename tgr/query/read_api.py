@@ -18,7 +18,7 @@ from ..settings import IndexSettings
 
 
 def searcher(store, question: str, settings: QuerySettings) -> Searcher:
-    """A Searcher over the store (a tgr/admin.py StoreAdmin) for this question."""
+    """A Searcher over the store (a tgr/session.py StoreAdmin) for this question."""
     if not question or not question.strip():
         raise ValueError("the question is empty")
     if not store.meta.get("embed_model"):

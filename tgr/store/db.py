@@ -1,6 +1,6 @@
 """The SQLite connection: driver, sqlite-vec, pragmas, schema.sql, transactions, meta.
 
-Opening a store (checks, migrations) is tgr/storefile.py, above this module.
+Opening a store (checks, migrations) is tgr/store/opening.py, above this module.
 
 tgr uses one driver everywhere: sqlean.py, a build of the stdlib sqlite3 module with a
 recent bundled SQLite that can load extensions (many system Pythons cannot). Never mix

@@ -1,7 +1,7 @@
 """Numbered schema migrations, run on the first write to an older store (PRAGMA user_version).
 
 MIGRATIONS[n] upgrades a store from user_version n-1 to n; schema.sql always describes the
-newest version, and a new store gets it directly (tgr/db.py create_fresh). A migration may
+newest version, and a new store gets it directly (tgr/store/db.py create_fresh). A migration may
 use the stages' own helpers (text, embeddings): this module sits above them, and imports
 them only when a step runs, so opening a current store never loads them.
 """
@@ -96,7 +96,7 @@ def _keyed_extractions(conn: Connection) -> None:
 
 def _entity_aliases(conn: Connection) -> None:
     """6: entity_aliases (every surface form of an entity) and triggers that mark the entity
-    keys of changed extraction rows for the merge (both come from schema.sql; tgr/resolve.py
+    keys of changed extraction rows for the merge (both come from schema.sql; tgr/build/resolve.py
     may give a name another entity's key). The next merge recomputes every entity (and so
     records its aliases)."""
     conn.execute("UPDATE entities SET input_hash = NULL")

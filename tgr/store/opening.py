@@ -1,5 +1,5 @@
-"""Opening a store file: checked before anything in it is read (tgr/hardening.py,
-tgr/schemacheck.py), then created or brought up to date (tgr/migrations.py)."""
+"""Opening a store file: checked before anything in it is read (tgr/store/hardening.py,
+tgr/store/schema_check.py), then created or brought up to date (tgr/store/migrations.py)."""
 from __future__ import annotations
 
 import os
@@ -17,8 +17,8 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
     """Open (or create) a tgr store; a writable one is brought up to date unless not upgrade
     (then call migrate() before the first write).
 
-    Every store is opened defensively (tgr/hardening.py) and its schema compared with
-    tgr's before anything in it is read (tgr/schemacheck.py). A read-only open never
+    Every store is opened defensively (tgr/store/hardening.py) and its schema compared with
+    tgr's before anything in it is read (tgr/store/schema_check.py). A read-only open never
     migrates and runs with query_only. Raises StoreError for a missing file (unless
     create), a file that is not SQLite, an SQLite file that is not a tgr store, a store
     whose schema holds objects tgr did not create, or a store written by a newer tgr.
