@@ -222,6 +222,8 @@ def test_a_chinese_question_gets_a_chinese_frame_without_function_words(tmp_path
         answer = kb.ask("这个故事的主要主题是什么？", mode="global").answer
         phrases = [p for (findings,) in kb.conn.execute("SELECT findings FROM reports")
                    for f in json.loads(findings) for p in f.get("key_phrases", [])]
+        names = {n for (n,) in kb.conn.execute("SELECT name FROM entities")}
+    assert "孙悟空" in names and not {"闻言", "二人"} & names
     assert answer.startswith("本库的主要主题") and "key phrases" not in answer and "关键词" in answer
     assert not {"闻言", "二人"} & set(phrases)
 

@@ -39,7 +39,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
-from ..offline.name_words import chinese_short_forms
+from ..offline.name_words import CHINESE_FUNCTION_WORDS, chinese_short_forms
 from ..text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -207,6 +207,9 @@ def assign_keys(conn: Connection) -> None:
     for document, words in common_words(conn, names, related).items():
         for name in words:
             resolved[document][name] = ""  # no entity: a row without a key is merged into none
+    for document, found in names.items():
+        for name in CHINESE_FUNCTION_WORDS.intersection(found):
+            resolved[document][name] = ""  # "闻言", "二人": no name, whatever a tagger said
 
     def key(document: str, name: str) -> str:
         known = resolved.get(document, {}).get(name)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
 from ..text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
@@ -62,16 +63,6 @@ _GENERIC = frozenset("""now like well just even still yet never ever always upon
     three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred
     thousand second third fourth fifth sixth tenth half dozen yes yeah okay right sure
     actually basically maybe probably mean means meant lot""".split())
-# Chinese words of speech and narration, pronouns, measure words: as common in one part of a
-# text as in any other, so saying nothing of what a community is about (jieba cuts them as words)
-_GENERIC_ZH = frozenset("""闻言 二人 三人 四人 两人 众人 大家 我们 你们 他们 她们 咱们 我等 汝等 你等 自家 自己
-    一个 一声 一齐 一般 一面 一时 一日 一阵 一处 一条 一只 一口 一座 一番 一场 一对 两个 三个 几个 些儿
-    不是 不曾 不敢 不得 不能 不可 不见 不知 不要 不必 没有 知道 可以 已经 如何 怎么 怎生 怎的 甚么 什么
-    那里 这里 那个 这个 这般 那般 如此 这等 那等 只得 只是 却是 原来 须臾 即便 便是 正是 就是 还是 都是
-    却说 话说 且说 今日 今番 此时 此处 当时 那厮 左右 上前 出来 起来 下来 进来 过来 回来 出去 上来 下去
-    说道 笑道 问道 答道 叫道 喝道 骂道 言道 道是 听得 看见 见了 有些 有个 只管 心中 手中 面前 门前 身边
-    之间 之上 之下 之中 如今 为何 何处 何人 因为 所以 但是 然后 于是 而且 虽然 如果 因此 那时 这时 不过
-    时候 东西 怎样 这样 那样 一样 许多 多少 一些 有人 无人 只见 但见 忽见 又见 不觉 果然 真个 端的""".split())
 # what a chunk repeats because of its form, not its topic: a speaker's label at a line's start
 # ("HOST:", "Maria Lopez:"), a heading line ("# Episode 12", "CHAPTER IV"), a file's name
 _FORM = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)"
@@ -102,7 +93,7 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
         import rjieba
 
         for run in CJK_RUN.findall(text):
-            terms.extend(w for w in rjieba.cut(run) if len(w) > 1 and w not in _GENERIC_ZH)
+            terms.extend(w for w in rjieba.cut(run) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS)
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:

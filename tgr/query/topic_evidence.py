@@ -10,14 +10,16 @@ TOPIC_MATCHES = 1000          # best BM25 chunks of the question's topic words l
 EVIDENCE_SIZE_POWER = 0.5     # a community's evidence is over this power of its chunks: 0.5 beat 0 and 1 on every dev set
 
 
-def topic_evidence(retriever, question: str, community_ids: list[str], level: int | None = None) -> dict[str, float]:
+def topic_evidence(retriever, question: str, community_ids: list[str], level: int | None = None,
+                   power: float = EVIDENCE_SIZE_POWER) -> dict[str, float]:
     """How much the passages naming each community's members say about the question's
     topic, 0..1 (1: the best of these communities): the BM25 scores of the chunks that
     match its topic terms (tgr.offline.global_answer.topic_terms) and mention a member, summed,
     over the square root of all the chunks that mention one (EVIDENCE_SIZE_POWER): a
     community named everywhere does not win by size alone, nor one named once by chance.
     Empty for a question about the whole corpus. level: the communities' level, to keep
-    their chunk counts between questions.
+    their chunk counts between questions; power: of the chunk count (1: the share of what is
+    said of a community that is about the topic, as the offline answer orders its themes).
 
     Fused into Retriever.ranked_reports with EVIDENCE_WEIGHT, global R@10 of the offline dev stores
     rose: hotpotqa 0.715 -> 0.785, cmrc2018_trial 0.870 -> 0.980, rgb_zh 0.456 -> 0.566."""
@@ -36,7 +38,7 @@ def topic_evidence(retriever, question: str, community_ids: list[str], level: in
     if not found:
         return {}
     sizes = _community_chunks(retriever, sorted(found), level)
-    scored = {cid: score / max(1, sizes.get(cid, 1)) ** EVIDENCE_SIZE_POWER for cid, score in found.items()}
+    scored = {cid: score / max(1, sizes.get(cid, 1)) ** power for cid, score in found.items()}
     best = max(scored.values()) or 1.0
     return {cid: score / best for cid, score in scored.items()}
 
