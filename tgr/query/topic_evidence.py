@@ -28,13 +28,12 @@ def topic_evidence(retriever, question: str, community_ids: list[str], level: in
     if not matched or not community_ids:
         return {}
     wanted = set(community_ids)
-    found: dict[str, float] = {}
-    for cid, chunk_id in retriever.conn.execute(  # by the chunk index; the communities are kept in Python
-            "SELECT DISTINCT m.community_id, em.chunk_id FROM entity_mentions em "
-            "JOIN community_members m ON m.entity_id = em.entity_id "
-            "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(matched)),)):
-        if cid in wanted:
-            found[cid] = found.get(cid, 0.0) + matched[chunk_id]
+    found = {cid: sum(matched[c] for c in chunks.split(",")) for cid, chunks in retriever.conn.execute(
+        # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
+        "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
+        "JOIN community_members m ON m.entity_id = em.entity_id "
+        "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
+        (json.dumps(sorted(matched)),)) if cid in wanted}
     if not found:
         return {}
     sizes = _community_chunks(retriever, sorted(found), level)
