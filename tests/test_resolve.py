@@ -106,6 +106,9 @@ def test_boilerplate_goes_from_text_flattened_onto_one_line_too():
     assert "Hannah Brook kept the mill" in cleaned.text and "fair one" in cleaned.text
     for gone in ("Gutenberg", "Proofreading", "pgdp", "License", "Redistributing"):
         assert gone not in cleaned.text, gone
+    imprint = ("A TALE FIRST PUBLISHED 1915 REPRINTED 1923, 1927 ISBN: 0-397-00033-2 PRINTED IN GREAT BRITAIN "
+               "PREFACE I have endeavoured in this little book.")
+    assert strip_boilerplate(imprint).text.split() == "A TALE PREFACE I have endeavoured in this little book.".split()
     boxed = ("God bless Us, Every One! +" + "-" * 40 + "+ |Transcriber's note: The Contents were added by "
              "the transcriber.| +" + "-" * 40 + "+")
     assert strip_boilerplate(boxed).text.strip() == "God bless Us, Every One!"

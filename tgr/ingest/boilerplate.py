@@ -19,9 +19,12 @@ _START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?
 _END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\*\*[^\n]*?$|\*\*\*)?"
                   r"|\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]{0,200}\*\*\*", re.I | re.M)
 # a producers' credit inside a paragraph (text flattened onto one line): up to the team or its address
-_INLINE_CREDITS = re.compile(r"\b(?:Produced by|E-?text prepared by|Transcribed by)\b.{0,300}?"
+_INLINE_CREDITS = re.compile(r"(?i:\b(?:Produced by|E-?text prepared by|Transcribed by)\b.{0,300}?"
                              r"(?:Proofread(?:ing|ers)(?: Team)?(?: at (?:https?://)?[\w./-]+)?|"
-                             r"(?:https?://|www\.)[\w./-]+)", re.I | re.S)
+                             r"(?:https?://|www\.)[\w./-]+))"
+                             # a printer's imprint run together: "FIRST PUBLISHED 1915 REPRINTED 1923, ... ISBN: 0-397-..."
+                             r"|\b(?:FIRST PUBLISHED|REPRINTED|PRINTED IN|ISBN)\b[:\s]*(?:[\dX][\d,X\s-]*|[A-Z]+(?: [A-Z]+)?\b)",
+                             re.S)
 _HEADER_TITLE = re.compile(r"^Title:\s*(.+)$", re.M)
 _CREDITS = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed by|ISBN|(?:FIRST )?PUBLISHED|"
                       r"REPRINTED|PRINTED (?:IN|BY)|COPYRIGHT)\b", re.I)
