@@ -221,15 +221,6 @@ class Gateway:
             return text
         raise ModelError("no answer")  # unreachable: chat_many yields once per job
 
-    def chat_stream(self, stage: str, prompt: str, **params) -> Iterator[str]:
-        """One chat call's answer in pieces as the model writes it (cached, retried before its
-        first piece, metered once it ends; tgr.streamed_calls). A cached answer comes whole."""
-        if self.chat_model is None:
-            raise ModelError("this operation needs a chat model, and none is configured")
-        from .streamed_calls import stream_chat
-
-        return stream_chat(self, stage, prompt, params)
-
     def cached_answer(self, stage: str, key: str) -> str | None:
         """The cached answer under this key (recorded as a cache hit), or None."""
         row = self.conn.execute(

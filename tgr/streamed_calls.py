@@ -1,4 +1,4 @@
-"""One chat call streamed through the gateway (tgr.gateway.Gateway.chat_stream).
+"""One chat call streamed through the gateway's cache, retries and ledger (tgr.gateway).
 
 - A cached answer is replayed at once, as one piece; a model that cannot stream is asked
   whole (one piece, through the gateway's ordinary call).
@@ -20,7 +20,7 @@ from .models import Completion
 
 
 def stream_chat(gateway: Gateway, stage: str, prompt: str, params: dict) -> Iterator[str]:
-    """The answer's text pieces as the model writes them (see the module's docstring)."""
+    """The answer's text pieces as the gateway's chat model writes them (see the module's docstring)."""
     model = gateway.chat_model
     key = cache_key(model.name, prompt, params)
     cached = gateway.cached_answer(stage, key)
