@@ -22,6 +22,8 @@ INDEX_ONLY = [
     "tgr.pipeline", "tgr.overlap",
     "tgr.names_en", "tgr.names_zh", "tgr.mcp_server", "tgr.serve", "tgr.evaluate", "tgr.check",
     "tgr.integrations",
+    # a question on its own: no conversation, no chat loop (a streamed offline answer: no stream reader)
+    "tgr.conversation", "tgr.chat", "tgr.chat_loop", "tgr.streamed_calls", "tgr.chat_stream",
     # standard library modules only indexing, exports or model calls use
     "importlib.resources", "html.parser", "csv", "zipfile", "tempfile", "hashlib", "logging",
 ]
@@ -59,6 +61,10 @@ def test_a_cold_question_loads_no_index_only_module(hierarchy_store, mode, quest
 
 def test_a_cold_question_with_json_output_loads_no_index_only_module(hierarchy_store):
     assert _loaded_by_ask([str(hierarchy_store), "Who is Scrooge?", "--json"]) == []
+
+
+def test_a_cold_streamed_question_loads_no_index_only_module(hierarchy_store):
+    assert _loaded_by_ask([str(hierarchy_store), "Who is Scrooge?", "--stream"]) == []
 
 
 def test_the_check_sees_a_module_that_is_loaded(hierarchy_store):

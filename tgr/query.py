@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Sequence
 
 from .answerers import ReportText, answerer_for
-from .conversation import recent_turns, search_text
 from .db import Connection
 from .gateway import Gateway
 from .models import vector_type
@@ -110,11 +109,18 @@ class Searcher:
 
     def follow(self, history: Sequence[dict], stream: bool = False) -> None:
         """Answer the next question after this conversation (role/content turns), streamed or not."""
-        self.history, self.stream = list(history), stream
-        self.turns = recent_turns(self.history, self.settings.history_tokens)
+        self.history, self.stream, self.turns = list(history), stream, []
+        if self.history:  # (a question on its own never loads tgr.conversation)
+            from .conversation import recent_turns
+
+            self.turns = recent_turns(self.history, self.settings.history_tokens)
 
     def searched(self, question: str) -> str:
         """What retrieval looks for: the question, resolved against the conversation."""
+        if not self.history:
+            return question
+        from .conversation import search_text
+
         return search_text(question, self.history, self.names_in)
 
     def names_in(self, text: str) -> list[str]:

@@ -10,7 +10,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator
 
-from .conversation import checked_history
 from .errors import StoreError
 from .providers import chat_name
 from .query import Answer, QuerySettings, Searcher
@@ -34,7 +33,7 @@ def ask(store, question: str, mode: str, *, context_only: bool, warn, query_sett
     """The answer's text pieces (with stream), then the Answer of a question asked after a
     conversation (history: role/content turns); what it leaves out (models out of reach) is
     said once through warn and kept in the answer's notes."""
-    history = checked_history(history)
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
@@ -44,11 +43,20 @@ def ask(store, question: str, mode: str, *, context_only: bool, warn, query_sett
 def answer_from(store, question: str, passages: list[Passage], mode: str, *, context_only: bool, warn,
                 query_settings: dict, history=None, stream: bool = False) -> Iterator[str | Answer]:
     """An answer written from given ranked passages, as ask() does."""
-    history = checked_history(history)
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
     return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
+
+
+def _checked(history) -> list[dict]:
+    """The conversation as role/content turns (tgr.conversation, loaded only for one)."""
+    if not history:
+        return []
+    from .conversation import checked_history
+
+    return checked_history(history)
 
 
 def _noted(items: Iterator[str | Answer], notes: list[str]) -> Iterator[str | Answer]:
@@ -61,7 +69,7 @@ def _noted(items: Iterator[str | Answer], notes: list[str]) -> Iterator[str | An
 def retrieve(store, question: str, mode: str, k: int, warn=None, history=None) -> list[Passage]:
     """The k passages that best answer the question (resolved against the conversation in
     history), best first; vectors out of reach are said once through warn."""
-    history = checked_history(history)
+    history = _checked(history)
     found = searcher(store, question, QuerySettings())
     store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
     found.follow(history)
