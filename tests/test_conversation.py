@@ -132,3 +132,56 @@ def test_tgr_chat_bad_lines_are_said_and_fail_the_script(store):
     assert result.exit_code == 1 and "Sources:" in result.stdout
     assert result.stderr.strip().splitlines() == ["unknown command or argument: /mode sideways "
                                                   "(/help lists the commands)"]
+
+
+def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
+    """In a pseudo-terminal: the banner, an answer, the up arrow asking the last question again,
+    a line edited with the left arrow, and Ctrl-D leaving with status 0."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: tgr chat with its stdin and stdout on the terminal
+        os.environ.update(PYTHONPATH=str(ROOT), TGR_EMBED_MODEL="tgr:hash-384", TERM="xterm")
+        os.execv(sys.executable, [sys.executable, "-m", "tgr.cli", "chat", str(store)])
+    out = b""
+
+    def read_until(text: bytes, seconds: float = 60) -> None:
+        nonlocal out
+        deadline = time.monotonic() + seconds
+        while text not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    return
+
+    header = b"\r\nSources:\r\n"  # (the answer's own "[Sources: n]" citations are not counted)
+    read_until(b"> ")
+    os.write(fd, b"Who is Marley?\r")
+    read_until(header)
+    read_until(b"\n> ")
+    os.write(fd, b"\x1b[A\r")  # up arrow: the same question again
+    read_until(header + out.split(header, 1)[1].split(b"\n> ", 1)[0])
+    read_until(b"\n> ", 10)
+    os.write(fd, b"/mode naie\x1b[Dv\r")  # left arrow, a letter typed in the middle: "/mode naive"
+    read_until(b"mode: n")
+    os.write(fd, b"\x04")  # Ctrl-D
+    deadline, status = time.monotonic() + 30, None
+    while status is None and time.monotonic() < deadline:
+        read_until(b"\x00", 0.2)
+        done, code = os.waitpid(pid, os.WNOHANG)
+        status = code if done else None
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    text = out.decode("utf-8", "replace")
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0, text
+    assert text.startswith("tgr chat, local mode")
+    assert text.count("\nSources:\r\n") == 2 and "\r\nmode: naive\r\n" in text
