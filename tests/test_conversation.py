@@ -9,7 +9,7 @@ import tgr
 from conftest import EN_CORPUS, FIXTURES, SMALL
 from fakellm import FakeServer
 from tgr.cli import main
-from tgr.conversation import checked_history, recent_turns, search_text
+from tgr.query.conversation import checked_history, recent_turns, search_text
 
 CHAT_CORPUS = FIXTURES / "corpus_chat"  # the Carol's list of characters and the Cratchits' dinner
 CLERK = [{"role": "user", "content": "Who is Scrooge's clerk?"},

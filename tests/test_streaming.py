@@ -17,13 +17,12 @@ import tgr
 from conftest import EN_CORPUS, ROOT, SMALL
 from fakellm import FakeServer
 from tgr.cli import main
-from tgr.db import transaction
 from tgr.errors import ModelError
-from tgr.gateway import Gateway
-from tgr.models import Completion, OpenAIChat, ZhipuChat
-from tgr.offline import HashEmbedder
-from tgr.query import Answer
-from tgr.streamed_calls import stream_chat
+from tgr.models.gateway import Gateway
+from tgr.models.clients import Completion, OpenAIChat, ZhipuChat
+from tgr.offline.providers import HashEmbedder
+from tgr.query.modes import Answer
+from tgr.models.streamed_calls import stream_chat
 
 PROMPT = ("-Goal-\nAnswer the question using only the data tables below.\n\n-Question-\nWho is Marley?\n\n"
           "-Data tables-\n-----Sources-----\nid|text\n1|Marley was dead: to begin with, and Scrooge his "

@@ -1,0 +1,390 @@
+"""Query: local (entity-centred), global (map-reduce over community reports), naive.
+
+Every mode sits on tgr.query.retrieve: the context is cut from a ranking, never from an unordered
+set. Every mode returns an Answer: the answer text, the context tables the model saw, the
+ranked sources (passages with text, score and document), model calls, tokens and timings.
+The answer comes from the answerer chosen once (tgr.query.answerers): the chat model's, or without
+one the extractive one (best-matching source sentences / report findings, with citations);
+with context_only no answer is generated at all.
+
+ask_stream gives the answer's text in pieces as the model writes it (the reduce step's, in
+global mode), then the complete Answer; ask() is the same without the pieces. A question may
+follow a conversation (tgr.query.conversation): retrieval resolves it against the last turn, and
+the chat model reads the latest turns that fit QuerySettings.history_tokens.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Generator, Iterator, Sequence
+
+from .answerers import ReportText, answerer_for
+from ..store.db import Connection
+from ..models.gateway import Gateway
+from ..models.clients import vector_type
+from ..store.size_limits import MAX_CONTEXT_TEXT
+from ..prompts import Prompts
+from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
+from ..text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
+
+LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
+RESPONSE_TYPE = "a few concise paragraphs"
+
+
+@dataclass
+class QuerySettings:
+    top_k: int = 10                 # entities (local) or chunks (naive) retrieved
+    context_tokens: int = 6000      # budget of the local / naive context
+    level: int = 0                  # community level for global search
+    global_top: int = 32            # reports kept after the similarity pre-filter
+    map_tokens: int = 3000          # budget of one map call's reports
+    reduce_tokens: int = 3000       # budget of the key points given to reduce
+    history_tokens: int = 2000      # budget of the earlier turns a chat model reads
+    response_type: str = RESPONSE_TYPE
+
+
+@dataclass
+class Answer:
+    question: str
+    mode: str
+    answer: str
+    context: str
+    model: str
+    sources: list[dict] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what was left out (models out of reach)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+
+class Searcher:
+    """Runs the three query modes against one open store; its answerer (tgr.query.answerers) is
+    the chat model's or, without one, the extractive one, chosen once here."""
+
+    def __init__(self, conn: Connection, gateway: Gateway, prompts: Prompts,
+                 settings: QuerySettings | None = None, vector_tables: dict[str, str] | None = None):
+        self.conn = conn
+        self.gateway = gateway
+        self.prompts = prompts
+        self.settings = settings or QuerySettings()
+        self.dense = not is_lexical_embedder(gateway.embedder.name)
+        self.retriever = Retriever(conn, self._embed, dense=self.dense,
+                                   vector_type=vector_type(gateway.embedder), tables=vector_tables,
+                                   report_vectors=ranks_reports(gateway.embedder.name))
+        self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
+        self.history: list[dict] = []  # the conversation a question follows (see follow)
+        self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
+        self.stream = False            # whether the answer's text is given as it is written
+
+    def ask(self, question: str, mode: str = "local", context_only: bool = False,
+            history: Sequence[dict] = ()) -> Answer:
+        return final_answer(self.ask_stream(question, mode, context_only, history, stream=False))
+
+    def ask_stream(self, question: str, mode: str = "local", context_only: bool = False,
+                   history: Sequence[dict] = (), stream: bool = True) -> Iterator[str | Answer]:
+        """The answer's text pieces as they are written (with stream), then the Answer."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        self.follow(history, stream)
+        return self._measured(getattr(self, f"_{mode}")(question, context_only))
+
+    def answer_passages(self, question: str, passages: list[Passage], mode: str, context_only: bool = False,
+                        history: Sequence[dict] = (), stream: bool = False) -> Iterator[str | Answer]:
+        """An answer written from given ranked passages (e.g. several stores' fused ranking):
+        the best that fit the context budget are the sources, as in naive mode. Its text
+        pieces (with stream), then the Answer."""
+        self.follow(history, stream)
+        return self._measured(self._from_passages(question, mode, passages, context_only, time.perf_counter()))
+
+    def follow(self, history: Sequence[dict], stream: bool = False) -> None:
+        """Answer the next question after this conversation (role/content turns), streamed or not."""
+        self.history, self.stream, self.turns = list(history), stream, []
+        if self.history:  # (a question on its own never loads tgr.query.conversation)
+            from .conversation import recent_turns
+
+            self.turns = recent_turns(self.history, self.settings.history_tokens)
+
+    def searched(self, question: str) -> str:
+        """What retrieval looks for: the question, resolved against the conversation."""
+        if not self.history:
+            return question
+        from .conversation import search_text
+
+        return search_text(question, self.history, self.names_in)
+
+    def names_in(self, text: str) -> list[str]:
+        """The store's entities a text names (capitalised or CJK spans), most specific first."""
+        named = self.retriever.named_entities([s for s in question_spans(text) if s[1]])
+        names = dict(self.conn.execute("SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                                       (json.dumps(sorted(named), ensure_ascii=False),)).fetchall())
+        return [names[e] for e in sorted(named, key=lambda e: (-named[e], e)) if e in names]
+
+    def _measured(self, steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:
+        """The steps' text pieces, then their Answer with the model calls, tokens and time it took."""
+        started = time.perf_counter()
+        before = self.gateway.total_usage()
+        before = (before.calls, before.prompt_tokens, before.completion_tokens)
+        written = False
+        for piece in _pieces_of(steps):
+            if isinstance(piece, Answer):
+                answer = piece
+            else:
+                written = True
+                yield piece
+        if self.stream and not written and answer.answer:  # written whole, with no model
+            yield answer.answer
+        after = self.gateway.total_usage()
+        answer.model_calls = after.calls - before[0]
+        answer.prompt_tokens = after.prompt_tokens - before[1]
+        answer.completion_tokens = after.completion_tokens - before[2]
+        answer.timings["total_s"] = round(time.perf_counter() - started, 4)
+        yield answer
+
+    def _written(self, kind: str, *args, **kwargs) -> Generator[str, None, str]:
+        """The answerer's kind ('answer' or 'reduce') of text after the conversation; with
+        stream, its pieces are yielded as they are written. Returns the whole text."""
+        if not self.stream:
+            return getattr(self.answerer, kind)(*args, history=self.turns, **kwargs)
+        pieces: list[str] = []
+        for piece in getattr(self.answerer, f"{kind}_stream")(*args, history=self.turns, **kwargs):
+            if not pieces:
+                piece = piece.lstrip()
+            if piece:
+                pieces.append(piece)
+                yield piece
+        return "".join(pieces).strip()
+
+    # -- shared pieces --------------------------------------------------------------------
+
+    def _embed(self, text: str) -> list[float]:
+        return self.gateway.embed("query", [text])[0]
+
+    def _model_name(self, context_only: bool) -> str:
+        return "none (context only)" if context_only else self.answerer.name
+
+    @staticmethod
+    def _sources(passages: list[Passage]) -> list[dict]:
+        """The ranked passages as numbered source records (ref n = row n of Sources)."""
+        return [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]
+
+    def _fill_sources(self, passages: list[Passage], budget: int) -> tuple[ContextTable, list[Passage]]:
+        """The best passages that fit the budget, in rank order (at least one, trimmed)."""
+        table = ContextTable("Sources", "id|text", budget)
+        used: list[Passage] = []
+        for passage in passages:
+            text = " ".join(passage.text.split())
+            if not table.add(f"{len(used) + 1}|{text}"):
+                if not used:  # always give at least one (trimmed) source
+                    table.add(f"1|{shorten(text, max(200, budget * 3))}")
+                    used.append(passage)
+                break
+            used.append(passage)
+        return table, used
+
+    # -- local ----------------------------------------------------------------------------
+
+    def _local(self, question: str, context_only: bool) -> Answer:
+        s = self.settings
+        t0 = time.perf_counter()
+        searched = self.searched(question)
+        retrieval = self.retriever.retrieve(searched, "local", max(LOCAL_PASSAGES, s.top_k))
+        scores = retrieval.entity_scores
+        ids = sorted(scores, key=lambda e: (-scores[e], e))[:s.top_k]
+        entities = {r[0]: r for r in self.conn.execute(
+            f"SELECT id, name, type, substr(description, 1, {MAX_CONTEXT_TEXT}), degree FROM entities "
+            "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids, ensure_ascii=False),))}
+        ids = [i for i in ids if i in entities]
+        tables, used_reports = self._local_tables(ids, entities, scores)
+        budget = s.context_tokens - sum(t.used for t in tables)
+        src, passages = self._fill_sources(retrieval.passages, budget)
+        context = "\n\n".join(t for t in [t.text() for t in tables] + [src.text()] if t)
+        result = Answer(question, "local", "", context, self._model_name(context_only),
+                        sources=self._sources(passages), entities=ids, reports=used_reports,
+                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
+        if context_only:
+            return result
+        t1 = time.perf_counter()
+        if not passages:
+            result.answer = "I don't know: nothing in this store matches the question."
+        else:
+            named = [i for i in ids if i in retrieval.named_entities]
+            lead = self._lead(searched, entities[named[0]], ids.index(named[0]) + 1) if named else ""
+            result.answer = yield from self._written("answer", question, _cited(passages), context=context,
+                                                     lead=lead, names=[entities[i][1] for i in ids[:5]])
+        result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
+        return result
+
+    def _local_tables(self, ids: list[str], entities: dict[str, tuple],
+                      scores: dict[str, float]) -> tuple[list[ContextTable], list[str]]:
+        """The Entities, Relationships and Reports tables of a local context (each within its
+        share of the budget), and the reports used: relationships and reports follow the
+        scores of the entities they touch."""
+        budget = self.settings.context_tokens
+        chosen = json.dumps(ids, ensure_ascii=False)
+        relationships = sorted(self.conn.execute(
+            f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight, "
+            "r.source_id, r.target_id "
+            "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+            "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
+            "OR r.target_id IN (SELECT value FROM json_each(?1))", (chosen,)).fetchall(),
+            key=lambda r: (-(scores.get(r[6], 0.0) + scores.get(r[7], 0.0)), -r[5], r[0]))
+        communities: dict[str, float] = {}
+        for cid, eid in self.conn.execute(
+                "SELECT community_id, entity_id FROM community_members "
+                "WHERE entity_id IN (SELECT value FROM json_each(?))", (chosen,)):
+            communities[cid] = communities.get(cid, 0.0) + scores.get(eid, 0.0)
+        reports = {r[0]: r for r in self.conn.execute(
+            f"SELECT community_id, title, substr(full_text, 1, {MAX_CONTEXT_TEXT}) FROM reports "
+            "WHERE community_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(communities)),))}
+        ent = ContextTable("Entities", "id|entity|type|description|degree", int(budget * 0.15))
+        for n, eid in enumerate(ids, 1):
+            _, name, etype, desc, degree = entities[eid]
+            ent.add(f"{n}|{name}|{etype}|{shorten(desc, 500)}|{degree}")
+        rel = ContextTable("Relationships", "id|source|target|description|weight", int(budget * 0.25))
+        for n, (_, src, dst, pred, desc, weight, _, _) in enumerate(relationships, 1):
+            if not rel.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
+                break
+        rep = ContextTable("Reports", "id|title|content", int(budget * 0.2))
+        used_reports = []
+        for cid in sorted(reports, key=lambda c: (-communities[c], c)):
+            _, title, full = reports[cid]
+            if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
+                used_reports.append(cid)
+        return [ent, rel, rep], used_reports
+
+    @staticmethod
+    def _lead(question: str, entity: tuple, ref: int) -> str:
+        """The opening line of an offline answer: what the store says of the entity asked about."""
+        _, name, etype, description, _ = entity
+        if not description.strip() or not set(match_terms(question)) & set(match_terms(f"{name} {description}")):
+            return ""
+        first = description[slice(*split_sentences(description)[0])]
+        return f"{name} ({etype}): {shorten(first, 200)} [Entities: {ref}]"
+
+    # -- naive ----------------------------------------------------------------------------
+
+    def _naive(self, question: str, context_only: bool) -> Answer:
+        t0 = time.perf_counter()
+        ranked = self.retriever.retrieve(self.searched(question), "naive", self.settings.top_k).passages
+        return self._from_passages(question, "naive", ranked, context_only, t0)
+
+    def _from_passages(self, question: str, mode: str, ranked: list[Passage], context_only: bool,
+                       t0: float) -> Answer:
+        src, passages = self._fill_sources(ranked, self.settings.context_tokens)
+        result = Answer(question, mode, "", src.text(), self._model_name(context_only),
+                        sources=self._sources(passages), timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
+        if context_only:
+            return result
+        t1 = time.perf_counter()
+        if not passages:
+            result.answer = "I don't know: no passage in this store matches the question."
+        else:
+            result.answer = yield from self._written("answer", question, _cited(passages), context=result.context)
+        result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
+        return result
+
+    # -- global ---------------------------------------------------------------------------
+
+    def candidate_reports(self, question: str, level: int) -> list[tuple[str, str, str, float]]:
+        """(community id, title, full text, rating) of the reports global search reads, best first."""
+        return self.retriever.reports(question, level, self.settings.global_top)
+
+    def _global(self, question: str, context_only: bool) -> Answer:
+        s = self.settings
+        t0 = time.perf_counter()
+        searched = self.searched(question)
+        reports = self.candidate_reports(searched, s.level)
+        batches = self._batches(reports)
+        context = "\n\n".join(report.block for batch in batches for report in batch)
+        result = Answer(question, "global", "", context, self._model_name(context_only),
+                        reports=[r[0] for r in reports],
+                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
+        if context_only:
+            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]], searched))
+            return result
+        t1 = time.perf_counter()
+        offline = self.answerer.whole_global(self.conn, self.retriever, searched, [r[0] for r in reports])
+        if offline is not None:  # the extractive answerer: the main communities, named and cited
+            result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
+            result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
+            result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
+            return result
+        points = self.answerer.key_points(searched, batches)
+        result.timings["map_s"] = round(time.perf_counter() - t1, 4)
+        kept = _best_points(points, s.reduce_tokens)
+        t2 = time.perf_counter()
+        if kept:
+            result.answer = yield from self._written("reduce", question, kept)
+        else:
+            kept, result.answer = self.answerer.no_key_points(question, reports, s.level)
+        cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
+        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited], searched))
+        result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
+        result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
+        return result
+
+    def _batches(self, reports: list[tuple[str, str, str, float]]) -> list[list[ReportText]]:
+        """The reports in map batches of at most map_tokens each (a larger report alone)."""
+        batches: list[list[ReportText]] = [[]]
+        used = 0
+        for cid, _, full, _ in reports:
+            report = ReportText(cid, f"----- Report {cid} -----\n{full}")
+            cost = estimate_tokens(report.block)
+            if batches[-1] and used + cost > self.settings.map_tokens:
+                batches.append([])
+                used = 0
+            batches[-1].append(report)
+            used += cost
+        return [b for b in batches if b]
+
+    def _report_sources(self, community_ids: list[str], question: str) -> list[Passage]:
+        return self.retriever.passages(self.retriever.report_chunks(community_ids, question))
+
+
+def _pieces_of(steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:
+    """The steps' pieces, then the Answer they return."""
+    answer = yield from steps
+    yield answer
+
+
+def final_answer(items: Iterator[str | Answer]) -> Answer:
+    """The Answer at the end of an ask_stream (its text pieces are passed over)."""
+    for item in items:
+        pass
+    return item
+
+
+def _best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, str]]:
+    """The scored points, best first, that fit the reduce budget."""
+    points = sorted((p for p in points if p[0] > 0), key=lambda p: (-p[0], p[1]))
+    kept, used = [], 0
+    for score, text in points:
+        cost = estimate_tokens(text) + 4
+        if used + cost > budget:
+            break
+        kept.append((score, text))
+        used += cost
+    return kept
+
+
+def _cited_reports(text: str) -> set[str]:
+    cited = set()
+    for group in re.findall(r"Reports?\s*[:(]\s*([^\]\)]+)", text):
+        cited.update(part.strip() for part in group.split(","))
+    return cited
+
+
+def _cited(passages: list[Passage]) -> list[tuple[str, str]]:
+    """(citation, text) of ranked passages: passage n is source n."""
+    return [(str(n), p.text) for n, p in enumerate(passages, 1)]
