@@ -63,6 +63,8 @@ def test_the_readme_is_a_front_page_and_ci_runs_its_test_command():
 
 # a repository path: a known top folder, then a name with one of these suffixes
 _PATH = re.compile(r"(?<![\w./-])((?:tgr|bench|tests|fixtures|docs|\.ci)/[\w./-]*\.(?:py|md|sql|png|html|js|db|gz))\b")
+# a module named from inside tgr/, as the architecture page does: `build/pipeline.py`
+_SUBPACKAGE_PATH = re.compile(r"(?<![\w./-])((?:store|ingest|offline|models|build|query|export|adapters)/\w+\.py)\b")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _MODULE = re.compile(r"(?<![\w./-])tgr(?:\.[A-Za-z_]\w*)+")
 
@@ -121,6 +123,7 @@ def test_every_path_and_module_the_docs_name_exists():
         where = page.relative_to(ROOT)
         missing += [f"{where}: link {link}" for link in _LINK.findall(text) if _broken(page, link)]
         missing += [f"{where}: {p}" for p in _PATH.findall(text) if not (ROOT / p).exists()]
+        missing += [f"{where}: {p}" for p in _SUBPACKAGE_PATH.findall(text) if not (ROOT / "tgr" / p).exists()]
         missing += [f"{where}: {m}" for m in set(_MODULE.findall(text)) if not _module_exists(m)]
     assert not missing, "the docs name what does not exist: " + "; ".join(sorted(missing))
 
@@ -129,6 +132,7 @@ def test_the_path_checks_see_what_is_missing():
     assert _module_exists("tgr.query.retrieve.Passage") and _module_exists("tgr.open")
     assert not _module_exists("tgr.integrations") and not _module_exists("tgr.query.retrieve.Nowhere")
     assert _PATH.findall("see tgr/boilerplate.py and docs/old.txt") == ["tgr/boilerplate.py"]
+    assert _SUBPACKAGE_PATH.findall("`build/pipeline.py`, tgr/build/x.py") == ["build/pipeline.py"]
     docs = ROOT / "docs" / "models.md"
     assert not _broken(docs, "asking.md#many-stores-one-question") and not _broken(docs, "https://x.org/a")
     assert _broken(docs, "asking.md#no-such-heading") and _broken(docs, "../nowhere.md")
