@@ -137,8 +137,3 @@ def test_the_path_checks_see_what_is_missing():
     assert not _broken(docs, "asking.md#many-stores-one-question") and not _broken(docs, "https://x.org/a")
     assert _broken(docs, "asking.md#no-such-heading") and _broken(docs, "../nowhere.md")
 
-
-def test_bench_readme_names_every_benchmark():
-    bench = _text(ROOT / "bench" / "README.md")
-    missing = [p.name for p in sorted((ROOT / "bench").glob("*.py")) if p.name not in bench]
-    assert not missing, f"bench/README.md does not describe {missing}"

@@ -187,7 +187,7 @@ def test_the_top_level_holds_few_modules_and_subpackages_start_empty():
 
 
 # What opens a store and runs the stages; the stages and db below them never import these.
-RUNNERS = {"__init__", "knowledge_base", "session", "models.selection", "store.opening", "store.migrations",
+RUNNERS = {"__init__", "__main__", "knowledge_base", "session", "models.selection", "store.opening", "store.migrations",
            "build.pipeline", "build.idle_work", "build.new_store", "query.read_api", "build.ledger", "build.check",
            "cli", "adapters.mcp_server", "adapters.datasette", "query.evaluate", "adapters.retrievers",
            "build.merge_stores", "multi_store", "multi_store_workers"}
