@@ -232,6 +232,8 @@ def test_several_stores_rank_their_themes_together(tmp_path, carol, two_topics):
     with tgr.open_many([carol, two_topics]) as stores:
         answer = stores.ask("Who sharpened the harpoon?", mode="global")
         main = stores.ask("What are the main themes?", mode="global")
+        streamed = list(stores.ask("What are the main themes?", mode="global", stream=True))
+    assert streamed[-1].answer == main.answer and "".join(streamed[:-1]) == main.answer
     lines = answer.answer.splitlines()
     assert lines[0].startswith('The themes about "sharpened", "harpoon"')
     assert lines[1].startswith("1. Ahab") and f"[Reports: {two_topics}: " in lines[1]

@@ -349,31 +349,126 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
 @click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
 @click.option("--context-only", is_flag=True, help="Print the retrieved context; no LLM call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@click.option("--stream/--no-stream", default=None,
+              help="Print the answer as the model writes it (default: on a terminal, not with --json).")
 @_model_options
-def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
+def ask(stores, question, mode, level, top_k, context_only, as_json, stream, chat_model, embed_model, base_url,
         offline, concurrency, rpm, timeout, retries):
     """Answer QUESTION from STORE (or from several: STORE... QUESTION, one ranking fused by rank)."""
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
+    stream = _streaming(stream) and not (as_json or context_only)
     with _open_stores(stores, **options) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
+        if stream:
+            with _stops_cleanly():
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn))
+        else:
+            result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
     if as_json:
         click.echo(result.to_json())
     elif context_only:
         click.echo(result.context)
     else:
-        click.echo(result.answer)
-        if result.sources and not result.answer.startswith("I don't know"):
-            cited = _cited_sources(result.answer)
-            shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
-            click.echo("\nSources:")
-            for s in shown:
-                store = f"{s['store']}: " if "store" in s else ""
-                click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
-            if len(shown) < len(result.sources):
-                click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
-        if result.reports and mode == "global":
-            click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+        if not stream:
+            click.echo(result.answer)
+        _print_sources(result, mode, level)
+
+
+@main.command()
+@click.argument("stores", nargs=-1, required=True, type=_FILE)
+@click.option("--mode", type=click.Choice(MODES), default="local", show_default=True, help="Change it with /mode.")
+@click.option("--level", type=click.IntRange(0), default=0, show_default=True,
+              help="Community level (global); change it with /level.")
+@click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
+@click.option("--stream/--no-stream", default=None,
+              help="Print answers as the model writes them (default: on a terminal).")
+@_model_options
+def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, offline, concurrency, rpm,
+         timeout, retries):
+    """Talk with STORE (or several): each question is answered in the light of the ones before.
+
+    On a terminal: line editing and history, and /mode, /level, /sources, /reset, /help, /exit.
+    With stdin not a terminal: one question (or command) per line until the end of input."""
+    from .adapters.terminal_chat import ChatLoop
+
+    options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
+                   concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
+    with _open_stores(stores, **options) as kb:
+        loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
+                        interactive=sys.stdin.isatty(), show=_Shown(), stops=_stops_cleanly)
+        failed = loop.run()
+    if failed:
+        sys.exit(1)
+
+
+def _streaming(stream: bool | None) -> bool:
+    """--stream/--no-stream, else on when stdout is a terminal."""
+    return sys.stdout.isatty() if stream is None else stream
+
+
+@contextlib.contextmanager
+def _stops_cleanly():
+    """Ctrl-C while an answer is written: one line on stderr and exit 130 (a question writes nothing)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+def _streamed(items) -> "Answer":
+    """Print the answer's text pieces as they arrive, then end the line; returns the Answer.
+    A failure or Ctrl-C midway ends the line first, so its message starts on a line of its own."""
+    from .query.modes import Answer
+
+    printed = False
+    try:
+        for item in items:
+            if isinstance(item, Answer):
+                if printed:
+                    click.echo("")
+                return item
+            click.echo(item, nl=False)
+            sys.stdout.flush()
+            printed = printed or bool(item)
+    except BaseException:
+        if printed:
+            click.echo("")
+        raise
+    raise TgrError("the answer ended before it was complete")
+
+
+def _print_sources(result, mode: str, level: int) -> None:
+    """The sources an answer cites (else its first five); in global mode, the reports considered."""
+    if result.sources and not result.answer.startswith("I don't know"):
+        cited = _cited_sources(result.answer)
+        shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
+        click.echo("\nSources:")
+        for s in shown:
+            store = f"{s['store']}: " if "store" in s else ""
+            click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
+        if len(shown) < len(result.sources):
+            click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
+    if result.reports and mode == "global":
+        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+
+
+class _Shown:
+    """How tgr chat prints (the command line's formatting, handed to tgr.adapters.terminal_chat)."""
+
+    streamed = staticmethod(_streamed)
+    sources = staticmethod(_print_sources)
+    @staticmethod
+    def line(text: str = "", err: bool = False) -> None:
+        click.echo(_one_line(text) if err else text, err=err)
+
+    @staticmethod
+    def source(source: dict) -> str:
+        """One source of an answer, on one line: where it is and how it starts."""
+        store = f"{source['store']}: " if "store" in source else ""
+        text = _one_line(source.get("text", ""))
+        return (f"[{source['ref']}] {store}{_document_name(source)} (chunk {source['ordinal']}): "
+                f"{text[:160] + '…' if len(text) > 160 else text}")
 
 
 @main.command("eval")

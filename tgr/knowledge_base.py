@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .build import ledger
 from .query import read_api as reading
@@ -19,7 +19,7 @@ from .store.db import Connection
 from .models.gateway import Gateway
 from .models.clients import ChatModel, Embedder
 from .prompts import Prompts
-from .query.modes import Answer, QuerySettings, Searcher
+from .query.modes import Answer, QuerySettings, Searcher, final_answer
 from .query.retrieve import Passage
 from .settings import IndexSettings, IndexSummary
 
@@ -147,30 +147,51 @@ class KnowledgeBase:
     # -- reading --------------------------------------------------------------------------
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
-            warn: Warn | None = None, **query_settings) -> Answer:
+            warn: Warn | None = None, history: Sequence[dict] | None = None, stream: bool = False,
+            **query_settings) -> Answer | Iterator[str | Answer]:
         """Answer a question: mode 'local' (default), 'global' or 'naive'.
 
+        history: the conversation the question follows, as role/content turns (oldest first,
+        the shape the OpenAI API uses): retrieval resolves the question against it and the
+        chat model reads its latest turns. stream=True: ask_stream() instead.
         Uses the models the store records unless others were given; what cannot be reached
         here is left out (see tgr.models.selection) and said once through warn (and in
         model_note and the answer's notes).
         """
-        return reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
-                           query_settings=query_settings)
+        steps = reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
+                            query_settings=query_settings, history=history, stream=stream)
+        return steps if stream else final_answer(steps)
+
+    def ask_stream(self, question: str, mode: str = "local", **options) -> Iterator[str | Answer]:
+        """ask(), as it is written: the answer's text in pieces as the chat model writes them
+        (the reduce step's in global mode; an answer written without a model comes whole),
+        then the complete Answer. Options as for ask()."""
+        return self.ask(question, mode, stream=True, **options)
+
+    def chat(self, mode: str = "local", *, history: Sequence[dict] | None = None, warn: Warn | None = None,
+             **query_settings):
+        """A conversation (tgr.query.chat_session.Chat): each question is asked after the turns before it."""
+        from .query.chat_session import Chat
+
+        return Chat(self, mode, history=history, warn=warn, **query_settings)
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
-                 warn: Warn | None = None) -> list[Passage]:
+                 warn: Warn | None = None, history: Sequence[dict] | None = None) -> list[Passage]:
         """The k passages that best answer the question, best first, with their text, score,
         document (source, title, own id, metadata) and character offsets. No model is asked
         for an answer; global mode gives the chunks behind the best community reports.
+        A question after a conversation (history) is resolved against it (see ask).
         Vectors out of reach are left out, said once through warn (and in model_note)."""
-        return reading.retrieve(self._store, question, mode, k, warn=warn)
+        return reading.retrieve(self._store, question, mode, k, warn=warn, history=history)
 
     def answer_from(self, question: str, passages: list[Passage], mode: str = "naive", *,
-                    context_only: bool = False, warn: Warn | None = None, **query_settings) -> Answer:
+                    context_only: bool = False, warn: Warn | None = None, history: Sequence[dict] | None = None,
+                    stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from given ranked passages (tgr.multi_store: several stores' fused ranking), with
-        this store's models, as ask() would write it from them."""
-        return reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
-                                   query_settings=query_settings)
+        this store's models, as ask() would write it from them (history and stream as for ask)."""
+        steps = reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
+                                    query_settings=query_settings, history=history, stream=stream)
+        return steps if stream else final_answer(steps)
 
     def themes(self, question: str, *, warn: Warn | None = None, **query_settings) -> tuple[list, bool] | None:
         """The themes (tgr.offline.global_answer.Theme) an offline global answer lists for the

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 if TYPE_CHECKING:  # httpx is imported when a remote model is built
     import httpx
@@ -34,6 +34,10 @@ class Completion:
 
 
 class ChatModel(Protocol):
+    """Optional: stream(prompt, **params) yields the answer's text pieces as the model writes
+    them, then its Completion (tgr.gateway replays a model without it whole). A `history`
+    param (role/content messages) is the conversation the prompt follows."""
+
     name: str
 
     def complete(self, prompt: str, **params) -> Completion: ...
@@ -84,6 +88,29 @@ def _usage(prompt: str, text: str, usage) -> tuple[int, int, str]:
     if usage and usage.get("prompt_tokens") is not None:
         return int(usage["prompt_tokens"]), int(usage.get("completion_tokens") or 0), "api"
     return estimate_tokens(prompt), estimate_tokens(text), "estimate"
+
+
+def messages(prompt: str, params: dict) -> list[dict]:
+    """The chat messages of a request: the conversation so far (params["history"]), then the prompt."""
+    earlier = [{"role": m["role"], "content": m["content"]} for m in params.get("history") or ()]
+    return [*earlier, {"role": "user", "content": prompt}]
+
+
+def _completion_of(prompt: str, pieces) -> Iterator[str | Completion]:
+    """A stream's text pieces, then its Completion (usage as reported, else estimated)."""
+    from .chat_stream import StreamEnd
+
+    text = []
+    try:
+        for item in pieces:
+            if isinstance(item, StreamEnd):
+                joined = "".join(text)
+                yield Completion(joined, *_usage(prompt, joined, item.usage))
+                return
+            text.append(item)
+            yield item
+    finally:
+        pieces.close()  # stopped early: the connection is closed now, not when collected
 
 
 def _is_transient_status(status: int) -> bool:
@@ -145,7 +172,7 @@ class ZhipuChat(_ZhipuBase):
         """The JSON body of one chat request (the same in a batch job's input file)."""
         sampling = {"do_sample": False} if params.get("temperature", 0.0) == 0.0 else {
             "temperature": params["temperature"]}
-        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+        return {"model": self.model, "messages": messages(prompt, params),
                 "max_tokens": params.get("max_tokens", 4096), **sampling}
 
     def complete(self, prompt: str, **params) -> Completion:
@@ -158,6 +185,13 @@ class ZhipuChat(_ZhipuBase):
         except (AttributeError, IndexError) as exc:
             raise TransientModelError(f"zhipuai {self.model}: malformed response ({exc})") from None
         return Completion(text, *_usage(prompt, text, response.usage))
+
+    def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
+        """The answer's text pieces as GLM writes them, then its Completion."""
+        from .chat_stream import zhipu_pieces
+
+        return _completion_of(prompt, zhipu_pieces(self._client, self.request_body(prompt, **params),
+                                                   self._translate))
 
 
 class ZhipuEmbedder(_ZhipuBase):
@@ -216,15 +250,19 @@ class _OpenAIBase:
         except httpx.TransportError as exc:
             raise TransientModelError(redact(f"{self.base_url}: {exc}", self._key)) from None
         if response.status_code >= 400:
-            detail = redact(response.text[:300], self._key)
-            message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
-            if _is_transient_status(response.status_code):
-                raise TransientModelError(message, _retry_after(response.headers))
-            raise ModelError(message)
+            raise self._status_error(response, path)
         try:
             return response.json()
         except ValueError:
             raise TransientModelError(f"{self.base_url}{path}: response is not JSON") from None
+
+    def _status_error(self, response, path: str) -> Exception:
+        """tgr's error for an HTTP error answer (transient: worth a retry)."""
+        detail = redact(response.text[:300], self._key)
+        message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
+        if _is_transient_status(response.status_code):
+            return TransientModelError(message, _retry_after(response.headers))
+        return ModelError(message)
 
 
 class OpenAIChat(_OpenAIBase):
@@ -236,7 +274,7 @@ class OpenAIChat(_OpenAIBase):
 
     def request_body(self, prompt: str, **params) -> dict:
         """The JSON body of one chat request (the same in a batch job's input file)."""
-        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+        return {"model": self.model, "messages": messages(prompt, params),
                 "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
 
     def complete(self, prompt: str, **params) -> Completion:
@@ -246,6 +284,16 @@ class OpenAIChat(_OpenAIBase):
         except (KeyError, IndexError, TypeError):
             raise TransientModelError(f"{self.base_url}: malformed chat response") from None
         return Completion(text, *_usage(prompt, text, data.get("usage")))
+
+    def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
+        """The answer's text pieces as the endpoint streams them (SSE), then its Completion."""
+        from .chat_stream import openai_pieces
+
+        path = "/chat/completions"
+        describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
+        return _completion_of(prompt, openai_pieces(
+            self._http, f"{self.base_url}{path}", self.request_body(prompt, **params), describe,
+            lambda response: self._status_error(response, path)))
 
 
 class OpenAIEmbedder(_OpenAIBase):

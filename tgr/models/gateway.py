@@ -78,6 +78,19 @@ def cache_key(model: str, prompt: str, params: dict) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def retry_delay(gateway: "Gateway", exc: TransientModelError, attempt: int) -> float:
+    """Seconds the gateway waits before retrying after this failed attempt (Retry-After, else
+    backoff with jitter); ModelError once its retries are spent."""
+    if attempt > gateway.max_retries:
+        raise ModelError(f"{exc} (gave up after {attempt} attempts; "
+                         "re-run to resume: finished calls are cached)") from None
+    delay = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER)
+    if delay is None:
+        delay = min(gateway.max_backoff, gateway.backoff * 2 ** (attempt - 1))
+        delay *= 0.5 + gateway._jitter.random()
+    return delay
+
+
 class _RateLimiter:
     """Spaces call starts at least 60/rpm seconds apart across all workers."""
 
@@ -221,6 +234,15 @@ class Gateway:
             return text
         raise ModelError("no answer")  # unreachable: chat_many yields once per job
 
+    def cached_answer(self, stage: str, key: str) -> str | None:
+        """The cached answer under this key (recorded as a cache hit), or None."""
+        row = self.conn.execute(
+            "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        self._ledger(stage, "chat", self.chat_model.name, True, 0, row[1], row[2], "cache", 0.0, 0)
+        return row[0]
+
     def chat_many(self, stage: str, jobs: Iterable[ChatJob],
                   idle: Callable[[], bool] | None = None) -> Iterator[tuple[ChatJob, str]]:
         """Answer every job, yielding (job, text) as answers arrive; cache hits come first.
@@ -242,12 +264,9 @@ class Gateway:
             if key in misses:
                 misses[key].append(job)
                 continue
-            row = self.conn.execute(
-                "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
-                (key,)).fetchone()
-            if row is not None:
-                self._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
-                yield job, row[0]
+            cached = self.cached_answer(stage, key)
+            if cached is not None:
+                yield job, cached
             else:
                 misses[key] = [job]
         idle = _UntilDone(idle) if idle is not None else None
@@ -349,18 +368,15 @@ class Gateway:
         attempt = 0
         while True:
             attempt += 1
-            self._limiter.wait()
+            self.wait_turn()
             try:
                 return call(), attempt
             except TransientModelError as exc:
-                if attempt > self.max_retries:
-                    raise ModelError(f"{exc} (gave up after {attempt} attempts; "
-                                     "re-run to resume: finished calls are cached)") from None
-                delay = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER)
-                if delay is None:
-                    delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                    delay *= 0.5 + self._jitter.random()
-                time.sleep(delay)
+                time.sleep(retry_delay(self, exc, attempt))
+
+    def wait_turn(self) -> None:
+        """Wait until the requests-per-minute cap allows another call."""
+        self._limiter.wait()
 
     def _run_chat(self, outcome: _Outcome) -> _Outcome:
         job = outcome.job
@@ -431,6 +447,10 @@ class Gateway:
     def _leave(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+    def store_answer(self, stage: str, model: str, outcome: "_Outcome") -> None:
+        """Cache (where this gateway writes its cache) and record one answered call."""
+        self._store(stage, model, outcome)
 
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
         """Cache the answer and record the call, in one transaction (one commit per call)."""

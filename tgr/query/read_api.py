@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import StoreError
 from ..models.registry import chat_name
@@ -27,26 +28,26 @@ def searcher(store, question: str, settings: QuerySettings) -> Searcher:
     return Searcher(store.conn, gateway, store.prompts, settings, store.models.asking.tables)
 
 
-def ask(store, question: str, mode: str, *, context_only: bool, warn, query_settings: dict) -> Answer:
-    """Answer a question; what it leaves out (models out of reach) is said once through warn
-    and kept in the answer's notes."""
+def ask(store, question: str, mode: str, *, context_only: bool, warn, query_settings: dict, history=None,
+        stream: bool = False) -> Iterator[str | Answer]:
+    """The answer's text pieces (with stream), then the Answer of a question asked after a
+    conversation (history: role/content turns); what it leaves out (models out of reach) is
+    said once through warn and kept in the answer's notes."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
-    answer = found.ask(question.strip(), mode, context_only=context_only)
-    answer.notes = notes
-    return answer
+    return _noted(found.ask_stream(question.strip(), mode, context_only, history, stream=stream), notes)
 
 
 def answer_from(store, question: str, passages: list[Passage], mode: str, *, context_only: bool, warn,
-                query_settings: dict) -> Answer:
+                query_settings: dict, history=None, stream: bool = False) -> Iterator[str | Answer]:
     """An answer written from given ranked passages, as ask() does."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
-    answer = found.answer_passages(question.strip(), passages, mode, context_only)
-    answer.notes = notes
-    return answer
+    return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
 
 
 def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, bool] | None:
@@ -57,12 +58,30 @@ def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, b
     return found.themes(question.strip())
 
 
-def retrieve(store, question: str, mode: str, k: int, warn=None) -> list[Passage]:
-    """The k passages that best answer the question, best first; vectors out of reach are
-    said once through warn."""
+def _checked(history) -> list[dict]:
+    """The conversation as role/content turns (tgr.query.conversation, loaded only for one)."""
+    if not history:
+        return []
+    from .conversation import checked_history
+
+    return checked_history(history)
+
+
+def _noted(items: Iterator[str | Answer], notes: list[str]) -> Iterator[str | Answer]:
+    for item in items:
+        if isinstance(item, Answer):
+            item.notes = notes
+        yield item
+
+
+def retrieve(store, question: str, mode: str, k: int, warn=None, history=None) -> list[Passage]:
+    """The k passages that best answer the question (resolved against the conversation in
+    history), best first; vectors out of reach are said once through warn."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings())
     store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
-    return found.retriever.retrieve(question.strip(), mode, k).passages
+    found.follow(history)
+    return found.retriever.retrieve(found.searched(question.strip()), mode, k).passages
 
 
 def graph(conn):
