@@ -233,6 +233,9 @@ def main() -> None:
 @_prompt_options
 @click.option("--portable", is_flag=True,
               help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
+@click.option("--keep-boilerplate", is_flag=True,
+              help="Keep plain text whole (by default a licence header or footer at the start or end "
+                   "of a file, credits and contents lists are dropped, and said).")
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--batch/--no-batch", default=None,
               help="Send each wave of prompts as a Batch API job: half the price, answers within hours "
@@ -245,7 +248,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          portable, estimate, batch, no_wait, batch_fallback, as_json, quiet):
+          portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -270,7 +273,8 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         try:
             with _progress(quiet) as progress:
                 summary = kb.index(paths, progress=progress, warn=_warn, portable=portable,
-                                   batch=_batch_options(batch, no_wait, batch_fallback), **settings)
+                                   batch=_batch_options(batch, no_wait, batch_fallback),
+                                   keep_boilerplate=keep_boilerplate, **settings)
         except BatchPending as pending:
             click.echo(f"{_one_line(pending)}; run `tgr index {store}` to collect the answers and go on", err=True)
             sys.exit(3)
@@ -279,6 +283,11 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             return
         levels = ", ".join(f"L{k}: {v}" for k, v in summary.communities.items()) or "none"
         click.echo(f"documents      {summary.documents} ({summary.documents_added} new)")
+        if summary.boilerplate:
+            dropped = sum(summary.boilerplate.values())
+            where = (next(iter(summary.boilerplate)) if len(summary.boilerplate) == 1
+                     else f"{len(summary.boilerplate)} files")
+            click.echo(f"boilerplate    {dropped:,} characters dropped from {where} (--keep-boilerplate keeps them)")
         click.echo(f"chunks         {summary.chunks} ({summary.chunks_extracted} extracted now)")
         click.echo(f"entities       {summary.entities}")
         click.echo(f"relationships  {summary.relationships}")
@@ -601,7 +610,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
         elif key == "size_bytes":
             key, value = "size", f"{value / 1e6:.1f} MB"
         elif isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
+            value = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
         click.echo(f"{key:<{width}}{value}")
 
 

@@ -198,8 +198,6 @@ class Gateway:
         self.max_backoff = max_backoff
         self.run_id = run_id
         self.write_cache = write_cache
-        # called with 'chat' or 'embed' as each answer is recorded (inside its transaction)
-        self.on_answer: Callable[[str], None] | None = None
         self.usage: dict[str, Usage] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -345,7 +343,18 @@ class Gateway:
             self._workers = _Workers(self.concurrency)
         return self._workers
 
-    def _with_retries(self, call: Callable[[], Any]) -> tuple[Any, int]:
+    def embed_dim(self) -> int:
+        """The embedder's dimension. An endpoint that has to be asked for it (tgr.models.
+        OpenAIEmbedder.probe) is asked like any request: retried with backoff, Retry-After and
+        max_retries, so a transient error on the run's first request costs time, not the run."""
+        probe = getattr(self.embedder, "probe", None)
+        if probe is not None:
+            self.retried(probe)
+        return self.embedder.dim
+
+    def retried(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        """(call(), attempts): call retried on transient errors (429, 5xx, timeouts) with
+        exponential backoff and jitter, honouring Retry-After, at most max_retries times."""
         attempt = 0
         while True:
             attempt += 1
@@ -372,7 +381,7 @@ class Gateway:
                 params = dict(job.params)
                 if tries:  # a rejected answer: ask again with a little sampling
                     params["temperature"] = 0.3
-                completion, attempts = self._with_retries(
+                completion, attempts = self.retried(
                     functools.partial(self.chat_model.complete, job.prompt, **params))
                 outcome.attempts += attempts
                 spent_prompt += completion.prompt_tokens
@@ -401,7 +410,7 @@ class Gateway:
         start = time.perf_counter()
         self._enter()
         try:
-            vectors, attempts = self._with_retries(functools.partial(embed, batch))
+            vectors, attempts = self.retried(functools.partial(embed, batch))
             return index, vectors, attempts, time.perf_counter() - start, None
         except BaseException as exc:
             return index, None, 0, time.perf_counter() - start, exc
@@ -410,7 +419,7 @@ class Gateway:
 
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
-        vectors, attempts = self._with_retries(functools.partial(self._embed_call(stage), batch))
+        vectors, attempts = self.retried(functools.partial(self._embed_call(stage), batch))
         self._record_embed(stage, batch, attempts, time.perf_counter() - start)
         return vectors
 
@@ -465,8 +474,6 @@ class Gateway:
             usage.completion_tokens += completion_tokens
             usage.billed_tokens += (prompt_tokens + completion_tokens) * price
             usage.prompt_chars += prompt_chars
-        if self.write_cache and self.on_answer is not None:
-            self.on_answer(kind)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "

@@ -9,7 +9,8 @@ from .db import set_meta, transaction
 from .errors import ModelMismatch
 from .gateway import Gateway
 from .models import ChatModel, Embedder, vector_type
-from .providers import chat_for_store, chat_name, embedder_for_store, keep_store_vector_type, make_embedder
+from .providers import (OFFLINE_NAMES, chat_for_store, chat_name, embedder_for_store, keep_store_vector_type,
+                        make_embedder)
 from .query_models import QueryModels, resolve_query_models
 
 
@@ -51,14 +52,26 @@ class ModelChoice:
             chat = self.chat_model()
             embedder = self.embed_spec
             if embedder is None or isinstance(embedder, str):
-                embedder = embedder_for_store(self.store.meta, embedder, **self.model_options)
+                embedder = self._embedder_for_run(embedder)
             else:
                 built = self.store.meta.get("embed_model")
                 if built and built != embedder.name:
                     raise ModelMismatch(f"this store was built with the embedding model {built}, "
                                         f"not {embedder.name}")
-            self._resolved = (chat, keep_store_vector_type(embedder, self.store.meta))
+                embedder = keep_store_vector_type(embedder, self.store.meta)
+            self._resolved = (chat, embedder)
         return self._resolved
+
+    def _embedder_for_run(self, spec: str | None) -> Embedder:
+        """The store's recorded embedder; another one named explicitly only while the store
+        holds no vector yet (a first run that stopped before embedding anything)."""
+        try:
+            return keep_store_vector_type(embedder_for_store(self.store.meta, spec, **self.model_options),
+                                          self.store.meta)
+        except ModelMismatch:
+            if spec is None or spec.lower() in OFFLINE_NAMES or has_vectors(self.store.conn):
+                raise
+        return make_embedder(spec, **self.model_options)
 
     def chat_model(self) -> ChatModel | None:
         """The chat model from its spec, else the one the store records (None: extractive)."""
@@ -104,10 +117,18 @@ class ModelChoice:
         embedder = self.embed_spec
         if embedder is None or isinstance(embedder, str):
             embedder = make_embedder(embedder, **self.model_options)
-        embedder.embed(["embedding probe"])  # fail here, before the old vectors are dropped
+        # fail here, before the old vectors are dropped (retried like every request)
+        Gateway(self.store.conn, None, embedder, **self.gateway_options).retried(
+            lambda: embedder.embed(["embedding probe"]))
         self.embed_spec = embedder
         clear_vectors()
         with transaction(self.store.conn):
             set_meta(self.store.conn, embed_model=embedder.name, embed_dim=embedder.dim,
                      embed_vector=vector_type(embedder))
         self.release()
+
+
+def has_vectors(conn) -> bool:
+    """Whether any chunk, entity or report of the store has a vector (of its own embedder)."""
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE embed_hash IS NOT NULL LIMIT 1").fetchone()
+               for table in ("chunks", "entities", "reports"))

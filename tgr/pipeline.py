@@ -21,7 +21,7 @@ from .estimate import estimate_index
 from .extract import extract_chunks
 from .gateway import Gateway
 from .ingest import read_documents
-from .ledger import fill_summary, finish_run, model_recorder, start_run, usage_before
+from .ledger import fill_summary, finish_run, record_dimension, record_models, start_run, usage_before
 from .merge import needs_merge, plan_merge, store_merge, summarise
 from .overlap import Overlap
 from .portable import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
@@ -144,7 +144,7 @@ class Build:
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
-          overrides: dict, portable: bool | str = False, batch=None) -> IndexSummary:
+          overrides: dict, portable: bool | str = False, batch=None, keep_boilerplate: bool = False) -> IndexSummary:
     """Ingest documents and bring every stage up to date (see KnowledgeBase.index); portable
     (True or a local embedder's spec): keep portable vectors too (tgr/portable.py); batch: see
     KnowledgeBase.index."""
@@ -155,7 +155,7 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
         (warn or (lambda m: None))(message)
 
     paths = list(paths)
-    documents = read_documents(paths, on_warning, stdin=stdin) if paths else []
+    documents = read_documents(paths, on_warning, stdin=stdin, keep_boilerplate=keep_boilerplate) if paths else []
     if not documents and (paths or not store.has_rows("documents")):
         raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
     store.writable("index", on_warning)  # before the settings: another run may be choosing them
@@ -168,6 +168,8 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
                    lambda gw, s: Build(store, gw, settings, s, progress, on_warning).index(documents),
                    batch=batch, progress=progress)
     summary.warnings = warnings
+    summary.boilerplate = {d.source: d.metadata["boilerplate_chars"] for d in documents
+                           if d.metadata.get("boilerplate_chars")}
     return summary
 
 
@@ -256,16 +258,16 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     begin_writing(store.conn)
     if "embed_model" not in store.meta:  # vectors of a run whose embedder never answered: not ours
         clear_embeddings(store.conn)
+    record_models(store.conn, settings, chat, embedder)  # before the first model call
     run_id = start_run(store.conn, command, settings)
     gateway = store.models.gateway(run_id)
     before = usage_before(gateway)
     summary = IndexSummary()
     status = "failed"
-    gateway.on_answer = model_recorder(store.conn, settings, chat, embedder)
     try:
+        record_dimension(store.conn, gateway)  # the embedder's probe, if it needs one: retried
         gateway.batch = runner_for(store.conn, chat, batch, progress)
         body(gateway, summary)
-        gateway.on_answer(None)  # a run that needed no model call still records them
         if gateway.batch:
             gateway.batch.abandon_stale()
         status = "done"

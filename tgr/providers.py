@@ -1,6 +1,6 @@
 """Choose the chat model and embedder from options, the environment and the store's meta.
 
-Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
+Spec strings: "zhipuai:glm-4-flash", "openai:gpt-4o-mini", "tgr:hash-384"
 (hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
 chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
@@ -9,6 +9,14 @@ is local:multilingual-e5-small when the local-embed extra is installed, else tgr
 A store always queries with the embedder it was built with, never another's, and by default
 with the chat model it records; only keys and endpoints come from the environment. (What a
 question does when they can't be reached here is tgr.query_models's business.)
+
+Keys and endpoints, first found wins (docs: README "Keys and endpoints"):
+  openai:   --base-url, TGR_BASE_URL, OPENAI_BASE_URL, else OpenAI's own endpoint;
+            the key: api_key=, TGR_API_KEY, OPENAI_API_KEY (none needed at a named endpoint).
+  zhipuai:  the key: api_key=, TGR_API_KEY, ZHIPUAI_API_KEY.
+A store records the host of the endpoint it was built at (never a key) and shows it; the host
+is never used to send anything: with no endpoint named, a store built elsewhere than at
+OpenAI's endpoint is refused (building) or left out (questions), naming the host.
 """
 from __future__ import annotations
 
@@ -27,6 +35,56 @@ REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endp
 LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "zhipuai": "ZHIPUAI_API_KEY"}
+
+
+def named_base_url(base_url: str | None = None) -> str | None:
+    """The OpenAI-compatible endpoint the user named: the argument, TGR_BASE_URL, OPENAI_BASE_URL."""
+    return base_url or os.environ.get("TGR_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def api_key_for(provider: str, api_key: str | None = None) -> str | None:
+    """The key for a provider: the argument, TGR_API_KEY, then the provider's own variable."""
+    return api_key or os.environ.get("TGR_API_KEY") or os.environ.get(KEY_VARIABLES.get(provider, "")) or None
+
+
+def endpoint_host(url: str | None) -> str | None:
+    """host[:port] of an endpoint URL (never its user or password), as a store records it."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    return f"{host}:{port}" if host and port else host
+
+
+def model_host(model) -> str | None:
+    """The endpoint host a model sends to (None: zhipuai's own, or computed in process)."""
+    return endpoint_host(getattr(model, "base_url", None)) if getattr(model, "name", "").startswith("openai:") else None
+
+
+def _openai_endpoint(spec: str, base_url: str | None, api_key: str | None,
+                     recorded_host: str | None) -> tuple[str, str | None]:
+    """(URL, key) for an openai: model: the endpoint named, else OpenAI's own. A store built
+    at another host than OpenAI's is not sent to OpenAI: the user names its endpoint."""
+    named = named_base_url(base_url)
+    key = api_key_for("openai", api_key)
+    if named:
+        return named, key
+    if recorded_host and recorded_host != endpoint_host(OPENAI_URL):
+        raise ModelError(f"{spec} was used at {terminal_safe(recorded_host)}: pass --base-url with that "
+                         "endpoint's URL (or set TGR_BASE_URL or OPENAI_BASE_URL)")
+    if not key:
+        raise ModelError(f"{spec} at OpenAI's endpoint needs a key: set OPENAI_API_KEY (or TGR_API_KEY), "
+                         "or pass --base-url for another OpenAI-compatible endpoint")
+    return OPENAI_URL, key
+
+
 def _split(spec: str, base_url: str | None) -> tuple[str, str]:
     if ":" in spec:
         provider, _, name = spec.partition(":")
@@ -35,8 +93,9 @@ def _split(spec: str, base_url: str | None) -> tuple[str, str]:
 
 
 def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
-              timeout: float = 120.0) -> ChatModel | None:
-    """A chat model for the spec, or None for the offline (extractive) mode."""
+              timeout: float = 120.0, recorded_host: str | None = None) -> ChatModel | None:
+    """A chat model for the spec, or None for the offline (extractive) mode (recorded_host:
+    where the store used it, see _openai_endpoint)."""
     base_url = base_url or os.environ.get("TGR_BASE_URL")
     if spec is None:
         if base_url:
@@ -51,11 +110,10 @@ def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | N
         return None
     provider, name = _split(spec, base_url)
     if provider == "zhipuai":
-        return ZhipuChat(name, api_key=api_key, timeout=timeout)
+        return ZhipuChat(name, api_key=api_key_for(provider, api_key), timeout=timeout)
     if provider == "openai":
-        if not base_url:
-            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
-        return OpenAIChat(name, base_url, api_key=api_key, timeout=timeout)
+        url, key = _openai_endpoint(f"openai:{name}", base_url, api_key, recorded_host)
+        return OpenAIChat(name, url, api_key=key or "", timeout=timeout)
     raise ModelError(f"unknown chat provider in {spec!r} (use zhipuai:, openai: or offline)")
 
 
@@ -65,7 +123,7 @@ def chat_name(chat: ChatModel | None) -> str:
 
 
 def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
-                  timeout: float = 120.0, dim: int | None = None) -> Embedder:
+                  timeout: float = 120.0, dim: int | None = None, recorded_host: str | None = None) -> Embedder:
     """An embedder for the spec; with no spec, zhipuai if a key is set, else the offline one."""
     base_url = base_url or os.environ.get("TGR_BASE_URL")
     if spec is not None and spec.lower() in OFFLINE_NAMES:
@@ -84,11 +142,10 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
     if provider == "local":
         return LocalEmbedder(name)
     if provider == "zhipuai":
-        return ZhipuEmbedder(name, dim=dim, api_key=api_key, timeout=timeout)
+        return ZhipuEmbedder(name, dim=dim, api_key=api_key_for(provider, api_key), timeout=timeout)
     if provider == "openai":
-        if not base_url:
-            raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
-        return OpenAIEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
+        url, key = _openai_endpoint(f"openai:{name}", base_url, api_key, recorded_host)
+        return OpenAIEmbedder(name, url, dim=dim, api_key=key or "", timeout=timeout)
     raise ModelError(f"unknown embedding provider in {spec!r} "
                      "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
 
@@ -126,7 +183,7 @@ def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
         spec = None
     wanted = spec or built
     try:
-        embedder = make_embedder(wanted, dim=dim, **kwargs)
+        embedder = make_embedder(wanted, dim=dim, recorded_host=meta.get("endpoint_host"), **kwargs)
     except ModelError as exc:
         raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
                             f"it cannot be queried without it: {exc}") from None
@@ -146,12 +203,13 @@ def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
     None, the extractive mode, with a one-line note saying why; others get the error.
     """
     recorded = meta.get("chat_model")
+    host = meta.get("endpoint_host")
     if spec is not None or not recorded:
-        return make_chat(spec, **kwargs), None
+        return make_chat(spec, recorded_host=host, **kwargs), None
     if recorded.lower() in OFFLINE_NAMES:
         return None, None
     try:
-        return make_chat(recorded, **kwargs), None
+        return make_chat(recorded, recorded_host=host, **kwargs), None
     except ModelError as exc:
         shown = terminal_safe(recorded)
         if not lenient:

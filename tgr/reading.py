@@ -94,9 +94,12 @@ def info(conn, path: Path, meta: dict) -> dict:
         "embed_model": meta.get("embed_model", "-"),
         "embed_dim": int(meta.get("embed_dim", 0) or 0),
         "embed_vector": meta.get("embed_vector", "float32"),
+        "endpoint_host": meta.get("endpoint_host", "-"),
+        "portable_vectors": _portable(conn, meta),
         "quality": (f"offline default: heuristic extraction, {embeddings} embeddings, extractive "
                     "reports and answers (lower quality than an LLM)") if offline else "LLM-built",
         "documents": count("SELECT count(*) FROM documents"),
+        "boilerplate_dropped": _boilerplate(conn),
         "chunks": count("SELECT count(*) FROM chunks"),
         "chunks_extracted": count("SELECT count(*) FROM extractions"),
         "entities": count("SELECT count(*) FROM entities"),
@@ -108,6 +111,36 @@ def info(conn, path: Path, meta: dict) -> dict:
         "settings": asdict(IndexSettings.from_meta(meta)),
         "prompts": _recorded_prompt_names(meta.get("prompts")),
     }
+
+
+def _portable(conn, meta: dict) -> dict:
+    """The portable embedder and how many rows of each kind have its vector ({}: none kept)."""
+    from .db import PORTABLE_MODEL_KEY, PORTABLE_TABLES, has_table
+
+    model = meta.get(PORTABLE_MODEL_KEY)
+    if not model:
+        return {}
+    from .models import embeds
+
+    found = {"model": terminal_safe(model)}
+    for kind, table in PORTABLE_TABLES.items():
+        if not embeds(kind, model):  # e.g. the local model's reports: none are made
+            continue
+        rows = conn.execute(f"SELECT count(*) FROM {kind}").fetchone()[0]
+        have = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if has_table(conn, table) else 0
+        found[kind] = f"{have}/{rows}"
+    return found
+
+
+def _boilerplate(conn) -> dict:
+    """{document source: characters dropped as boilerplate when it was read}, where any were."""
+    dropped = {}
+    for source, chars in conn.execute(
+            "SELECT source, json_extract(metadata, '$.boilerplate_chars') FROM documents "
+            "WHERE json_valid(metadata) AND json_extract(metadata, '$.boilerplate_chars') > 0 ORDER BY source"):
+        if isinstance(chars, int):  # a store made elsewhere may hold anything
+            dropped[terminal_safe(str(source))] = chars
+    return dropped
 
 
 def _recorded_prompt_names(recorded: str | None) -> str:

@@ -70,6 +70,7 @@ class IndexSummary:
     calls_by_stage: dict = field(default_factory=dict)
     wall_s: float = 0.0
     warnings: list = field(default_factory=list)
+    boilerplate: dict = field(default_factory=dict)  # characters dropped as boilerplate, by file
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -92,7 +92,8 @@ class KnowledgeBase:
     # -- building -------------------------------------------------------------------------
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, portable: bool | str = False, batch=None, **overrides) -> IndexSummary:
+              stdin=None, portable: bool | str = False, batch=None, keep_boilerplate: bool = False,
+              **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
@@ -103,11 +104,13 @@ class KnowledgeBase:
         batch: a tgr.batch.BatchOptions (or True) to send each wave through the provider's
         Batch API at half the price; None does so only to collect jobs the store holds open
         (tgr.batch.BatchPending is raised when not waiting for them); False never.
+        keep_boilerplate: keep plain text whole (by default a licence header or footer at the
+        start or end of a file is dropped, and said: tgr.boilerplate, summary.boilerplate).
         """
         from . import pipeline
 
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
-                              portable=portable, batch=batch)
+                              portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
                 **overrides) -> IndexSummary:
