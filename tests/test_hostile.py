@@ -212,7 +212,7 @@ def test_unsafe_meta_values_are_refused(store, key, value, word):
     for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["index", store, TEXT, *SMALL]):
         refused(cli(*command), word)
     code, out, _ = cli("check", store)
-    assert code == 1 and word in out
+    assert code == 2 and word in out
     assert digest(store) == before
 
 
@@ -371,7 +371,7 @@ def test_settings_of_the_wrong_type_are_refused(store):
     refused(cli("info", store), "setting.max_cluster_size")
     refused(cli("index", store, TEXT, *SMALL), "setting.max_cluster_size")
     code, out, _ = cli("check", store)
-    assert code == 1 and "setting.max_cluster_size" in out
+    assert code == 2 and "setting.max_cluster_size" in out
 
 
 def test_reading_commands_leave_the_file_byte_identical_and_alone(store, tmp_path):

@@ -102,7 +102,7 @@ class _Bars:
             if total == 0:
                 return
             self.stage, self.done = stage, 0
-            self.bar = click.progressbar(length=total, label=f"{stage:<16}", file=sys.stderr,
+            self.bar = click.progressbar(length=total, label=f"{stage:<17}", file=sys.stderr,
                                          show_pos=True, width=30)
             self.bar.__enter__()
         if self.bar is not None and done > self.done:
@@ -140,7 +140,7 @@ class _Lines:
         self.state = self.shown = (done, total)
         self.last = now
         percent = 100 * done // total if total else 100
-        click.echo(f"{self.stage:<16}{done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
 
     def close(self) -> None:
         if self.stage is not None and self.state != self.shown:
@@ -303,6 +303,8 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
                            f"{summary.billed_tokens} tokens")
         else:  # offline: everything was computed here
             click.echo(f"model calls    none (computed locally{local})")
+        if summary.portable_vectors:
+            click.echo(f"portable       {summary.portable_vectors} vectors computed locally (no model calls)")
         click.echo(f"wall time      {summary.wall_s:.1f} s")
 
 
@@ -350,18 +352,28 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
                f"wall time {summary.wall_s:.1f} s")
 
 
+def _stores_and_question(ctx, param, values: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """STORE... QUESTION: the last argument is the question; one argument alone is missing it."""
+    if len(values) < 2:
+        given = values[0] if values else "STORE"
+        if values and not os.path.exists(given):
+            raise click.UsageError(f"missing the store: tgr ask STORE {_one_line(repr(given))}")
+        raise click.UsageError(f"missing the question: tgr ask {_one_line(given)} \"QUESTION\"")
+    return values[:-1], values[-1]
+
+
 @main.command()
-@click.argument("stores", nargs=-1, required=True, type=_FILE)
-@click.argument("question")
+@click.argument("stores_and_question", nargs=-1, metavar="STORES... QUESTION", callback=_stores_and_question)
 @click.option("--mode", type=click.Choice(MODES), default="local", show_default=True)
 @click.option("--level", type=click.IntRange(0), default=0, show_default=True, help="Community level (global).")
 @click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
 @click.option("--context-only", is_flag=True, help="Print the retrieved context; no LLM call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @_model_options
-def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
+def ask(stores_and_question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
         offline, concurrency, rpm, timeout, retries):
     """Answer QUESTION from STORE (or from several: STORE... QUESTION, one ranking fused by rank)."""
+    stores, question = stores_and_question
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
@@ -574,20 +586,30 @@ def _document_name(source: dict) -> str:
 @main.command()
 @click.argument("store", type=_EXISTING_FILE)
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
-def check(store, fix):
-    """Explain what is wrong with STORE (a hostile, damaged or unfinished file); exit 1 if anything is."""
-    from .check import diagnose, fix as finish
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict and every finding as JSON.")
+def check(store, fix, as_json):
+    """Explain what is wrong with STORE. Exit 0: a complete store; 1: unfinished (one line each on
+    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged."""
+    from .check import EXIT_CODES, diagnose, fix as finish, verdict
 
-    if fix:
-        for line in finish(store):
-            click.echo(f"fixed      {line}")
     problems = diagnose(store)
+    done = []
+    if fix and verdict(problems) != "refused":  # nothing in a refused file is touched
+        done = finish(store)
+        problems = diagnose(store)
+    status = verdict(problems)
+    if as_json:
+        click.echo(json.dumps({"store": store, "status": status, "exit_code": EXIT_CODES[status], "fixed": done,
+                               "problems": [{"severity": p.severity, "message": p.message} for p in problems]},
+                              indent=2, ensure_ascii=False))
+        sys.exit(EXIT_CODES[status])
+    for line in done:
+        click.echo(f"fixed      {line}")
     for problem in problems:
         click.echo(f"{problem.severity:<11}{_one_line(problem.message)}")
-    if not problems:
+    if status == "complete":
         click.echo(f"ok         {store} is a complete tgr store; nothing in it is unexpected")
-    if any(p.severity != "note" for p in problems):
-        sys.exit(1)
+    sys.exit(EXIT_CODES[status])
 
 
 def _cited_sources(answer: str) -> set[int]:

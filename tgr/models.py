@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 if TYPE_CHECKING:  # httpx is imported when a remote model is built
     import httpx
 
-from .errors import ModelError, TransientModelError
+from .errors import ModelError, OutOfReach, TransientModelError
 from .text import estimate_tokens
 
 ZHIPU_CHAT_DEFAULT = "glm-4-flash"
@@ -107,7 +107,8 @@ class _ZhipuBase:
 
         self._key = api_key or os.environ.get("ZHIPUAI_API_KEY")
         if not self._key:
-            raise ModelError("zhipuai needs an API key: set ZHIPUAI_API_KEY (or TGR_API_KEY)")
+            raise OutOfReach("zhipuai needs an API key: set ZHIPUAI_API_KEY (or TGR_API_KEY)",
+                             "no ZHIPUAI_API_KEY")
         self.model = model
         # tgr retries itself (with backoff and the cache), so the SDK must not.
         self._client = ZhipuAI(api_key=self._key, base_url=base_url, timeout=timeout,

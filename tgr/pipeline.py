@@ -16,7 +16,7 @@ from .communities import cluster, is_clustered
 from .corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from .db import begin_writing, settle, transaction, unfinished_message
 from .embeddings import clear_embeddings, embed_all
-from .errors import InputError, StoreError
+from .errors import InputError, StoreError, tell
 from .estimate import estimate_index
 from .extract import extract_chunks
 from .gateway import Gateway
@@ -139,8 +139,8 @@ class Build:
         with self.summary.timed("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
         with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
-            keep_portable(self.conn, self.store.models.model_options, self.progress,
-                          known=self.gateway.known_portable)
+            self.summary.portable_vectors += keep_portable(self.conn, self.store.models.model_options,
+                                                           self.progress, known=self.gateway.known_portable)
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
@@ -152,12 +152,14 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
 
     def on_warning(message: str) -> None:
         warnings.append(message)
-        (warn or (lambda m: None))(message)
+        tell(warn, message)
 
     paths = list(paths)
     documents = read_documents(paths, on_warning, stdin=stdin, keep_boilerplate=keep_boilerplate) if paths else []
     if not documents and (paths or not store.has_rows("documents")):
-        raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
+        said = "each file skipped is named above" if warn else "; ".join(warnings)  # no line twice
+        raise InputError("nothing to index: " + (f"no document could be read ({said})" if warnings
+                                                 else "no documents given"))
     store.writable("index", on_warning)  # before the settings: another run may be choosing them
     if portable:
         start_portable(store.conn, make_embedder(DEFAULT_PORTABLE if portable is True else portable))
@@ -204,7 +206,7 @@ def add_portable(store, spec: str, *, progress: Progress | None) -> IndexSummary
     def body(gateway: Gateway, summary: IndexSummary) -> None:
         start_portable(store.conn, embedder)
         with summary.timed("portable"):
-            refresh_portable(store.conn, embedder, progress)
+            summary.portable_vectors = refresh_portable(store.conn, embedder, progress)
 
     return _run(store, f"rebuild embeddings --add {embedder.name}", store.settings(), body)
 

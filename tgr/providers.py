@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import ModelError, ModelMismatch
+from .errors import ModelError, ModelMismatch, OutOfReach
 from .models import (ZHIPU_CHAT_DEFAULT, ZHIPU_EMBED_DEFAULT, ChatModel, Embedder, OpenAIChat,
                      OpenAIEmbedder, ZhipuChat, ZhipuEmbedder, vector_type)
 from .local_embed import LocalEmbedder
@@ -77,11 +77,12 @@ def _openai_endpoint(spec: str, base_url: str | None, api_key: str | None,
     if named:
         return named, key
     if recorded_host and recorded_host != endpoint_host(OPENAI_URL):
-        raise ModelError(f"{spec} was used at {terminal_safe(recorded_host)}: pass --base-url with that "
-                         "endpoint's URL (or set TGR_BASE_URL or OPENAI_BASE_URL)")
+        host = terminal_safe(recorded_host)
+        raise OutOfReach(f"{spec} was used at {host}: pass --base-url with that endpoint's URL (or set "
+                         "TGR_BASE_URL or OPENAI_BASE_URL)", f"used at {host}; set TGR_BASE_URL or --base-url")
     if not key:
-        raise ModelError(f"{spec} at OpenAI's endpoint needs a key: set OPENAI_API_KEY (or TGR_API_KEY), "
-                         "or pass --base-url for another OpenAI-compatible endpoint")
+        raise OutOfReach(f"{spec} at OpenAI's endpoint needs a key: set OPENAI_API_KEY (or TGR_API_KEY), "
+                         "or pass --base-url for another OpenAI-compatible endpoint", "no OPENAI_API_KEY")
     return OPENAI_URL, key
 
 
@@ -178,15 +179,19 @@ def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
     if spec is not None and spec.lower() in OFFLINE_NAMES:
         # offline means no network: the store's own embedder if it is local, never a swap
         if built.partition(":")[0].lower() in REMOTE_PROVIDERS:
-            raise ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
-                                f"its API; it cannot be queried offline")
+            mismatch = ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
+                                     f"its API; it cannot be queried offline")
+            mismatch.reason = "--offline: no network"
+            raise mismatch
         spec = None
     wanted = spec or built
     try:
         embedder = make_embedder(wanted, dim=dim, recorded_host=meta.get("endpoint_host"), **kwargs)
     except ModelError as exc:
-        raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
-                            f"it cannot be queried without it: {exc}") from None
+        mismatch = ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
+                                 f"it cannot be queried without it: {exc}")
+        mismatch.reason = reason_of(exc)
+        raise mismatch from None
     if embedder.name != built or (dim and embedder.dim != dim):
         raise ModelMismatch(f"this store was built with the embedding model {built} (dim {dim}), "
                             f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
@@ -215,5 +220,15 @@ def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
         if not lenient:
             raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
                                 f"(or name another one with --chat-model)") from None
-        return None, (f"this store was built with the chat model {shown}, which is not available here "
-                      f"({exc}); answering extractively from the store")
+        return None, out_of_reach_note(shown, reason_of(exc), "extractive answers")
+
+
+def reason_of(exc: Exception) -> str:
+    """Why a model is out of reach, in a few words (the message itself where it gives none)."""
+    return getattr(exc, "reason", None) or terminal_safe(str(exc))
+
+
+def out_of_reach_note(name: str, reason: str, consequence: str) -> str:
+    """The note a question gives for a model it leaves out (tgr.query_models joins two with
+    the same reason into one)."""
+    return f"{name} out of reach ({reason}): {consequence}"

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .db import PORTABLE_MODEL_KEY, PORTABLE_TABLES
-from .errors import ModelError, ModelMismatch
+from .errors import ModelError, ModelMismatch, tell
 from .models import ChatModel, Embedder
 from .providers import (LOCAL_PROVIDERS, OFFLINE_NAMES, REMOTE_PROVIDERS, chat_for_store, embedder_for_store,
-                        keep_store_vector_type, make_embedder)
+                        keep_store_vector_type, make_embedder, out_of_reach_note)
 from .safe import terminal_safe
 
 
@@ -53,15 +53,23 @@ class QueryModels:
         return "; ".join(self.notes_for(context_only=False)) or None
 
     def notes_for(self, context_only: bool) -> list[str]:
-        """What a question leaves out (a context needs no chat model)."""
-        return [n for n in (self.vector_note, None if context_only else self.chat_note) if n]
+        """What a question leaves out (a context needs no chat model); the chat model and the
+        embedder left out for the same reason in one note."""
+        notes = [n for n in (None if context_only else self.chat_note, self.vector_note) if n]
+        if len(notes) == 2:
+            (chat, _, chat_why), (embed, _, embed_why) = (n.partition(" out of reach (") for n in notes)
+            (reason, _, chat_then), (other, _, embed_then) = (w.rpartition("): ") for w in (chat_why, embed_why))
+            if reason == other:
+                return [out_of_reach_note(f"{chat} and {embed}", reason, f"{chat_then}, {embed_then}")]
+        return notes
 
     def say(self, notes: list[str], warn) -> None:
-        """Give warn, on one line, the notes it has not heard yet: each is said once per store."""
+        """Give warn, on one line, the notes it has not heard yet: each is said once per store
+        (with no warn callback, as a tgr.TgrWarning)."""
         unsaid = [n for n in notes if n not in self.said]
-        if warn and unsaid:
+        if unsaid:
             self.said.update(unsaid)
-            warn("; ".join(unsaid))
+            tell(warn, "; ".join(unsaid))
 
     @property
     def tables(self) -> dict[str, str] | None:
@@ -92,7 +100,7 @@ def resolve_query_models(meta: dict, chat_spec: ChatModel | str | None, embed_sp
     except ModelMismatch as exc:
         if not _out_of_reach(meta.get("embed_model"), embed_spec):
             raise
-        reason = str(exc)
+        reason = getattr(exc, "reason", None) or terminal_safe(str(exc))
     embedder, vectors, note = _fallback(meta, reason, offline=embed_spec is not None and embed_spec.lower() in OFFLINE_NAMES)
     return QueryModels(chat, embedder, vectors, chat_note, note)
 
@@ -108,22 +116,16 @@ def _out_of_reach(built: str | None, spec: str | None) -> bool:
 def _fallback(meta: dict, reason: str, offline: bool) -> tuple[Embedder, str, str]:
     """(embedder, vectors, note) when the store's embedder is out of reach."""
     built = terminal_safe(meta.get("embed_model", ""))
-    lost = f"this store's embeddings ({built}) cannot be reached here ({_short(reason, offline)})"
-    back = "; drop --offline to use them" if offline else ""
+    if offline:
+        reason = "--offline: drop it to use them"
     portable = meta.get(PORTABLE_MODEL_KEY)
     if portable and portable.partition(":")[0].lower() in LOCAL_PROVIDERS:  # never a remote one
         try:
             embedder = make_embedder(portable)
         except (ModelError, ValueError) as exc:
-            lost += f" nor its portable {terminal_safe(portable)} vectors ({terminal_safe(str(exc))})"
+            reason += f"; nor its portable {terminal_safe(portable)} vectors: {terminal_safe(str(exc))}"
         else:
             if embedder.name == portable and str(embedder.dim) == str(meta.get("portable_embed_dim")):
-                return embedder, "portable", f"{lost}: searching its portable {embedder.name} vectors instead{back}"
-    return NoVectors(), "none", f"{lost}: searching without vectors (full text, the graph and reports){back}"
-
-
-def _short(reason: str, offline: bool) -> str:
-    """The cause of an embedder error, without the sentence that wraps it."""
-    if offline:
-        return "--offline: no network"
-    return terminal_safe(reason.split("cannot be queried without it: ", 1)[-1])
+                return embedder, "portable", out_of_reach_note(built, reason,
+                                                               f"searching its portable {embedder.name} vectors")
+    return NoVectors(), "none", out_of_reach_note(built, reason, "without vectors")

@@ -22,6 +22,9 @@ def searcher(store, question: str, settings: QuerySettings) -> Searcher:
     if not question or not question.strip():
         raise ValueError("the question is empty")
     if not store.meta.get("embed_model"):
+        if store.has_rows("chunks"):  # made by an older tgr that recorded its models late
+            raise StoreError(f"{store.path}: an unfinished store (its first index was interrupted before its "
+                             f"models were recorded); `tgr index {store.path}` with its model options finishes it")
         raise StoreError(f"{store.path}: empty store; index documents first (tgr index {store.path} DOCS...)")
     gateway = store.models.query_gateway()
     return Searcher(store.conn, gateway, store.prompts, settings, store.models.asking.tables)
@@ -31,8 +34,10 @@ def ask(store, question: str, mode: str, *, context_only: bool, warn, query_sett
     """Answer a question; what it leaves out (models out of reach) is said once through warn
     and kept in the answer's notes."""
     found = searcher(store, question, QuerySettings(**query_settings))
-    notes = store.models.asking.notes_for(context_only)
+    notes, unfinished = store.models.asking.notes_for(context_only), unfinished_note(store)
     store.models.asking.say(notes, warn)
+    store.models.asking.say(unfinished, warn)  # a line of its own
+    notes += unfinished
     answer = found.ask(question.strip(), mode, context_only=context_only)
     answer.notes = notes
     return answer
@@ -55,6 +60,16 @@ def retrieve(store, question: str, mode: str, k: int, warn=None) -> list[Passage
     found = searcher(store, question, QuerySettings())
     store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
     return found.retriever.retrieve(question.strip(), mode, k).passages
+
+
+def unfinished_note(store) -> list[str]:
+    """[a note] when the store's last run did not finish (interrupted, failed, waiting for a
+    batch job): answers come from what it holds so far."""
+    last = store.conn.execute("SELECT status FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    if last is None or last[0] == "done":
+        return []
+    return [f"{store.path} is unfinished (its last run is {terminal_safe(str(last[0]))}): answering from what it "
+            f"holds so far; `tgr index {store.path}` finishes it"]
 
 
 def graph(conn):

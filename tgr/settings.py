@@ -59,6 +59,7 @@ class IndexSummary:
     reports: int = 0
     model_calls: int = 0
     local_computations: int = 0      # e.g. hashed embedding batches: no model, no tokens
+    portable_vectors: int = 0        # rows given a portable (local) vector this run: no model, no tokens
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

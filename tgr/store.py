@@ -38,7 +38,7 @@ class KnowledgeBase:
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
-                 create: bool = True, readonly: bool = False):
+                 create: bool | None = None, readonly: bool = False):
         self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
                                  embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
                                  concurrency=concurrency, rpm=rpm, max_retries=max_retries)
@@ -109,6 +109,7 @@ class KnowledgeBase:
         """
         from . import pipeline
 
+        self._store.create_if_missing()
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
                               portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
@@ -231,8 +232,9 @@ class KnowledgeBase:
 
 
 def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
-    """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
-    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+    """Open the store at path; a new one is made by its first index() (or now, with create=True;
+    create=False never makes one). Options: chat, embedder, base_url, api_key, concurrency,
+    rpm, timeout, max_retries, prompts, create, readonly.
 
     A store is untrusted input: it is checked before use, and opening or asking never
     writes it; the first index/rebuild migrates it (one writer process at a time)."""
