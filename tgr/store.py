@@ -60,7 +60,9 @@ class KnowledgeBase:
 
     @property
     def conn(self) -> Connection:
-        """The store's SQLite connection (for tests and tools; tgr's own code goes through methods)."""
+        """The store's SQLite connection (for tests and tools that write it; tgr's own code goes
+        through methods). A store not made yet is made, as by index()."""
+        self._store.create_if_missing()
         return self._store.conn
 
     @property
@@ -86,7 +88,9 @@ class KnowledgeBase:
         return self._store.settings(**overrides)
 
     def gateway(self, run_id: int | None = None) -> Gateway:
-        """The model gateway for indexing: reads and writes the cache and the ledger."""
+        """The model gateway for indexing: reads and writes the cache and the ledger (a store not
+        made yet is made, as by index())."""
+        self._store.create_if_missing()
         return self._store.models.gateway(run_id)
 
     # -- building -------------------------------------------------------------------------
