@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from tgr.boilerplate import strip_boilerplate
+from tgr.ingest.boilerplate import strip_boilerplate
 from tgr.cli import main
 
 PROSE = ("Call me Ishmael. Some years ago, never mind how long precisely, having little or no money in my "

@@ -10,7 +10,8 @@ import tgr
 from conftest import EN_CORPUS
 from tgr.cli import main
 from tgr.errors import ModelError, ModelMismatch
-from tgr.providers import OPENAI_URL, chat_for_store, make_chat, make_embedder
+from tgr.models.registry import OPENAI_URL, make_chat, make_embedder
+from tgr.models.selection import chat_for_store
 
 ONE_FILE = EN_CORPUS / "carol_stave1_part1.txt"
 

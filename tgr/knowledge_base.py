@@ -150,7 +150,8 @@ class KnowledgeBase:
         (billed at half the price with batch: the provider's Batch API)."""
         from .build import pipeline
 
-        return pipeline.estimate(self._store, paths, overrides, batch=batch)
+        with self._store.in_memory_if_missing():  # estimating creates nothing
+            return pipeline.estimate(self._store, paths, overrides, batch=batch)
 
     # -- reading --------------------------------------------------------------------------
 

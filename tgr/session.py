@@ -2,6 +2,7 @@
 the prompts and settings in force, and the models the store is used with."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -43,6 +44,20 @@ class StoreAdmin:
     @conn.setter
     def conn(self, value: Connection) -> None:
         self._conn = value
+
+    @contextlib.contextmanager
+    def in_memory_if_missing(self):
+        """While the block runs, an empty in-memory store stands in for one not made yet
+        (an estimate of a first index writes nothing)."""
+        if self._conn is not None:
+            yield
+            return
+        self._conn = connect(":memory:")
+        try:
+            yield
+        finally:
+            self._conn.close()
+            self._conn = None
 
     def create_if_missing(self) -> None:
         """Make the store file now if opening it did not (the first index of a new store)."""
