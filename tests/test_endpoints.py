@@ -74,3 +74,15 @@ def test_the_cli_indexes_with_the_openai_variables(db_path, fake_server, monkeyp
     with tgr.open(db_path, readonly=True) as kb:
         assert kb.meta["endpoint_host"] == fake_server.url.split("/")[2]
         assert "sk-openai" not in str(kb.meta)
+
+
+def test_an_endpoint_model_name_with_a_colon_is_not_read_as_a_provider(monkeypatch):
+    """Ollama names its models "qwen2.5:7b": with a base URL that is the endpoint's model, not a
+    provider called qwen2.5; without one, an unknown prefix is still refused."""
+    monkeypatch.setenv("TGR_API_KEY", "k")
+    chat = make_chat("qwen2.5:7b", base_url="http://127.0.0.1:9/v1")
+    assert chat.name == "openai:qwen2.5:7b"
+    assert make_chat(chat.name, base_url="http://127.0.0.1:9/v1").name == chat.name  # as a store records it
+    assert make_embedder("nomic-embed-text:v1.5", base_url="http://127.0.0.1:9/v1").name == "openai:nomic-embed-text:v1.5"
+    with pytest.raises(ModelError, match="unknown chat provider"):
+        make_chat("qwen2.5:7b")

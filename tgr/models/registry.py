@@ -42,8 +42,10 @@ LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key
 
 
 def _split(spec: str, base_url: str | None) -> tuple[str, str]:
-    if ":" in spec:
-        provider, _, name = spec.partition(":")
+    """(provider, model name). A name with a base URL whose prefix is no provider is the endpoint's
+    own model name ("qwen2.5:7b", an Ollama tag); a bare name goes to that endpoint, else to zhipuai."""
+    provider, colon, name = spec.partition(":")
+    if colon and (provider.lower() in CHAT_PROVIDERS.keys() | EMBED_PROVIDERS.keys() or not base_url):
         return provider.lower(), name
     return ("openai" if base_url else "zhipuai"), spec
 
