@@ -170,7 +170,7 @@ def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
     read_until(header + out.split(header, 1)[1].split(b"\n> ", 1)[0])
     read_until(b"\n> ")
     os.write(fd, b"/mode naie\x1b[Dv\r")  # left arrow, a letter typed in the middle: "/mode naive"
-    read_until(b"mode: n")
+    read_until(b"mode: naive\r\n> ")  # the next prompt: readline reads the Ctrl-D below
     os.write(fd, b"\x04")  # Ctrl-D
     deadline, status = time.monotonic() + 30, None
     while status is None and time.monotonic() < deadline:

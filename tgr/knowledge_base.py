@@ -39,7 +39,7 @@ class KnowledgeBase:
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
-                 create: bool = True, readonly: bool = False):
+                 create: bool | None = None, readonly: bool = False):
         self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
                                  embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
                                  concurrency=concurrency, rpm=rpm, max_retries=max_retries)
@@ -61,7 +61,9 @@ class KnowledgeBase:
 
     @property
     def conn(self) -> Connection:
-        """The store's SQLite connection (for tests and tools; tgr's own code goes through methods)."""
+        """The store's SQLite connection (for tests and tools that write it; tgr's own code goes
+        through methods). A store not made yet is made, as by index()."""
+        self._store.create_if_missing()
         return self._store.conn
 
     @property
@@ -87,13 +89,16 @@ class KnowledgeBase:
         return self._store.settings(**overrides)
 
     def gateway(self, run_id: int | None = None) -> Gateway:
-        """The model gateway for indexing: reads and writes the cache and the ledger."""
+        """The model gateway for indexing: reads and writes the cache and the ledger (a store not
+        made yet is made, as by index())."""
+        self._store.create_if_missing()
         return self._store.models.gateway(run_id)
 
     # -- building -------------------------------------------------------------------------
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, portable: bool | str = False, batch=None, **overrides) -> IndexSummary:
+              stdin=None, portable: bool | str = False, batch=None, keep_boilerplate: bool = False,
+              **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
@@ -104,11 +109,14 @@ class KnowledgeBase:
         batch: a tgr.build.batch.BatchOptions (or True) to send each wave through the provider's
         Batch API at half the price; None does so only to collect jobs the store holds open
         (tgr.build.batch.BatchPending is raised when not waiting for them); False never.
+        keep_boilerplate: keep plain text whole (by default a licence header or footer at the
+        start or end of a file is dropped, and said: tgr.ingest.boilerplate, summary.boilerplate).
         """
         from .build import pipeline
 
+        self._store.create_if_missing()
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
-                              portable=portable, batch=batch)
+                              portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
                 **overrides) -> IndexSummary:
@@ -142,7 +150,8 @@ class KnowledgeBase:
         (billed at half the price with batch: the provider's Batch API)."""
         from .build import pipeline
 
-        return pipeline.estimate(self._store, paths, overrides, batch=batch)
+        with self._store.in_memory_if_missing():  # estimating creates nothing
+            return pipeline.estimate(self._store, paths, overrides, batch=batch)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -256,8 +265,9 @@ class KnowledgeBase:
 
 
 def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
-    """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
-    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+    """Open the store at path; a new one is made by its first index() (or now, with create=True;
+    create=False never makes one). Options: chat, embedder, base_url, api_key, concurrency,
+    rpm, timeout, max_retries, prompts, create, readonly.
 
     A store is untrusted input: it is checked before use, and opening or asking never
     writes it; the first index/rebuild migrates it (one writer process at a time)."""

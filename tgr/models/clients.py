@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 if TYPE_CHECKING:  # httpx is imported when a remote model is built
     import httpx
 
-from ..errors import ModelError, TransientModelError
+from ..errors import ModelError, OutOfReach, TransientModelError
 from ..text import estimate_tokens
 
 ZHIPU_CHAT_DEFAULT = "glm-4-flash"
@@ -134,7 +134,8 @@ class _ZhipuBase:
 
         self._key = api_key or os.environ.get("ZHIPUAI_API_KEY")
         if not self._key:
-            raise ModelError("zhipuai needs an API key: set ZHIPUAI_API_KEY")
+            raise OutOfReach("zhipuai needs an API key: set ZHIPUAI_API_KEY (or TGR_API_KEY)",
+                             "no ZHIPUAI_API_KEY")
         self.model = model
         # tgr retries itself (with backoff and the cache), so the SDK must not.
         self._client = ZhipuAI(api_key=self._key, base_url=base_url, timeout=timeout,
@@ -227,7 +228,8 @@ class _OpenAIBase:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
+        self._key = api_key if api_key is not None else (os.environ.get("TGR_API_KEY")
+                                                          or os.environ.get("OPENAI_API_KEY"))
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
         self._owns_http = http_client is None
         import httpx  # imported with the first remote model: a local query never needs it
@@ -308,9 +310,14 @@ class OpenAIEmbedder(_OpenAIBase):
 
     @property
     def dim(self) -> int:
-        if self._dim is None:  # ask the endpoint once
-            self._dim = len(self.embed(["dimension probe"])[0])
+        self.probe()
         return self._dim
+
+    def probe(self) -> None:
+        """Ask the endpoint once for the dimension, unless it is known (from the store, or an
+        answer); tgr.gateway.Gateway.embed_dim retries it like every request."""
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -322,8 +329,9 @@ class OpenAIEmbedder(_OpenAIBase):
                 vectors.extend([float(x) for x in row["embedding"]] for row in rows)
             except (KeyError, TypeError):
                 raise TransientModelError(f"{self.base_url}: malformed embeddings response") from None
-        if self._dim is not None:
-            _check_dims(self.name, self._dim, vectors)
+        if self._dim is None and vectors:
+            self._dim = len(vectors[0])
+        _check_dims(self.name, self._dim, vectors)
         return vectors
 
 

@@ -64,6 +64,21 @@ class Usage:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    def count(self, kind: str, hit: bool, prompt_tokens: int, completion_tokens: int, prompt_chars: int,
+              price: float) -> None:
+        """Count one request: a cache hit, a local computation (never a call), or a paid call."""
+        if hit:
+            self.cache_hits += 1
+        elif kind == "local":
+            self.local += 1
+        else:
+            self.calls += 1
+            self.batched += int(price < 1.0)
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.billed_tokens += (prompt_tokens + completion_tokens) * price
+            self.prompt_chars += prompt_chars
+
 
 MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
 # After Ctrl-C, answers of calls already in flight are awaited this long and cached, so that
@@ -211,8 +226,6 @@ class Gateway:
         self.max_backoff = max_backoff
         self.run_id = run_id
         self.write_cache = write_cache
-        # called with 'chat' or 'embed' as each answer is recorded (inside its transaction)
-        self.on_answer: Callable[[str], None] | None = None
         self.usage: dict[str, Usage] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -364,7 +377,18 @@ class Gateway:
             self._workers = _Workers(self.concurrency)
         return self._workers
 
-    def _with_retries(self, call: Callable[[], Any]) -> tuple[Any, int]:
+    def embed_dim(self) -> int:
+        """The embedder's dimension. An endpoint that has to be asked for it (tgr.models.
+        OpenAIEmbedder.probe) is asked like any request: retried with backoff, Retry-After and
+        max_retries, so a transient error on the run's first request costs time, not the run."""
+        probe = getattr(self.embedder, "probe", None)
+        if probe is not None:
+            self.retried(probe)
+        return self.embedder.dim
+
+    def retried(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        """(call(), attempts): call retried on transient errors (429, 5xx, timeouts) with
+        exponential backoff and jitter, honouring Retry-After, at most max_retries times."""
         attempt = 0
         while True:
             attempt += 1
@@ -388,7 +412,7 @@ class Gateway:
                 params = dict(job.params)
                 if tries:  # a rejected answer: ask again with a little sampling
                     params["temperature"] = 0.3
-                completion, attempts = self._with_retries(
+                completion, attempts = self.retried(
                     functools.partial(self.chat_model.complete, job.prompt, **params))
                 outcome.attempts += attempts
                 spent_prompt += completion.prompt_tokens
@@ -417,7 +441,7 @@ class Gateway:
         start = time.perf_counter()
         self._enter()
         try:
-            vectors, attempts = self._with_retries(functools.partial(embed, batch))
+            vectors, attempts = self.retried(functools.partial(embed, batch))
             return index, vectors, attempts, time.perf_counter() - start, None
         except BaseException as exc:
             return index, None, 0, time.perf_counter() - start, exc
@@ -426,7 +450,7 @@ class Gateway:
 
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
-        vectors, attempts = self._with_retries(functools.partial(self._embed_call(stage), batch))
+        vectors, attempts = self.retried(functools.partial(self._embed_call(stage), batch))
         self._record_embed(stage, batch, attempts, time.perf_counter() - start)
         return vectors
 
@@ -473,20 +497,7 @@ class Gateway:
 
     def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
                 source, latency, prompt_chars, price: float = 1.0) -> None:
-        usage = self.stage_usage(stage)
-        if hit:
-            usage.cache_hits += 1
-        elif kind == "local":
-            usage.local += 1
-        else:
-            usage.calls += 1
-            usage.batched += int(price < 1.0)
-            usage.prompt_tokens += prompt_tokens
-            usage.completion_tokens += completion_tokens
-            usage.billed_tokens += (prompt_tokens + completion_tokens) * price
-            usage.prompt_chars += prompt_chars
-        if self.write_cache and self.on_answer is not None:
-            self.on_answer(kind)
+        self.stage_usage(stage).count(kind, hit, prompt_tokens, completion_tokens, prompt_chars, price)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "
