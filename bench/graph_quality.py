@@ -10,9 +10,12 @@
   of entities typed `concept` and whether "U.S." and "United States" are one entity.
 - carol: *A Christmas Carol* (../shared/corpora): the entities named with "Scrooge" (target
   <= 2, counting the firm "Scrooge and Marley") and Marley's type (target person).
+  Also issue 25's measures: entities, islands (no relationship), untyped (`concept`) share,
+  the types of Christmas, Mansion House, London and Martha, and which of the common words
+  Poor, Porch, Gain, Doom, Want, Truth are entities (target none).
 - boilerplate: entities that are Project Gutenberg / proofreading / licence / contents /
-  illustration-list boilerplate or chapter headings, on the three corpora (target 0), with
-  each book's offline index wall time.
+  illustration-list boilerplate or chapter headings, on the three corpora and on the Carol
+  flattened onto one line (target 0), with each book's offline index wall time.
 
 Every store is built offline (`--offline --embed-model tgr:hash-384`) in --work (default a
 temporary directory) with the tgr of this checkout.
@@ -97,19 +100,30 @@ def carol(work: Path) -> tuple[list[str], str]:
         "(SELECT entity_id FROM entity_aliases WHERE alias LIKE '%scrooge%')")})
     marley = conn.execute("SELECT e.type FROM entities e JOIN entity_aliases a ON a.entity_id = e.id "
                           "WHERE a.key = 'marley' ORDER BY e.mentions DESC LIMIT 1").fetchone()
+    total, islands, untyped = conn.execute(
+        "SELECT count(*), sum(degree = 0), sum(type = 'concept') FROM entities").fetchone()
+    types = dict(conn.execute("SELECT name, type FROM entities WHERE name IN "
+                              "('Christmas', 'Mansion House', 'London', 'Martha')").fetchall())
+    common = [n for (n,) in conn.execute("SELECT name FROM entities WHERE name IN "
+                                         "('Poor', 'Porch', 'Gain', 'Doom', 'Want', 'Truth') ORDER BY name")]
+    print(f"A Christmas Carol: {total} entities, {islands} islands ({islands / max(1, total):.0%}), "
+          f"untyped {untyped / max(1, total):.0%}; types {types}; common words as entities {common} (target [])")
     conn.close()
     return scrooge, marley[0] if marley else "(none)"
 
 
 def boilerplate(work: Path) -> None:
-    for name in ("en_christmas_carol", "en_moby_dick", "zh_xiyouji"):
+    flat = work / "en_christmas_carol_flat.txt"  # the book flattened onto one line
+    flat.write_text(" ".join((SHARED / "corpora" / "en_christmas_carol.txt").read_text(encoding="utf-8").split()),
+                    encoding="utf-8")
+    for name in ("en_christmas_carol", "en_christmas_carol_flat", "en_moby_dick", "zh_xiyouji"):
         store = work / f"{name}.db"
-        seconds = index(store, [SHARED / "corpora" / f"{name}.txt"])
+        seconds = index(store, [flat if name.endswith("_flat") else SHARED / "corpora" / f"{name}.txt"])
         conn = sqlite3.connect(store)
         found = sorted(n for (n,) in conn.execute("SELECT name FROM entities") if BOILERPLATE.search(n))
         total = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
         conn.close()
-        print(f"{name:20s} boilerplate entities {len(found)} {found[:8]}  "
+        print(f"{name:24s} boilerplate entities {len(found)} {found[:8]}  "
               f"(of {total}; offline index {seconds:.1f} s)")
 
 

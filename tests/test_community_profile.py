@@ -127,7 +127,7 @@ def test_offline_global_cites_the_chunk_of_each_quoted_sentence(carol):
     lines = answer.answer.splitlines()[1:]
     assert len(lines) >= 3
     for line in lines:
-        quoted = re.search(r': "(.+?)(?:…)?" \[Reports', line).group(1)
+        quoted = re.search(r'\. "(.+?)(?:…)?" \[Reports', line).group(1)
         first_source = int(re.search(r"\[Sources: (\d+)", line).group(1))
         text = " ".join(answer.sources[first_source - 1]["text"].split())
         assert quoted.rstrip("…") in text
@@ -137,7 +137,7 @@ def test_offline_global_puts_the_matching_community_first(two_topics):
     with tgr.open(two_topics, readonly=True) as kb:
         garden = kb.ask("Who pruned the roses in the garden?", mode="global").answer.splitlines()
         whaling = kb.ask("Who sharpened the harpoon?", mode="global").answer.splitlines()
-    assert garden[0].startswith("The communities that match") and garden[1].startswith("1. Mistress Rose")
+    assert garden[0].startswith("The themes about") and garden[1].startswith("1. Mistress Rose")
     assert whaling[1].startswith("1. Ahab")
 
 
@@ -156,5 +156,88 @@ def test_offline_global_survives_malformed_findings(tmp_path, carol):
 def test_offline_global_says_when_no_report_matches(two_topics):
     with tgr.open(two_topics, readonly=True) as kb:
         answer = kb.ask("zzzz qqqq xylophone", mode="global").answer.splitlines()
-    assert answer[0].startswith("No community report mentions the question's words.")
+    assert answer[0].startswith('No theme mentions "zzzz", "qqqq", "xylophone"')
     assert answer[1].startswith("1. ")
+
+
+EPISODES = {
+    "episode_01.txt": """HOST: Welcome back to Open Table, recorded in Boston with Maria Lopez.
+MARIA LOPEZ: Thanks. At Lopez Consulting I help Acme Robotics hire for diversity and inclusion.
+HOST: Why does diversity matter to Acme Robotics?
+MARIA LOPEZ: Diverse teams at Acme Robotics ship better robots, and inclusion keeps them there.
+HOST: Maria Lopez, what is the first step toward diversity at Acme Robotics?
+MARIA LOPEZ: Measure diversity honestly, then publish the hiring numbers of Acme Robotics.""",
+    "episode_02.txt": """HOST: Welcome back to Open Table, recorded in Boston with Tom Reed.
+TOM REED: I grow tomatoes at Greenhaven Farm with Lily Park every summer.
+HOST: How do tomatoes at Greenhaven Farm survive the frost?
+TOM REED: Lily Park covers the tomatoes at Greenhaven Farm with straw before the frost.
+HOST: Tom Reed, what do you feed the tomatoes?
+TOM REED: Compost from Greenhaven Farm, and Lily Park swears by seaweed for tomatoes.""",
+    "episode_03.txt": """HOST: Welcome back to Open Table, recorded in Boston with Ada Stone.
+ADA STONE: I restore sailing ships at Salem Harbor with the Peabody Museum.
+HOST: Which ships does the Peabody Museum bring to Salem Harbor?
+ADA STONE: Whaling ships mostly; the Peabody Museum rigs them again at Salem Harbor.
+HOST: Ada Stone, how long does a ship take?
+ADA STONE: Two winters at Salem Harbor, and the Peabody Museum pays for the sails.""",
+}
+
+
+@pytest.fixture(scope="module")
+def podcast(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("podcast")
+    for name, text in EPISODES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    path = folder / "podcast.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(folder)], **SMALL)
+    return path
+
+
+def test_offline_global_brings_the_theme_a_question_is_about(podcast):
+    with tgr.open(podcast, readonly=True) as kb:
+        diversity = kb.ask("Which guests discuss diversity?", mode="global").answer.splitlines()
+        tomatoes = kb.ask("Who talks about tomatoes?", mode="global").answer.splitlines()
+    assert diversity[0].startswith('The themes about "diversity"')
+    assert "Maria Lopez" in diversity[1] or "Acme Robotics" in diversity[1]
+    assert "Greenhaven Farm" in tomatoes[1] or "Tom Reed" in tomatoes[1]
+    assert diversity[1] != tomatoes[1]
+
+
+def test_key_phrases_leave_out_speaker_labels_and_file_names(podcast):
+    with tgr.open(podcast, readonly=True) as kb:
+        phrases = [p for (findings,) in kb.conn.execute("SELECT findings FROM reports")
+                   for f in json.loads(findings) for p in f.get("key_phrases", [])]
+    assert phrases
+    assert not {"host", "episode", "txt", "maria lopez", "tom reed"} & set(phrases)
+
+
+def test_a_chinese_question_gets_a_chinese_frame_without_function_words(tmp_path):
+    text = ("孙悟空拜须菩提祖师为师。须菩提祖师闻言大喜，二人同入洞中。孙悟空学会七十二变。"
+            "须菩提祖师传孙悟空筋斗云。二人在灵台方寸山斜月三星洞修行。猪八戒在高老庄招亲。"
+            "猪八戒闻言大怒。唐僧收猪八戒为徒。唐僧与孙悟空同往西天取经。")
+    (tmp_path / "xyj.txt").write_text(text, encoding="utf-8")
+    path = tmp_path / "xyj.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / "xyj.txt")], **SMALL)
+        answer = kb.ask("这个故事的主要主题是什么？", mode="global").answer
+        phrases = [p for (findings,) in kb.conn.execute("SELECT findings FROM reports")
+                   for f in json.loads(findings) for p in f.get("key_phrases", [])]
+        names = {n for (n,) in kb.conn.execute("SELECT name FROM entities")}
+    assert "孙悟空" in names and not {"闻言", "二人"} & names
+    assert answer.startswith("本库的主要主题") and "key phrases" not in answer and "关键词" in answer
+    assert not {"闻言", "二人"} & set(phrases)
+
+
+def test_several_stores_rank_their_themes_together(tmp_path, carol, two_topics):
+    with tgr.open_many([carol, two_topics]) as stores:
+        answer = stores.ask("Who sharpened the harpoon?", mode="global")
+        main = stores.ask("What are the main themes?", mode="global")
+        streamed = list(stores.ask("What are the main themes?", mode="global", stream=True))
+    assert streamed[-1].answer == main.answer and "".join(streamed[:-1]) == main.answer
+    lines = answer.answer.splitlines()
+    assert lines[0].startswith('The themes about "sharpened", "harpoon"')
+    assert lines[1].startswith("1. Ahab") and f"[Reports: {two_topics}: " in lines[1]
+    assert answer.sources and all(s["store"] == str(two_topics) for s in answer.sources[:1])
+    stores_named = {s["store"] for s in main.sources}
+    assert stores_named == {str(carol), str(two_topics)}  # each store's main theme is listed
+    assert main.answer.startswith("The main themes of these stores")

@@ -146,9 +146,16 @@ def test_no_names_gives_nothing():
     assert extract_heuristic("") == ([], [])
 
 
-def test_relations_only_within_a_sentence():
+def test_relations_within_a_sentence_and_weaker_ones_for_a_name_alone_in_its_sentence():
     _, relations = extract_heuristic("Later that night Scrooge sat with Marley. Everybody liked young Fred.")
-    assert [(r.source, r.target) for r in relations] == [("Scrooge", "Marley")]
+    strong = [(r.source, r.target) for r in relations if r.strength == 1.0]
+    near = {(r.source, r.target, r.predicate) for r in relations if r.strength < 1.0}
+    assert strong == [("Scrooge", "Marley")]
+    assert near == {("Fred", "Scrooge", "appears near"), ("Fred", "Marley", "appears near")}
+    # a name with no other name within two sentences stays an island, as in the text
+    _, far = extract_heuristic("That night Scrooge sat with Marley. It was cold. The fog came in. The bells rang. "
+                               "Everybody liked young Fred.")
+    assert [(r.source, r.target) for r in far] == [("Scrooge", "Marley")]
 
 
 @pytest.mark.parametrize("text, name", [

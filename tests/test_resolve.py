@@ -100,6 +100,20 @@ def test_gutenberg_licence_credits_contents_and_illustration_lists_are_dropped()
     assert strip_boilerplate(plain).text == plain and strip_boilerplate(plain).dropped == 0
 
 
+def test_boilerplate_goes_from_text_flattened_onto_one_line_too():
+    flat = " ".join(GUTENBERG.split())
+    cleaned = strip_boilerplate(flat)
+    assert "Hannah Brook kept the mill" in cleaned.text and "fair one" in cleaned.text
+    for gone in ("Gutenberg", "Proofreading", "pgdp", "License", "Redistributing"):
+        assert gone not in cleaned.text, gone
+    imprint = ("A TALE FIRST PUBLISHED 1915 REPRINTED 1923, 1927 ISBN: 0-397-00033-2 PRINTED IN GREAT BRITAIN "
+               "PREFACE I have endeavoured in this little book.")
+    assert strip_boilerplate(imprint).text.split() == "A TALE PREFACE I have endeavoured in this little book.".split()
+    boxed = ("God bless Us, Every One! +" + "-" * 40 + "+ |Transcriber's note: The Contents were added by "
+             "the transcriber.| +" + "-" * 40 + "+")
+    assert strip_boilerplate(boxed).text.strip() == "God bless Us, Every One!"
+
+
 def test_books_joined_in_one_file_keep_every_body():
     second = GUTENBERG.replace("A TINY TALE", "A SECOND TALE").replace("Hannah Brook kept the mill",
                                                                       "Walter Lane kept the forge")

@@ -202,6 +202,12 @@ class KnowledgeBase:
                                     query_settings=query_settings, history=history, stream=stream)
         return steps if stream else final_answer(steps)
 
+    def themes(self, question: str, *, warn: Warn | None = None, **query_settings) -> tuple[list, bool] | None:
+        """The themes (tgr.offline.global_answer.Theme) an offline global answer lists for the
+        question, with their passages, and whether they match it; None where the store's
+        chat model writes global answers. Several stores' themes are ranked together (tgr.multi_store)."""
+        return reading.themes(self._store, question, warn=warn, query_settings=query_settings)
+
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)
 

@@ -15,8 +15,12 @@ the stores at once.
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import replace
 from typing import Callable, Iterator, Sequence
 
+from .offline.global_answer import COMMUNITIES, render
+from .offline.providers import OFFLINE_WRITER
 from .query.modes import LOCAL_PASSAGES, Answer, QuerySettings
 from .query.retrieve import MODES, Passage
 
@@ -115,6 +119,10 @@ class Stores:
         and stream as for KnowledgeBase.ask."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        if mode == "global" and not context_only and not history:
+            answer = self._global(question, warn, query_settings)
+            if answer is not None:  # written whole: streamed, its one piece and then itself
+                return iter([answer.answer, answer]) if stream else answer
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
         rankings = self._each("retrieve", question, mode, k, warn=warn, history=history)
@@ -132,6 +140,37 @@ class Stores:
 
         return Chat(self, mode, **options)
 
+    def _global(self, question: str, warn: Warn | None, query_settings: dict) -> Answer | None:
+        """The offline global answer over every store: their themes ranked together (those
+        that match the question first, as one store ranks them), each cited with its store;
+        None where a store's chat model writes global answers (then the fused passages are
+        answered from, as in the other modes)."""
+        started = time.perf_counter()
+        found = self._each("themes", question, warn=warn, **query_settings)
+        if any(f is None for f in found):
+            return None
+        matched = any(m for _, m in found)
+        every = [replace(t, store=name) for name, (themes, m) in zip(self.names, found) for t in themes
+                 if m or not matched]
+        ranked = sorted(every, key=lambda t: t.order() + (self.names.index(t.store),))
+        # the main themes of several stores: each store's first one, then the best of the rest
+        first = [] if matched else list({t.store: t for t in reversed(ranked)}.values())[:COMMUNITIES]
+        chosen = sorted(first + [t for t in ranked if t not in first][:COMMUNITIES - len(first)],
+                        key=ranked.index)
+        written = render(question, chosen, matched, many=True)
+        sources, seen = [], set()
+        for theme in chosen:
+            by_id = {p.chunk_id: p for p in theme.passages}
+            for chunk_id in theme.chunks:
+                if (theme.store, chunk_id) not in seen and chunk_id in by_id:
+                    seen.add((theme.store, chunk_id))
+                    sources.append({"ref": len(sources) + 1,
+                                    **_with(by_id[chunk_id], theme.store, 1.0 / (len(sources) + 1)).to_dict()})
+        context = "-----Key points-----\n" + "\n".join(written.points)
+        return Answer(question, "global", written.text, context, OFFLINE_WRITER, sources=sources,
+                      reports=[f"{t.store}: {t.community}" for t in chosen],
+                      timings={"total_s": round(time.perf_counter() - started, 4)})
+
 
 def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:
     """One ranking of several stores' rankings by reciprocal rank; each passage's score is
@@ -148,8 +187,6 @@ def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:
 
 
 def _with(passage: Passage, store: str, score: float) -> Passage:
-    from dataclasses import replace
-
     return replace(passage, store=store, score=round(score, 6))
 
 

@@ -39,7 +39,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
-from ..offline.name_words import chinese_short_forms
+from ..offline.name_words import CHINESE_FUNCTION_WORDS, chinese_short_forms
 from ..text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -194,13 +194,22 @@ def assign_keys(conn: Connection) -> None:
         "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id").fetchall()
     relations = conn.execute(
-        "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key "
+        "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
         "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id").fetchall()
     names: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     for _, document, name, kind, _ in rows:
         names[document][name][kind] += 1
     resolved = {document: document_keys(found) for document, found in names.items()}
     _across_documents(names, resolved)
+    # names that share a sentence with another (the offline extractor's links across sentences are weaker)
+    related = {(document, name) for _, document, source, target, _, _, strength in relations if strength >= 1
+               for name in (source, target)}
+    for document, words in common_words(conn, names, related).items():
+        for name in words:
+            resolved[document][name] = ""  # no entity: a row without a key is merged into none
+    for document, found in names.items():
+        for name in CHINESE_FUNCTION_WORDS.intersection(found):
+            resolved[document][name] = ""  # "闻言", "二人": no name, whatever a tagger said
 
     def key(document: str, name: str) -> str:
         known = resolved.get(document, {}).get(name)
@@ -212,7 +221,7 @@ def assign_keys(conn: Connection) -> None:
         if new != old:
             entity_updates.append((new, rowid))
             touched.update(k for k in (old, new) if k)
-    for rowid, document, source, target, old_source, old_target in relations:
+    for rowid, document, source, target, old_source, old_target, _ in relations:
         new_source, new_target = key(document, source), key(document, target)
         if (new_source, new_target) != (old_source, old_target):
             relation_updates.append((new_source, new_target, rowid))
@@ -224,6 +233,45 @@ def assign_keys(conn: Connection) -> None:
         conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
                          relation_updates)
         conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+
+
+_CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}")
+_LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w-])")
+_PARENTHESISED = re.compile(r"\s*[(（][^()（）]*[)）]")
+
+
+def common_words(conn: Connection, names: dict[str, dict[str, Counter]],
+                 related: set[tuple[str, str]]) -> dict[str, set[str]]:
+    """document -> the names it gives that are only a common word capitalised, a sentence's
+    first word or a personification ("the Poor", "Gain", "Doom", "the Porch"): a single word
+    no mention types, that the same document also writes in lower case, or that is an English
+    word no dictionary capitalises (tgr.offline.entity_types.common_words) and stands in no sentence
+    with another name of the document (related: (document, name) of its relationship rows).
+    A place the gazetteer knows, a census first name and the document's own title ("Gain
+    (album)") stay names."""
+    from ..offline.entity_types import common_words as dictionary, place_kind
+
+    candidates = {document: {n for n, kinds in found.items() if _CAPITALISED_WORD.fullmatch(n)
+                             and _kind(kinds) == "concept" and n.lower() not in census_first_names()}
+                  for document, found in names.items()}
+    candidates = {d: c for d, c in candidates.items() if c}
+    if not candidates:
+        return {}
+    wanted = json.dumps(sorted(candidates))
+    titles = {d: _PARENTHESISED.sub("", t or "").strip().lower() for d, t in conn.execute(
+        "SELECT id, title FROM documents WHERE id IN (SELECT value FROM json_each(?))", (wanted,))}
+    texts: dict[str, list[str]] = defaultdict(list)
+    for document, text in conn.execute("SELECT document_id, text FROM chunks WHERE document_id IN "
+                                       "(SELECT value FROM json_each(?)) ORDER BY document_id, ordinal", (wanted,)):
+        texts[document].append(text)
+    found = {}
+    for document, words in candidates.items():
+        lower = set(_LOWER_WORD.findall("\n".join(texts[document])))
+        common = {n for n in words if (n.lower() in lower or n.lower() in dictionary() and (document, n) not in related)
+                  and n.lower() != titles.get(document) and not place_kind(n)}
+        if common:
+            found[document] = common
+    return found
 
 
 def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:

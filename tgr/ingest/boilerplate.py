@@ -3,8 +3,10 @@
 Dropped from the document's text (so it is neither extracted nor searched): a Project
 Gutenberg header and licence footer, only at the start and end of the text (before a
 "*** START OF THE PROJECT GUTENBERG EBOOK" line near the start, after an "*** END OF ..." line
-near the end: such a line in the middle of a file drops nothing), producers' and transcribers'
-credits and a printer's imprint (ISBN, "FIRST PUBLISHED") near the start, tables of contents
+near the end: such a line in the middle of a file drops nothing; in text flattened onto one
+line, the marker itself up to its closing asterisks), producers' and transcribers' credits and
+a printer's imprint (ISBN, "FIRST PUBLISHED") near the start (a paragraph, or in flattened text
+the credit's or imprint's own words within one), a boxed transcriber's note, tables of contents
 and lists of illustrations (a heading such as "CONTENTS" and the list-like paragraphs after
 it), and "[Illustration]" markers (a caption's own words stay). What was dropped is counted
 in the document's metadata and said when a file is read (`tgr index --keep-boilerplate`
@@ -15,12 +17,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
-_END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
+# a marker line, or (in text flattened onto one line) the marker up to its closing asterisks
+_START = re.compile(r"^\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\*\*[^\n]*?$|\*\*\*)?"
+                    r"|\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]{0,200}\*\*\*", re.I | re.M)
+_END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\*\*[^\n]*?$|\*\*\*)?"
+                  r"|\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]{0,200}\*\*\*", re.I | re.M)
+# a producers' credit inside a paragraph (text flattened onto one line): up to the team or its address
+_INLINE_CREDITS = re.compile(r"(?i:\b(?:Produced by|E-?text prepared by|Transcribed by)\b.{0,300}?"
+                             r"(?:Proofread(?:ing|ers)(?: Team)?(?: at (?:https?://)?[\w./-]+)?|"
+                             r"(?:https?://|www\.)[\w./-]+))"
+                             # a printer's imprint run together: "FIRST PUBLISHED 1915 REPRINTED 1923, ... ISBN: 0-397-..."
+                             r"|\b(?:FIRST PUBLISHED|REPRINTED|PRINTED IN|ISBN)\b[:\s]*(?:[\dX][\d,X\s-]*|[A-Z]+(?: [A-Z]+)?\b)",
+                             re.S)
 _HEADER_TITLE = re.compile(r"^Title:\s*(.+)$", re.M)
 _CREDITS = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed by|ISBN|(?:FIRST )?PUBLISHED|"
                       r"REPRINTED|PRINTED (?:IN|BY)|COPYRIGHT)\b", re.I)
 _ABOUT_THE_ETEXT = re.compile(r"Project Gutenberg|\be-?texts?\b|proofread|Distributed Proofreaders", re.I)
+_TRANSCRIBER_BOX = re.compile(r"\+-{10,}\+\s*\|[^+]{0,1500}?Transcriber'?s? note[^+]{0,1500}?\+-{10,}\+", re.I)
 _TRANSCRIBER = re.compile(r"^[\s|+\-]*Transcriber'?s? note", re.I)  # anywhere, often boxed in |...|
 _ENTRY = re.compile(r"^(?:(?:CHAPTER|Chapter|STAVE|Stave|BOOK|Book|PART|Part|VOLUME|Volume)\s+[\dIVXLC]+\b|"
                     r"[A-Z][A-Z ,;'\-]+\.?$)")  # "CHAPTER 56. Of the Less ...", "EPILOGUE."
@@ -30,6 +43,7 @@ _PAGE_REFERENCE = re.compile(r"(?:\s{2,}|\t)(?:\d+(?:-\d+)?|[ivxlc]+|_[A-Za-z]+_
 _ILLUSTRATION = re.compile(r"\[Illustration(?::\s*([^\]]*))?\]", re.S)
 _LIST_LINE = 60  # a table-of-contents entry is short; Gutenberg prose is wrapped at ~70
 _CREDITS_WITHIN = 5000  # credits come at the start of a text
+_CREDITS_PARAGRAPH = 400  # a longer paragraph is the work (text flattened onto one line): its credit alone goes
 _FRONT_MATTER = 0.2  # a contents list is looked for only in the first fifth of a text
 _HEADER_WITHIN = 20_000  # a Gutenberg header ends with a START line this close to the start (~1-15 KB)
 _FOOTER_WITHIN = 40_000  # its licence footer starts with an END line this close to the end (~19 KB)
@@ -59,11 +73,15 @@ def strip_boilerplate(text: str) -> Cleaned:
             continue
         in_list = False
         front = kept_chars < _CREDITS_WITHIN
-        if front and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) or _TRANSCRIBER.match(stripped):
+        if front and len(stripped) <= _CREDITS_PARAGRAPH and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) \
+                or _TRANSCRIBER.match(stripped):
             continue
         kept.append(paragraph + separator)
         kept_chars += len(kept[-1])
-    text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), "".join(kept))
+    text = "".join(kept)
+    text = _INLINE_CREDITS.sub("", text[:_CREDITS_WITHIN]) + text[_CREDITS_WITHIN:]
+    text = _TRANSCRIBER_BOX.sub("", text)
+    text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), text)
     if marked or len(text) != original:
         text = text.strip("\n") + "\n"
     return Cleaned(text, title, max(0, original - len(text)))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
 from ..text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
@@ -40,6 +41,7 @@ CANDIDATES = 60          # a community's most frequent terms, scored as key phra
 CHUNK_SCALE, DOCUMENT_SCALE, SIZE_SCALE = 500, 50, 200  # a community this wide rates 10
 SENTENCE_CACHE = 20000   # chunks whose analysed sentences a writer keeps
 DAMPING = 0.85
+REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what they all repeat
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
 _BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
 _TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
@@ -50,7 +52,21 @@ _GENERIC = frozenset("""now like well just even still yet never ever always upon
     nothing something anything every each whole might let take took give gave put yes oh
     another ought quite rather almost enough far round look looked looking left right through
     across among towards toward within whose cried replied returned asked answered exclaimed
-    sir mr mrs miss himself herself itself themselves myself yourself ourselves""".split())
+    sir mr mrs miss himself herself itself themselves myself yourself ourselves
+    while whilst known unknown supposed suppose seemed seem seems seeming certain several same
+    others nothing everything somebody someone anyone everyone nobody none whether either
+    neither both less least few lot lots part kind sort very really here everywhere anywhere
+    somewhere nowhere often sometimes twice already soon later till until ago being having
+    doing done became become becomes began begin begun keep kept felt feel found find stood
+    sat lay heard hear held hold turned turn called call goes going gone upon unto thus
+    therefore however indeed perhaps whose whom shall should would could might must can
+    three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred
+    thousand second third fourth fifth sixth tenth half dozen yes yeah okay right sure
+    actually basically maybe probably mean means meant lot""".split())
+# what a chunk repeats because of its form, not its topic: a speaker's label at a line's start
+# ("HOST:", "Maria Lopez:"), a heading line ("# Episode 12", "CHAPTER IV"), a file's name
+_FORM = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)"
+                   r"|\b[\w.-]+\.(?:txt|md|pdf|docx?|html?|jsonl?|csv|srt|vtt)\b")
 
 
 @dataclass
@@ -77,7 +93,7 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
         import rjieba
 
         for run in CJK_RUN.findall(text):
-            terms.extend(w for w in rjieba.cut(run) if len(w) > 1)
+            terms.extend(w for w in rjieba.cut(run) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS)
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:
@@ -213,7 +229,8 @@ def chunk_sentences(text: str) -> list[Sentence]:
             sentence = " ".join(parts)
             cjk = chinese and has_cjk(sentence)
             words = len(sentence) // 2 if cjk else len(parts)
-            phrases = tuple(dict.fromkeys(phrase_terms(sentence, cjk)))
+            said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
+            phrases = tuple(dict.fromkeys(phrase_terms(said, cjk)))
             sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
     return sentences
 
@@ -314,13 +331,23 @@ class ProfileReportWriter:
     def __init__(self, conn=None):
         self.conn = conn
         self._sentences: dict[str, ChunkText] = {}
+        self._repeated: frozenset | None = None
+
+    @property
+    def repeated(self) -> frozenset:
+        """The store's words that every document repeats (see repeated_words), read once."""
+        if self._repeated is None:
+            self._repeated = repeated_words(self.conn)
+        return self._repeated
 
     def inputs(self, members: list[str]) -> str:
         """What a report reads besides its community's context (part of its context hash): the
         chunks that mention its members (ids hash their document, position and text)."""
         rows = self.conn.execute(f"SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id {_IN} "
                                  "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
-        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows)
+        # the words left out as what every document repeats: a report changes when they do
+        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows) + (
+            "\n-----Repeated-----\n" + ",".join(sorted(self.repeated)) if self.repeated else "")
 
     def write(self, items, idle=None):
         """(tag, report, generator) for each item (see tgr.build.report.ReportItem)."""
@@ -352,7 +379,7 @@ class ProfileReportWriter:
         background = Background([analysed[cid] for cid, _ in read if cid in analysed], class_counts)
         ranked = central_members(entities, edges)
         named = title_members(ranked)
-        exclude = {w for e in named for w in phrase_terms(e["name"])}
+        exclude = {w for e in named for w in phrase_terms(e["name"])} | self.repeated
         phrases = key_phrases(class_counts, background, exclude)
         weights = {t: background.weight(t, class_counts[t]) for t in phrases}
         top = max(weights.values(), default=1.0) or 1.0
@@ -371,6 +398,21 @@ class ProfileReportWriter:
         for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
             self._sentences[cid] = analyse_chunk(text)
         return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
+
+
+def repeated_words(conn) -> frozenset:
+    """Latin words in half of the store's chunks or more, where it holds three documents or
+    more: what every document repeats (a show's opening line, a template's headings, a file
+    name's words in the indexed titles), not what any part of it is about. Read from the
+    full-text index's own counts (fts5vocab), so no text is read again."""
+    documents, chunks = conn.execute(
+        "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)").fetchone()
+    if documents < REPEATED_DOCUMENTS or not chunks:
+        return frozenset()
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.tgr_chunk_words USING fts5vocab(main, chunks_fts, 'row')")
+    return frozenset(w for (w,) in conn.execute(
+        "SELECT term FROM temp.tgr_chunk_words WHERE doc * 2 >= ? AND term GLOB '[a-z][a-z]*'", (chunks,))
+        if _content_word(w))
 
 
 def _joined(names: list[str], chinese: bool) -> str:
@@ -400,7 +442,8 @@ def profile_report(profile: Profile, size: int) -> dict:
     findings = []
     if phrases:
         findings.append({"summary": "关键词" if chinese else "Key phrases",
-                         "explanation": ("、" if chinese else ", ").join(phrases), "key_phrases": phrases})
+                         "explanation": ("、" if chinese else ", ").join(phrases), "key_phrases": phrases,
+                         "members": [e["name"] for e in named]})
     findings += [{"summary": f"{e['name']} ({e['type']})", "explanation": shorten(e["description"], 400)}
                  for e in profile.members[:3]]
     findings += [{"summary": "代表句" if chinese else "Representative passage",

@@ -97,6 +97,33 @@ def gazetteer_from_package() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(countries), frozenset(places - countries)
 
 
+COMMON_WORDS_FILE = Path(__file__).with_name("data") / "common_words.txt.gz"
+
+
+def write_common_words(dictionary: Path = Path("/usr/share/dict/american-english"),
+                       path: Path = COMMON_WORDS_FILE) -> None:
+    """Write COMMON_WORDS_FILE from a SCOWL word list (Debian's wamerican; its copyright
+    notice is tgr/offline/data/common_words.COPYRIGHT): the words of three letters or more it lists
+    only in lower case ("poor", "gain", but not "rose" beside "Rose")."""
+    import gzip
+
+    words = {w.strip() for w in dictionary.read_text(encoding="utf-8").splitlines()}
+    common = sorted(w for w in words if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3
+                    and w.capitalize() not in words)
+    path.write_bytes(gzip.compress(("\n".join(common) + "\n").encode("ascii"), mtime=0))
+
+
+@lru_cache(maxsize=1)
+def common_words() -> frozenset[str]:
+    """English words that are no names (COMMON_WORDS_FILE; empty when it is missing)."""
+    import gzip
+
+    try:
+        return frozenset(gzip.decompress(COMMON_WORDS_FILE.read_bytes()).decode("ascii").split())
+    except OSError:
+        return frozenset()
+
+
 @lru_cache(maxsize=65536)
 def place_kind(name: str) -> str | None:
     """"country" or "location" for a name the gazetteer knows, else None."""
@@ -124,7 +151,7 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
     if by_words:
         return by_words
     if _surname_and_full_name(aliases) or given_and_family_name(surface) \
-            or any(given_and_family_name(a) for a in sorted(aliases)):
+            or any(given_and_family_name(a) for a in sorted(aliases)) or _first_name_alone(surface):
         return "person"
     if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS:
         return "organization"
@@ -200,7 +227,7 @@ _LAST_WORD = {
         expressway turnpike highway motorway freeway parkway boulevard trail pass glacier reef strait
         sea ocean gulf lagoon basin delta plateau volcano dam reservoir pier wharf quay cemetery
         mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
-        theater hotel""",
+        theater hotel house""",
     "event": """season tournament championship championships cup games olympics festival election
         elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
         riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
@@ -267,6 +294,13 @@ def given_and_family_name(surface: str) -> bool:
         return False
     # "Michael Jordan" is a person, "Charlotte Jordan" too ambiguous to tell
     return place_kind(surface) is None and (place_kind(words[-1]) is None or place_kind(words[0]) is None)
+
+
+def _first_name_alone(surface: str) -> bool:
+    """"Martha", "Caroline": a census first name on its own, that is no place and no common word."""
+    word = surface.lower()
+    return surface[:1].isupper() and surface[1:].islower() and word in census_first_names() \
+        and word not in common_words() and place_kind(surface) is None
 
 
 def _surname_and_full_name(aliases: Counter) -> bool:

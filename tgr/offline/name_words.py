@@ -9,6 +9,17 @@ CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # for a character class: 
 MONTHS = frozenset("january february march april may june july august september october november december".split())
 MONTH_ABBREVIATIONS = frozenset("jan feb mar apr may jun jul aug sep sept oct nov dec".split())
 DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# Chinese words of speech and narration, pronouns, measure words ("闻言", "二人", "只见"): no
+# names (jieba tags some as one), and, as common in one part of a text as in any other, no key
+# phrases either
+CHINESE_FUNCTION_WORDS = frozenset("""闻言 二人 三人 四人 两人 众人 大家 我们 你们 他们 她们 咱们 我等 汝等 你等 自家 自己
+    一个 一声 一齐 一般 一面 一时 一日 一阵 一处 一条 一只 一口 一座 一番 一场 一对 两个 三个 几个 些儿
+    不是 不曾 不敢 不得 不能 不可 不见 不知 不要 不必 没有 知道 可以 已经 如何 怎么 怎生 怎的 甚么 什么
+    那里 这里 那个 这个 这般 那般 如此 这等 那等 只得 只是 却是 原来 须臾 即便 便是 正是 就是 还是 都是
+    却说 话说 且说 今日 今番 此时 此处 当时 那厮 左右 上前 出来 起来 下来 进来 过来 回来 出去 上来 下去
+    说道 笑道 问道 答道 叫道 喝道 骂道 言道 道是 听得 看见 见了 有些 有个 只管 心中 手中 面前 门前 身边
+    之间 之上 之下 之中 如今 为何 何处 何人 因为 所以 但是 然后 于是 而且 虽然 如果 因此 那时 这时 不过
+    时候 东西 怎样 这样 那样 一样 许多 多少 一些 有人 无人 只见 但见 忽见 又见 不觉 果然 真个 端的""".split())
 
 
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:

@@ -92,6 +92,10 @@ _PLURAL_OWNERS = frozenset("women men children people girls boys ladies gentleme
 _DEFINING = re.compile(r"\s*[(（]|\s+(?:is|was|are|were)\s+(?:a|an|the)\s")
 _NUMBER_AFTER = re.compile(r" \d{1,3}(?![\d,.]?\d|\w)")  # "Big Hero 6", "Channel 4" (not a year)
 _DATE_WORDS = _MONTHS | _DAYS | frozenset("day eve".split())
+_HOLIDAYS = frozenset("""christmas easter thanksgiving halloween hallowe'en michaelmas whitsun
+    whitsuntide epiphany candlemas hanukkah chanukah passover ramadan diwali christmas-time
+    christmastide yuletide yule twelfth-night""".split()) | {"new year"}
+_GREETINGS = frozenset("merry happy".split())  # "Merry Christmas" names Christmas
 _PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»—–-"
 _TRAILING_JUNK = _CONNECTORS | _NOT_NAMES
 _QUOTES_AND_OPENERS = "\"“‘'(:;—–-[«"
@@ -296,6 +300,8 @@ def _strip_openers(tokens: list[int], lowered: list[str], kind: str, inside: boo
             kind, inside, titled = "person", True, True  # "Captain Ahab": a title is evidence of a name
         elif len(tokens) > 1 and first in _PERSON_OPENERS and lowered[1] not in _CONNECTORS | _GENERIC:
             kind, inside = "person", True  # "Starring Rajendra Prasad", "Businessman Jaquelin Hume"
+        elif first in _GREETINGS and len(tokens) > 1 and " ".join(lowered[1:]) in _HOLIDAYS:
+            inside = True  # "a Merry Christmas": the holiday is the name
         elif first in _NOT_NAMES:  # "The Beatles" and "the Beatles" are one name: Beatles
             inside = True  # what follows a dropped opener ("But Scrooge") is no longer sentence-initial
         elif first in _CONNECTORS:
@@ -330,7 +336,8 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
     for match in _QUOTED.finditer(sentence):
         text, start = match.group(1).strip(), match.start(1)
         words = text.split()
-        if not words or len(words) > 12 or not (words[0][:1].isupper() or words[0][:1].isdigit()):
+        if not words or len(words) > 12 or not (words[0][:1].isupper() or words[0][:1].isdigit()) \
+                or words[0].lower() in _GREETINGS:  # "Merry Christmas!" is said, not a title
             continue
         if not all(w[:1].isupper() or w[:1].isdigit() or w.lower().strip(",:;") in _TITLE_SMALL for w in words):
             continue
@@ -353,6 +360,8 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
 
 def _type_of(lowered: list[str], previous: str, after: str) -> str:
     last, first = _without_possessive(lowered[-1]), lowered[0]
+    if len(lowered) <= 2 and " ".join(lowered) in _HOLIDAYS:
+        return "event"  # "at Christmas" is a time, not a place
     if last in _ORGANIZATION_WORDS or first in {"university", "college", "bank"}:
         return "organization"
     if last in _LOCATION_WORDS or first in {"mount", "lake", "fort", "port", "cape", "river"}:

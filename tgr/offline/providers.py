@@ -145,7 +145,39 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
                     source=source, target=target,
                     predicate=_between(sentence, source, target),
                     description=shorten(sentence, 240), strength=1.0))
+    relations += _neighbours(sentences, found, keep_set, seen_pairs)
     return entities, relations
+
+
+NEAR = 2  # sentences before or after that a name alone in its sentences is linked across
+
+
+def _neighbours(sentences: list[str], found: list[list[tuple[str, str]]], keep: set[str],
+                seen_pairs: set[tuple[str, str]]) -> list[RawRelation]:
+    """A name that shares no sentence with another name of the chunk is linked to the names of
+    the nearest sentence (at most NEAR away) that has some: "Ghost of Christmas Present"
+    alone in its sentence, "Scrooge" in the next. A name with none near stays an island, as
+    in the text."""
+    linked = {name for pair in seen_pairs for name in pair}
+    named = [[n for n, _ in names if n in keep] for names in found]
+    relations = []
+    for index, names in enumerate(named):
+        for name in dict.fromkeys(n for n in names if n not in linked):
+            near = next((other for distance in range(1, NEAR + 1) for other in
+                         (index - distance, index + distance)
+                         if 0 <= other < len(named) and set(named[other]) - {name}), None)
+            if near is None:
+                continue
+            for target in dict.fromkeys(n for n in named[near] if n != name):
+                if (name, target) in seen_pairs or (target, name) in seen_pairs:
+                    continue
+                seen_pairs.add((name, target))
+                context = " ".join(sentences[min(index, near):max(index, near) + 1])
+                relations.append(RawRelation(source=name, target=target,
+                                             predicate="同段出现" if has_cjk(context) else "appears near",
+                                             description=shorten(context, 240), strength=0.5))
+            linked.add(name)
+    return relations
 
 
 def _mostly_cjk(sentence: str) -> bool:

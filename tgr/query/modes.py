@@ -20,10 +20,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Generator, Iterator, Sequence
 
-from .answerers import ReportText, answerer_for
+from .answerers import OfflineAnswerer, ReportText, answerer_for
 from ..store.db import Connection
 from ..models.gateway import Gateway
 from ..models.clients import vector_type
+from ..offline.global_answer import themes as offline_themes
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
@@ -333,6 +334,18 @@ class Searcher:
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
         result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
         return result
+
+    def themes(self, question: str) -> tuple[list, bool] | None:
+        """The themes an offline global answer lists (tgr.offline.global_answer.Theme, each with its
+        cited passages) and whether they match the question; None where a chat model writes
+        global answers instead."""
+        if not isinstance(self.answerer, OfflineAnswerer):
+            return None
+        reports = self.candidate_reports(question, self.settings.level)
+        chosen, matched = offline_themes(self.conn, self.retriever, question, [r[0] for r in reports])
+        for theme in chosen:
+            theme.passages = self.retriever.passages([(cid, 1.0) for cid in theme.chunks])
+        return chosen, matched
 
     def _batches(self, reports: list[tuple[str, str, str, float]]) -> list[list[ReportText]]:
         """The reports in map batches of at most map_tokens each (a larger report alone)."""

@@ -55,6 +55,14 @@ def answer_from(store, question: str, passages: list[Passage], mode: str, *, con
     return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
 
 
+def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, bool] | None:
+    """The themes of an offline global answer (see Searcher.themes), for several stores'
+    global answer (tgr.multi_store)."""
+    found = searcher(store, question, QuerySettings(**query_settings))
+    store.models.asking.say(store.models.asking.notes_for(False), warn)
+    return found.themes(question.strip())
+
+
 def _checked(history) -> list[dict]:
     """The conversation as role/content turns (tgr.query.conversation, loaded only for one)."""
     if not history:

@@ -29,6 +29,7 @@ from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import alias_mentions, entities_named
 from ..offline.global_answer import topic_terms
+from .topic_evidence import topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
 from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
@@ -45,6 +46,7 @@ FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those tw
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
+EVIDENCE_WEIGHT = 0.5   # tgr.query.topic_evidence against a report's own word overlap in ranking reports
 RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
                       # hundred reports counts, and the ranks must still outweigh centrality
 VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
@@ -260,6 +262,10 @@ class Retriever:
         if not rows:
             return []
         similarity = self._report_similarity(q, level, rows)
+        evidence = self.topic_evidence(q.text, [r[0] for r in rows], level)
+        if evidence:
+            similarity = {cid: similarity.get(cid, 0.0) + EVIDENCE_WEIGHT * evidence.get(cid, 0.0) for cid in
+                          similarity.keys() | evidence.keys()}
         biggest = max(r[4] for r in rows) or 1
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
@@ -290,6 +296,12 @@ class Retriever:
         if not total:
             return {cid: 0.0 for cid in held}
         return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
+
+    def topic_evidence(self, question: str, community_ids: list[str], level: int | None = None,
+                       **options) -> dict[str, float]:
+        """How much each community's passages say about the question's topic, 0..1 (see
+        tgr.query.topic_evidence)."""
+        return topic_evidence(self, question, community_ids, level, **options)
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
