@@ -76,8 +76,7 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
     if has_cjk(text) if cjk is None else cjk:
         import rjieba
 
-        for run in CJK_RUN.findall(text):
-            terms.extend(w for w in rjieba.cut(run) if len(w) > 1)
+        terms += [w for w in rjieba.cut("\n".join(CJK_RUN.findall(text))) if len(w) > 1]  # "\n": runs apart
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:

@@ -181,15 +181,18 @@ def _epithets(types: dict[str, Counter]) -> dict[str, str]:
 def _chinese_short_forms(types: dict[str, Counter]) -> dict[str, str]:
     """香港特区 -> 香港特别行政区 (same first and last character, the rest in order), only
     when exactly one longer name of the document fits."""
-    cjk = [k for k in types if _CJK.fullmatch(k)]
+    by_ends = defaultdict(list)  # (first, last character) -> names, so a short form meets only those
+    for name in types:
+        if _CJK.fullmatch(name):
+            by_ends[name[0], name[-1]].append(name)
     joined = {}
-    for short in cjk:
-        if len(short) < 3:
-            continue  # two characters fit too many longer names by chance
-        longer = [n for n in cjk if len(n) > len(short) and n[0] == short[0] and n[-1] == short[-1]
-                  and _in_order(short, n)]
-        if len(longer) == 1:
-            joined[short] = longer[0]
+    for names in by_ends.values():
+        for short in names:
+            if len(short) < 3:
+                continue  # two characters fit too many longer names by chance
+            longer = [n for n in names if len(n) > len(short) and _in_order(short, n)]
+            if len(longer) == 1:
+                joined[short] = longer[0]
     return joined
 
 
