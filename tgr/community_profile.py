@@ -321,8 +321,9 @@ class ProfileReportWriter:
                                  "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
         return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows)
 
-    def write(self, items, idle=None):
-        """(tag, report, generator) for each item (see tgr.reports.ReportItem)."""
+    def write(self, items, idle=None, more=None):
+        """(tag, report, generator) for each item (see tgr.reports.ReportItem); no model to
+        wait for, so more (see ReportWriter) is left to the caller's next round."""
         for item in items:
             entities, edges = item.material()
             yield item.tag, profile_report(self.profile(entities, edges), len(entities)), self.generator

@@ -113,16 +113,17 @@ class _Workers:
     """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S)."""
 
     def __init__(self, size: int):
-        self.inbox: queue.Queue = queue.Queue()
+        self.inbox: queue.PriorityQueue = queue.PriorityQueue()  # (0 urgent / 1, order, task)
         self.outbox: queue.Queue = queue.Queue()
         self.batches = 0
+        self._order = 0
         self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(size)]
         for thread in self.threads:
             thread.start()
 
     def _loop(self) -> None:
         while True:
-            task = self.inbox.get()
+            task = self.inbox.get()[2]
             if task is None:
                 return
             batch, fn, arg = task
@@ -132,8 +133,10 @@ class _Workers:
         self.batches += 1
         return self.batches
 
-    def submit(self, batch: int, fn, arg) -> None:
-        self.inbox.put((batch, fn, arg))
+    def submit(self, batch: int, fn, arg, urgent: bool = False) -> None:
+        """Queue a task; an urgent one goes before every task not started yet."""
+        self._order += 1
+        self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
 
     def next_result(self, batch: int, idle: Callable[[], bool] | None = None):
         """The next result of this batch; results of abandoned batches are dropped.
@@ -179,7 +182,8 @@ class _Workers:
     def close(self) -> None:
         self.drain_pending()
         for _ in self.threads:
-            self.inbox.put(None)
+            self._order += 1
+            self.inbox.put((2, self._order, None))
 
 
 class Gateway:
@@ -221,22 +225,42 @@ class Gateway:
             return text
         raise ModelError("no answer")  # unreachable: chat_many yields once per job
 
-    def chat_many(self, stage: str, jobs: Iterable[ChatJob],
-                  idle: Callable[[], bool] | None = None) -> Iterator[tuple[ChatJob, str]]:
+    def chat_many(self, stage: str, jobs: Iterable[ChatJob], idle: Callable[[], bool] | None = None,
+                  more: Callable[[], list[ChatJob]] | None = None) -> Iterator[tuple[ChatJob, str]]:
         """Answer every job, yielding (job, text) as answers arrive; cache hits come first.
 
         The caller should store each result before asking for the next, so that an
         interrupted run keeps everything already answered. idle, if given, is a small
         step of other main-thread work, run while no answer is ready; it returns False
         when it has nothing left (it may use SQLite and single-batch embed(), never chat).
+        more, if given, is called after each answer is handed back and returns further jobs
+        (those the answers so far made ready: a parent's report once its children's are in);
+        they join the calls in flight, so no slot waits for a whole wave to end.
         """
         jobs = list(jobs)
         if not jobs:
-            return
+            jobs = more() if more is not None else []
+            if not jobs:
+                return
         if self.chat_model is None:
             raise ModelError("this operation needs a chat model, and none is configured")
         model = self.chat_model.name
         misses: dict[str, list[ChatJob]] = {}  # identical prompts are asked once
+        yield from self._cached(stage, model, jobs, misses)
+        idle = _UntilDone(idle) if idle is not None else None
+        if misses and self.batch is not None and self.write_cache:
+            answered, misses = self.batch.settle(self, stage, misses, idle)
+            yield from answered
+            more, later = None, more  # a Batch API job is one wave: what it unblocks is the next
+        else:
+            later = None
+        if misses or more is not None:
+            yield from self._answer(stage, model, misses, idle, more)
+        if later is not None:
+            yield from self.chat_many(stage, [], idle, later)
+
+    def _cached(self, stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
+        """Yield the jobs the cache answers; add the others to misses (by cache key)."""
         for job in jobs:
             key = cache_key(model, job.prompt, job.params)
             if key in misses:
@@ -250,19 +274,33 @@ class Gateway:
                 yield job, row[0]
             else:
                 misses[key] = [job]
-        idle = _UntilDone(idle) if idle is not None else None
-        if misses and self.batch is not None and self.write_cache:
-            answered, misses = self.batch.settle(self, stage, misses, idle)
-            yield from answered
-        if not misses:
-            return
+
+    def _answer(self, stage: str, model: str, misses: dict[str, list[ChatJob]], idle, more):
+        """Ask the missed prompts on the workers, yielding answers as they arrive; then the
+        jobs more() adds (see chat_many)."""
         workers = self._pool()
         batch = workers.new_batch()
-        pending, error = 0, None
-        try:
+        pending, error, asked = 0, None, set()
+
+        def submit_new(urgent: bool = False) -> None:
+            nonlocal pending
             for key, same in misses.items():
-                workers.submit(batch, self._run_chat, _Outcome(same[0], key))
-                pending += 1
+                if key not in asked:
+                    asked.add(key)
+                    workers.submit(batch, self._run_chat, _Outcome(same[0], key), urgent)
+                    pending += 1
+
+        def add_more():
+            while more is not None and error is None:
+                extra = more()
+                if not extra:
+                    break
+                yield from self._cached(stage, model, extra, misses)
+            submit_new(urgent=True)  # what the answers unblocked is the longest path left
+
+        try:
+            submit_new()
+            yield from add_more()
             while pending:
                 outcome = workers.next_result(batch, idle)
                 pending -= 1
@@ -273,8 +311,10 @@ class Gateway:
                     continue
                 self._store(stage, model, outcome)
                 if error is None:
-                    for job in misses[outcome.key]:
+                    asked.discard(outcome.key)  # a later job of the same prompt: the cache, or asked anew
+                    for job in misses.pop(outcome.key):
                         yield job, outcome.completion.text
+                    yield from add_more()
         except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
             in_flight, pending = pending - workers.drain_pending(), 0
             for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
