@@ -246,7 +246,7 @@ class Gateway:
             raise ModelError("this operation needs a chat model, and none is configured")
         model = self.chat_model.name
         misses: dict[str, list[ChatJob]] = {}  # identical prompts are asked once
-        yield from self._cached(stage, model, jobs, misses)
+        yield from _cached(self, stage, model, jobs, misses)
         idle = _UntilDone(idle) if idle is not None else None
         if misses and self.batch is not None and self.write_cache:
             answered, misses = self.batch.settle(self, stage, misses, idle)
@@ -255,77 +255,9 @@ class Gateway:
         else:
             later = None
         if misses or more is not None:
-            yield from self._answer(stage, model, misses, idle, more)
+            yield from _answer(self, stage, model, misses, idle, more)
         if later is not None:
             yield from self.chat_many(stage, [], idle, later)
-
-    def _cached(self, stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
-        """Yield the jobs the cache answers; add the others to misses (by cache key)."""
-        for job in jobs:
-            key = cache_key(model, job.prompt, job.params)
-            if key in misses:
-                misses[key].append(job)
-                continue
-            row = self.conn.execute(
-                "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
-                (key,)).fetchone()
-            if row is not None:
-                self._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
-                yield job, row[0]
-            else:
-                misses[key] = [job]
-
-    def _answer(self, stage: str, model: str, misses: dict[str, list[ChatJob]], idle, more):
-        """Ask the missed prompts on the workers, yielding answers as they arrive; then the
-        jobs more() adds (see chat_many)."""
-        workers = self._pool()
-        batch = workers.new_batch()
-        pending, error, asked = 0, None, set()
-
-        def submit_new(urgent: bool = False) -> None:
-            nonlocal pending
-            for key, same in misses.items():
-                if key not in asked:
-                    asked.add(key)
-                    workers.submit(batch, self._run_chat, _Outcome(same[0], key), urgent)
-                    pending += 1
-
-        def add_more():
-            while more is not None and error is None:
-                extra = more()
-                if not extra:
-                    break
-                yield from self._cached(stage, model, extra, misses)
-            submit_new(urgent=True)  # what the answers unblocked is the longest path left
-
-        try:
-            submit_new()
-            yield from add_more()
-            while pending:
-                outcome = workers.next_result(batch, idle)
-                pending -= 1
-                if outcome.error is not None:
-                    if error is None:  # stop asking, but keep what is already paid for
-                        error = outcome.error
-                        pending -= workers.drain_pending()
-                    continue
-                self._store(stage, model, outcome)
-                if error is None:
-                    asked.discard(outcome.key)  # a later job of the same prompt: the cache, or asked anew
-                    for job in misses.pop(outcome.key):
-                        yield job, outcome.completion.text
-                    yield from add_more()
-        except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
-            in_flight, pending = pending - workers.drain_pending(), 0
-            for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
-                if outcome.error is None:
-                    self._store(stage, model, outcome)
-            raise
-        finally:
-            if pending:  # the caller stopped early: calls not started are dropped
-                workers.drain_pending()
-        if error is not None:
-            raise error
 
     def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
         """Embed texts in batches, concurrently, retried and metered (not cached).
@@ -514,3 +446,75 @@ class Gateway:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.run_id, stage, kind, model, int(hit), attempts, prompt_tokens,
                  completion_tokens, source, round(latency * 1000, 2), price))
+
+
+# --- chat_many's parts (module functions: the Gateway class stays short) ---------------
+
+def _cached(gateway: "Gateway", stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
+    """Yield the jobs the cache answers; add the others to misses (by cache key)."""
+    for job in jobs:
+        key = cache_key(model, job.prompt, job.params)
+        if key in misses:
+            misses[key].append(job)
+            continue
+        row = gateway.conn.execute(
+            "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
+            (key,)).fetchone()
+        if row is not None:
+            gateway._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
+            yield job, row[0]
+        else:
+            misses[key] = [job]
+
+
+def _answer(gateway: "Gateway", stage: str, model: str, misses: dict[str, list[ChatJob]], idle, more):
+    """Ask the missed prompts on the workers, yielding answers as they arrive; then the
+    jobs more() adds (see chat_many)."""
+    workers = gateway._pool()
+    batch = workers.new_batch()
+    pending, error, asked = 0, None, set()
+
+    def submit_new(urgent: bool = False) -> None:
+        nonlocal pending
+        for key, same in misses.items():
+            if key not in asked:
+                asked.add(key)
+                workers.submit(batch, gateway._run_chat, _Outcome(same[0], key), urgent)
+                pending += 1
+
+    def add_more():
+        while more is not None and error is None:
+            extra = more()
+            if not extra:
+                break
+            yield from _cached(gateway, stage, model, extra, misses)
+        submit_new(urgent=True)  # what the answers unblocked is the longest path left
+
+    try:
+        submit_new()
+        yield from add_more()
+        while pending:
+            outcome = workers.next_result(batch, idle)
+            pending -= 1
+            if outcome.error is not None:
+                if error is None:  # stop asking, but keep what is already paid for
+                    error = outcome.error
+                    pending -= workers.drain_pending()
+                continue
+            gateway._store(stage, model, outcome)
+            if error is None:
+                asked.discard(outcome.key)  # a later job of the same prompt: the cache, or asked anew
+                for job in misses.pop(outcome.key):
+                    yield job, outcome.completion.text
+                yield from add_more()
+    except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
+        in_flight, pending = pending - workers.drain_pending(), 0
+        for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
+            if outcome.error is None:
+                gateway._store(stage, model, outcome)
+        raise
+    finally:
+        if pending:  # the caller stopped early: calls not started are dropped
+            workers.drain_pending()
+    if error is not None:
+        raise error
