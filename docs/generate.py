@@ -33,14 +33,15 @@ SUBPACKAGES = {
               "chunking, and the one code path that stores and deletes documents and chunks",
     "offline": "The no-model providers: name finders (English, Chinese), entity types, community "
                "profiles, the offline global answer, PageRank",
-    "models": "Chat and embedding providers by name, the gateway every call goes through, the "
-              "local embedder, the Batch APIs, which models a store is built and asked with",
+    "models": "Chat and embedding providers by name, the gateway every call goes through, streamed "
+              "answers, the local embedder, the Batch APIs, which models a store is built and asked with",
     "build": "The pipeline and its stages in order (extract, resolve, merge, cluster, report, "
              "embed), their scheduling, batch jobs, the ledger, `tgr check` and `tgr merge`",
     "query": "The query modes over one ranked retrieval core, the local walk, answerers, lookups, "
-             "the per-connection cache, `tgr eval`",
+             "conversations and the chat session, the per-connection cache, `tgr eval`",
     "export": "GraphML, JSON and the self-contained HTML graph page with its layout",
-    "adapters": "tgr seen from other tools: the MCP server, LangChain and LlamaIndex retrievers, Datasette",
+    "adapters": "tgr seen from other tools: the MCP server, LangChain and LlamaIndex retrievers, Datasette, "
+                "the terminal of `tgr chat`",
 }
 
 
