@@ -4,9 +4,9 @@ Context for a community: its entities and internal relationships, most connected
 (relationships ordered by the combined degree of their ends), under a token budget. When
 that raw material does not fit and the community has sub-communities, their reports are
 substituted for their members' material, largest sub-community first, until it fits
-(the GraphRAG method). Communities whose raw material fits are all written in the first
-wave; only those that need sub-community reports wait for them, level by level, deepest
-first. Malformed JSON is repaired, then asked again; as a last resort the report is
+(the GraphRAG method). Communities whose raw material fits are asked first; one that needs
+sub-community reports is asked, in the same stream of calls, as soon as those reports are
+in (with a Batch API: in the next job). Malformed JSON is repaired, then asked again; as a last resort the report is
 assembled extractively, so a bad answer never stops the run. The writer is the chat
 model's (LLMReportWriter) or, with no chat model, the offline extractive one; both sit
 behind the ReportWriter interface.
