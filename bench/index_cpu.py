@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-
-from coldstart import run_once  # bench/ is first on sys.path when this script runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE_CALLS = """
@@ -43,18 +43,32 @@ def command_for(corpus: Path, store: Path, before_calls: bool) -> list[str]:
             "--offline", "--embed-model", "tgr:hash-384", "-q"]
 
 
-def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> dict[str, tuple[list, list]]:
-    """Per tree: the wall and CPU seconds of each run, trees taking turns."""
-    results: dict[str, tuple[list, list]] = {tree: ([], []) for tree in trees}
+def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MB) of one run of command (a failure stops)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
+    child.stderr.close()
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> dict[str, tuple[list, list, list]]:
+    """Per tree: the wall and CPU seconds and peak RSS of each run, trees taking turns."""
+    results: dict[str, tuple[list, list, list]] = {tree: ([], [], []) for tree in trees}
     with tempfile.TemporaryDirectory(prefix="tgr-index-cpu-") as work:
         for run in range(runs):
             for number, tree in enumerate(trees):
                 env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
                 store = Path(work) / f"run{run}-tree{number}.db"
-                wall, cpu = run_once(command_for(corpus, store, before_calls), work, env)
+                wall, cpu, rss = run_once(command_for(corpus, store, before_calls), work, env)
                 results[tree][0].append(wall)
                 results[tree][1].append(cpu)
-                print(f"  {corpus.name} run {run + 1} {tree}: CPU {cpu:.2f} s, wall {wall:.2f} s", flush=True)
+                results[tree][2].append(rss)
+                print(f"  {corpus.name} run {run + 1} {tree}: CPU {cpu:.2f} s, wall {wall:.2f} s, "
+                      f"peak RSS {rss:.0f} MB", flush=True)
                 store.unlink()
     return results
 
@@ -71,10 +85,13 @@ def main(argv=None) -> int:
     for corpus in map(Path, args.corpus):
         results = measure(corpus.resolve(), trees, args.runs, args.before_calls)
         first = statistics.median(results[trees[0]][1])
-        for tree, (walls, cpus) in results.items():
-            print(f"{corpus.name} {tree}: CPU median {statistics.median(cpus):.2f} s (least {min(cpus):.2f}), "
-                  f"wall median {statistics.median(walls):.2f} s, CPU x {statistics.median(cpus) / first:.3f}",
-                  flush=True)
+        millions = len(corpus.read_text(encoding="utf-8", errors="replace")) / 1e6
+        for tree, (walls, cpus, rss) in results.items():
+            cpu = statistics.median(cpus)
+            print(f"{corpus.name} {tree}: CPU median {cpu:.2f} s (least {min(cpus):.2f}), "
+                  f"{cpu / millions:.2f} CPU-s per M chars ({millions:.3f} M), "
+                  f"wall median {statistics.median(walls):.2f} s, peak RSS median {statistics.median(rss):.0f} MB, "
+                  f"CPU x {cpu / first:.3f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     return 0
 

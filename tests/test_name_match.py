@@ -118,3 +118,11 @@ def test_huge_names_in_an_untrusted_store_are_cut_not_matched_whole(store, tmp_p
         assert lookup.find_entity(kb.conn, "Marley " * 100_000) is None
         index = name_match.name_index(kb.conn)
         assert max(len(key) for key in index.keys) <= name_match.MAX_NAME_CHARS
+
+
+def test_a_character_a_name_keeps_when_folded_whole_gets_no_variant():
+    from tgr.query.name_match import chinese_variants, fold
+
+    variants = chinese_variants(["乾坤圈", "孫悟空"])
+    assert fold("乾坤圈") == "乾坤圈"  # OpenCC keeps 乾 in context (alone it makes 干)
+    assert "乾" not in variants and variants["孫"] == "孙"

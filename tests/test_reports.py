@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
@@ -102,3 +103,32 @@ def test_incremental_index_refreshes_reports_whose_material_changed(db_path, tmp
         # the store is up to date: rebuilding every report from scratch changes nothing
         kb.rebuild("reports")
         assert dict(kb.conn.execute("SELECT community_id, full_text FROM reports")) == after
+
+
+class _TimedChat(ScriptedChat):
+    """Records when each call starts and ends (seconds from the first start)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.spans: list[tuple[str, float, float]] = []
+
+    def complete(self, prompt: str, **params):
+        started = time.monotonic()
+        try:
+            return super().complete(prompt, **params)
+        finally:
+            self.spans.append((prompt, started, time.monotonic()))
+
+
+def test_a_parent_report_starts_once_its_children_are_in_not_after_the_whole_wave(db_path):
+    chat = _TimedChat(delay=0.05)
+    kb = tgr.open(db_path, chat=chat, embedder=ScriptedEmbedder(), concurrency=4)
+    with kb:
+        kb.index([str(ZH_CORPUS)], **SMALL, report_tokens=400, max_cluster_size=6)
+        reports = [(p, a, b) for p, a, b in chat.spans if chat.llm.kind(p) == "community_report"]
+        parents = [a for p, a, _ in reports if "-----Sub-community reports-----" in p]
+        first_wave = [b for p, _, b in reports if "-----Sub-community reports-----" not in p]
+        assert parents and first_wave
+        # the first parent is asked while reports that need no sub-reports are still in flight
+        assert min(parents) < max(first_wave), (min(parents), max(first_wave))
+        assert chat.max_in_flight <= 4

@@ -216,13 +216,21 @@ _SPACES = re.compile(r"\s+")
 
 
 def search_terms(text: str) -> list[str]:
-    """Terms for full-text search and lexical scoring: jieba words for CJK, words otherwise."""
+    """Terms for full-text search and lexical scoring: jieba words for CJK (rjieba: jieba's
+    dictionary and algorithm in Rust), words otherwise."""
     terms: list[str] = []
     if has_cjk(text):
-        for word in jieba().lcut_for_search(text):
+        import rjieba
+
+        cjk = _compiled(f"[{_CJK}]").search  # (has_cjk without its check for plain text, per word)
+        for word in rjieba.cut_for_search(text):
             word = word.strip().lower()
-            if word and (has_cjk(word) or _WORD_RE.fullmatch(word)) and word not in STOPWORDS:
+            if not word or word in STOPWORDS:
+                continue
+            if cjk(word) or _WORD_RE.fullmatch(word):
                 terms.append(word)
+            else:  # rjieba keeps "e.v" and "zh-hans" whole where jieba cut them
+                terms.extend(w for w in _WORD_RE.findall(word) if w not in STOPWORDS)
         return terms
     for word in _WORD_RE.findall(text):
         word = word.lower()
@@ -244,14 +252,14 @@ def index_terms(text: str) -> list[str]:
     terms = [w.lower() for w in _INDEX_WORD.findall(text)]
     runs = CJK_RUN.findall(text)
     for run in runs:
-        terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+        terms += [run[i:i + 2] for i in range(max(1, len(run) - 1))]
     if runs:
         # rjieba: jieba's dictionary and algorithm in Rust, the same words (2 of 112,089 runs
-        # of 西游记 differ) about 15 times faster; this cut was most of a Chinese ingest
+        # of 西游记 differ) about 15 times faster; this cut was most of a Chinese ingest. One
+        # call for all runs: a line break separates them as the text between them did
         import rjieba
 
-        cut = rjieba.cut_for_search
-        terms.extend(w for run in runs for w in cut(run) if len(w) > 1)
+        terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]
     return terms
 
 

@@ -4,9 +4,9 @@ Context for a community: its entities and internal relationships, most connected
 (relationships ordered by the combined degree of their ends), under a token budget. When
 that raw material does not fit and the community has sub-communities, their reports are
 substituted for their members' material, largest sub-community first, until it fits
-(the GraphRAG method). Communities whose raw material fits are all written in the first
-wave; only those that need sub-community reports wait for them, level by level, deepest
-first. Malformed JSON is repaired, then asked again; as a last resort the report is
+(the GraphRAG method). Communities whose raw material fits are asked first; one that needs
+sub-community reports is asked, in the same stream of calls, as soon as those reports are
+in (with a Batch API: in the next job). Malformed JSON is repaired, then asked again; as a last resort the report is
 assembled extractively, so a bad answer never stops the run. The writer is the chat
 model's (LLMReportWriter) or, with no chat model, the offline extractive one; both sit
 behind the ReportWriter interface.
@@ -167,14 +167,57 @@ class ReportItem:
     material: Callable[[], tuple[list[dict], list[dict]]]
 
 
+class _Order:
+    """Which reports can be written when: first those whose raw material fits (or that have
+    no sub-communities), then each other community as soon as the reports of all its
+    sub-communities being written are in (its context substitutes them)."""
+
+    def __init__(self, todo: list[_Community], graph: _Graph, budget: int):
+        self.first: list[tuple[_Community, str]] = []
+        self._waiting: dict[str, _Community] = {}
+        for community in todo:
+            context, fits = raw_context(graph, community.members, budget)
+            if fits or not community.children:
+                self.first.append((community, context))
+            else:
+                self._waiting[community.id] = community
+        ids = {c.id for c in todo}
+        self._children = {cid: {child for child in c.children if child in ids} for cid, c in self._waiting.items()}
+        parents = {child: cid for cid, c in self._waiting.items() for child in c.children}
+
+        def waiting_above(community: _Community) -> int:
+            depth, cid = 0, community.id
+            while cid in parents:
+                depth, cid = depth + 1, parents[cid]
+            return depth
+
+        self.first.sort(key=lambda item: -waiting_above(item[0]))  # the longest chains of reports start first
+        self._ready = [cid for cid, children in self._children.items() if not children]
+        self._parent = {child: cid for cid, children in self._children.items() for child in children}
+
+    def done(self, community_id: str) -> None:
+        """This community's report is written (or kept): its parent may be ready now."""
+        parent = self._parent.pop(community_id, None)
+        if parent is not None:
+            self._children[parent].discard(community_id)
+            if not self._children[parent]:
+                self._ready.append(parent)
+
+    def released(self) -> list[_Community]:
+        """The communities that became ready since the last call, deepest first."""
+        ready, self._ready = self._ready, []
+        return sorted((self._waiting.pop(cid) for cid in ready), key=lambda c: (-c.level, c.id))
+
+
 class ReportWriter(Protocol):
     """What the report stage needs: a name and a prompt (part of each report's context hash,
     the prompt empty for a writer that asks no model) and a batch method."""
     name: str
     prompt: str
 
-    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
-        """(tag, report, generator) for each item, in any order."""
+    def write(self, items: list[ReportItem], idle=None, more=None) -> Iterator[tuple[object, dict, str]]:
+        """(tag, report, generator) for each item, in any order; more(), called after an
+        item is handed back, returns further items to write in the same stream."""
 
 
 class LLMReportWriter:
@@ -185,10 +228,11 @@ class LLMReportWriter:
         self.gateway, self.prompt = gateway, prompts.community_report
         self.name = gateway.chat_model.name
 
-    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
-        jobs = [ChatJob(item, self.prompt.format(context=item.context),
-                        validate=lambda t: parse_report(t) is not None) for item in items]
-        for job, answer in self.gateway.chat_many("report", jobs, idle):
+    def write(self, items: list[ReportItem], idle=None, more=None) -> Iterator[tuple[object, dict, str]]:
+        jobs = lambda items: [ChatJob(item, self.prompt.format(context=item.context),  # noqa: E731
+                                      validate=lambda t: parse_report(t) is not None) for item in items]
+        more_jobs = (lambda: jobs(more())) if more is not None else None
+        for job, answer in self.gateway.chat_many("report", jobs(items), idle, more_jobs):
             parsed = parse_report(answer)
             if parsed:
                 yield job.tag.tag, parsed, self.name
@@ -298,25 +342,32 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         written += 1
         report("report", written + checked, total)
 
-    # wave 0: everything whose raw material fits (or that has no sub-reports to use)
-    waves: dict[int, list[_Community]] = {}
-    ready: list[tuple[_Community, str]] = []
-    for community in todo:
-        context, fits = raw_context(graph, community.members, budget)
-        if fits or not community.children:
-            ready.append((community, context))
-        else:
-            waves.setdefault(community.level, []).append(community)
+    # first: everything whose raw material fits (or that has no sub-reports to use); a
+    # community that needs its sub-communities' reports starts once those are written
+    order = _Order(todo, graph, budget)
+    inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
 
-    def run(batch: list[tuple[_Community, str]]) -> None:
-        inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
+    def items(batch: list[tuple[_Community, str]]) -> list[ReportItem]:
         batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
-        items = [ReportItem((c, ctx), ctx, partial(graph.material, c.members))
-                 for c, ctx in batch if not unchanged(c, ctx)]
-        for (community, context), parsed, generator in writer.write(items, idle):
-            save(community, parsed, generator, context)
+        fresh = []
+        for community, context in batch:
+            if unchanged(community, context):
+                order.done(community.id)
+            else:
+                fresh.append(ReportItem((community, context), context, partial(graph.material, community.members)))
+        return fresh
 
-    run(ready)
-    for level in sorted(waves, reverse=True):  # deepest first: children are done before parents
-        run([(c, substituted_context(graph, c, child_reports, budget)) for c in waves[level]])
+    def released() -> list[ReportItem]:
+        while True:  # (a kept report may release its parent in turn)
+            ready = order.released()
+            fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
+            if fresh or not ready:
+                return fresh
+
+    batch = items(order.first)
+    while batch:  # one stream; only a writer that takes no more(...) goes wave by wave
+        for (community, context), parsed, generator in writer.write(batch, idle, more=released):
+            save(community, parsed, generator, context)
+            order.done(community.id)
+        batch = released()
     return written

@@ -141,16 +141,17 @@ class _Workers:
     """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S)."""
 
     def __init__(self, size: int):
-        self.inbox: queue.Queue = queue.Queue()
+        self.inbox: queue.PriorityQueue = queue.PriorityQueue()  # (0 urgent / 1, order, task)
         self.outbox: queue.Queue = queue.Queue()
         self.batches = 0
+        self._order = 0
         self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(size)]
         for thread in self.threads:
             thread.start()
 
     def _loop(self) -> None:
         while True:
-            task = self.inbox.get()
+            task = self.inbox.get()[2]
             if task is None:
                 return
             batch, fn, arg = task
@@ -160,8 +161,10 @@ class _Workers:
         self.batches += 1
         return self.batches
 
-    def submit(self, batch: int, fn, arg) -> None:
-        self.inbox.put((batch, fn, arg))
+    def submit(self, batch: int, fn, arg, urgent: bool = False) -> None:
+        """Queue a task; an urgent one goes before every task not started yet."""
+        self._order += 1
+        self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
 
     def next_result(self, batch: int, idle: Callable[[], bool] | None = None):
         """The next result of this batch; results of abandoned batches are dropped.
@@ -207,7 +210,8 @@ class _Workers:
     def close(self) -> None:
         self.drain_pending()
         for _ in self.threads:
-            self.inbox.put(None)
+            self._order += 1
+            self.inbox.put((2, self._order, None))
 
 
 class Gateway:
@@ -256,68 +260,39 @@ class Gateway:
         self._ledger(stage, "chat", self.chat_model.name, True, 0, row[1], row[2], "cache", 0.0, 0)
         return row[0]
 
-    def chat_many(self, stage: str, jobs: Iterable[ChatJob],
-                  idle: Callable[[], bool] | None = None) -> Iterator[tuple[ChatJob, str]]:
+    def chat_many(self, stage: str, jobs: Iterable[ChatJob], idle: Callable[[], bool] | None = None,
+                  more: Callable[[], list[ChatJob]] | None = None) -> Iterator[tuple[ChatJob, str]]:
         """Answer every job, yielding (job, text) as answers arrive; cache hits come first.
 
         The caller should store each result before asking for the next, so that an
         interrupted run keeps everything already answered. idle, if given, is a small
         step of other main-thread work, run while no answer is ready; it returns False
         when it has nothing left (it may use SQLite and single-batch embed(), never chat).
+        more, if given, is called after each answer is handed back and returns further jobs
+        (those the answers so far made ready: a parent's report once its children's are in);
+        they join the calls in flight, so no slot waits for a whole wave to end.
         """
         jobs = list(jobs)
         if not jobs:
-            return
+            jobs = more() if more is not None else []
+            if not jobs:
+                return
         if self.chat_model is None:
             raise ModelError("this operation needs a chat model, and none is configured")
         model = self.chat_model.name
         misses: dict[str, list[ChatJob]] = {}  # identical prompts are asked once
-        for job in jobs:
-            key = cache_key(model, job.prompt, job.params)
-            if key in misses:
-                misses[key].append(job)
-                continue
-            cached = self.cached_answer(stage, key)
-            if cached is not None:
-                yield job, cached
-            else:
-                misses[key] = [job]
+        yield from _cached(self, stage, model, jobs, misses)
         idle = _UntilDone(idle) if idle is not None else None
         if misses and self.batch is not None and self.write_cache:
             answered, misses = self.batch.settle(self, stage, misses, idle)
             yield from answered
-        if not misses:
-            return
-        workers = self._pool()
-        batch = workers.new_batch()
-        pending, error = 0, None
-        try:
-            for key, same in misses.items():
-                workers.submit(batch, self._run_chat, _Outcome(same[0], key))
-                pending += 1
-            while pending:
-                outcome = workers.next_result(batch, idle)
-                pending -= 1
-                if outcome.error is not None:
-                    if error is None:  # stop asking, but keep what is already paid for
-                        error = outcome.error
-                        pending -= workers.drain_pending()
-                    continue
-                self._store(stage, model, outcome)
-                if error is None:
-                    for job in misses[outcome.key]:
-                        yield job, outcome.completion.text
-        except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
-            in_flight, pending = pending - workers.drain_pending(), 0
-            for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
-                if outcome.error is None:
-                    self._store(stage, model, outcome)
-            raise
-        finally:
-            if pending:  # the caller stopped early: calls not started are dropped
-                workers.drain_pending()
-        if error is not None:
-            raise error
+            more, later = None, more  # a Batch API job is one wave: what it unblocks is the next
+        else:
+            later = None
+        if misses or more is not None:
+            yield from _answer(self, stage, model, misses, idle, more)
+        if later is not None:
+            yield from self.chat_many(stage, [], idle, later)
 
     def embed(self, stage: str, texts: list[str], batch_size: int = 64) -> list[list[float]]:
         """Embed texts in batches, concurrently, retried and metered (not cached).
@@ -505,3 +480,72 @@ class Gateway:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.run_id, stage, kind, model, int(hit), attempts, prompt_tokens,
                  completion_tokens, source, round(latency * 1000, 2), price))
+
+
+# --- chat_many's parts (module functions: the Gateway class stays short) ---------------
+
+def _cached(gateway: "Gateway", stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
+    """Yield the jobs the cache answers; add the others to misses (by cache key)."""
+    for job in jobs:
+        key = cache_key(model, job.prompt, job.params)
+        if key in misses:
+            misses[key].append(job)
+            continue
+        cached = gateway.cached_answer(stage, key)
+        if cached is not None:
+            yield job, cached
+        else:
+            misses[key] = [job]
+
+
+def _answer(gateway: "Gateway", stage: str, model: str, misses: dict[str, list[ChatJob]], idle, more):
+    """Ask the missed prompts on the workers, yielding answers as they arrive; then the
+    jobs more() adds (see chat_many)."""
+    workers = gateway._pool()
+    batch = workers.new_batch()
+    pending, error, asked = 0, None, set()
+
+    def submit_new(urgent: bool = False) -> None:
+        nonlocal pending
+        for key, same in misses.items():
+            if key not in asked:
+                asked.add(key)
+                workers.submit(batch, gateway._run_chat, _Outcome(same[0], key), urgent)
+                pending += 1
+
+    def add_more():
+        while more is not None and error is None:
+            extra = more()
+            if not extra:
+                break
+            yield from _cached(gateway, stage, model, extra, misses)
+        submit_new(urgent=True)  # what the answers unblocked is the longest path left
+
+    try:
+        submit_new()
+        yield from add_more()
+        while pending:
+            outcome = workers.next_result(batch, idle)
+            pending -= 1
+            if outcome.error is not None:
+                if error is None:  # stop asking, but keep what is already paid for
+                    error = outcome.error
+                    pending -= workers.drain_pending()
+                continue
+            gateway._store(stage, model, outcome)
+            if error is None:
+                asked.discard(outcome.key)  # a later job of the same prompt: the cache, or asked anew
+                for job in misses.pop(outcome.key):
+                    yield job, outcome.completion.text
+                yield from add_more()
+    except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
+        in_flight, pending = pending - workers.drain_pending(), 0
+        for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
+            if outcome.error is None:
+                gateway._store(stage, model, outcome)
+        raise
+    finally:
+        if pending:  # the caller stopped early: calls not started are dropped
+            workers.drain_pending()
+    if error is not None:
+        raise error

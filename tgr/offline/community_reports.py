@@ -92,8 +92,8 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
     if has_cjk(text) if cjk is None else cjk:
         import rjieba
 
-        for run in CJK_RUN.findall(text):
-            terms.extend(w for w in rjieba.cut(run) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS)
+        terms += [w for w in rjieba.cut("\n".join(CJK_RUN.findall(text)))  # "\n": runs apart
+                  if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:
@@ -349,8 +349,9 @@ class ProfileReportWriter:
         return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows) + (
             "\n-----Repeated-----\n" + ",".join(sorted(self.repeated)) if self.repeated else "")
 
-    def write(self, items, idle=None):
-        """(tag, report, generator) for each item (see tgr.build.report.ReportItem)."""
+    def write(self, items, idle=None, more=None):
+        """(tag, report, generator) for each item (see tgr.build.report.ReportItem); no model
+        to wait for, so more (see ReportWriter) is left to the caller's next round."""
         for item in items:
             entities, edges = item.material()
             yield item.tag, profile_report(self.profile(entities, edges), len(entities)), self.generator

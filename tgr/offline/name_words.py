@@ -27,15 +27,18 @@ def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     last character and the rest in order. Only when exactly one longer name fits, so an
     ambiguous short form stays itself; names under min_length characters are left alone."""
     han = re.compile(f"[{CJK_CHARS}]+")
-    cjk = [n for n in names if han.fullmatch(n)]
+    by_ends: dict[tuple[str, str], list[str]] = {}  # a short form meets only the names of its ends
+    for name in names:
+        if han.fullmatch(name):
+            by_ends.setdefault((name[0], name[-1]), []).append(name)
     joined = {}
-    for short in cjk:
-        if len(short) < min_length:
-            continue
-        longer = [n for n in cjk if len(n) > len(short) and n[0] == short[0] and n[-1] == short[-1]
-                  and _in_order(short, n)]
-        if len(longer) == 1:
-            joined[short] = longer[0]
+    for group in by_ends.values():
+        for short in group:
+            if len(short) < min_length:
+                continue
+            longer = [n for n in group if len(n) > len(short) and _in_order(short, n)]
+            if len(longer) == 1:
+                joined[short] = longer[0]
     return joined
 
 

@@ -11,9 +11,10 @@ says so (X，简称Y) or when it keeps the long form's first and last characters
 """
 from __future__ import annotations
 
+import os
 import re
+from functools import lru_cache
 
-from ..text import jieba
 from .name_words import CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, chinese_short_forms
 
 Name = tuple[str, str]  # (name, type)
@@ -24,6 +25,7 @@ _TAG_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location
 _TITLE = re.compile(r"《([^《》\n]{1,30})》")
 _QUOTED = re.compile(rf"[「“]([{_CJK}A-Za-z0-9·]{{2,10}})[」”]")
 _DOTTED = re.compile(rf"[{_CJK}]{{1,8}}(?:[·・•‧][{_CJK}]{{1,8}})+")
+_ALL_CJK = re.compile(f"[{_CJK}]+")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9&'\-.]*(?: [A-Za-z0-9][A-Za-z0-9&'\-.]*)*")
 _NAMING = "简称|又称|或称|又名|亦称|俗称|通称|别称|别名|全称|原名"
 _SUBJECT = re.compile(rf"([{_CJK}]{{2,16}})\s*(?:[（(]|[，,](?:{_NAMING}))")
@@ -49,9 +51,9 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     """The names found in each sentence (one list per sentence), aliases merged."""
     found = [_sentence_names(s) for s in sentences]
     aliases = _explicit_aliases(sentences, found)
+    kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
     for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
         present = {n for n, _ in names_here}
-        kinds = {n: k for names_there in found for n, k in names_there}
         names_here.extend((long, kinds.get(long, "concept")) for short, long in sorted(aliases.items())
                           if short in sentence and short not in present and long not in present)
     names = {name for names in found for name, _ in names}
@@ -62,14 +64,20 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     return result
 
 
-def _sentence_names(sentence: str) -> list[Name]:
-    from jieba import posseg
+def _tagged(sentence: str) -> list[tuple[int, str, str]]:
+    """(start, word, flag) of each word: jieba's dictionary and part-of-speech tags, by rjieba
+    (jieba in Rust: jieba.posseg's pure-Python HMM was most of a Chinese offline build)."""
+    import rjieba
 
-    jieba()  # quiet logging before the dictionary loads
-    spans, position = [], 0  # (start, word, flag) of jieba's words
-    for pair in posseg.lcut(sentence):
-        spans.append((position, pair.word, pair.flag))
-        position += len(pair.word)
+    spans, position = [], 0
+    for word, flag in rjieba.tag(sentence):
+        spans.append((position, word, flag))
+        position += len(word)
+    return spans
+
+
+def _sentence_names(sentence: str) -> list[Name]:
+    spans = _tagged(sentence)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     for match in _TITLE.finditer(sentence):
@@ -129,32 +137,57 @@ def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[in
 
 
 def _in_dictionary(word: str) -> bool:
-    return len(word) == 2 and bool(jieba().dt.FREQ.get(word))
+    import rjieba
+
+    return len(word) == 2 and rjieba.has_word(word)
 
 
 def _guessed_fragment(word: str, flag: str) -> bool:
     """A two-character place the tagger made up from unknown text (再拜山拜 -> 山拜): jieba's
     dictionary does not know it."""
-    return len(word) == 2 and flag == "ns" and not jieba().dt.FREQ.get(word)
+    import rjieba
+
+    return len(word) == 2 and flag == "ns" and not rjieba.has_word(word)
 
 
 _RARE = 10  # jieba's dictionary counts; its rarest person names are often segmentation debris
+
+
+@lru_cache(maxsize=1)
+def _rare_names() -> frozenset[str]:
+    """The person names (nr...) jieba's dictionary counts fewer than _RARE times (63,018 of
+    its 349,046 words). rjieba has the same dictionary but does not tell a word's count, so
+    they are read from jieba's dict.txt (rjieba's own) without loading jieba."""
+    from importlib.util import find_spec
+
+    folder = find_spec("jieba").submodule_search_locations[0]
+    with open(os.path.join(folder, "dict.txt"), encoding="utf-8") as file:
+        return frozenset(re.findall(rf"^(\S+) [1-{_RARE - 1}] nr\w*[ \t]*$", file.read(), re.M))
+
+
 _CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
 
 
 def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
     """A person name jieba's dictionary barely knows, glued on both sides: after another name
-    and before a lone character (东胜 + 神洲傲 + 来 in 东胜神洲傲来国). That is a wrong cut
-    through a run of names, not a third name between two."""
+    and before a lone character or a word the dictionary lacks (东胜 + 神洲傲 + 来国 in
+    东胜神洲傲来国: the tagger's hidden Markov model joins the leftover characters). That
+    is a wrong cut through a run of names, not a third name between two."""
     _, word, flag = spans[index]
-    if not flag.startswith("nr") or not 1 <= (jieba().dt.FREQ.get(word) or 0) < _RARE:
+    if not flag.startswith("nr") or word not in _rare_names():
         return False  # a name the tagger guessed (not in the dictionary) is judged elsewhere
     if index == 0 or index + 1 == len(spans):
         return False
     _, before, before_flag = spans[index - 1]
     _, after, after_flag = spans[index + 1]
-    return len(before) >= 2 and before_flag in _COMPOUND_START and len(after) == 1 \
-        and after_flag in _CONTENT_FLAGS  # 来 of 傲来国; not 完颜洪烈用计, 杜氏的
+    if len(before) < 2 or before_flag not in _COMPOUND_START:
+        return False
+    import rjieba
+
+    if len(after) == 1:
+        return after_flag in _CONTENT_FLAGS
+    return _ALL_CJK.fullmatch(after) is not None and not rjieba.has_word(after)
+    # 来 or 来国 of 傲来国; not 完颜洪烈用计, 杜氏的
 
 
 def _ordinary(word: str, flag: str) -> bool:

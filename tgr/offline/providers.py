@@ -56,10 +56,10 @@ class HashEmbedder:
         return counts
 
     def _vector(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
+        vector, dim, slot, log1p = [0.0] * self.dim, self.dim, _feature_slot, math.log1p
         for feature, count in self._features(text).items():
-            bucket, sign, weight = _feature_slot(feature, self.dim)
-            vector[bucket] += sign * math.log1p(count * weight)  # count * weight: exact (powers of 2)
+            bucket, sign, weight = slot(feature, dim)
+            vector[bucket] += sign * log1p(count * weight)  # count * weight: exact (powers of 2)
         norm = math.sqrt(sum([x * x for x in vector]))
         if norm == 0:
             vector[0] = 1.0  # an empty text still needs a valid unit vector
@@ -182,7 +182,9 @@ def _neighbours(sentences: list[str], found: list[list[tuple[str, str]]], keep: 
 
 def _mostly_cjk(sentence: str) -> bool:
     """Chinese by weight: a CJK character counts as much as four Latin letters."""
-    cjk = sum(len(run) for run in CJK_RUN.findall(sentence))
+    cjk = sum(map(len, CJK_RUN.findall(sentence)))
+    if 5 * cjk >= len(sentence) > 0:
+        return True  # letters are at most the whole sentence: no need to count them
     return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
 
 

@@ -53,6 +53,9 @@ def chinese_variants(names: list[str]) -> dict[str, str]:
     simplified = _t2s().convert("\n".join(chars)).split("\n")
     if len(simplified) != len(chars):
         simplified = [_t2s().convert(ch) for ch in chars]
+    # a character the names keep when folded whole stays itself: 乾 of 乾坤 (alone OpenCC makes it 干)
+    kept = set(_t2s().convert("\n".join(str(name) for name in names)))
+    simplified = [ch if ch in kept else s for ch, s in zip(chars, simplified)]
     variants = {ch: s for ch, s in zip(chars, simplified) if s != ch}
     plain = sorted(set(simplified))
     for config in ("s2t", "s2tw", "s2hk"):
