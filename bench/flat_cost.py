@@ -1,6 +1,6 @@
 """Offline cost per million characters at 1, 4 and 13 M chars: is the curve flat? (issue 27, part 4)
 
-    python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--out DIR] [--nice 10]
+    python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--out DIR] [--nice 10] [--stages]
 
 For each language and size: about that many million characters of shuffled book paragraphs
 (bench/run.py's `shuffled_corpus`: every pass over the paragraphs in a new seeded order, so no
@@ -8,14 +8,15 @@ chunk repeats), then a fresh `python -m tgr.cli index STORE CORPUS --offline --e
 tgr:hash-384 -q` in its own process (PYTHONPATH=this checkout), timed by the kernel (wait4:
 user + system CPU and peak RSS of the process and its threads) and by the wall clock.
 Languages: en (Moby-Dick + the Carol), zh (西游记), mixed (all three). Prints wall, CPU and
-peak RSS with each per M chars, and per language the largest CPU per M chars ÷ the smallest
-(target: ≤ 1.3 from 1 to 13 M). --out keeps the corpora and stores (else a temporary directory).
+peak RSS with each per M chars (--stages: each stage's wall too, from tgr's progress lines),
+and per language the largest CPU per M chars ÷ the smallest (target: ≤ 1.3 from 1 to 13 M). --out keeps the corpora and stores (else a temporary directory).
 Only the standard library and tgr are needed.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -45,24 +46,32 @@ def write_corpus(lang: str, millions: float, out: Path) -> tuple[Path, int]:
     return path, len(path.read_text(encoding="utf-8"))
 
 
-def index_once(corpus: Path, store: Path, cwd: Path, nice: int) -> tuple[float, float, float]:
-    """Wall and CPU seconds and peak RSS (MB) of one offline `tgr index` (a failure stops)."""
+PROGRESS = re.compile(r"^(\S+)\s+\d+/\d+ \(\d+%\) ([\d.]+) s$")
+
+
+def index_once(corpus: Path, store: Path, cwd: Path, nice: int, stages: bool) -> tuple[float, float, float, dict]:
+    """Wall and CPU seconds, peak RSS (MB) and (with stages) each stage's last progress seconds
+    of one offline `tgr index` (a failure stops)."""
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = command_for(corpus, store, False)
+    if stages:
+        command.remove("-q")
     if store.exists():
         store.unlink()
-    start = time.perf_counter()
-    child = subprocess.Popen(command_for(corpus, store, False), cwd=cwd, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    error = child.stderr.read().decode(errors="replace")
-    child.stderr.close()
+    with tempfile.TemporaryFile(dir=cwd) as log:  # a file, not a pipe: progress must never block the child
+        start = time.perf_counter()
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        log.seek(0)
+        output = log.read().decode(errors="replace")
     if status != 0:
-        sys.exit(f"failed: tgr index {store} {corpus}\n{error}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        sys.exit(f"failed: tgr index {store} {corpus}\n{output}")
+    seconds = {m[1]: float(m[2]) for m in map(PROGRESS.match, output.splitlines()) if m}
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, seconds
 
 
 def print_row(row: dict) -> None:
@@ -94,6 +103,8 @@ def main(argv=None) -> int:
     parser.add_argument("--langs", default="en,zh,mixed", help="of en, zh, mixed (default all three)")
     parser.add_argument("--out", type=Path, help="keep corpora and stores here (default: a temporary directory)")
     parser.add_argument("--nice", type=int, default=0, help="run each build at this niceness increment")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print each stage's wall seconds (from tgr's progress lines) per M chars")
     args = parser.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
     langs = [lang for lang in args.langs.split(",") if lang]
@@ -111,10 +122,14 @@ def main(argv=None) -> int:
             for millions in sizes:
                 corpus, chars = write_corpus(lang, millions, out)
                 load = os.getloadavg()[0]
-                wall, cpu, rss = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out, args.nice)
+                wall, cpu, rss, stages = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out,
+                                                    args.nice, args.stages)
                 rows.append({"lang": lang, "millions": chars / 1e6, "wall": wall, "cpu": cpu, "rss": rss,
                              "load": (load + os.getloadavg()[0]) / 2})
                 print_row(rows[-1])
+                if stages:
+                    print("  stage wall s per M chars: " + ", ".join(
+                        f"{name} {s / rows[-1]['millions']:.2f}" for name, s in stages.items()), flush=True)
                 if not args.out:
                     (out / f"{corpus.stem}.db").unlink()
         flat = print_ratios(rows)
