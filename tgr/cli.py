@@ -384,7 +384,9 @@ def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model,
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
-def evaluate_store(stores, questions, modes, limit, as_json, strict):
+@click.option("--answers", is_flag=True, help="Also answer each question and score the answers against "
+              "'answer' / 'answer_aliases': answer hit, context hit (top-5 sources), ask latency.")
+def evaluate_store(stores, questions, modes, limit, as_json, strict, answers):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids'); of several stores asked together with STORE... QUESTIONS."""
     from .evaluate import KS, evaluate, load_questions, match_evidence
@@ -396,7 +398,7 @@ def evaluate_store(stores, questions, modes, limit, as_json, strict):
             raise click.ClickException(_one_line(matched.problem()))
         if matched.problem():
             _warn(matched.problem())
-        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn)
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn, answers=answers)
     store = stores[0] if len(stores) == 1 else " + ".join(stores)
     if as_json:
         click.echo(json.dumps({"store": stores[0] if len(stores) == 1 else list(stores), "questions": len(rows),
@@ -412,6 +414,23 @@ def evaluate_store(stores, questions, modes, limit, as_json, strict):
         line = "".join(f"{r.recall[k]:>8.3f}" for k in KS) + "".join(f"{r.complete[k]:>8.2f}" for k in KS)
         line += "".join(f"{r.facts[k]:>9.3f}" for k in KS) if r.facts else ("" if not has_facts else " " * 27)
         click.echo(f"{r.mode:<8}{line}{r.latency_ms_median:>11.1f}{r.latency_ms_p95:>9.1f}")
+    if answers:
+        _print_answer_scores(results)
+
+
+def _print_answer_scores(results) -> None:
+    """The answers table of tgr eval --answers."""
+    scored = [r for r in results if r.answers]
+    if not scored:
+        click.echo("\nanswers: no question has a gold 'answer' to score")
+        return
+    click.echo(f"\nanswers ({scored[0].answers['questions']} questions with a gold answer)")
+    click.echo(f"{'mode':<8}{'answer hit':>11}{'context hit':>12}{'ratio':>7}{'median ms':>11}{'p95 ms':>9}")
+    for r in scored:
+        a = r.answers
+        ratio = f"{a['answer_hit'] / a['context_hit']:>7.2f}" if a["context_hit"] else f"{'-':>7}"
+        click.echo(f"{r.mode:<8}{a['answer_hit']:>11.3f}{a['context_hit']:>12.3f}{ratio}"
+                   f"{a['ask_ms_median']:>11.1f}{a['ask_ms_p95']:>9.1f}")
 
 
 @main.command()
