@@ -30,7 +30,7 @@ class Answerer(Protocol):
     name: str  # recorded as the answer's model
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = ()) -> str:
+               names: Sequence[str] = ()) -> str:
         """Local and naive: an answer from the context tables, or from (citation, text) passages."""
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
@@ -56,7 +56,7 @@ class LLMAnswerer:
         self.name = gateway.chat_model.name
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = ()) -> str:
+               names: Sequence[str] = ()) -> str:
         prompt = self.prompts.answer.format(question=question, context=context,
                                             response_type=self.response_type)
         return self.gateway.chat("query", prompt).strip()
