@@ -357,23 +357,14 @@ def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
         result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
-    if as_json:
-        click.echo(result.to_json())
-    elif context_only:
-        click.echo(result.context)
-    else:
-        click.echo(result.answer)
-        if result.sources and not result.answer.startswith("I don't know"):
-            cited = _cited_sources(result.answer)
-            shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
-            click.echo("\nSources:")
-            for s in shown:
-                store = f"{s['store']}: " if "store" in s else ""
-                click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
-            if len(shown) < len(result.sources):
-                click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
-        if result.reports and mode == "global":
-            click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+        if as_json:
+            click.echo(result.to_json())
+        elif context_only:
+            click.echo(result.context)
+        else:
+            _print_cited(result, stores, getattr(kb, "conn", None))
+            if result.reports and mode == "global":
+                click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
 
 
 @main.command("eval")
@@ -583,6 +574,25 @@ def _document_name(source: dict) -> str:
 
 @main.command()
 @click.argument("store", type=_EXISTING_FILE)
+@click.argument("ident", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
+def show(store, ident, as_json):
+    """Print what an answer cites: a chunk (by id), a community's report (e.g. 0.3) or an entity
+    (by id or name, with aliases, type and relationships). Exit 1 when STORE has no such thing."""
+    from .citations import describe
+
+    with _open(store, create=False, readonly=True) as kb:
+        item = kb.show(ident)
+    if as_json:
+        click.echo(json.dumps(item, indent=2, ensure_ascii=False))
+    else:
+        click.echo("\n".join(describe(item)))
+    if not item["found"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("store", type=_EXISTING_FILE)
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
 def check(store, fix):
     """Explain what is wrong with STORE (a hostile, damaged or unfinished file); exit 1 if anything is."""
@@ -600,12 +610,25 @@ def check(store, fix):
         sys.exit(1)
 
 
-def _cited_sources(answer: str) -> set[int]:
-    """The source refs an answer cites as [Sources: 1, 3] (or [Data: Sources (1, 3)])."""
-    cited = set()
-    for group in re.findall(r"Sources?\s*[:(]\s*([\d,\s+]+)", answer):
-        cited.update(int(n) for n in re.findall(r"\d+", group))
-    return cited
+def _print_cited(result, stores: tuple[str, ...], conn=None) -> None:
+    """The answer with its citations numbered 1..N, and what each number names (tgr.citations);
+    an answer that cites nothing lists its first sources."""
+    from .citations import numbered, source_label
+
+    text, cited = numbered(result, conn)
+    click.echo(text)
+    if result.answer.startswith("I don't know") or not (cited or result.sources):
+        return
+    click.echo("\nCited:" if cited else "\nSources:")
+    for n, c in enumerate(cited, 1):
+        click.echo(f"  [{n}] {c.label}")
+    if not cited:
+        for n, s in enumerate(result.sources[:5], 1):
+            click.echo(f"  [{n}] {source_label(s)}")
+    if len(stores) == 1:
+        ids = [c.id for c in cited] or [s["chunk_id"] for s in result.sources[:1]]
+        click.echo(f"  (tgr show {stores[0]} ID prints one, e.g. tgr show {stores[0]} {ids[0]}; "
+                   f"{len(result.sources)} passages in the context, --json lists them all)")
 
 
 def _print_mapping(data: dict, as_json: bool) -> None:
