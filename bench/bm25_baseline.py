@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr import evaluate as ev  # noqa: E402
+from tgr.query import evaluate as ev  # noqa: E402
+from tgr.query.modes import QuerySettings  # noqa: E402
 from tgr.text import query_terms  # noqa: E402
 
 
@@ -33,7 +34,7 @@ def bm25_ranking(kb, question: str, limit: int) -> list[str]:
         "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
         "ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid ORDER BY f.s, f.rowid",
         (match, limit)).fetchall()
-    searcher = kb._searcher(question, tgr.query.QuerySettings())
+    searcher = kb._searcher(question, QuerySettings())
     passages = searcher.retriever.passages([(cid, -s) for cid, s in rows])
     return list(dict.fromkeys(ev._document_key(p) for p in passages))
 

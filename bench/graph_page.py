@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr.export import DEFAULT_TOP  # noqa: E402
+from tgr.export.writers import DEFAULT_TOP  # noqa: E402
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

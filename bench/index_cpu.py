@@ -28,9 +28,9 @@ from coldstart import run_once  # bench/ is first on sys.path when this script r
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE_CALLS = """
 import sys, tgr
-from tgr.corpus import store_documents
-from tgr.ingest import read_documents
-from tgr.offline import HashEmbedder
+from tgr.ingest.corpus import store_documents
+from tgr.ingest.sources import read_documents
+from tgr.offline.providers import HashEmbedder
 with tgr.open(sys.argv[1], embedder=HashEmbedder()) as kb:
     store_documents(kb.conn, read_documents([sys.argv[2]], print), chunk_size=1200, chunk_overlap=100)
 """

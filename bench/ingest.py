@@ -5,7 +5,7 @@
 Builds files from one text (default: the English fixture corpus, or --corpus) in a temp dir:
 UTF-8 text, the same text in GB18030/Big5/CP1252 where it can be written and is not ASCII, JSONL and CSV rows (one
 paragraph per row), an HTML page and a PDF (when pypdf is installed, written as a text-only
-PDF by hand), then times tgr.ingest.read_documents on each and prints MB/s.
+PDF by hand), then times tgr.ingest.sources.read_documents on each and prints MB/s.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tgr.ingest import read_documents  # noqa: E402
+from tgr.ingest.sources import read_documents  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "fixtures"))
 from handmade_pdf import make_pdf  # noqa: E402

@@ -25,13 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr.db import VEC_TABLES, ensure_vec_tables, serialize, set_meta, transaction  # noqa: E402
-from tgr.providers import make_embedder  # noqa: E402
+from tgr.store.db import VEC_TABLES, ensure_vec_tables, serialize, set_meta, transaction  # noqa: E402
+from tgr.models.registry import make_embedder  # noqa: E402
 
 
 def to_int8(path: Path) -> None:
     """Rewrite a store's float32 vec0 tables as int8, vector for vector."""
-    from tgr.storefile import connect
+    from tgr.store.opening import connect
 
     conn = connect(path, create=False)
     try:
@@ -51,7 +51,7 @@ def to_int8(path: Path) -> None:
 
 
 def vacuum(path: Path) -> None:
-    from tgr.storefile import connect
+    from tgr.store.opening import connect
 
     conn = connect(path, create=False)
     try:

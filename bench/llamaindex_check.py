@@ -1,4 +1,4 @@
-"""Check the LlamaIndex retriever (tgr.integrations.llamaindex_retriever) against the real
+"""Check the LlamaIndex retriever (tgr.adapters.retrievers.llamaindex_retriever) against the real
 llama-index-core, and time a retrieval through it and through the LangChain retriever.
 
 llama-index-core is not in the test extra (it pulls ~60 packages, ~245 MB: nltk, SQLAlchemy,
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
-from tgr.integrations import langchain_retriever, llamaindex_retriever  # noqa: E402
+from tgr.adapters.retrievers import langchain_retriever, llamaindex_retriever  # noqa: E402
 
 QUESTIONS = ["What does Marley's ghost tell Scrooge?", "Who is Bob Cratchit?", "What are the main themes?"]
 

@@ -53,8 +53,8 @@ for _p in (str(FIXTURES), str(ROOT)):
         sys.path.insert(0, _p)
 
 import tgr  # noqa: E402
-from tgr.gateway import Gateway, _Workers  # noqa: E402
-from tgr.models import OpenAIChat, OpenAIEmbedder  # noqa: E402
+from tgr.models.gateway import Gateway, _Workers  # noqa: E402
+from tgr.models.clients import OpenAIChat, OpenAIEmbedder  # noqa: E402
 
 CORPORA_DIR = Path(os.environ.get("TGR_CORPORA", ROOT.parent / "shared" / "corpora"))
 CORPORA = {"en": "en_moby_dick.txt", "zh": "zh_xiyouji.txt", "carol": "en_christmas_carol.txt"}
@@ -253,11 +253,11 @@ def ledger(conn, run_id: int) -> dict:
 def report_wave_plan(conn, settings) -> dict[int, int]:
     """Reports per dependent wave, from the store: {0: first wave, level: deferred ...}.
 
-    Mirrors the rule of tgr.reports.build_reports: a community whose own material fits the
+    Mirrors the rule of tgr.build.report.build_reports: a community whose own material fits the
     budget (or that has no sub-communities) can be written at once; the others wait for
     their sub-communities' reports, one wave per level, deepest level first.
     """
-    from tgr.reports import _Graph, raw_context
+    from tgr.build.report import _Graph, raw_context
 
     members: dict[str, list[str]] = {}
     for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members"):
@@ -452,8 +452,8 @@ def resolve_corpus(name: str, out: Path) -> Path:
 
 def _body(book: Path) -> str:
     """A book's text as tgr reads it: newlines normalised, Gutenberg boilerplate dropped."""
-    from tgr.boilerplate import strip_boilerplate
-    from tgr.formats import normalise_newlines
+    from tgr.ingest.boilerplate import strip_boilerplate
+    from tgr.ingest.formats import normalise_newlines
 
     return strip_boilerplate(normalise_newlines(book.read_text(encoding="utf-8"))).text
 

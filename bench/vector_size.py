@@ -28,7 +28,7 @@ for _p in (str(ROOT / "fixtures"), str(ROOT)):
 
 import fakellm  # noqa: E402
 import tgr  # noqa: E402
-from tgr.models import OpenAIChat, OpenAIEmbedder  # noqa: E402
+from tgr.models.clients import OpenAIChat, OpenAIEmbedder  # noqa: E402
 
 CORPORA_DIR = Path(os.environ.get("TGR_CORPORA", ROOT.parent / "shared" / "corpora"))
 

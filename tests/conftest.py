@@ -26,7 +26,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 from fakellm import FakeLLM, FakeServer, fake_embedding  # noqa: E402
 
-from tgr.models import Completion  # noqa: E402
+from tgr.models.clients import Completion  # noqa: E402
 from tgr.text import estimate_tokens  # noqa: E402
 
 EN_CORPUS = FIXTURES / "corpus_en"

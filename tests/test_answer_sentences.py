@@ -1,7 +1,7 @@
 """The offline answer's sentences: chosen by what the question asks, the answering one first."""
 from __future__ import annotations
 
-from tgr.answer_sentences import QuestionShape, answer_sentences
+from tgr.offline.answer_sentences import QuestionShape, answer_sentences
 
 PASSAGES = [
     ("1", "Scrooge was a miser who worked late every night. Scrooge kept the fire very small."),

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 import tgr
 from conftest import EN_CORPUS, SMALL, FakeServer, rows
-from tgr.batch import BATCH_PRICE, BatchOptions, BatchPending
+from tgr.build.batch import BATCH_PRICE, BatchOptions, BatchPending
 from tgr.cli import main
-from tgr.models import OpenAIChat, OpenAIEmbedder, ZhipuChat
+from tgr.models.clients import OpenAIChat, OpenAIEmbedder, ZhipuChat
 
 ONE_FILE = str(EN_CORPUS / "carol_stave1_part1.txt")
 KEY = "sk-batch-secret-4242"
@@ -237,7 +237,7 @@ def test_ctrl_c_while_waiting_for_a_job_then_a_plain_index_collects_it(tmp_path)
 
 
 def test_a_wave_larger_than_one_job_is_split_at_the_providers_limits():
-    from tgr.batch import MAX_BYTES, MAX_REQUESTS, _parts
+    from tgr.build.batch import MAX_BYTES, MAX_REQUESTS, _parts
 
     small = [(str(i), b"{}\n") for i in range(MAX_REQUESTS + 1)]
     assert [len(p) for p in _parts(small)] == [MAX_REQUESTS, 1]

@@ -6,9 +6,9 @@ import json
 from click.testing import CliRunner
 
 import tgr
-from tgr.citations import numbered
+from tgr.query.citations import numbered
 from tgr.cli import main
-from tgr.query import Answer
+from tgr.query.modes import Answer
 
 
 def _answer(text: str) -> Answer:

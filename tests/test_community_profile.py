@@ -13,7 +13,7 @@ import pytest
 
 import tgr
 from conftest import EN_CORPUS, SMALL
-from tgr.community_profile import central_members, phrase_terms, title_members
+from tgr.offline.community_reports import central_members, phrase_terms, title_members
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tgr
 from conftest import EN_CORPUS, SMALL, FakeServer, rows
-from tgr.models import OpenAIChat, OpenAIEmbedder
+from tgr.models.clients import OpenAIChat, OpenAIEmbedder
 
 PART1, PART2 = (str(EN_CORPUS / f"carol_stave1_part{n}.txt") for n in (1, 2))
 

@@ -1,4 +1,4 @@
-"""tgr.e5_numpy's shortcuts against the plain computation they replace (no model needed):
+"""tgr.models.e5_engine's shortcuts against the plain computation they replace (no model needed):
 attention batched over padded windows, the folded gelu, the split into forward passes."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tgr.e5_numpy import Layout, _parts, attention, gelu_folded
+from tgr.models.e5_engine import Layout, _parts, attention, gelu_folded
 
 
 def one_window_at_a_time(qkv: np.ndarray, lengths: list[int], heads: int) -> np.ndarray:

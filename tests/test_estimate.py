@@ -9,8 +9,8 @@ from click.testing import CliRunner
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat
 from tgr.cli import main
-from tgr.estimate import cjk_share, expected_reports
-from tgr.offline import HashEmbedder
+from tgr.build.estimate import cjk_share, expected_reports
+from tgr.offline.providers import HashEmbedder
 from tgr.text import estimate_tokens
 
 # The estimate is a model of a graph that does not exist yet; it must hold within this

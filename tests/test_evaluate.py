@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 import tgr
 from tgr.cli import main
-from tgr import evaluate as evaluate_module
-from tgr.evaluate import evaluate, load_questions
+from tgr.query import evaluate as evaluate_module
+from tgr.query.evaluate import evaluate, load_questions
 from tgr.errors import InputError
 
 from conftest import SMALL

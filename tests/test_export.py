@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import tgr
 from tgr.cli import main
-from tgr.export import export_store, read_graph, render_html, script_json
+from tgr.export.writers import export_store, read_graph, render_html, script_json
 
 from conftest import rows
 
@@ -90,7 +90,7 @@ def test_html_page_is_self_contained_with_script_and_data(store, tmp_path):
     out = tmp_path / "g.html"
     export(store, out, level=1, top=5)
     page = out.read_text(encoding="utf-8")
-    script = (resources.files("tgr") / "static" / "graph.js").read_text(encoding="utf-8")
+    script = (resources.files("tgr.export") / "static" / "graph.js").read_text(encoding="utf-8")
     assert script.strip()[-200:] in page
     assert not re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', page, re.I)
     assert "default-src 'none'" in page  # the page may not fetch anything either
@@ -119,7 +119,7 @@ def test_html_page_is_self_contained_with_script_and_data(store, tmp_path):
 
 
 def test_page_script_never_writes_markup():
-    script = (resources.files("tgr") / "static" / "graph.js").read_text(encoding="utf-8")
+    script = (resources.files("tgr.export") / "static" / "graph.js").read_text(encoding="utf-8")
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in script
 

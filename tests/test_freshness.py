@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ScriptedChat, ScriptedEmbedder
-from tgr.extract import save_extraction
+from tgr.build.extract import save_extraction
 from tgr.parsing import RawEntity as E
 from tgr.parsing import RawRelation as R
 

@@ -9,7 +9,7 @@ import sqlean as sqlite3
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr import db, storefile
+from tgr.store import db, opening as storefile
 
 STOCK_PYTHON = "/usr/bin/python3"  # the system Python: its own SQLite, no extensions loaded
 
@@ -68,7 +68,7 @@ def test_chunk_seq_is_never_reused(db_path):
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
         top = kb.conn.execute("SELECT max(seq) FROM chunks").fetchone()[0]
         with db.transaction(kb.conn):
-            from tgr.corpus import delete_documents
+            from tgr.ingest.corpus import delete_documents
             delete_documents(kb.conn, [r[0] for r in kb.conn.execute("SELECT id FROM documents")])
         kb.index([str(EN_CORPUS / "carol_stave1_part2.txt")], **SMALL)
         assert kb.conn.execute("SELECT min(seq) FROM chunks").fetchone()[0] > top
@@ -146,11 +146,11 @@ def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
     are in flight. Until then a chunk is outside the index, and every path stays right:
     delete, `tgr check`, and the next index or `check --fix` filling the rest in, which
     gives the same index as computing the terms at once."""
-    from tgr import check
-    from tgr.chunking import chunk_text
-    from tgr.corpus import add_document, delete_documents, find_documents, pending_count
-    from tgr.ingest import read_documents
-    from tgr.store import IndexSettings
+    from tgr.build import check
+    from tgr.ingest.chunking import chunk_text
+    from tgr.ingest.corpus import add_document, delete_documents, find_documents, pending_count
+    from tgr.ingest.sources import read_documents
+    from tgr.knowledge_base import IndexSettings
 
     files = [str(EN_CORPUS), str(ZH_CORPUS)]
     reference = tmp_path / "reference.db"

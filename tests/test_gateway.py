@@ -13,10 +13,10 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, SMALL, FakeLLM, FakeServer, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
-from tgr.storefile import connect
+from tgr.store.opening import connect
 from tgr.errors import ModelError, TransientModelError
-from tgr.gateway import ChatJob, Gateway, cache_key
-from tgr.models import OpenAIChat, OpenAIEmbedder
+from tgr.models.gateway import ChatJob, Gateway, cache_key
+from tgr.models.clients import OpenAIChat, OpenAIEmbedder
 from tgr.text import estimate_tokens
 
 ONE_FILE = str(EN_CORPUS / "carol_stave1_part1.txt")

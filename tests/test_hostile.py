@@ -18,7 +18,7 @@ import sqlean as sqlite3
 import tgr
 from click.testing import CliRunner
 from conftest import EN_CORPUS, ROOT
-from tgr import db, storefile
+from tgr.store import db, opening as storefile
 from tgr.cli import main
 from tgr.errors import StoreError
 

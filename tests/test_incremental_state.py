@@ -13,13 +13,13 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from test_equivalence import pieces, run_sequence
-from tgr import db
-from tgr.communities import cluster, stored_communities
-from tgr.embeddings import TARGETS
-from tgr.extract import save_extraction
-from tgr.merge import merge_graph, needs_merge, plan_merge, store_merge, summarise
-from tgr.overlap import Overlap
-from tgr.resolve import assign_keys
+from tgr.store import db
+from tgr.build.cluster import cluster, stored_communities
+from tgr.build.embed import TARGETS
+from tgr.build.extract import save_extraction
+from tgr.build.merge_graph import merge_graph, needs_merge, plan_merge, store_merge, summarise
+from tgr.build.idle_work import Overlap
+from tgr.build.resolve import assign_keys
 from tgr.parsing import RawEntity as E
 from tgr.parsing import RawRelation as R
 from tgr.prompts import Prompts
@@ -45,7 +45,7 @@ def check_row_state(kb) -> None:
     """Nothing pending after a run; every key is the resolved one; every vector's hash is
     the hash of its row's current text."""
     assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
-    assign_keys(kb.conn)  # every row's key is the one tgr.resolve gives: nothing changes
+    assign_keys(kb.conn)  # every row's key is the one tgr.build.resolve gives: nothing changes
     assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
     model = kb.meta["embed_model"]
     for vec_table, table, key, text_sql in TARGETS.values():
@@ -193,7 +193,7 @@ def test_migration_5_keys_the_rows_and_resets_stale_embed_hashes(tmp_path):
 def test_clustering_only_the_changed_components_gives_the_whole_graphs_result(tmp_path):
     """An addition re-clusters only the connected components holding a changed entity; the
     result is what hierarchical Leiden from the previous partition gives on the whole graph."""
-    from tgr.communities import hierarchical_leiden
+    from tgr.build.cluster import hierarchical_leiden
 
     texts = pieces(EN_CORPUS, 3) + pieces(ZH_CORPUS, 1)
     files = []

@@ -17,7 +17,7 @@ import tgr
 from conftest import ROOT, SMALL
 from handmade_pdf import make_pdf
 from tgr.errors import InputError
-from tgr.ingest import read_documents
+from tgr.ingest.sources import read_documents
 
 WHALE = ("Captain Ahab commands the Pequod out of Nantucket. Ahab hunts Moby Dick across the Pacific. "
          "Starbuck, the first mate of the Pequod, doubts the hunt.")
@@ -219,7 +219,7 @@ def test_pdf_without_pypdf_names_the_extra(tmp_path):
     pdf.write_bytes(make_pdf([["Call me Ishmael."]]))
     # a Python where pypdf cannot be imported, as after a plain `pip install tgr`
     code = ("import sys; sys.modules['pypdf'] = None\n"
-            "from tgr.ingest import read_documents\n"
+            "from tgr.ingest.sources import read_documents\n"
             "from tgr.errors import InputError\n"
             "try:\n    read_documents([sys.argv[1]])\n"
             "except InputError as exc:\n    print(exc)\n")

@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 
 import tgr
 from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
-from tgr.integrations import langchain_retriever
+from tgr.adapters.retrievers import langchain_retriever
 
 SERVER_PATH = os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])
 WHALE = {"doc_id": "whale-36", "title": "The Quarter-Deck", "url": "https://example.org/whale/36",
@@ -96,7 +96,7 @@ def test_retriever_checks_its_arguments(store, tmp_path):
     ("llama_index", "llamaindex_retriever", "llama-index-core", "llamaindex")])
 def test_missing_framework_names_the_extra(store, module, make, package, extra):
     blocked = (f"import sys; sys.modules[{module!r}] = None\n"
-               "from tgr.integrations import " + make + "\n"
+               "from tgr.adapters.retrievers import " + make + "\n"
                "try:\n    " + make + "(sys.argv[1])\n"
                "except Exception as exc:\n    print(type(exc).__name__, exc)\n")
     done = subprocess.run([sys.executable, "-c", blocked, str(store)], capture_output=True, text=True,
@@ -108,7 +108,7 @@ def test_missing_framework_names_the_extra(store, module, make, package, extra):
 
 def test_tgr_imports_without_the_frameworks():
     probe = ("import sys; sys.modules['langchain_core'] = None; sys.modules['llama_index'] = None\n"
-             "import tgr, tgr.integrations; print('ok')")
+             "import tgr, tgr.adapters.retrievers; print('ok')")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": SERVER_PATH}, cwd=ROOT, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr

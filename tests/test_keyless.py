@@ -11,9 +11,9 @@ from click.testing import CliRunner
 import tgr
 from conftest import EN_CORPUS
 from tgr.cli import main
-from tgr.models import embeds
+from tgr.models.clients import embeds
 from tgr.errors import ModelMismatch
-from tgr.integrations import passages
+from tgr.adapters.retrievers import passages
 
 ONE_FILE = EN_CORPUS / "carol_stave1_part1.txt"
 SMALL_ARGS = ["--chunk-size", "300", "--chunk-overlap", "40", "-q"]
@@ -148,7 +148,7 @@ def test_portable_vectors_answer_where_the_api_embedder_cannot(db_path, fake_ser
 
 
 def portable_rows(kind: str, rows: int) -> int:
-    """How many portable vectors a kind's rows get (tgr.embeddings.embeds)."""
+    """How many portable vectors a kind's rows get (tgr.build.embed.embeds)."""
     return rows if embeds(kind, "local:multilingual-e5-small") else 0
 
 

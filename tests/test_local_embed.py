@@ -15,12 +15,12 @@ import pytest
 
 import tgr
 from conftest import ROOT
-from tgr.db import ensure_vec_tables, serialize, vec_param
-from tgr.gateway import Gateway
-from tgr.local_embed import CALL_TOKENS, INSTALL_HINT, NAME, LocalEmbedder, _groups
-from tgr.models import vector_type
-from tgr.offline import HashEmbedder
-from tgr.storefile import connect
+from tgr.store.db import ensure_vec_tables, serialize, vec_param
+from tgr.models.gateway import Gateway
+from tgr.models.local_embedder import CALL_TOKENS, INSTALL_HINT, NAME, LocalEmbedder, _groups
+from tgr.models.clients import vector_type
+from tgr.offline.providers import HashEmbedder
+from tgr.store.opening import connect
 from tgr.text import estimate_tokens
 
 DOCS = {
@@ -98,7 +98,7 @@ class BudgetEmbedder(HashEmbedder):
 
 
 def test_idle_embedding_steps_respect_the_embedders_token_budget(db_path):
-    from tgr.embeddings import EmbedWhileWaiting, clear_embeddings
+    from tgr.build.embed import EmbedWhileWaiting, clear_embeddings
 
     text = " ".join(f"Sentence {n} tells of Marley's ghost and the chains he forged." for n in range(200))
     first = BudgetEmbedder("scripted:first")

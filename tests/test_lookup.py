@@ -7,7 +7,7 @@ import pytest
 import sqlean as sqlite3
 
 import tgr
-from tgr import lookup
+from tgr.query import lookup
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 import tgr
 from conftest import EN_CORPUS, ROOT, SMALL, ZH_CORPUS
 from tgr.cli import main
-from tgr.many import RRF_K, fuse
-from tgr.retrieve import Passage
+from tgr.multi_store import RRF_K, fuse
+from tgr.query.retrieve import Passage
 
 DEMO = ROOT / "fixtures" / "demo_carol.db"
 

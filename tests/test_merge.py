@@ -1,4 +1,4 @@
-"""tgr/merge.py through a real store: raw extraction rows in, entity graph out."""
+"""tgr/build/merge_graph.py through a real store: raw extraction rows in, entity graph out."""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +6,8 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import FakeLLM
-from tgr.extract import save_extraction
-from tgr.merge import merge_graph, needs_merge
+from tgr.build.extract import save_extraction
+from tgr.build.merge_graph import merge_graph, needs_merge
 from tgr.parsing import RawEntity as E
 from tgr.parsing import RawRelation as R
 from tgr.prompts import Prompts
@@ -425,7 +425,7 @@ def test_rebuild_graph_recomputes_every_entity(db_path):
 
 
 def test_a_summary_must_talk_about_the_entitys_own_material():
-    from tgr.summarisers import summary_check
+    from tgr.build.role_providers import summary_check
 
     english = summary_check("Ebenezer Scrooge", ["A miser who keeps a counting-house in London.",
                                                   "Partner of Jacob Marley."])

@@ -8,8 +8,8 @@ import pytest
 import sqlean as sqlite3
 
 import tgr
-from tgr import lookup, name_match
-from tgr.retrieve import Retriever
+from tgr.query import lookup, name_match
+from tgr.query.retrieve import Retriever
 
 
 @pytest.fixture(scope="module")

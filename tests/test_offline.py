@@ -1,4 +1,4 @@
-"""tgr/offline.py: heuristic extraction, the hash embedder, extractive reports and answers."""
+"""tgr/offline/providers.py: heuristic extraction, the hash embedder, extractive reports and answers."""
 from __future__ import annotations
 
 import json
@@ -7,17 +7,17 @@ import math
 import pytest
 
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat
-from tgr.chunking import chunk_text
+from tgr.ingest.chunking import chunk_text
 import tgr
-from tgr.extract import LLMExtractor, extract_chunks
-from tgr.gateway import Gateway
-from tgr.community_profile import ProfileReportWriter
-from tgr.offline import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
-                         extract_heuristic, extractive_report)
+from tgr.build.extract import LLMExtractor, extract_chunks
+from tgr.models.gateway import Gateway
+from tgr.offline.community_reports import ProfileReportWriter
+from tgr.offline.providers import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
+                                   extract_heuristic, extractive_report)
 from tgr.prompts import Prompts
-from tgr.reports import LLMReportWriter
-from tgr.roles import extractor_for, report_writer_for, summariser_for
-from tgr.summarisers import LLMSummariser, OfflineSummariser
+from tgr.build.report import LLMReportWriter
+from tgr.build.role_providers import extractor_for, report_writer_for, summariser_for
+from tgr.build.role_providers import LLMSummariser, OfflineSummariser
 from tgr.parsing import RawEntity, parse_report
 
 
@@ -526,7 +526,7 @@ def test_offline_relations_do_not_depend_on_the_hash_seed():
 
     from conftest import ROOT
 
-    script = ("from tgr.offline import extract_heuristic\n"
+    script = ("from tgr.offline.providers import extract_heuristic\n"
               "_, relations = extract_heuristic('菩萨与木吒离了此处，一直东来，不一日就到了长安大唐国。长安城里，唐王正坐早朝。')\n"
               "print([(r.source, r.target) for r in relations])\n")
     outputs = {subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -536,7 +536,7 @@ def test_offline_relations_do_not_depend_on_the_hash_seed():
 
 
 def test_a_name_broken_by_a_hard_wrapped_line_is_one_name():
-    from tgr.names_en import english_names
+    from tgr.offline.names_en import english_names
 
     found = english_names(["Once upon a time, on Christmas\nEve, old Scrooge sat busy.",
                            "He went to see Jacob\r\nMarley and Bob Cratchit.",

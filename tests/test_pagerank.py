@@ -7,7 +7,7 @@ import random
 import igraph
 import pytest
 
-from tgr.pagerank import _pagerank_numpy, _pagerank_python, personalized_pagerank
+from tgr.offline.pagerank import _pagerank_numpy, _pagerank_python, personalized_pagerank
 
 
 def random_graph(rng: random.Random):

@@ -1,9 +1,9 @@
 """The model providers at the HTTP layer, without any network.
 
-zhipuai: the real zhipuai SDK behind tgr.models.ZhipuChat / ZhipuEmbedder, talking to an
+zhipuai: the real zhipuai SDK behind tgr.models.clients.ZhipuChat / ZhipuEmbedder, talking to an
 httpx.MockTransport that answers with the real API's JSON shapes. OpenAI-compatible:
-tgr.models.OpenAIChat / OpenAIEmbedder against the loopback fake server (and a
-MockTransport for error statuses). tgr.providers: spec resolution and the refusal to
+tgr.models.clients.OpenAIChat / OpenAIEmbedder against the loopback fake server (and a
+MockTransport for error statuses). tgr.models.registry: spec resolution and the refusal to
 query a store with another embedder than the one it was built with.
 """
 from __future__ import annotations
@@ -16,9 +16,10 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, SMALL, ScriptedChat, ScriptedEmbedder
 from tgr.errors import ModelError, ModelMismatch, TransientModelError
-from tgr.models import EMBED_BATCH, OpenAIChat, OpenAIEmbedder, ZhipuChat, ZhipuEmbedder
-from tgr.offline import HashEmbedder
-from tgr.providers import embedder_for_store, make_chat, make_embedder
+from tgr.models.clients import EMBED_BATCH, OpenAIChat, OpenAIEmbedder, ZhipuChat, ZhipuEmbedder
+from tgr.offline.providers import HashEmbedder
+from tgr.models.registry import make_chat, make_embedder
+from tgr.models.selection import embedder_for_store
 
 # A distinctive key: an "id.secret" zhipuai key that must never show up in a message.
 SECRET_KEY = "tgrtestid42.S3CR3T-do-not-leak-9f8e7d"

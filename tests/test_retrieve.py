@@ -11,9 +11,9 @@ import igraph
 import pytest
 
 import tgr
-from tgr.query import QuerySettings
-from tgr.store_cache import QueryCache
-from tgr.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
+from tgr.query.modes import QuerySettings
+from tgr.query.query_cache import QueryCache
+from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
                           personalized_pagerank, question_spans)
 from tgr.text import match_terms
 
@@ -167,7 +167,7 @@ def test_a_long_lived_process_switches_to_numpy_with_the_same_ranking(store):
     # a cold `tgr ask` must not pay for importing numpy; an eval or a server does, once
     script = (
         "import sys, json, tgr\n"
-        "from tgr.retrieve import WARM_QUERIES\n"
+        "from tgr.query.retrieve import WARM_QUERIES\n"
         f"kb = tgr.open({str(store)!r}, readonly=True)\n"
         "ask = lambda: [(p.chunk_id, p.score) for p in kb.retrieve('Who directed Harbour of Glass?', 'local', 8)]\n"
         "first = ask()\n"
@@ -399,7 +399,7 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
 
 
 def test_local_chinese_ranking_keeps_what_bm25_finds():
-    from tgr.retrieve import _with_lexical
+    from tgr.query.retrieve import _with_lexical
     walked = [(f"w{i}", 1.0 / (i + 1)) for i in range(30)]
     lexical = [("b0", 9.0), ("w20", 8.0)] + [(f"x{i}", 1.0) for i in range(5)]
     fused = _with_lexical(walked, lexical)

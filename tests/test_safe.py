@@ -1,4 +1,4 @@
-from tgr.safe import terminal_safe, xml_safe
+from tgr.store.untrusted_text import terminal_safe, xml_safe
 
 
 def test_escape_sequences_are_removed():

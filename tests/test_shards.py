@@ -16,7 +16,7 @@ from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
 from test_equivalence import TINY, check_hierarchy, pieces, snapshot
 from test_hostile import cli, refused
-from tgr.check import diagnose
+from tgr.build.check import diagnose
 
 EXTRACTION_KINDS = {"extract", "extract_entities", "extract_triplets", "glean"}
 

@@ -9,8 +9,8 @@ import sqlean as sqlite3
 
 import tgr
 from conftest import EN_CORPUS, ROOT, SMALL, ScriptedChat, ScriptedEmbedder
-from tgr import db, storefile
-from tgr.migrations import migrate
+from tgr.store import db, opening as storefile
+from tgr.store.migrations import migrate
 from tgr.errors import InputError, StoreError
 
 

@@ -12,31 +12,86 @@ from pathlib import Path
 
 TGR = Path(__file__).resolve().parent.parent / "tgr"
 MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 300
+MAX_TOP_LEVEL_MODULES = 12
+
+# The subpackages from the bottom up (with the top-level modules that sit between them): a module
+# imports from its own layer or below. The facade, the session, the CLI and the several-store
+# front sit above everything. UPWARD lists the few imports that go the other way, each on purpose.
+LAYERS = [
+    {"errors", "text", "prompts"},
+    {"store"},
+    {"parsing", "ingest"},
+    {"settings", "offline"},
+    {"models"},
+    {"build"},
+    {"query"},
+    {"export"},
+    {"adapters", "session", "knowledge_base", "multi_store", "multi_store_workers", "cli", "__init__", "__main__"},
+]
+UPWARD = {
+    ("store.migrations", "build.embed"),        # a migration may re-run a stage on the stored rows
+    ("build.merge_stores", "session"),          # tgr merge opens its output store as the facade does
+}
+
+
+def module_name(path: Path) -> str:
+    """'store.db' for tgr/store/db.py, 'cli' for tgr/cli.py, 'store' for tgr/store/__init__.py."""
+    parts = list(path.relative_to(TGR).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in sorted(TGR.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The tgr module a dotted name (relative to tgr) refers to, or None."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
 
 
 def _imported(tree: ast.AST, module: str) -> set[str]:
     """The tgr modules a module imports, at module level or inside functions."""
     found = set()
-    package = "tgr"
+    package = module.rpartition(".")[0] if not MODULES[module].name == "__init__.py" else module
+    if module == "__init__":
+        package = ""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("tgr.")}
+            found |= {a.name[4:] for a in node.names if a.name.startswith("tgr.")}
         elif isinstance(node, ast.ImportFrom):
-            if node.level == 0 and not (node.module or "").startswith(package):
-                continue
-            base = (node.module or "").split(".")
             if node.level == 0:
-                base = base[1:]  # "tgr.x" -> ["x"]
-            if base and base[0]:
-                found.add(base[0])
-            else:  # "from . import a, b"
-                found |= {a.name for a in node.names}
-    return {name for name in found if (TGR / f"{name}.py").exists() and name != module}
+                if not (node.module or "").startswith("tgr"):
+                    continue
+                base = (node.module or "")[4:]
+            else:
+                parts = package.split(".") if package else []
+                parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:  # "from .pkg import mod" names a module; "from .mod import f" a name
+                candidate = f"{base}.{alias.name}" if base else alias.name
+                found.add(candidate if candidate in MODULES else base)
+    resolved = {_resolve(name) for name in found if name}
+    return {name for name in resolved if name and name != module}
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {path.stem: _imported(ast.parse(path.read_text(encoding="utf-8")), path.stem)
-            for path in sorted(TGR.glob("*.py"))}
+    return {name: _imported(ast.parse(path.read_text(encoding="utf-8")), name) for name, path in MODULES.items()}
+
+
+def layer(module: str) -> int:
+    head = module.split(".")[0]
+    return next(i for i, group in enumerate(LAYERS) if head in group)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) for each import from a lower layer into a higher one."""
+    return {(module, dep) for module, deps in graph.items() for dep in deps if layer(dep) > layer(module)}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -70,41 +125,72 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def function_lengths() -> list[tuple[int, str]]:
-    """(lines, 'module.py:Class.function') for every function in tgr/, longest first."""
-    lengths = []
-    for path in sorted(TGR.glob("*.py")):
+def _definitions():
+    """(kind, lines, 'store/db.py:Class.function') for every function and class in tgr/."""
+    for path in sorted(TGR.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-
-        def walk(node: ast.AST, prefix: str) -> None:
+        where = path.relative_to(TGR).as_posix()
+        stack = [(tree, "")]
+        while stack:
+            node, prefix = stack.pop()
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     name = f"{prefix}{child.name}"
-                    lengths.append((child.end_lineno - child.lineno + 1, f"{path.name}:{name}"))
-                    walk(child, f"{name}.")
-                elif isinstance(child, ast.ClassDef):
-                    walk(child, f"{prefix}{child.name}.")
+                    kind = "class" if isinstance(child, ast.ClassDef) else "function"
+                    yield kind, child.end_lineno - child.lineno + 1, f"{where}:{name}"
+                    stack.append((child, f"{name}."))
 
-        walk(tree, "")
-    return sorted(lengths, reverse=True)
+
+def function_lengths() -> list[tuple[int, str]]:
+    """(lines, 'store/db.py:Class.function') for every function in tgr/, longest first."""
+    return sorted(((n, name) for kind, n, name in _definitions() if kind == "function"), reverse=True)
+
+
+def class_lengths() -> list[tuple[int, str]]:
+    """(lines, 'query/retrieve.py:Retriever') for every class in tgr/, longest first."""
+    return sorted(((n, name) for kind, n, name in _definitions() if kind == "class"), reverse=True)
 
 
 def test_the_import_graph_finds_tgr_imports_of_every_form():
-    """The check below could pass by finding no edges at all."""
+    """The checks below could pass by finding no edges at all."""
     graph = import_graph()
-    assert "db" in graph["store"] or "db" in graph["admin"]           # from .db import ...
-    assert "lookup" in graph["store"]                                  # inside a method
-    assert {"ledger", "reading"} <= graph["store"]                     # from . import a, b
+    assert "store.db" in graph["session"]                              # from .store.db import ...
+    assert "query.lookup" in graph["knowledge_base"]                   # inside a method
+    assert {"build.ledger", "query.read_api"} <= graph["knowledge_base"]  # from .pkg import a, b
+    assert "store.db" in graph["build.embed"]                          # from ..store.db import ...
 
 
 def test_tgr_modules_import_each_other_without_cycles():
     assert cycles(import_graph()) == []
 
 
+def test_every_module_belongs_to_a_layer_and_few_imports_go_up():
+    graph = import_graph()
+    assert all(layer(module) >= 0 for module in graph)
+    assert upward_imports(graph) == UPWARD
+    assert len(UPWARD) <= 2
+
+
+def test_the_layer_check_sees_an_upward_import():
+    assert upward_imports({"store.db": {"query.retrieve"}, "query.retrieve": {"store.db"}}) == {
+        ("store.db", "query.retrieve")}
+
+
+def test_the_top_level_holds_few_modules_and_subpackages_start_empty():
+    top = [path.name for path in TGR.glob("*.py")]
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, sorted(top)
+    inits = [path for path in TGR.glob("*/__init__.py")]
+    assert len(inits) >= 8
+    # an __init__ that imported its modules would load them all on a cold `tgr ask`
+    assert [p for p in inits if ast.parse(p.read_text(encoding="utf-8")).body
+            and not all(isinstance(n, ast.Expr) for n in ast.parse(p.read_text(encoding="utf-8")).body)] == []
+
+
 # What opens a store and runs the stages; the stages and db below them never import these.
-RUNNERS = {"__init__", "store", "admin", "model_choice", "storefile", "migrations", "pipeline", "overlap", "fresh",
-           "reading", "ledger", "check", "cli", "mcp_server", "serve", "evaluate", "integrations", "shards", "many",
-           "store_workers"}
+RUNNERS = {"__init__", "__main__", "knowledge_base", "session", "models.selection", "store.opening", "store.migrations",
+           "build.pipeline", "build.idle_work", "build.new_store", "query.read_api", "build.ledger", "build.check",
+           "cli", "adapters.mcp_server", "adapters.datasette", "query.evaluate", "adapters.retrievers",
+           "build.merge_stores", "multi_store", "multi_store_workers"}
 
 
 def test_the_stages_never_import_what_runs_them():
@@ -113,18 +199,18 @@ def test_the_stages_never_import_what_runs_them():
     upward = {module: sorted(deps & RUNNERS) for module, deps in graph.items()
               if module not in RUNNERS and deps & RUNNERS}
     assert upward == {}
-    assert "migrations" in graph["storefile"] and "embeddings" in graph["migrations"]  # migrations sit above
+    assert "store.migrations" in graph["store.opening"] and "build.embed" in graph["store.migrations"]
 
 
 # Where "is there a chat model?" may be asked: the modules that choose each role's provider, and
 # the gateway, which refuses a chat call without one. Everywhere else asks its provider.
-PROVIDER_MODULES = {"providers", "roles", "answerers", "gateway"}
+PROVIDER_MODULES = {"models.registry", "build.role_providers", "query.answerers", "models.gateway"}
 CHAT_MODEL_BRANCH = re.compile(r"chat_model\s+is\s+(not\s+)?None|if\s+[\w.]*chat_model\s*(else|:)")
 
 
 def chat_model_branches() -> list[tuple[str, int, str]]:
     """(module, line, text) of every test of whether a chat model is set, outside the provider modules."""
-    return [(path.stem, n, line.strip()) for path in sorted(TGR.glob("*.py")) if path.stem not in PROVIDER_MODULES
+    return [(name, n, line.strip()) for name, path in MODULES.items() if name not in PROVIDER_MODULES
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
             if CHAT_MODEL_BRANCH.search(line)]
 
@@ -137,8 +223,8 @@ def test_only_the_provider_modules_ask_whether_there_is_a_chat_model():
 
 
 def test_the_offline_writer_is_spelled_once():
-    spelled = [path.stem for path in sorted(TGR.glob("*.py")) if '"offline-extractive"' in path.read_text(encoding="utf-8")]
-    assert spelled == ["offline"]
+    spelled = [name for name, path in MODULES.items() if '"offline-extractive"' in path.read_text(encoding="utf-8")]
+    assert spelled == ["offline.providers"]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -150,10 +236,21 @@ def test_no_function_in_tgr_is_longer_than_the_limit():
     assert too_long == []
 
 
+def test_no_class_in_tgr_is_longer_than_the_limit():
+    assert class_lengths()  # the walk finds classes at all
+    too_long = [(n, name) for n, name in class_lengths() if n > MAX_CLASS_LINES]
+    assert too_long == []
+
+
 if __name__ == "__main__":
-    found = cycles(import_graph())
+    graph = import_graph()
+    found = cycles(graph)
     print(f"import cycles: {len(found)}", *(" -> ".join(c) for c in found), sep="\n  ")
+    print("upward imports:", *(f"{a} -> {b}" for a, b in sorted(upward_imports(graph))), sep="\n  ")
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     print("longest functions:")
     for n, name in function_lengths()[:limit]:
+        print(f"  {n:4d}  {name}")
+    print("longest classes:")
+    for n, name in class_lengths()[:limit]:
         print(f"  {n:4d}  {name}")

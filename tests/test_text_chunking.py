@@ -1,10 +1,10 @@
-"""tgr/text.py (token estimates, sentences, name keys) and tgr/chunking.py (windows)."""
+"""tgr/text.py (token estimates, sentences, name keys) and tgr/ingest/chunking.py (windows)."""
 from __future__ import annotations
 
 import pytest
 
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr.chunking import chunk_text
+from tgr.ingest.chunking import chunk_text
 from tgr.text import CJK_RANGES, cjk_counts, estimate_tokens, normalise_name, split_sentences
 
 CORPUS_FILES = sorted(EN_CORPUS.glob("*.txt")) + sorted(ZH_CORPUS.glob("*.txt"))

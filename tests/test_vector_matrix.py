@@ -4,8 +4,8 @@ from __future__ import annotations
 import random
 import struct
 
-from tgr.db import raw_connection
-from tgr.vector_matrix import nearest
+from tgr.store.db import raw_connection
+from tgr.query.vector_matrix import nearest
 
 DIM = 24
 

@@ -10,15 +10,15 @@ __version__ = "0.1.0"
 
 from .errors import ModelError, ModelMismatch, StoreError, TgrError  # noqa: E402
 from .prompts import Prompts  # noqa: E402
-from .query import Answer  # noqa: E402
-from .store import IndexSettings, IndexSummary, KnowledgeBase, open  # noqa: E402
-from .many import Stores, open_many  # noqa: E402
+from .query.modes import Answer  # noqa: E402
+from .knowledge_base import IndexSettings, IndexSummary, KnowledgeBase, open  # noqa: E402
+from .multi_store import Stores, open_many  # noqa: E402
 
 
 def merge_stores(out, stores, **options):
     """Unite stores built separately with the same settings into out and run the derived
-    stages once on the union (`tgr merge OUT.db A.db B.db ...`; see tgr.shards.merge_stores)."""
-    from . import shards  # only a merge needs the indexing modules
+    stages once on the union (`tgr merge OUT.db A.db B.db ...`; see tgr.build.merge_stores.merge_stores)."""
+    from .build import merge_stores as shards  # only a merge needs the indexing modules
 
     return shards.merge_stores(out, stores, **options)
 

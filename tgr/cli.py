@@ -12,15 +12,15 @@ import time
 import click
 
 from . import __version__
-from .db import DatabaseError
+from .store.db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
-from .export import DEFAULT_TOP, export_format
-from .fresh import RemovedIfUnused
-from .query import MODES
-from .batch import BatchPending
-from .safe import terminal_safe
-from .store import KnowledgeBase
+from .export.writers import DEFAULT_TOP, export_format
+from .build.new_store import RemovedIfUnused
+from .query.modes import MODES
+from .build.batch import BatchPending
+from .store.untrusted_text import terminal_safe
+from .knowledge_base import KnowledgeBase
 
 # One instance of each path type for all commands: click looks up a translation of the type's
 # name for every instance it makes (a locale search, about 0.3 ms each, on every run).
@@ -77,10 +77,10 @@ def _store_options(*, chat_model=None, embed_model=None, base_url=None, offline=
 
 
 def _open_stores(paths: tuple[str, ...], **options):
-    """One store opened read-only for questions, or several asked together (tgr.many)."""
+    """One store opened read-only for questions, or several asked together (tgr.multi_store)."""
     if len(paths) == 1:
         return _open(paths[0], create=False, readonly=True, **options)
-    from .many import open_many
+    from .multi_store import open_many
 
     return open_many(list(paths), **_store_options(**options))
 
@@ -299,7 +299,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
 
 def _batch_options(batch: bool | None, no_wait: bool, fallback: bool):
     """--batch/--no-batch, --no-wait, --batch-fallback as the library's batch argument."""
-    from .batch import BatchOptions
+    from .build.batch import BatchOptions
 
     if batch is False:
         return False
@@ -318,7 +318,7 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
     """Unite STORES (built separately with the same settings) into OUT, new or existing, and
     build the graph, communities, reports and embeddings once on the union. No chunk is
     extracted again; summaries and reports new to the union may ask the chat model."""
-    from .shards import merge_stores
+    from .build.merge_stores import merge_stores
 
     if offline:  # as for index: no chat model, no network, the stores' local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
@@ -380,7 +380,7 @@ def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model,
 def evaluate_store(stores, questions, modes, limit, as_json, strict, answers):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids'); of several stores asked together with STORE... QUESTIONS."""
-    from .evaluate import KS, evaluate, load_questions, match_evidence
+    from .query.evaluate import KS, evaluate, load_questions, match_evidence
 
     rows = load_questions(questions)[:limit]
     with _open_stores(stores) as kb:
@@ -510,7 +510,7 @@ def export(store, output, level, top):
 def mcp_command(stores, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries):
     """Serve STORE (or several: one fused ranking) read-only to MCP clients (agents) over stdio:
     ask, retrieve, entity, communities, community_report. Needs the extra: pip install 'tgr[mcp]'."""
-    from .mcp_server import serve
+    from .adapters.mcp_server import serve
 
     serve(lambda: _open_stores(stores, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries))
@@ -524,7 +524,7 @@ def mcp_command(stores, chat_model, embed_model, base_url, offline, concurrency,
 def serve(store, host, port, get_path):
     """Browse STORE in Datasette (read-only, sqlite-vec loaded, chunks searchable).
     Needs the extra: pip install 'tgr[serve]'."""
-    from .serve import check_installed, run_datasette
+    from .adapters.datasette import check_installed, run_datasette
 
     check_installed()
     with KnowledgeBase(store, create=False, readonly=True) as kb:
@@ -579,7 +579,7 @@ def _document_name(source: dict) -> str:
 def show(store, ident, as_json):
     """Print what an answer cites: a chunk (by id), a community's report (e.g. 0.3) or an entity
     (by id or name, with aliases, type and relationships). Exit 1 when STORE has no such thing."""
-    from .citations import describe
+    from .query.citations import describe
 
     with _open(store, create=False, readonly=True) as kb:
         item = kb.show(ident)
@@ -596,7 +596,7 @@ def show(store, ident, as_json):
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
 def check(store, fix):
     """Explain what is wrong with STORE (a hostile, damaged or unfinished file); exit 1 if anything is."""
-    from .check import diagnose, fix as finish
+    from .build.check import diagnose, fix as finish
 
     if fix:
         for line in finish(store):
@@ -611,9 +611,9 @@ def check(store, fix):
 
 
 def _print_cited(result, stores: tuple[str, ...], conn=None) -> None:
-    """The answer with its citations numbered 1..N, and what each number names (tgr.citations);
+    """The answer with its citations numbered 1..N, and what each number names (tgr.query.citations);
     an answer that cites nothing lists its first sources."""
-    from .citations import numbered, source_label
+    from .query.citations import numbered, source_label
 
     text, cited = numbered(result, conn)
     click.echo(text)

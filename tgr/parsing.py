@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .limits import json_brackets, too_deep_or_large
+from .store.size_limits import json_brackets, too_deep_or_large
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -6,9 +6,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS
+from .ingest.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS
 from .errors import StoreError
-from .limits import loads
+from .store.size_limits import loads
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 
 

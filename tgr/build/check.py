@@ -1,0 +1,140 @@
+"""`tgr check`: explain what is wrong with a store file, and finish an incomplete one.
+
+Reading is done the defended way (tgr/store/hardening.py) without refusing, so that a hostile or
+damaged file can be described; nothing in the file runs and nothing is written unless fix.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ingest import corpus
+from ..store import db, schema_check as schemacheck, opening as storefile
+from ..errors import StoreError
+from ..store.size_limits import meta_problems
+from ..settings import IndexSettings
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str   # 'refused' (tgr will not use it), 'unfinished' (--fix completes it), 'note'
+    message: str
+
+
+def diagnose(path: str | os.PathLike) -> list[Problem]:
+    """Everything tgr notices about the file at path, worst first; [] means healthy."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path}: no such file")
+    problems: list[Problem] = []
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        problems.append(Problem("unfinished", f"a write-ahead log ({wal.name}, {wal.stat().st_size} bytes) "
+                                              "is not folded into the .db; a copy of the .db alone would "
+                                              "miss it (`tgr check --fix` folds it in)"))
+    elif db.pending_wal(path):
+        problems.append(Problem("unfinished", "leftover -wal/-shm files next to the store "
+                                              "(`tgr check --fix` removes them)"))
+    conn = db.open_file(path, readonly=True)
+    try:
+        findings = schemacheck.inspect(conn)
+        problems += [Problem("refused" if f.fatal else "note", f.message) for f in findings]
+        if any(f.fatal for f in findings):
+            return _ordered(problems)  # reading anything else could run the planted objects
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > db.SCHEMA_VERSION:
+            problems.append(Problem("refused", f"written by a newer tgr (schema {version})"))
+        elif 0 < version < db.SCHEMA_VERSION:
+            problems.append(Problem("note", f"schema {version}; the next index or rebuild upgrades it "
+                                            f"to {db.SCHEMA_VERSION}"))
+        if not db.has_table(conn, "meta") or db.get_meta(conn).get("format") != db.FORMAT_TAG:
+            problems.append(Problem("refused", "not a tgr store (no tgr meta table)"))
+            return _ordered(problems)
+        unsafe = meta_problems(db.get_meta(conn))
+        problems += [Problem("refused", m) for m in unsafe]
+        if not unsafe:
+            try:
+                IndexSettings.from_meta(db.get_meta(conn))
+            except StoreError as exc:
+                problems.append(Problem("refused", str(exc)))
+        unindexed = corpus.pending_count(conn)
+        if unindexed:
+            problems.append(Problem("unfinished", f"{unindexed} chunks are not in the full-text index yet (an "
+                                                  "interrupted `tgr index`; `tgr check --fix` or the next index "
+                                                  "adds them)"))
+        damage = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        if damage != ["ok"]:
+            problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
+        elif not unsafe:
+            problems += [Problem("note", m) for m in _work_left(conn, path)]
+    except db.DatabaseError as exc:
+        problems.append(Problem("refused", f"not a usable SQLite database ({exc})"))
+    finally:
+        conn.close()
+    return _ordered(problems)
+
+
+def _work_left(conn: db.Connection, path: Path) -> list[str]:
+    """What an interrupted run left undone (answers are still right, from what is there)."""
+    left = []
+    count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    chunks = count("SELECT count(*) FROM chunks")
+    pending = count("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
+                    "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id)")
+    if pending:
+        left.append(f"{pending} of {chunks} chunks are not extracted yet (an interrupted index); "
+                    f"`tgr index {path}` finishes them")
+    changed = count("SELECT count(*) FROM merge_pending") if db.has_table(conn, "merge_pending") else 0
+    if changed:
+        left.append(f"{changed} entity names changed since the graph was last merged; "
+                    f"`tgr index {path}` brings the graph, communities and reports up to date")
+    jobs = count("SELECT count(*) FROM batch_jobs WHERE outcome IS NULL") if db.has_table(conn, "batch_jobs") else 0
+    if jobs:
+        left.append(f"{jobs} Batch API jobs are submitted and not collected yet; `tgr index {path}` waits "
+                    "for them and goes on")
+    unembedded = {table: count(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL")
+                  for table in ("chunks", "entities", "reports")}
+    if any(unembedded.values()):
+        rows = ", ".join(f"{n} {table}" for table, n in unembedded.items() if n)
+        left.append(f"no vector yet for {rows}; `tgr index {path}` computes them")
+    return left
+
+
+def _ordered(problems: list[Problem]) -> list[Problem]:
+    rank = {"refused": 0, "unfinished": 1, "note": 2}
+    return sorted(problems, key=lambda p: rank[p.severity])
+
+
+def fix(path: str | os.PathLike) -> list[str]:
+    """Finish an incomplete store (add chunks missing from the full-text index, fold in its WAL,
+    remove leftover -wal/-shm); returns what was done.
+
+    Refuses a store that tgr would refuse anyway: nothing in a hostile file is touched.
+    """
+    path = Path(path)
+    problems = diagnose(path)
+    refused = [p for p in problems if p.severity == "refused"]
+    if refused:
+        raise StoreError(f"{path}: not fixing a store tgr refuses: {refused[0].message}")
+    leftovers = db.pending_wal(path)
+    if not leftovers and not any(p.severity == "unfinished" for p in problems):
+        return []
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        raise StoreError(f"{path}: cannot finish a read-only store")
+    done = []
+    conn = storefile.connect(path, create=False, upgrade=False)
+    try:
+        indexed = corpus.index_pending(conn)
+        if indexed:
+            done.append(f"added {indexed} chunks to the full-text index")
+        if not db.settle(conn):
+            raise StoreError(f"{path}: another process is still reading the store; run "
+                             f"`tgr check --fix {path}` again once it is done")
+    finally:
+        conn.close()
+    for leftover in db.pending_wal(path):  # the file is in rollback-journal mode now: unused
+        leftover.unlink()
+    if leftovers:
+        done.append(f"folded {', '.join(p.name for p in leftovers)} into {path.name}")
+    return done

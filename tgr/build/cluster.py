@@ -1,0 +1,453 @@
+"""Cluster stage: hierarchical Leiden, in-process (leidenalg on an igraph graph).
+
+Level 0 is Leiden on each connected component of the entity graph. Every community
+larger than max_cluster_size is clustered again on its own subgraph, giving level 1
+children with a parent link, and so on. Seeded, on subgraphs built in a fixed order: the
+same component always gives the same communities, whatever else the graph holds, so an
+unrelated addition leaves them alone. Isolated entities form singleton communities.
+
+After a change, only the connected components holding a changed entity are clustered
+again; when the merge has a description-summary wave to wait for, that clustering runs in
+the wait (cluster_future_graph, scheduled by tgr/build/idle_work.py) and is used only if its inputs
+are exactly those cluster() sees.
+
+Community ids follow their members: after re-clustering, a community keeps the id of
+the previous community it shares a majority of members with (both ways); others get a
+new number never used before at their level. Reports, ratings, vectors and citations of
+communities that survive are therefore kept.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # igraph and leidenalg are imported when clustering
+    import igraph
+
+from . import stage_inputs as freshness
+from ..store.db import Connection, get_meta, set_meta, transaction
+from .stage_inputs import InputHash
+
+MAX_LEVELS = 8
+
+
+@dataclass
+class Community:
+    id: str
+    level: int
+    parent_id: str | None
+    members: list[str]
+    is_leaf: bool = True
+
+
+def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *,
+                        max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
+                        previous: dict[int, dict[str, str]] | None = None,
+                        unchanged: set[str] | None = None) -> list[Community]:
+    """Communities of every level for the graph (nodes, weighted undirected edges).
+
+    previous: level -> entity -> community id of an earlier clustering; Leiden then starts
+    from that membership (new entities alone), so a small change moves few nodes.
+    unchanged: entities whose edges are known to be the same as when previous was computed
+    with these settings; a group made only of them that previous already split (or left
+    whole) is split the same way again without running Leiden, and in a group that Leiden
+    must split again they keep their previous community: only new and changed entities
+    move (a community left in pieces is split into them).
+    """
+    previous = previous or {}
+    unchanged = unchanged or set()
+    sizes: Counter = Counter()  # community id -> members (ids carry their level: unique)
+    for groups in previous.values():
+        sizes.update(groups.values())
+    nodes = sorted(set(nodes))
+    index = {n: i for i, n in enumerate(nodes)}
+    import igraph  # imported when clustering: queries never pay for it
+
+    graph = igraph.Graph(n=len(nodes))
+    clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w
+                    for a, b, w in edges if a in index and b in index and a != b}.items())
+    graph.add_edges([pair for pair, _ in clean])
+    graph.es["weight"] = [float(w) for _, w in clean]
+
+    result: list[Community] = []
+    top: list[list[int]] = []
+    for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
+        if len(component) == 1:
+            top.append(component)
+            continue
+        kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
+        top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
+                                                        start=_start(component, nodes, previous.get(0), unchanged)))
+    frontier = [(None, top)] if top else []
+    level = 0
+    while frontier and level < MAX_LEVELS:
+        entries = [(group, parent) for parent, groups in frontier for group in groups]
+        entries.sort(key=lambda gp: (gp[1] or "", -len(gp[0]), min(gp[0])))
+        frontier = []
+        for n, (group, parent) in enumerate(entries):
+            community = Community(f"{level}.{n}", level, parent, [nodes[i] for i in sorted(group)])
+            result.append(community)
+            if len(group) > max_cluster_size:
+                members = sorted(group)
+                parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
+                              unchanged, whole=False)
+                if parts is None:
+                    parts = _split(graph, members, seed, resolution, whole=False,
+                                   start=_start(members, nodes, previous.get(level + 1), unchanged))
+                if len(parts) > 1:
+                    community.is_leaf = False
+                    frontier.append((community.id, parts))
+        level += 1
+    return result
+
+
+def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: dict[str, str] | None,
+          sizes: dict[str, int], unchanged: set[str], whole: bool) -> list[list[int]] | None:
+    """The previous split of members, if it still holds: every member unchanged, and the
+    members are exactly one previous group (for a component: exactly whole previous
+    communities). None when Leiden must run."""
+    if not unchanged or any(nodes[i] not in unchanged for i in members):
+        return None
+    inner = inner or {}
+    if whole:  # a component: its previous level-0 communities must cover exactly these members
+        groups: dict[str, list[int]] = {}
+        for i in members:
+            if nodes[i] not in inner:
+                return None
+            groups.setdefault(inner[nodes[i]], []).append(i)
+        return list(groups.values()) if all(sizes[g] == len(v) for g, v in groups.items()) else None
+    names = {outer.get(nodes[i]) for i in members}
+    if len(names) != 1 or None in names or sizes[next(iter(names))] != len(members):
+        return None
+    if not any(nodes[i] in inner for i in members):
+        return [members]  # previously left whole
+    groups = {}
+    for i in members:
+        if nodes[i] not in inner:
+            return None
+        groups.setdefault(inner[nodes[i]], []).append(i)
+    return list(groups.values())
+
+
+def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None,
+           unchanged: set[str]) -> tuple[list[int], list[bool]] | None:
+    """An initial membership for Leiden on members (sorted): their previous communities,
+    each new node on its own; and which members are fixed there (unchanged ones that had a
+    community). None when there is nothing to start from."""
+    if not previous:
+        return None
+    labels: dict[str, int] = {}
+    start, fixed = [], []
+    for i in members:
+        old = previous.get(nodes[i])
+        start.append(labels.setdefault(old or f"new:{i}", len(labels)))
+        fixed.append(old is not None and nodes[i] in unchanged)
+    return start, fixed
+
+
+def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
+           whole: bool, start: tuple[list[int], list[bool]] | None = None) -> list[list[int]]:
+    """Leiden on the subgraph of members (from the membership start, with its fixed
+    members, if given); tries a finer resolution if it will not split."""
+    if not members:
+        return []
+    local = sorted(members)
+    sub = graph.induced_subgraph(local)
+    if sub.ecount() == 0:
+        return [[v] for v in local] if whole else [local]
+    for attempt in range(4):
+        membership = _leiden(sub, seed, resolution * (2 ** attempt), start)
+        groups: dict[int, list[int]] = {}
+        for vertex, label in enumerate(membership):
+            groups.setdefault(label, []).append(local[vertex])
+        # a split into nothing but single nodes is no structure: treat as unsplittable
+        if whole or (len(groups) > 1 and any(len(g) > 1 for g in groups.values())):
+            return list(groups.values())
+    return [local]
+
+
+def _leiden(sub: igraph.Graph, seed: int, resolution: float,
+            start: tuple[list[int], list[bool]] | None) -> list[int]:
+    """Leiden's membership of the subgraph's vertices. From a start with fixed members,
+    only the others move, and a community that is no longer connected (an entity that held
+    it together deleted or changed) becomes one community per connected piece."""
+    import leidenalg
+
+    if start is None or not any(start[1]):
+        return leidenalg.find_partition(
+            sub, leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution,
+            n_iterations=-1, seed=seed, initial_membership=start[0] if start else None).membership
+    partition = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=start[0], weights="weight",
+                                                         resolution_parameter=resolution)
+    optimiser = leidenalg.Optimiser()
+    optimiser.set_rng_seed(seed)
+    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=start[1])
+    return _connected_pieces(sub, partition.membership)
+
+
+def _connected_pieces(sub: igraph.Graph, membership: list[int]) -> list[int]:
+    """membership with each community split into its connected pieces."""
+    pieces: list[int] = [0] * len(membership)
+    labels: dict[tuple[int, int], int] = {}
+    groups: dict[int, list[int]] = {}
+    for vertex, label in enumerate(membership):
+        groups.setdefault(label, []).append(vertex)
+    for label, vertices in sorted(groups.items()):
+        inner = sub.induced_subgraph(vertices).connected_components().membership
+        for vertex, piece in zip(vertices, inner):
+            pieces[vertex] = labels.setdefault((label, piece), len(labels))
+    return pieces
+
+
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def stored_communities(conn: Connection, holding: set[str] | None = None) -> list[Community]:
+    """The stored communities (only those holding one of these entities, and those left with
+    no members when their entities were deleted, if given)."""
+    if holding is None:
+        scope, args = "", ()
+    else:
+        scope = (f"WHERE id IN (SELECT community_id FROM community_members WHERE entity_id {_IN}) OR NOT EXISTS "
+                 "(SELECT 1 FROM community_members m WHERE m.community_id = communities.id)")
+        args = (json.dumps(sorted(holding)),)
+    rows = conn.execute(f"SELECT id, level, parent_id, is_leaf FROM communities {scope} ORDER BY level, id",
+                        args).fetchall()
+    members: dict[str, list[str]] = {}
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 + ("" if holding is None else f"WHERE community_id {_IN} ")
+                                 + "ORDER BY 1, 2", () if holding is None else
+                                 (json.dumps([r[0] for r in rows]),)).fetchall():
+        members.setdefault(cid, []).append(eid)
+    return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
+
+
+def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: set[str],
+              known: dict[str, str]) -> set[str]:
+    """The entities of the connected components that hold a changed entity or one that no
+    stored community holds (known: entity -> its level-0 community)."""
+    import igraph
+
+    index = {n: i for i, n in enumerate(nodes)}
+    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges
+                                              if a in index and b in index and a != b])
+    membership = graph.connected_components().membership
+    hit = {membership[i] for i, n in enumerate(nodes) if n in changed or n not in known}
+    return {n for i, n in enumerate(nodes) if membership[i] in hit}
+
+
+# (nodes, edges, previous partition, unchanged) -> communities computed earlier from exactly these, or None
+Precomputed = Callable[[list, list, dict, "set[str] | None"], "list[Community] | None"]
+
+
+def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
+            resolution: float = 1.0, force: bool = False, changed: set[str] | None = None,
+            precomputed: Precomputed | None = None) -> dict:
+    """Recompute communities when the graph or the settings changed; ids follow members.
+
+    changed: entities whose rows or relationships changed since the stored communities
+    were computed (None: unknown); every other entity is unchanged (see
+    hierarchical_leiden). Only trusted when those used the same settings.
+
+    precomputed(nodes, edges, previous, unchanged): communities computed earlier (while a
+    model wait was in progress, see tgr/build/idle_work.py) from exactly these Leiden inputs, or
+    None; Leiden runs here when it gives None.
+
+    Only communities whose row or members changed are rewritten; a removed community's
+    report goes with it (cascade)."""
+    inputs = cluster_inputs(conn, max_cluster_size, seed, resolution)
+    if not force and freshness.is_fresh(conn, "cluster", inputs):
+        levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
+        return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
+                "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
+    settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
+    nodes, edges, start, unchanged, previous, used = _leiden_inputs(conn, settings, force, changed)
+    communities = precomputed(nodes, edges, start, unchanged) if precomputed else None
+    computed_meanwhile = communities is not None
+    if communities is None:
+        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
+    if previous or used:  # numbers once given are never given again
+        communities = stable_ids(communities, previous, used)
+    for c in communities:
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    result = _store_communities(conn, communities, previous, used, settings, inputs)
+    return {**result, "changed": force or result["changed"], "computed_meanwhile": computed_meanwhile}
+
+
+def _leiden_inputs(conn: Connection, settings: dict, force: bool, changed: set[str] | None):
+    """(nodes, edges, previous partition, unchanged entities) to give Leiden, the stored
+    communities they replace, and the community numbers used so far per level."""
+    nodes, edges = _graph(conn)
+    meta = get_meta(conn)
+    same_settings = _same_settings(meta, **settings)
+    used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
+    scoped = _changed_components(conn, nodes, edges, changed) if not force and same_settings else None
+    if scoped is not None:
+        nodes, edges, previous = scoped
+        for level, number in conn.execute(
+                "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
+                "GROUP BY level").fetchall():
+            used[level] = max(used.get(level, -1), number)
+    else:
+        previous = stored_communities(conn)
+    start = _membership(previous) if not force else {}  # force: Leiden from scratch
+    unchanged = set(nodes) - changed if (start and same_settings and changed is not None) else None
+    return nodes, edges, start, unchanged, previous, used
+
+
+def _store_communities(conn: Connection, communities: list[Community], previous: list[Community],
+                       used: dict[int, int], settings: dict, inputs: str) -> dict:
+    """Write the communities whose row or members changed, remove those gone, record the inputs."""
+    old = {c.id: c for c in previous}
+    row = lambda c: (c.level, c.parent_id, len(c.members), int(c.is_leaf))
+    # stored sizes too: a member deleted with its entity (cascade) leaves the size column behind
+    stored_size = dict(conn.execute("SELECT id, size FROM communities").fetchall())
+    changed_rows = [c for c in communities if c.id not in old or row(old[c.id]) != row(c)
+                    or stored_size.get(c.id) != len(c.members)]
+    changed_members = [c for c in communities if c.id not in old or old[c.id].members != c.members]
+    gone = set(old) - {c.id for c in communities}
+    with transaction(conn):
+        conn.executemany(  # parents first: levels ascend in communities
+            "INSERT INTO communities(id, level, parent_id, size, is_leaf) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET level = excluded.level, parent_id = excluded.parent_id, "
+            "size = excluded.size, is_leaf = excluded.is_leaf",
+            [(c.id, *row(c)) for c in sorted(changed_rows, key=lambda c: c.level)])
+        conn.executemany("DELETE FROM community_members WHERE community_id = ?",
+                         [(c.id,) for c in changed_members])
+        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
+                         [(c.id, m) for c in changed_members for m in c.members])
+        conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
+        # what produced the stored communities, for people reading meta with sqlite3
+        set_meta(conn, max_cluster_size=settings["max_cluster_size"], cluster_seed=settings["seed"],
+                 cluster_resolution=settings["resolution"],
+                 community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
+        freshness.record(conn, "cluster", inputs)
+    levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
+    touched = {c.id for c in changed_rows + changed_members}
+    return {"communities": sum(levels.values()), "levels": levels,
+            "changed": bool(changed_rows or changed_members or gone),
+            "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
+    """Were the stored communities computed with these settings?"""
+    return (meta.get("max_cluster_size"), meta.get("cluster_seed"), meta.get("cluster_resolution")) == \
+        (str(max_cluster_size), str(seed), str(resolution))
+
+
+def _membership(communities: list[Community]) -> dict[int, dict[str, str]]:
+    """level -> entity -> community id."""
+    start: dict[int, dict[str, str]] = {}
+    for c in communities:
+        start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+    return start
+
+
+def _changed_components(conn: Connection, nodes: list[str], edges: list[tuple[str, str, float]],
+                        changed: set[str] | None):
+    """(nodes, edges, stored communities) of the connected components that hold a changed
+    entity, or None when everything is to be clustered. Components without a changed entity
+    keep their communities as stored, which is what Leiden from the previous partition
+    would give them."""
+    if changed is None:
+        return None
+    known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
+                              "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
+    if not known:
+        return None
+    scope = _affected(nodes, edges, changed, known)
+    gone = changed - set(nodes)
+    previous = stored_communities(conn, scope | gone)
+    if not all(m in scope or m in gone for c in previous for m in c.members):
+        return None  # stored communities that straddle components: cluster everything
+    return sorted(scope), [e for e in edges if e[0] in scope], previous  # edges stay inside a component
+
+
+def leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
+    """Hash of everything hierarchical_leiden is given."""
+    digest = InputHash(sorted(settings.items())).rows((n,) for n in nodes).rows(tuple(e) for e in edges)
+    digest.rows((level, sorted(groups.items())) for level, groups in sorted(start.items()))
+    return digest.add(sorted(unchanged) if unchanged is not None else None).hexdigest()
+
+
+def cluster_future_graph(conn: Connection, settings: dict, recomputed: set[str], nodes: list[str],
+                         edges: list[tuple[str, str, float]], changed: set[str]):
+    """Cluster the graph a merge is about to store (it replaces the entities recomputed, and
+    every edge touching them, by nodes and edges; changed: what it will say changed), as
+    cluster() would once it is stored. Returns (leiden_key of the inputs, communities), or
+    None when cluster() would not cluster incrementally. cluster() takes the result only
+    when its own Leiden inputs have that key, so the outcome never depends on timing."""
+    stored_nodes, stored_edges = _graph(conn)
+    graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
+    graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
+                         + [tuple(e) for e in edges])
+    scoped = _changed_components(conn, graph_nodes, graph_edges, changed)
+    if scoped is None:
+        return None
+    scope_nodes, scope_edges, previous = scoped
+    start = _membership(previous)
+    unchanged = set(scope_nodes) - changed
+    return (leiden_key(scope_nodes, scope_edges, start, unchanged, settings),
+            hierarchical_leiden(scope_nodes, scope_edges, **settings, previous=start, unchanged=unchanged))
+
+
+def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:
+    """The entity graph: sorted nodes and weighted edges."""
+    nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
+    edges = sorted(conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall())
+    return nodes, edges
+
+
+def cluster_inputs(conn: Connection, max_cluster_size: int, seed: int, resolution: float) -> str:
+    """Hash of what clustering reads: the settings and the graph, named by the merge's
+    freshness hash (every entity's input hash), so that no stage rereads the graph to see
+    whether it changed."""
+    return InputHash("cluster", max_cluster_size, seed, resolution, freshness.recorded(conn, "merge")).hexdigest()
+
+
+def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluster_size: int, seed: int,
+               resolution: float) -> str:
+    """Hash of a graph (sorted nodes, sorted edges) with the clustering settings."""
+    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in sorted(nodes))
+    return inputs.add("edges").rows(tuple(e) for e in sorted(edges)).hexdigest()
+
+
+def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
+    """Were the stored communities computed from the graph as it is now?"""
+    return freshness.is_fresh(conn, "cluster", cluster_inputs(conn, max_cluster_size, seed, resolution))
+
+
+def _number(community_id: str) -> int:
+    try:
+        return int(community_id.split(".", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def stable_ids(new: list[Community], previous: list[Community], used: dict[int, int]) -> list[Community]:
+    """new with ids taken over from previous where a community shares a majority of members
+    with a previous one (both ways); the others get numbers above every one used (used:
+    level -> highest number ever given, updated here)."""
+    old_by_level: dict[int, list[Community]] = {}
+    sizes = {c.id: len(c.members) for c in previous}
+    for c in previous:
+        old_by_level.setdefault(c.level, []).append(c)
+        used[c.level] = max(used.get(c.level, -1), _number(c.id))
+    rename: dict[str, str] = {}
+    for level in sorted({c.level for c in new}):
+        old = old_by_level.get(level, [])
+        owner = {m: c for c in old for m in c.members}
+        for c in (c for c in new if c.level == level):
+            overlap = Counter(owner[m].id for m in c.members if m in owner)
+            best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
+            if best is not None:
+                shared, size = overlap[best], sizes[best]
+                if 2 * shared > len(c.members) and 2 * shared > size:
+                    rename[c.id] = best
+                    continue
+            used[level] = used.get(level, -1) + 1
+            rename[c.id] = f"{level}.{used[level]}"
+    return [Community(rename[c.id], c.level, rename.get(c.parent_id) if c.parent_id else None,
+                      c.members, c.is_leaf) for c in new]

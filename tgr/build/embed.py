@@ -1,0 +1,148 @@
+"""Embed stage: keep vec_entities, vec_chunks and vec_reports in step with their rows.
+
+A row is (re-)embedded only when the text it would embed changed: embed_hash is the hash
+of the text in its vector, and a change of that text sets it to NULL (schema.sql's
+triggers on entities and reports, whoever writes: the merge, a report, an edit by hand;
+chunk text never changes), so the stage reads only the rows marked NULL, and re-running
+an index embeds nothing.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..store.db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
+from ..models.gateway import Gateway
+from ..store.size_limits import MAX_CONTEXT_TEXT
+from ..models.clients import embeds, vector_type
+from ..text import content_hash, estimate_tokens
+
+Progress = Callable[[str, int, int], None]
+
+# (vec table, source table, key column, SQL for the text to embed)
+TARGETS = {
+    "entities": ("vec_entities", "entities", "id", "name || ': ' || description"),
+    "chunks": ("vec_chunks", "chunks", "id", "text"),
+    "reports": ("vec_reports", "reports", "community_id", "title || ': ' || summary"),
+}
+BATCH = 256
+EMBED_REQUEST = 64  # one embedding request: what an idle step may do between answers
+
+
+def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
+              progress: Progress | None = None) -> int:
+    """Embed every row whose text changed since it was last embedded; returns rows embedded."""
+    ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
+    total = 0
+    for kind in kinds:
+        total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None))
+    return total
+
+
+def _texts(conn: Connection, kind: str, where: str) -> list[tuple[str, str, str | None]]:
+    """(id, text to embed, embed_hash) of the rows of one kind that match where."""
+    _, table, key, text_sql = TARGETS[kind]
+    # no embedder reads more than this; a store's oversized text must not cost more
+    return conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
+                        f"WHERE {where} ORDER BY {key}").fetchall()
+
+
+def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str, str]]:
+    """(id, text, hash) of the rows whose text changed since it was last embedded."""
+    model = gateway.embedder.name
+    return [(rid, text, content_hash(model, text)) for rid, text, _ in _texts(conn, kind, "embed_hash IS NULL")]
+
+
+def reusable_vectors(rows, model: str, width: int) -> dict[str, bytes]:
+    """{text hash: vector} of another store's (text, recorded hash, vector) rows whose recorded
+    hash is their text's with model and whose vector has width bytes: safe to take as made."""
+    return {recorded: blob for text, recorded, blob in rows
+            if isinstance(text, str) and isinstance(blob, bytes) and len(blob) == width
+            and recorded == content_hash(model, text)}
+
+
+def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
+    """Set embed_hash to NULL wherever it is not the hash of the row's text with this
+    embedding model (None: everywhere), so the embed stage redoes exactly those rows
+    (inside the caller's transaction). Returns how many were reset."""
+    reset = 0
+    for kind, (_, table, key, _) in TARGETS.items():
+        stale = [(rid,) for rid, text, old in _texts(conn, kind, "embed_hash IS NOT NULL")
+                 if model is None or old != content_hash(model, text)]
+        conn.executemany(f"UPDATE {table} SET embed_hash = NULL WHERE {key} = ?", stale)
+        reset += len(stale)
+    return reset
+
+
+def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str) -> None:
+    vec_table, table, key, _ = TARGETS[kind]
+    with transaction(conn):
+        conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
+        conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, {vec_param(vtype)})",
+                         [(rid, serialize(v, vtype)) for (rid, _, _), v in zip(batch, vectors)])
+        conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
+                         [(h, rid) for rid, _, h in batch])
+
+
+def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
+    vec_table, table, key, _ = TARGETS[kind]
+    todo = _todo(conn, gateway, kind)
+    if not embeds(kind, gateway.embedder.name):
+        with transaction(conn):  # up to date with this model, with no vector (a store built
+            conn.execute(f"DELETE FROM {vec_table}")  # before this rule loses its unused ones)
+            conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?", [(h, rid) for rid, _, h in todo])
+        return 0
+    with transaction(conn):  # vectors of rows that no longer exist
+        conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
+    stage = f"embed-{kind}"
+    report(stage, 0, len(todo))
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
+               vector_type(gateway.embedder))
+        report(stage, min(len(todo), start + BATCH), len(todo))
+    return len(todo)
+
+
+class EmbedWhileWaiting:
+    """An idle step for Gateway.chat_many: each call embeds one request's worth of rows, so
+    that embedding overlaps the wait for chat answers. Returns False when nothing is left."""
+
+    def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities")):
+        ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
+        self.conn, self.gateway = conn, gateway
+        self.kinds = list(kinds)
+        self.kind = ""
+        self.todo: list[tuple[str, str, str]] = []
+
+    def __call__(self) -> bool:
+        while not self.todo:
+            if not self.kinds:
+                return False
+            self.kind = self.kinds.pop(0)
+            self.todo = _todo(self.conn, self.gateway, self.kind)
+        take = _request_rows(self.todo, getattr(self.gateway.embedder, "request_tokens", None))
+        batch, self.todo = self.todo[:take], self.todo[take:]
+        vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)
+        _write(self.conn, self.kind, batch, vectors, vector_type(self.gateway.embedder))
+        return True
+
+
+def _request_rows(todo: list[tuple[str, str, str]], budget: int | None) -> int:
+    """Rows for one idle request: EMBED_REQUEST, or fewer when the embedder names a token
+    budget (an in-process model holds the main thread for as long as it computes)."""
+    if budget is None:
+        return EMBED_REQUEST
+    used = 0
+    for n, (_, text, _) in enumerate(todo[:EMBED_REQUEST]):
+        used += estimate_tokens(text)
+        if n and used > budget:
+            return n
+    return EMBED_REQUEST
+
+
+def clear_embeddings(conn: Connection) -> None:
+    """Forget every embedding (used when switching embedding models)."""
+    with transaction(conn):
+        drop_vec_tables(conn)
+        for _, table, _, _ in TARGETS.values():
+            conn.execute(f"UPDATE {table} SET embed_hash = NULL")

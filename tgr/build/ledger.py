@@ -1,0 +1,115 @@
+"""The runs ledger: one `runs` row a command, its counts, the models it recorded, and the
+cost report (`tgr stats`) read from model_calls."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from .. import __version__
+from ..store.db import Connection, get_meta, set_meta, transaction
+from ..models.gateway import Gateway, Usage
+from ..models.clients import ChatModel, Embedder, vector_type
+from ..offline.providers import OFFLINE_EXTRACTOR
+from ..models.registry import chat_name
+from ..settings import IndexSettings, IndexSummary
+
+
+def start_run(conn: Connection, command: str, settings: IndexSettings) -> int:
+    """A new 'running' row; returns its id."""
+    with transaction(conn):
+        return conn.execute("INSERT INTO runs(command, settings, status) VALUES (?, ?, 'running')",
+                            (command, json.dumps(asdict(settings)))).lastrowid
+
+
+def finish_run(conn: Connection, run_id: int, status: str, summary: IndexSummary) -> None:
+    with transaction(conn):
+        conn.execute("UPDATE runs SET status = ?, counts = ?, wall_s = ? WHERE id = ?",
+                     (status, json.dumps(summary.to_dict()), summary.wall_s, run_id))
+
+
+def usage_before(gateway: Gateway) -> dict:
+    """The gateway's usage so far, to subtract from its usage at the end of a run."""
+    return {k: Usage(**asdict(v)) for k, v in gateway.usage.items()}
+
+
+def fill_summary(conn: Connection, summary: IndexSummary, gateway: Gateway, before: dict) -> None:
+    """The store's counts and this run's model usage (the gateway's, less `before`)."""
+    count = lambda sql: conn.execute(sql).fetchone()[0]
+    summary.documents = count("SELECT count(*) FROM documents")
+    summary.chunks = count("SELECT count(*) FROM chunks")
+    summary.entities = count("SELECT count(*) FROM entities")
+    summary.relationships = count("SELECT count(*) FROM relationships")
+    summary.communities = {str(level): n for level, n in conn.execute(
+        "SELECT level, count(*) FROM communities GROUP BY level ORDER BY level")}
+    summary.reports = count("SELECT count(*) FROM reports")
+    total = Usage()
+    for stage, usage in gateway.usage.items():
+        delta = Usage(**{k: getattr(usage, k) - getattr(before.get(stage, Usage()), k)
+                         for k in Usage.__dataclass_fields__})
+        if delta.calls or delta.cache_hits:
+            summary.calls_by_stage[stage] = delta.calls
+        total.add(delta)
+    summary.model_calls = total.calls
+    summary.local_computations = total.local
+    summary.cache_hits = total.cache_hits
+    summary.prompt_tokens = total.prompt_tokens
+    summary.completion_tokens = total.completion_tokens
+    summary.prompt_chars = total.prompt_chars
+    summary.batch_calls, summary.billed_tokens = total.batched, round(total.billed_tokens)
+    summary.max_in_flight = gateway.max_in_flight
+
+
+def model_recorder(conn: Connection, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder):
+    """Record the settings now, and each model in meta once it has answered (an unreachable
+    endpoint leaves meta as it was). Returns the gateway's on_answer hook."""
+    with transaction(conn):
+        set_meta(conn, **settings.to_meta(), tgr_version=__version__)
+    pending = {"chat", "embed"}
+
+    def record(kind: str | None) -> None:
+        kinds = pending & ({"chat", "embed"} if kind is None else {kind})
+        if chat is None:  # the offline extractor cannot fail to answer
+            kinds |= pending & {"chat"}
+        if not kinds:
+            return
+        pending.difference_update(kinds)
+        meta, values = get_meta(conn), {}
+        if "chat" in kinds:
+            values.update(chat_model=chat_name(chat),
+                          extractor=chat.name if chat else OFFLINE_EXTRACTOR)
+            if "created_with" not in meta:
+                values["created_with"] = values["chat_model"]
+        if "embed" in kinds and "embed_model" not in meta:
+            values.update(embed_model=embedder.name, embed_dim=embedder.dim, embed_vector=vector_type(embedder))
+        if values:
+            set_meta(conn, **values)  # inside the answer's own transaction
+
+    return record
+
+
+def stats(conn: Connection) -> dict:
+    """The cost ledger: calls and tokens per stage, and per run (billed: each call at its
+    price, a Batch API answer at half)."""
+    from .batch import billed_tokens
+
+    billed_stages, billed_runs = billed_tokens(conn, "stage, kind"), billed_tokens(conn, "run_id")
+    by_stage = [dict(zip(("stage", "kind", "calls", "cache_hits", "prompt_tokens", "completion_tokens",
+                          "model_seconds"), row)) for row in conn.execute(
+        "SELECT stage, kind, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens), "
+        "round(sum(model_seconds), 2) FROM cost_by_stage GROUP BY stage, kind "
+        "ORDER BY (SELECT min(id) FROM model_calls m WHERE m.stage = cost_by_stage.stage)")]
+    for row in by_stage:
+        row["billed_tokens"] = billed_stages.get((row["stage"], row["kind"]), 0)
+    runs = []
+    for run_id, command, status, started, wall in conn.execute(
+            "SELECT id, command, status, started_at, wall_s FROM runs ORDER BY id"):
+        calls, hits, pt, ct = conn.execute(  # local computations are not calls
+            "SELECT coalesce(sum(CASE WHEN kind != 'local' THEN 1 - cache_hit END), 0), "
+            "coalesce(sum(cache_hit), 0), "
+            "coalesce(sum(CASE WHEN cache_hit = 0 THEN prompt_tokens END), 0), "
+            "coalesce(sum(CASE WHEN cache_hit = 0 THEN completion_tokens END), 0) "
+            "FROM model_calls WHERE run_id = ?", (run_id,)).fetchone()
+        runs.append({"run": run_id, "command": command, "status": status, "started_at": started,
+                     "wall_s": wall, "calls": calls, "cache_hits": hits, "prompt_tokens": pt,
+                     "completion_tokens": ct, "billed_tokens": billed_runs.get(run_id, 0)})
+    return {"by_stage": by_stage, "runs": runs}

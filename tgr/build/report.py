@@ -1,0 +1,322 @@
+"""Report stage: a GraphRAG-style JSON report for every community worth one.
+
+Context for a community: its entities and internal relationships, most connected first
+(relationships ordered by the combined degree of their ends), under a token budget. When
+that raw material does not fit and the community has sub-communities, their reports are
+substituted for their members' material, largest sub-community first, until it fits
+(the GraphRAG method). Communities whose raw material fits are all written in the first
+wave; only those that need sub-community reports wait for them, level by level, deepest
+first. Malformed JSON is repaired, then asked again; as a last resort the report is
+assembled extractively, so a bad answer never stops the run. The writer is the chat
+model's (LLMReportWriter) or, with no chat model, the offline extractive one; both sit
+behind the ReportWriter interface.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable, Iterator, Protocol
+
+from . import stage_inputs as freshness
+from ..store.db import Connection, transaction
+from ..models.gateway import ChatJob, Gateway
+from ..offline.providers import extractive_report
+from ..parsing import parse_report
+from ..prompts import Prompts
+from ..text import ContextTable, content_hash, estimate_tokens, shorten
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class _Community:
+    id: str
+    level: int
+    parent_id: str | None
+    members: list[str]
+    children: list[str] = field(default_factory=list)
+
+
+def report_text(report: dict) -> str:
+    """The markdown rendering of a report used as query context."""
+    lines = [f"# {report['title']}", "", report["summary"], ""]
+    for finding in report["findings"]:
+        lines.append(f"## {finding['summary']}")
+        if finding.get("explanation"):
+            lines.append(finding["explanation"])
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+class _Graph:
+    """Entities and relationships of the store (or of the given entities and the
+    relationships among them), loaded once for all reports."""
+
+    def __init__(self, conn: Connection, only: set[str] | None = None):
+        args = () if only is None else (json.dumps(sorted(only)),)
+        self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
+                         for r in conn.execute("SELECT id, name, type, description, degree FROM entities"
+                                               + ("" if only is None else f" WHERE id {_IN}"), args).fetchall()}
+        self.edges = [{"id": r[0], "source": r[1], "target": r[2], "description": r[3], "weight": r[4]}
+                      for r in conn.execute("SELECT id, source_id, target_id, description, weight FROM relationships"
+                                            + ("" if only is None else f" WHERE source_id {_IN} AND target_id {_IN}")
+                                            + " ORDER BY id", args * 2).fetchall()]
+        self.edges_of: dict[str, list[dict]] = {}
+        for edge in self.edges:
+            self.edges_of.setdefault(edge["source"], []).append(edge)
+            self.edges_of.setdefault(edge["target"], []).append(edge)
+
+    def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
+        """Entities by degree, internal edges by combined degree (then weight)."""
+        inside = set(members)
+        entities = sorted((self.entities[m] for m in members if m in self.entities),
+                          key=lambda e: (-e["degree"], e["id"]))
+        seen, edges = set(), []
+        for member in members:
+            for edge in self.edges_of.get(member, []):
+                if edge["id"] not in seen and edge["source"] in inside and edge["target"] in inside:
+                    seen.add(edge["id"])
+                    edges.append(edge)
+        degree = lambda e: self.entities[e["source"]]["degree"] + self.entities[e["target"]]["degree"]
+        edges.sort(key=lambda e: (-degree(e), -e["weight"], e["id"]))
+        return entities, edges
+
+
+def _entity_rows(entities: list[dict]) -> list[str]:
+    return [f"{e['name']}|{e['type']}|{shorten(e['description'], 600)}|{e['degree']}" for e in entities]
+
+
+def _edge_rows(graph: _Graph, edges: list[dict]) -> list[str]:
+    name = lambda i: graph.entities[i]["name"]
+    return [f"{name(e['source'])}|{name(e['target'])}|{shorten(e['description'], 400)}|{e['weight']:g}"
+            for e in edges]
+
+
+def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, int]:
+    """A numbered table with as many rows as fit in budget tokens, and the tokens it used."""
+    table = ContextTable(title, "id|" + header, budget)
+    for n, row in enumerate(rows, 1):
+        if not table.add(f"{n}|{row}"):
+            break
+    return (table.text(), table.used) if table.rows else ("", 0)
+
+
+def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
+    """The community's own material under budget; second value: did all of it fit?"""
+    entities, edges = graph.material(members)
+    entity_rows, edge_rows = _entity_rows(entities), _edge_rows(graph, edges)
+    full = "\n".join(["-----Entities-----", *entity_rows, "-----Relationships-----", *edge_rows])
+    fits = estimate_tokens(full) + 2 * (len(entity_rows) + len(edge_rows)) + 20 <= budget
+    # entities get up to half the budget; relationships take the rest
+    ent_text, used = _table("Entities", "entity|type|description|degree", entity_rows, budget // 2)
+    rel_text, _ = _table("Relationships", "source|target|description|weight", edge_rows, budget - used)
+    return "\n".join(t for t in (ent_text, rel_text) if t), fits
+
+
+def substituted_context(graph: _Graph, community: _Community, child_reports: dict[str, tuple[str, list[str]]],
+                        budget: int) -> str:
+    """Replace the largest sub-communities' material by their reports until the context fits."""
+    children = sorted((c for c in community.children if c in child_reports),
+                      key=lambda c: (-len(child_reports[c][1]), c))
+    covered: set[str] = set()
+    used_reports: list[str] = []
+    for child in children:
+        used_reports.append(child)
+        covered.update(child_reports[child][1])
+        remaining = [m for m in community.members if m not in covered]
+        report_rows = [f"{c}|{shorten(child_reports[c][0], 1500)}" for c in used_reports]
+        rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
+        rest, fits = raw_context(graph, remaining, max(0, budget - used))
+        if fits or child == children[-1]:
+            return "\n".join(t for t in (rep_text, rest) if t)
+    return raw_context(graph, community.members, budget)[0]
+
+
+def _with_ancestors(communities: dict[str, "_Community"], ids: set[str]) -> set[str]:
+    """The communities of ids, with all their ancestors."""
+    touched = ids & communities.keys()
+    for cid in list(touched):
+        parent = communities[cid].parent_id
+        while parent in communities and parent not in touched:
+            touched.add(parent)
+            parent = communities[parent].parent_id
+    return touched
+
+
+def reports_state(conn: Connection, settings_key: str) -> str:
+    """What complete reports are made for: their settings and the graph and communities
+    (by the merge and cluster input hashes). Recorded as freshness 'reports'."""
+    return f"{settings_key}:{freshness.recorded(conn, 'merge')}:{freshness.recorded(conn, 'cluster')}"
+
+
+def report_settings(writer: ReportWriter, budget: int, min_size: int) -> str:
+    """Hash of what every report depends on besides its community: writer, prompt, budget."""
+    return content_hash(writer.name, writer.prompt, str(budget), str(min_size))
+
+
+@dataclass
+class ReportItem:
+    """One report to write: a tag to hand back, its context, and its raw material
+    (entities, relationships) on demand, for writers that work from the graph itself."""
+    tag: object
+    context: str
+    material: Callable[[], tuple[list[dict], list[dict]]]
+
+
+class ReportWriter(Protocol):
+    """What the report stage needs: a name and a prompt (part of each report's context hash,
+    the prompt empty for a writer that asks no model) and a batch method."""
+    name: str
+    prompt: str
+
+    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
+        """(tag, report, generator) for each item, in any order."""
+
+
+class LLMReportWriter:
+    """Reports by the chat model from each community's context; a malformed answer is
+    repaired or asked again by the gateway, and as a last resort written extractively."""
+
+    def __init__(self, gateway: Gateway, prompts: Prompts):
+        self.gateway, self.prompt = gateway, prompts.community_report
+        self.name = gateway.chat_model.name
+
+    def write(self, items: list[ReportItem], idle=None) -> Iterator[tuple[object, dict, str]]:
+        jobs = [ChatJob(item, self.prompt.format(context=item.context),
+                        validate=lambda t: parse_report(t) is not None) for item in items]
+        for job, answer in self.gateway.chat_many("report", jobs, idle):
+            parsed = parse_report(answer)
+            if parsed:
+                yield job.tag.tag, parsed, self.name
+            else:
+                yield job.tag.tag, extractive_report(*job.tag.material()), "fallback"
+
+
+def _to_write(conn: Connection, min_size: int, refresh: bool, force: bool, changed: set[str] | None):
+    """(every community by id, those whose report is to be written or checked, deepest
+    first, whether all were looked at). Removes the reports of communities below min_size."""
+    # every community row (small); members, reports and graph only for the communities looked at
+    rows = conn.execute("SELECT id, level, parent_id, size FROM communities ORDER BY level DESC, id").fetchall()
+    communities = {cid: _Community(cid, level, parent, []) for cid, level, parent, _ in rows}
+    for c in communities.values():
+        if c.parent_id in communities:
+            communities[c.parent_id].children.append(c.id)
+    qualified = {cid for cid, _, _, size in rows if size >= min_size}
+    with transaction(conn):
+        conn.execute("DELETE FROM reports WHERE community_id IN (SELECT id FROM communities WHERE size < ?)",
+                     (min_size,))
+    missing = {r[0] for r in conn.execute(
+        "SELECT id FROM communities c WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.community_id = c.id)")}
+    everything = force or changed is None
+    if everything:
+        look = set(communities)
+    else:
+        holding = {r[0] for r in conn.execute(
+            f"SELECT DISTINCT community_id FROM community_members WHERE entity_id {_IN}",
+            (json.dumps(sorted(changed)),)).fetchall()}
+        unhashed = {r[0] for r in conn.execute("SELECT community_id FROM reports WHERE context_hash IS NULL")}
+        look = _with_ancestors(communities, holding | changed) | unhashed
+    todo = [communities[cid] for cid in communities
+            if cid in qualified and ((refresh and cid in look) or cid in missing)]
+    return communities, todo, everything
+
+
+def _material(conn: Connection, communities: dict[str, _Community], todo: list[_Community] | None):
+    """Fill in the members of the communities to write (todo; None: all) and of their
+    children; returns their stored reports (id -> (full text, context hash)) and their graph."""
+    needed = None if todo is None else {c.id for c in todo} | {child for c in todo for child in c.children}
+    scope = (lambda column: "") if needed is None else (lambda column: f"WHERE {column} {_IN}")
+    args = () if needed is None else (json.dumps(sorted(needed)),)
+    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
+                                 f"{scope('community_id')} ORDER BY 1, 2", args).fetchall():
+        communities[cid].members.append(eid)
+    existing = {r[0]: (r[1], r[2]) for r in conn.execute(
+        f"SELECT community_id, full_text, context_hash FROM reports {scope('community_id')}", args).fetchall()}
+    graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
+    return existing, graph
+
+
+def _save(conn: Connection, community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> None:
+    with transaction(conn):
+        conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
+            "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
+            "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(community_id) DO UPDATE SET "
+            "title = excluded.title, summary = excluded.summary, "
+            "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
+            "findings = excluded.findings, full_text = excluded.full_text, "
+            "generator = excluded.generator, context_hash = excluded.context_hash",
+            (community_id, parsed["title"], parsed["summary"], parsed["rating"],
+             parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
+             full, generator, context_hash))
+
+
+def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
+                  min_size: int = 2, refresh: bool = False, force: bool = False,
+                  changed: set[str] | None = None, progress: Progress | None = None, idle=None) -> int:
+    """Write a report (by writer: tgr.build.role_providers.report_writer_for) for every community of
+    min_size or more that has none; returns how many.
+
+    refresh: also rewrite reports whose context changed since they were written (after
+    the graph or the communities changed); a report whose context, writer and prompt are
+    the same is kept, with its row, rating and vector. force: rewrite every report (the
+    LLM cache still answers unchanged prompts). changed: with refresh, look only at
+    communities that hold one of these entity or community ids (and their ancestors);
+    None looks at all. Reports of communities that no longer qualify are removed. A
+    rewritten report is re-embedded only if its text changed.
+    idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
+    """
+    report = progress or (lambda *a: None)
+    communities, todo, everything = _to_write(conn, min_size, refresh or force, force, changed)
+    total = len(todo)
+    report("report", 0, total)
+    if not todo:
+        return 0
+    existing, graph = _material(conn, communities, None if everything else todo)
+    child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
+                     if cid in communities}
+    template = writer.prompt
+    written = checked = 0
+
+    def unchanged(community: _Community, context: str) -> bool:
+        nonlocal checked
+        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer.name, template, context)
+        if same:
+            checked += 1
+            report("report", written + checked, total)
+        return same
+
+    def save(community: _Community, parsed: dict, generator: str, context: str) -> None:
+        nonlocal written
+        full = report_text(parsed)
+        _save(conn, community.id, parsed, full, generator, content_hash(writer.name, template, context))
+        child_reports[community.id] = (full, community.members)
+        written += 1
+        report("report", written + checked, total)
+
+    # wave 0: everything whose raw material fits (or that has no sub-reports to use)
+    waves: dict[int, list[_Community]] = {}
+    ready: list[tuple[_Community, str]] = []
+    for community in todo:
+        context, fits = raw_context(graph, community.members, budget)
+        if fits or not community.children:
+            ready.append((community, context))
+        else:
+            waves.setdefault(community.level, []).append(community)
+
+    def run(batch: list[tuple[_Community, str]]) -> None:
+        inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
+        batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
+        items = [ReportItem((c, ctx), ctx, partial(graph.material, c.members))
+                 for c, ctx in batch if not unchanged(c, ctx)]
+        for (community, context), parsed, generator in writer.write(items, idle):
+            save(community, parsed, generator, context)
+
+    run(ready)
+    for level in sorted(waves, reverse=True):  # deepest first: children are done before parents
+        run([(c, substituted_context(graph, c, child_reports, budget)) for c in waves[level]])
+    return written

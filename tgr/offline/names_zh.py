@@ -1,0 +1,217 @@
+"""Chinese names without a model: jieba's proper-noun tags and a few cheap patterns.
+
+Besides the words jieba tags as names (nr/ns/nt/nz...), a sentence yields: titles in
+《》 and short quoted terms in 「」/“”; transliterated names joined by "·"
+(安德里·拉乔利纳); compounds of a name or noun and nouns that end in an institution or
+place word (重庆武隆岩溶国家地质公园, 首钢集团有限公司); the subject of a defining
+sentence (狭叶艾纳香（学名：…）是…); and Latin names written inside Chinese text
+(Bee Gees). Within one text a short form is merged into its long form when the text
+says so (X，简称Y) or when it keeps the long form's first and last characters in order
+(香港特区 -> 香港特别行政区).
+"""
+from __future__ import annotations
+
+import re
+
+from ..text import jieba
+from .name_words import CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, chinese_short_forms
+
+Name = tuple[str, str]  # (name, type)
+
+_CJK = CJK_CHARS
+_TAG_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
+              "nt": "organization", "nz": "concept"}
+_TITLE = re.compile(r"《([^《》\n]{1,30})》")
+_QUOTED = re.compile(rf"[「“]([{_CJK}A-Za-z0-9·]{{2,10}})[」”]")
+_DOTTED = re.compile(rf"[{_CJK}]{{1,8}}(?:[·・•‧][{_CJK}]{{1,8}})+")
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9&'\-.]*(?: [A-Za-z0-9][A-Za-z0-9&'\-.]*)*")
+_NAMING = "简称|又称|或称|又名|亦称|俗称|通称|别称|别名|全称|原名"
+_SUBJECT = re.compile(rf"([{_CJK}]{{2,16}})\s*(?:[（(]|[，,](?:{_NAMING}))")
+_ALIAS = re.compile(rf"[，,（(]\s*(?:{_NAMING})[：:“「]?([{_CJK}A-Za-z0-9·]{{2,12}})")
+_ORGANIZATION_ENDS = ("公司", "集团", "大学", "学院", "中学", "小学", "学校", "银行", "协会", "学会",
+                      "委员会", "政府", "电视台", "电台", "报社", "出版社", "研究所", "研究院", "医院",
+                      "图书馆", "博物馆", "体育馆", "俱乐部", "基金会", "联盟", "党", "军", "队")
+_LOCATION_ENDS = ("省", "市", "县", "镇", "乡", "村", "区", "州", "国", "山", "河", "江", "湖", "岛",
+                  "港", "站", "机场", "公园", "寺", "宫", "桥", "街", "路", "湾", "峡", "洲")
+_COMPOUND_START = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}
+_COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
+_HEADS = {"n", "l"}
+_NAME_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "x", "eng"}
+_FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
+# words jieba's dictionary tags as place names that name no place
+_GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
+                     "巴士 公交 地铁 的士 线路".split())
+_NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
+_MONTHS = MONTHS | MONTH_ABBREVIATIONS
+
+
+def chinese_names(sentences: list[str]) -> list[list[Name]]:
+    """The names found in each sentence (one list per sentence), aliases merged."""
+    found = [_sentence_names(s) for s in sentences]
+    aliases = _explicit_aliases(sentences, found)
+    for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
+        present = {n for n, _ in names_here}
+        kinds = {n: k for names_there in found for n, k in names_there}
+        names_here.extend((long, kinds.get(long, "concept")) for short, long in sorted(aliases.items())
+                          if short in sentence and short not in present and long not in present)
+    names = {name for names in found for name, _ in names}
+    aliases.update(chinese_short_forms(names - set(aliases)))
+    result = []
+    for names_here in found:
+        result.append([(aliases.get(name, name), kind) for name, kind in names_here])
+    return result
+
+
+def _sentence_names(sentence: str) -> list[Name]:
+    from jieba import posseg
+
+    jieba()  # quiet logging before the dictionary loads
+    spans, position = [], 0  # (start, word, flag) of jieba's words
+    for pair in posseg.lcut(sentence):
+        spans.append((position, pair.word, pair.flag))
+        position += len(pair.word)
+    names: list[tuple[int, str, str]] = []  # (position, name, type)
+    covered: list[tuple[int, int]] = []
+    for match in _TITLE.finditer(sentence):
+        names.append((match.start(), match.group(1).strip(), "concept"))
+        covered.append(match.span())
+    for match in _QUOTED.finditer(sentence):
+        names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
+        covered.append(match.span())
+    for match in _DOTTED.finditer(sentence):
+        a, b = _trim_dotted(match, spans)
+        names.append((a, sentence[a:b], "person"))
+        covered.append((a, b))
+    inside = lambda a, b: any(s <= a and b <= e for s, e in covered)
+    overlaps = lambda a, b: any(a < e and s < b for s, e in covered)
+    for match in _LATIN.finditer(sentence):
+        name = match.group().rstrip(".-'")
+        if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
+                and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
+            names.append((match.start(), name, "concept"))
+    subject = _SUBJECT.match(sentence)
+    if subject:
+        names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
+    for index, (start, word, flag) in enumerate(spans):
+        kind = _TAG_TYPES.get(flag)
+        if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
+                and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index):
+            if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
+                kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
+            names.append((start, word, kind))
+    names.extend(_compounds(spans))
+    seen, result = set(), []
+    for _, name, kind in sorted(names, key=lambda n: (n[0], -len(n[1]))):
+        if name not in seen:
+            seen.add(name)
+            result.append((name, kind))
+    return result
+
+
+def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[int, int]:
+    """"马克·拉瓦卢马纳纳总统宣布" -> 马克·拉瓦卢马纳纳: the name ends before an ordinary word."""
+    a, b = match.span()
+    text = match.group()
+    first_dot = a + min(text.find(d) for d in "·・•‧" if d in text)
+    last_dot = a + max(text.rfind(d) for d in "·・•‧")
+    for start, word, flag in spans:
+        end = start + len(word)
+        if a <= start and end <= first_dot - 1 and _ordinary(word, flag):
+            a = end  # "总统安德里·…": the title is not part of the name
+        if last_dot + 1 < start < b and _ordinary(word, flag):
+            # "拉莫特出生": the tagger's 特出 straddles the name's end and 出生
+            b = start + 1 if _in_dictionary(match.string[start + 1:start + 3]) and start + 1 < b else start
+            break
+    for position in range(last_dot + 2, b):
+        if match.string[position] in _FUNCTION_CHARS:
+            return a, position
+    return a, b
+
+
+def _in_dictionary(word: str) -> bool:
+    return len(word) == 2 and bool(jieba().dt.FREQ.get(word))
+
+
+def _guessed_fragment(word: str, flag: str) -> bool:
+    """A two-character place the tagger made up from unknown text (再拜山拜 -> 山拜): jieba's
+    dictionary does not know it."""
+    return len(word) == 2 and flag == "ns" and not jieba().dt.FREQ.get(word)
+
+
+_RARE = 10  # jieba's dictionary counts; its rarest person names are often segmentation debris
+_CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
+
+
+def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
+    """A person name jieba's dictionary barely knows, glued on both sides: after another name
+    and before a lone character (东胜 + 神洲傲 + 来 in 东胜神洲傲来国). That is a wrong cut
+    through a run of names, not a third name between two."""
+    _, word, flag = spans[index]
+    if not flag.startswith("nr") or not 1 <= (jieba().dt.FREQ.get(word) or 0) < _RARE:
+        return False  # a name the tagger guessed (not in the dictionary) is judged elsewhere
+    if index == 0 or index + 1 == len(spans):
+        return False
+    _, before, before_flag = spans[index - 1]
+    _, after, after_flag = spans[index + 1]
+    return len(before) >= 2 and before_flag in _COMPOUND_START and len(after) == 1 \
+        and after_flag in _CONTENT_FLAGS  # 来 of 傲来国; not 完颜洪烈用计, 杜氏的
+
+
+def _ordinary(word: str, flag: str) -> bool:
+    return word in _FUNCTION_CHARS or (len(word) >= 2 and flag not in _NAME_FLAGS)
+
+
+def _compounds(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """A name and nouns headed by an institution or place noun: 台湾电视公司, 北京国家体育馆.
+
+    Leftmost-longest and not overlapping; the last word must be a common noun (the head),
+    so two place names in a row (中华人民共和国北京市) are no compound, and the first may
+    not be an organization itself (上市公司 + 北京首钢股份有限公司).
+    """
+    found, i = [], 0
+    while i < len(spans):
+        start, word, flag = spans[i]
+        best, text = None, word
+        if flag in _COMPOUND_START and len(word) >= 2 and _type_by_suffix(word) != "organization":
+            for k in range(i + 1, min(len(spans), i + 6)):
+                _, nxt, nflag = spans[k]
+                if nflag not in _COMPOUND_PART:
+                    break
+                text += nxt
+                if len(text) > 14:
+                    break
+                kind = _type_by_suffix(text)
+                if nflag in _HEADS and kind != "concept":
+                    best = (start, text, kind, k)
+                if nflag == "l":
+                    break  # an idiom-like word only ends a compound (淡江大学)
+        if best and len(best[1]) >= 4:
+            found.append(best[:3])
+            i = best[3] + 1
+        else:
+            i += 1
+    return found
+
+
+def _type_by_suffix(name: str) -> str:
+    """organization / location / concept by the name's last word (大学, 市 ...)."""
+    if name.endswith(("线路", "道路", "公路网")):
+        return "concept"  # 巴士线路: a route, not a road of that name
+    if name.endswith(_ORGANIZATION_ENDS):
+        return "organization"
+    if name.endswith(_LOCATION_ENDS):
+        return "location"
+    return "concept"
+
+
+def _explicit_aliases(sentences: list[str], found: list[list[Name]]) -> dict[str, str]:
+    """X，简称Y / X（又称Y）: Y is another name of the name that ends right before."""
+    aliases = {}
+    for sentence, names in zip(sentences, found):
+        for match in _ALIAS.finditer(sentence):
+            before = sentence[:match.start()]
+            long = max((n for n, _ in names if before.endswith(n)), key=len, default=None)
+            short = match.group(1)
+            if long and short != long:
+                aliases[short] = long
+    return aliases

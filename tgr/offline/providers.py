@@ -1,0 +1,220 @@
+"""The offline default: everything tgr needs when no model is configured.
+
+- HashEmbedder: a local embedder with no weights to download (signed feature hashing of
+  words, character trigrams and CJK bigrams). Good for lexical similarity, weaker than a
+  neural model on paraphrase.
+- extract_heuristic: entities from names (tgr.offline.names_en: capitalised spans; tgr.offline.names_zh:
+  jieba's proper-noun tags, titles, compounds, aliases), chosen per sentence by script;
+  relationships from same-sentence co-occurrence.
+- extractive_report: a community report from stored descriptions (the LLM writer's last
+  resort; offline reports are tgr.offline.community_reports's). The sentences of an offline
+  answer are chosen by tgr.offline.answer_sentences, always with citations.
+- OfflineExtractor, ExtractiveAnswerer: the offline provider, behind the same interfaces as
+  the chat model's extractor and answerer (its report writer: tgr.offline.community_reports; its
+  summariser: tgr.build.role_providers, which chooses each build role's provider; tgr.query.answerers
+  chooses the answerer).
+- OFFLINE_WRITER: the offline provider's name where a store records one (the chat model,
+  a report's generator); spelled here only.
+All of it is deterministic. It is lower quality than an LLM, and `tgr info` says so.
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from functools import lru_cache
+from typing import Sequence
+
+from ..parsing import RawEntity, RawRelation
+from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, match_terms, search_terms, shorten
+from .answer_sentences import answer_sentences
+
+OFFLINE_EXTRACTOR = "offline-heuristic"
+OFFLINE_WRITER = "offline-extractive"
+
+
+
+class HashEmbedder:
+    """Deterministic local embeddings by signed feature hashing (no model weights)."""
+
+    def __init__(self, dim: int = 384):
+        self.dim = dim
+        self.name = f"tgr:hash-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    def _features(self, text: str) -> Counter:
+        """Feature counts, in the order first seen: words ("w:", 1 each) with their
+        character trigrams ("t:", 1/4 each), then CJK bigrams ("b:", 1/2 each)."""
+        features = []
+        for term in search_terms(text):
+            features += _term_features(term)
+        counts = Counter(features)
+        for run in CJK_RUN.findall(text):
+            counts.update(["b:" + run[i:i + 2] for i in range(len(run) - 1)])
+        return counts
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for feature, count in self._features(text).items():
+            bucket, sign, weight = _feature_slot(feature, self.dim)
+            vector[bucket] += sign * math.log1p(count * weight)  # count * weight: exact (powers of 2)
+        norm = math.sqrt(sum([x * x for x in vector]))
+        if norm == 0:
+            vector[0] = 1.0  # an empty text still needs a valid unit vector
+            return vector
+        return [x / norm for x in vector]
+
+
+_FEATURE_WEIGHT = {"w": 1.0, "t": 0.25, "b": 0.5}
+
+
+@lru_cache(maxsize=16384)
+def _term_features(term: str) -> tuple[str, ...]:
+    """A term's features: the word, and the character trigrams of a non-CJK word over 3 letters."""
+    if len(term) <= 3 or has_cjk(term):
+        return ("w:" + term,)
+    padded = f" {term} "
+    return ("w:" + term, *("t:" + padded[i:i + 3] for i in range(len(padded) - 2)))
+
+
+@lru_cache(maxsize=65536)
+def _feature_slot(feature: str, dim: int) -> tuple[int, float, float]:
+    """(bucket, sign, weight) of a feature: its CRC-32 picks both bucket and sign."""
+    digest = zlib.crc32(feature.encode("utf-8"))
+    return digest % dim, (1.0 if digest & 0x80000000 else -1.0), _FEATURE_WEIGHT[feature[0]]
+
+
+# --- heuristic extraction ------------------------------------------------------------
+
+class OfflineExtractor:
+    """The offline provider's extractor: extract_heuristic on each chunk (no model calls)."""
+    name = OFFLINE_EXTRACTOR
+
+    def __init__(self, max_entities: int = 20):
+        self.max_entities = max_entities
+
+    def extract(self, chunks: Sequence[tuple[str, str]], save, idle=None) -> None:
+        """Call save(chunk id, entities, relations) for each (chunk id, text)."""
+        for chunk_id, text in chunks:
+            save(chunk_id, *extract_heuristic(text, self.max_entities))
+
+
+def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity], list[RawRelation]]:
+    """Entities and co-occurrence relationships from one chunk, with no model."""
+    sentences = [text[a:b].strip() for a, b in chunk_sentence_spans(text)]
+    sentences = [s for s in sentences if s]
+    chinese = [_mostly_cjk(s) for s in sentences]
+    from .names_en import english_names  # their word lists load with the first extraction
+    from .names_zh import chinese_names
+
+    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
+    zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
+    found = [next(zh_names) if zh else next(english) for zh in chinese]
+    counts: Counter = Counter()
+    types: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    for index, names in enumerate(found):
+        for name, kind in names:
+            counts[name] += 1
+            first_seen.setdefault(name, index)
+            if kind != "concept" or name not in types:
+                types[name] = kind
+    keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
+    keep_set = set(keep)
+    named = [{n for n, _ in names} for names in found]  # each sentence's names
+    entities = []
+    for name in sorted(keep, key=lambda n: (first_seen[n], n)):
+        evidence = [s for s, names in zip(sentences, named) if name in names]
+        evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
+        description = shorten(" ".join(evidence[:2]), 300)
+        entities.append(RawEntity(name=name, type=types[name], description=description))
+    relations = []
+    seen_pairs: set[tuple[str, str]] = set()
+    for sentence, names in zip(sentences, found):
+        # by position, then name: "长安" and "长安大唐国" start at the same place
+        present = sorted({n for n, _ in names if n in keep_set}, key=lambda n: (sentence.find(n), n))
+        for i, source in enumerate(present):
+            for target in present[i + 1:]:
+                pair = (source, target)
+                if pair in seen_pairs or (target, source) in seen_pairs:
+                    continue
+                seen_pairs.add(pair)
+                relations.append(RawRelation(
+                    source=source, target=target,
+                    predicate=_between(sentence, source, target),
+                    description=shorten(sentence, 240), strength=1.0))
+    return entities, relations
+
+
+def _mostly_cjk(sentence: str) -> bool:
+    """Chinese by weight: a CJK character counts as much as four Latin letters."""
+    cjk = sum(len(run) for run in CJK_RUN.findall(sentence))
+    return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
+
+
+def _between(sentence: str, source: str, target: str) -> str:
+    start = sentence.find(source) + len(source)
+    end = sentence.find(target, start)
+    middle = sentence[start:end].strip(" ,;:，、；：") if end > start else ""
+    if middle and len(middle.split()) <= 5 and len(middle) <= 30:
+        return middle
+    return "appears with" if not has_cjk(sentence) else "同现于"
+
+
+# --- extractive reports and answers --------------------------------------------------
+
+def extractive_report(entities: list[dict], relationships: list[dict]) -> dict:
+    """A community report built from stored descriptions (no LLM)."""
+    top = entities[:3]
+    chinese = any(has_cjk(e["name"]) for e in entities)
+    joiner = "、" if chinese else ", "
+    title = joiner.join(e["name"] for e in top)
+    weight = sum(r.get("weight", 1) for r in relationships)
+    summary_parts = [
+        (f"{len(entities)} 个实体，核心为{title}。" if chinese else
+         f"A community of {len(entities)} entities centred on {title}.")
+    ]
+    summary_parts += [shorten(r["description"], 220) for r in relationships[:2]]
+    findings = [
+        {"summary": f"{e['name']} ({e['type']})", "explanation": shorten(e["description"], 400)}
+        for e in entities[:5]
+    ]
+    return {
+        "title": title,
+        "summary": " ".join(summary_parts),
+        "rating": round(min(10.0, 1.0 + math.log2(1 + weight + len(entities))), 1),
+        "rating_explanation": "Offline heuristic: grows with the community's size and "
+                              "relationship weight (no LLM was used).",
+        "findings": findings,
+    }
+
+
+def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | None = None) -> float:
+    """Weighted share of the question's terms that occur in text."""
+    if not question_terms:
+        return 0.0
+    present = set(match_terms(text))
+    weights = {t: (idf or {}).get(t, 1.0) for t in set(question_terms)}
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
+
+
+class ExtractiveAnswerer:
+    """The offline provider's answerer: answers assembled from the retrieved text itself.
+
+    answer() serves local and naive queries (the best-matching source sentences, each
+    with its citation); global questions are answered whole by tgr.query.answerers.OfflineAnswerer
+    (the main communities, tgr.offline.global_answer), never by a map and reduce.
+    """
+    name = OFFLINE_WRITER
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+               names: Sequence[str] = ()) -> str:
+        """An answer from (citation, text) passages in ranked order, the answering sentence
+        first (tgr.offline.answer_sentences). (The context tables are for a chat model.)"""
+        picked = answer_sentences(question, passages, names=names)
+        if not picked:
+            return "I don't know: the retrieved passages do not mention the question's terms."
+        return "\n".join(f"{sentence} [Sources: {cite}]" for sentence, cite in picked)

@@ -1,0 +1,99 @@
+"""The answer role: who turns a retrieved context into an answer, chosen once per query.
+
+With a chat model, LLMAnswerer asks it (one call for local and naive; map calls over batches
+of community reports, then a reduce call, for global). Without one, the offline provider's
+ExtractiveAnswerer (tgr.offline.providers) assembles the answer from the retrieved text itself, with
+citations. Both sit behind the Answerer interface, as the extractor (tgr.build.extract) and the
+report writer (tgr.build.report) do; tgr.query.modes never asks which one it has.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from ..models.gateway import ChatJob, Gateway
+from ..offline.providers import ExtractiveAnswerer
+from ..offline.global_answer import OfflineGlobal, offline_global_answer
+from ..parsing import parse_points
+from ..prompts import Prompts
+
+
+@dataclass
+class ReportText:
+    """One community report as global search reads it: the block a chat model maps."""
+
+    id: str
+    block: str
+
+
+class Answerer(Protocol):
+    name: str  # recorded as the answer's model
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+               names: Sequence[str] = ()) -> str:
+        """Local and naive: an answer from the context tables, or from (citation, text) passages."""
+
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
+        """A global answer written whole from the store (None: map and reduce instead)."""
+
+    def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
+        """Global's map step: (importance 0-100, cited text) points from batches of reports."""
+
+    def reduce(self, question: str, points: list[tuple[int, str]]) -> str:
+        """Global's reduce step: an answer from the best points (highest first)."""
+
+    def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
+        """(points to cite, answer) when no report gave a point."""
+
+
+class LLMAnswerer:
+    """The chat model's answerer: the answer, map and reduce prompts through the gateway."""
+
+    def __init__(self, gateway: Gateway, prompts: Prompts, response_type: str):
+        self.gateway = gateway
+        self.prompts = prompts
+        self.response_type = response_type
+        self.name = gateway.chat_model.name
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+               names: Sequence[str] = ()) -> str:
+        prompt = self.prompts.answer.format(question=question, context=context,
+                                            response_type=self.response_type)
+        return self.gateway.chat("query", prompt).strip()
+
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> None:
+        return None  # map calls over the reports, then a reduce call
+
+    def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
+        jobs = [ChatJob(i, self.prompts.map_points.format(
+                    question=question, context="\n\n".join(r.block for r in batch)))
+                for i, batch in enumerate(batches)]
+        points = []
+        for _, answer in self.gateway.chat_many("query", jobs):
+            points.extend((score, text) for text, score in parse_points(answer))
+        return points
+
+    def reduce(self, question: str, points: list[tuple[int, str]]) -> str:
+        key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(points, 1))
+        prompt = self.prompts.reduce_answer.format(question=question, context=key_points,
+                                                   response_type=self.response_type)
+        return self.gateway.chat("query", prompt).strip()
+
+    def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
+        return [], (f"I don't know: none of the {len(reports)} community reports at level "
+                    f"{level} is relevant to the question.")
+
+
+class OfflineAnswerer(ExtractiveAnswerer):
+    """The offline provider's answerer: extractive answers, and a global answer naming the main
+    communities (tgr.offline.global_answer) rather than a map and reduce over report items."""
+
+    def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
+        return offline_global_answer(conn, retriever, question, report_ids)
+
+
+def answerer_for(gateway: Gateway, prompts: Prompts, response_type: str) -> Answerer:
+    """The answerer for the gateway's chat model: the offline one when it has none."""
+    if gateway.chat_model is None:
+        return OfflineAnswerer()
+    return LLMAnswerer(gateway, prompts, response_type)

@@ -1,0 +1,124 @@
+"""The local walk: personalized PageRank (as in HippoRAG) over a question's subgraph of entities
+and chunks. Reset mass sits on the entities the question names, the seed chunks and the chunks
+of titled documents; relevance spreads through mentions and relationships, and hub entities
+(mentioned everywhere) pass little of it on. tgr.query.retrieve chooses the seeds."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from ..offline.pagerank import personalized_pagerank
+from ..store.db import Connection
+
+HUB_MENTIONS = 64     # entities in more chunks than this are not expanded to all of them
+DAMPING = 0.35        # PageRank: chance of following an edge rather than jumping back to a seed
+CHUNK_RESET = 1.0     # share of the reset mass on seed chunks (BM25 / dense) ...
+ENTITY_RESET = 0.3    # ... on entities the question names ...
+TITLE_RESET = 1.0     # ... and on documents whose title the question names
+RELATION_WEIGHT = 0.5 # an entity-entity edge against an entity-chunk edge
+SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: keeps BM25's order
+
+
+@dataclass
+class _Subgraph:
+    entity_mentions: dict[str, int]            # entity id -> chunks that mention it
+    entity_chunks: set[tuple[str, str]]        # (entity id, chunk id) edges
+    relations: list[tuple]                     # (source, target, weight, mentions, mentions)
+
+
+def walk(conn: Connection, named: dict[str, float], seeds: list[tuple[str, float]], titled: dict[str, float],
+         chunk_total: int, *, numpy: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
+    seed_chunks = {cid for cid, _ in seeds} | set(titled)
+    if not seed_chunks and not named:
+        return {}, {}
+    index: dict[str, int] = {}  # node key ("e:" entity id, "c:" chunk id) -> node number
+
+    def node(key: str) -> int:
+        return index.setdefault(key, len(index))
+
+    edges, weights = _subgraph_edges(_subgraph(conn, named, seed_chunks), node, chunk_total)
+    reset: dict[int, float] = {}
+    top = max((s for _, s in seeds), default=0.0)
+    chunk_mass = {cid: (s / top) ** SHARPNESS for cid, s in seeds if top > 0 and s > 0}
+    _add_reset(reset, {"c:" + c: w for c, w in chunk_mass.items()}, CHUNK_RESET, node)
+    _add_reset(reset, {"e:" + e: w for e, w in named.items()}, ENTITY_RESET, node)
+    _add_reset(reset, {"c:" + c: w for c, w in titled.items()}, TITLE_RESET, node)
+    if not reset:
+        return {}, {}
+    vector = [reset.get(i, 0.0) for i in range(len(index))]
+    ranks = personalized_pagerank(len(index), edges, weights, vector, DAMPING,
+                                  numpy=numpy)
+    chunks, entities = {}, {}
+    for key, value in zip(index, ranks):
+        if value <= 0:
+            continue
+        (chunks if key[0] == "c" else entities)[key[2:]] = value
+    return chunks, entities
+
+def _subgraph(conn: Connection, named: dict[str, float], seed_chunks: set[str]) -> _Subgraph:
+    """The entities the walk reaches and their edges: those named and those the seed
+    chunks mention, the relationships of the named ones, and the chunks of every
+    entity that is not a hub."""
+    mentions = conn.execute(
+        "SELECT em.entity_id, em.chunk_id, e.mentions FROM entity_mentions em "
+        "JOIN entities e ON e.id = em.entity_id "
+        "WHERE em.chunk_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(seed_chunks)),)).fetchall()
+    entity_mentions = {eid: m for eid, _, m in mentions}
+    named_ids = json.dumps(sorted(named), ensure_ascii=False)
+    for eid, m in conn.execute("SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                                    (named_ids,)).fetchall():
+        entity_mentions[eid] = m
+    # relationships of the named entities reach their neighbours (and between known ones)
+    relations = conn.execute(
+        "SELECT r.source_id, r.target_id, r.weight, s.mentions, t.mentions FROM relationships r "
+        "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+        "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
+        "OR r.target_id IN (SELECT value FROM json_each(?1))", (named_ids,)).fetchall()
+    for src, dst, _, ms, mt in relations:
+        entity_mentions.setdefault(src, ms)
+        entity_mentions.setdefault(dst, mt)
+    # the other chunks of every specific entity: where a bridge entity is written about
+    specific = sorted(e for e, m in entity_mentions.items() if m <= HUB_MENTIONS)
+    edges_em = {(eid, cid) for eid, cid, _ in mentions}
+    edges_em |= set(conn.execute(
+        "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(specific, ensure_ascii=False),)).fetchall())
+    # an entity named like a document's title is what that document is about
+    edges_em |= set(conn.execute(
+        "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+        "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
+    return _Subgraph(entity_mentions, edges_em, relations)
+
+
+def _subgraph_edges(graph: _Subgraph, node, total: int) -> tuple[list[tuple[int, int]], list[float]]:
+    """The walk's weighted edges (node numbers from node(key)): entity-chunk edges weigh
+    the entity's specificity, entity-entity edges the relationship's weight too."""
+    weight_of = {eid: specificity(m, total) for eid, m in graph.entity_mentions.items()}
+    unknown = specificity(1, total)
+    edges, weights = [], []
+    for eid, cid in sorted(graph.entity_chunks):
+        edges.append((node("e:" + eid), node("c:" + cid)))
+        weights.append(weight_of.get(eid) or unknown)
+    for src, dst, weight, _, _ in graph.relations:
+        if src == dst or RELATION_WEIGHT <= 0:
+            continue
+        edges.append((node("e:" + src), node("e:" + dst)))
+        weights.append(RELATION_WEIGHT * math.log1p(weight) * min(weight_of[src], weight_of[dst]))
+    return edges, weights
+
+
+def specificity(mentions: int, total: int) -> float:
+    """IDF-like weight of an entity mentioned in `mentions` of `total` chunks."""
+    return math.log(1 + total / max(1, mentions))
+
+
+def _add_reset(reset: dict[int, float], weights: dict[str, float], share: float, node) -> None:
+    total = sum(weights.values())
+    if total <= 0:
+        return
+    for key, weight in weights.items():
+        i = node(key)
+        reset[i] = reset.get(i, 0.0) + share * weight / total

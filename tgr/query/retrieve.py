@@ -1,0 +1,514 @@
+"""Ranked retrieval: the core that every query mode, context and answer is built from.
+
+`Retriever.retrieve(question, mode, k)` returns chunks ("passages") in relevance order, each
+with a score:
+
+- naive: FTS5 BM25 over the chunk terms (a document's title is indexed with each of its
+  chunks), fused with dense KNN (scaled scores summed) when the store's embedder is a real model,
+  and then with the chunks nearest to the best fused one (pseudo-relevance feedback).
+  Hashed vectors (tgr:hash-*) are left out of ranking: they lower recall.
+- local: personalized PageRank (as in HippoRAG) over a query subgraph of entities and chunks
+  (tgr.query.graph_walk). Reset mass sits on the entities the question names (weighted by how
+  specific they are), on the chunks BM25 (and a real embedder) ranks highest, and on documents
+  whose title the question names; relevance spreads through mentions and relationships, so the
+  chunks about a bridge entity of a multi-hop question are reached though they share no word
+  with it. Entities, relationships and reports in the local context follow the same scores.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from .common_terms import common_terms
+from ..store.db import Connection, has_table, serialize, vec_param
+from ..models.clients import embeds
+from ..store.size_limits import MAX_CONTEXT_TEXT
+from .name_match import alias_mentions, entities_named
+from ..offline.global_answer import topic_terms
+from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
+from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
+from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
+from .graph_walk import specificity as _specificity
+from .graph_walk import walk
+from .vector_matrix import nearest
+
+MODES = ("local", "global", "naive")
+MAX_KNN = 4096        # the most neighbours one sqlite-vec KNN query returns
+SEED_CHUNKS = 30      # BM25 / dense chunks that start the walk
+MAX_NAME_WORDS = 6    # longest question span tried as an entity name or title
+DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see _fuse)
+FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
+GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
+SOURCES_PER_REPORT = 3  # chunks behind each report
+REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
+RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
+                      # hundred reports counts, and the ranks must still outweigh centrality
+LEXICAL_WEIGHT = 0.3  # local, Chinese questions: the BM25 ranking fused with the walk's by rank ...
+LEXICAL_RRF = 60      # ... with this rank offset (see _with_lexical)
+VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
+
+
+@dataclass
+class Passage:
+    """One retrieved chunk with its document."""
+
+    chunk_id: str
+    score: float
+    text: str
+    document_id: str
+    source: str
+    title: str
+    ordinal: int
+    char_start: int
+    char_end: int
+    external_id: str | None = None
+    metadata: dict = field(default_factory=dict)
+    page: int | None = None  # a PDF page, where the document's metadata gives page offsets
+    store: str | None = None  # the store it came from, when several are asked together (tgr.multi_store)
+
+    def to_dict(self) -> dict:
+        fields = asdict(self)
+        if self.store is None:
+            del fields["store"]
+        return fields
+
+
+@dataclass
+class Retrieval:
+    """Ranked passages, plus (local mode) the entity scores behind them."""
+
+    passages: list[Passage]
+    entity_scores: dict[str, float] = field(default_factory=dict)
+    named_entities: list[str] = field(default_factory=list)
+
+
+def is_lexical_embedder(name: str | None) -> bool:
+    """Hashed feature vectors only repeat what BM25 knows, less well."""
+    return not name or name.startswith("tgr:hash")
+
+
+def ranks_reports(name: str | None) -> bool:
+    """Whether this embedder's report vectors help rank reports for a global question. Not
+    the bundled local model's: fused with the reports' word overlap, e5-small's cosine between
+    a question and a whole report lowered global R@10 on every dev set (hotpotqa 0.715 ->
+    0.620, cmrc2018_trial 0.870 -> 0.720, rgb_zh 0.456 -> 0.402), so it is neither used nor
+    computed (tgr.models.clients.embeds). Nor hashed vectors', which only repeat the words."""
+    return not is_lexical_embedder(name) and embeds("reports", name)
+
+
+class Question:
+    """One question being retrieved for: its text, and its vector once a dense step needs it."""
+
+    def __init__(self, text: str, embed_query=None, vector_type: str = "float32"):
+        self.text = text
+        self._embed_query = embed_query
+        self._vector_type = vector_type
+        self._vector: bytes | None = None
+
+    def vector(self) -> bytes:
+        """The question's embedding as the store keeps vectors (embedded once, on first use)."""
+        if self._vector is None:
+            self._vector = serialize(self._embed_query(self.text), self._vector_type)
+        return self._vector
+
+
+class Retriever:
+    """Retrieval against one open store. `embed_query(text) -> vector` is used only when
+    `dense` is true (a real embedding model); vector_type is how the store keeps vectors.
+    What is kept between questions (and whether the warm paths are taken) belongs to the
+    connection's QueryCache; each question is counted there once."""
+
+    def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
+                 vector_type: str = "float32", tables: dict[str, str] | None = None,
+                 report_vectors: bool = True):
+        self.conn = conn
+        self.embed_query = embed_query
+        self.dense = dense and embed_query is not None
+        self.report_vectors = self.dense and report_vectors  # see ranks_reports
+        self.vector_type = vector_type
+        self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.build.portable_vectors)
+        self.vec = vec_param(vector_type)  # the SQL that binds a query vector
+        self._chunk_total: int | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    def retrieve(self, question: str, mode: str = "local", k: int = 10) -> Retrieval:
+        """The k best passages for the question, best first."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        q = self.question(question)
+        if mode == "naive":
+            return Retrieval(self.passages(self.naive_scores(q, k)))
+        if mode == "local":
+            return self.local(q, k)
+        reports = [r[0] for r in self.ranked_reports(q, 0, GLOBAL_REPORTS)]
+        return Retrieval(self.passages(self.report_chunks(reports, q.text)[:k]))
+
+    def reports(self, question: str, level: int, top: int) -> list[tuple[str, str, str, float]]:
+        """(community id, title, full text, rating) of the reports global search reads for
+        the question, best first (see ranked_reports)."""
+        return self.ranked_reports(self.question(question), level, top)
+
+    def question(self, text: str) -> Question:
+        """Start a question: counted once by the connection's QueryCache."""
+        QueryCache.of(self.conn).question()
+        return Question(text, self.embed_query, self.vector_type)
+
+    @property
+    def cache(self) -> QueryCache:
+        return QueryCache.of(self.conn)
+
+    def passages(self, ranked: list[tuple[str, float]]) -> list[Passage]:
+        """Passages for (chunk id, score) pairs, in the given order."""
+        if not ranked:
+            return []
+        ids = json.dumps([cid for cid, _ in ranked])
+        rows = {r[0]: r for r in self.conn.execute(
+            f"SELECT c.id, substr(c.text, 1, {MAX_CONTEXT_TEXT}), c.document_id, d.source, d.title, c.ordinal, "
+            "c.char_start, c.char_end "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.id IN (SELECT value FROM json_each(?))", (ids,)).fetchall()}
+        extra = _document_extras(self.conn, {r[2] for r in rows.values()})
+        result = []
+        for cid, score in ranked:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            external_id, metadata = extra.get(row[2], (None, {}))
+            result.append(Passage(cid, round(score, 6), row[1], row[2], row[3], row[4], row[5], row[6],
+                                  row[7], external_id, metadata, _page(metadata, row[6])))
+        return result
+
+    # -- naive ----------------------------------------------------------------------------
+
+    def naive_scores(self, q: Question, k: int) -> list[tuple[str, float]]:
+        """BM25, fused with dense KNN and feedback when the embedder is real."""
+        bm25 = self.bm25(q.text, max(k, SEED_CHUNKS))
+        if not self.dense:
+            return bm25[:k]
+        return self.dense_seeds(q, bm25, max(k, SEED_CHUNKS))[:k]
+
+    def dense_seeds(self, q: Question, bm25: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+        """BM25 and dense KNN fused, then fused again with the chunks nearest the best of
+        them (pseudo-relevance feedback). The best chunk stands for what the question is
+        about better than the question does: retellings of the same news and other passages
+        on that one subject rise, passages that only share the question's words fall."""
+        dense = self.dense_chunks(q, limit)
+        first = _fuse((bm25, 1.0), (dense, DENSE_WEIGHT))
+        if not first or FEEDBACK_WEIGHT <= 0:
+            return first
+        near = self.nearest_chunks(q, first[0][0], limit)
+        return _fuse((bm25, 1.0), (dense, DENSE_WEIGHT), (near, FEEDBACK_WEIGHT))
+
+    def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of the best FTS5 matches of the question's terms."""
+        match = self._fts_match(question)
+        if not match:
+            return []
+        # rank inside the full-text index first, then look up only the best rows' ids
+        return [(cid, -score) for cid, score in self.conn.execute(
+            "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
+            "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
+
+    def _fts_match(self, question: str) -> str:
+        """The FTS5 query of the question's terms (OR), leaving out the commonest ones."""
+        terms = list(dict.fromkeys(query_terms(question)))
+        if not terms:
+            return ""
+        common = common_terms(self.conn, terms)
+        if common:  # weightless, and the longest posting lists: leave them out
+            kept = [t for t in terms if t not in common]
+            terms = kept or terms[:1]
+        return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+
+    def dense_chunks(self, q: Question, limit: int) -> list[tuple[str, float]]:
+        if not has_table(self.conn, self.tables["chunks"]):
+            return []
+        return [(cid, 1.0 - d) for cid, d in self._knn(self.tables["chunks"], q.vector(), min(limit, MAX_KNN))]
+
+    def nearest_chunks(self, q: Question, chunk_id: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
+        table = self.tables["chunks"]
+        row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
+        if row is None or len(row[0]) != len(q.vector()):
+            return []  # no vector, or a malformed one in a file made elsewhere
+        return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
+
+    def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
+        if self.vector_type == "int8" and self.cache.vector_copies:
+            found = nearest(self.conn, table, vector, k)
+            if found is not None:
+                return found
+        return self.conn.execute(
+            f"SELECT id, distance FROM {table} WHERE embedding MATCH {self.vec} AND k = ? ORDER BY distance",
+            (vector, k)).fetchall()
+
+    # -- global ---------------------------------------------------------------------------
+
+    def ranked_reports(self, q: Question, level: int, top: int) -> list[tuple[str, str, str, float]]:
+        """(community id, title, full text, rating) of the reports at `level` (plus shallower
+        leaves), best first: similarity to the question, then centrality (size and rating)."""
+        rows = self.conn.execute(
+            f"SELECT c.id, r.title, substr(r.full_text, 1, {MAX_CONTEXT_TEXT}), r.rating, c.size, "
+            f"substr(r.summary, 1, {MAX_CONTEXT_TEXT}) FROM communities c "
+            "JOIN reports r ON r.community_id = c.id "
+            "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
+        if not rows:
+            return []
+        similarity = self._report_similarity(q, level, rows)
+        biggest = max(r[4] for r in rows) or 1
+        best = max(r[3] for r in rows) or 1
+        centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
+        rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
+        return [r[:4] for r in rows[:top]]
+
+    def _report_similarity(self, q: Question, level: int, rows: list[tuple]) -> dict[str, float]:
+        """Each report's similarity to the question, 0..1: the share of the question's terms
+        its title and summary hold, each term weighted by how few of the reports hold it
+        ("american" is in many, "hexum" in one). Where the store has report vectors of an
+        embedder that ranks_reports, that ranking is fused by rank (RRF) with the vectors'
+        cosine ranking: a short question's cosine to a whole report is a weak signal on its
+        own, and decides alone only where no report holds a word of the question."""
+        lexical = self._word_overlap(q.text, level, rows)
+        if not (self.report_vectors and has_table(self.conn, self.tables["reports"])):
+            return lexical
+        dense = {cid: 1.0 - d for cid, d in self.conn.execute(
+            f"SELECT id, vec_distance_cosine(embedding, {self.vec}) FROM {self.tables['reports']} "
+            "WHERE id IN (SELECT value FROM json_each(?))", (q.vector(), json.dumps(sorted(lexical))))}
+        matching = {cid: score for cid, score in lexical.items() if score > 0}  # no word in common: no evidence
+        return _rank_fuse(matching, dense)
+
+    def _word_overlap(self, question: str, level: int, rows: list[tuple]) -> dict[str, float]:
+        """IDF-weighted share of the question's terms in each report's title and summary."""
+        held, counts = self.cache.get(("report terms", level), lambda: _report_terms(rows))
+        idf = {t: math.log(1 + len(held) / (1 + counts[t])) for t in set(match_terms(question))}
+        total = sum(idf.values())
+        if not total:
+            return {cid: 0.0 for cid in held}
+        return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
+
+    def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
+        """The chunks behind reports, ranked: for each report in turn, its community's chunks
+        that match the question best (by BM25), then those that mention the most of its
+        members. Without a question, or for one about the whole corpus ("What are the main
+        themes?"), by members alone. A big community's most connected chunks are seldom the
+        ones a question is about."""
+        matched = dict(self.bm25(question, REPORT_MATCHES)) if question and topic_terms(question) else {}
+        ranked: list[tuple[str, float]] = []
+        seen = set()
+        for rank, cid in enumerate(community_ids):
+            members = dict(self.conn.execute(
+                "SELECT em.chunk_id, count(*) FROM community_members m "
+                "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = ? "
+                "GROUP BY em.chunk_id", (cid,)).fetchall())
+            top = max((matched[c] for c in members if c in matched), default=0.0)
+            for chunk_id in sorted(members, key=lambda c: (-matched.get(c, 0.0), -members[c], c))[:SOURCES_PER_REPORT]:
+                if chunk_id in seen:
+                    continue
+                seen.add(chunk_id)
+                # in 0.5..1, matching chunks above the others: each report's chunks score
+                # above every later report's
+                fit = (0.75 + 0.25 * matched[chunk_id] / top if chunk_id in matched
+                       else 0.5 + 0.25 * members[chunk_id] / (members[chunk_id] + 1))
+                ranked.append((chunk_id, 0.5 ** rank * fit))
+        return ranked
+
+    # -- local ----------------------------------------------------------------------------
+
+    def local(self, q: Question, k: int) -> Retrieval:
+        spans = question_spans(q.text)
+        named = self.named_entities(spans)
+        seeds = lexical = self.bm25(q.text, SEED_CHUNKS)
+        if self.dense:
+            # the fused lists hold up to three times as many; the tail adds little reset mass
+            # but a large subgraph (its entities, their other chunks)
+            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
+            named = _merge_weights(named, self.dense_entities(q, 10))
+        titled = self.titled_chunks(spans)
+        scores, entity_scores = self.walk(named, seeds, titled)
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        if has_cjk(q.text):  # where the offline graph is thinnest: BM25's own order counts too
+            ranked = _with_lexical(ranked, lexical)
+        if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
+            have = {cid for cid, _ in ranked}
+            floor = ranked[-1][1] if ranked else 1.0
+            extra = [c for c, _ in self.bm25(q.text, k * 2) if c not in have]
+            ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
+        return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
+
+    def named_entities(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
+        """Entities the question names, weighted by specificity (rare names weigh more).
+
+        A single lower-case word of the question that only matches a capitalised entity
+        ("which country" / "Country") weighs little: it is a common word, not a name."""
+        if not spans:
+            return {}
+        surface = {}
+        for text, cased in spans:
+            key = normalise_name(text)
+            surface[key] = surface.get(key, False) or cased
+        # a capitalised span that is no entity's name may be one's alias or spelling variant
+        surface.update(entities_named(self.conn, surface))
+        keys = json.dumps(sorted(surface), ensure_ascii=False)
+        rows = self.conn.execute(
+            "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
+        rows += alias_mentions(self.conn, sorted(surface))  # "Mr. Scrooge", "U.S.": an entity's other names
+        total = self.chunk_total()
+        weights = {}
+        for eid, mentions, key in rows:
+            weight = _specificity(mentions, total)
+            if not surface[key]:
+                weight *= 0.1
+            weights[eid] = max(weights.get(eid, 0.0), weight)
+        # a name inside a longer matched name ("york" in "new york") is not named on its own
+        for eid in list(weights):
+            if any(other != eid and _contains_words(other, eid) for other in weights):
+                weights[eid] *= 0.2
+        return weights
+
+    def dense_entities(self, q: Question, limit: int) -> dict[str, float]:
+        if not has_table(self.conn, self.tables["entities"]):
+            return {}
+        rows = self._knn(self.tables["entities"], q.vector(), limit)
+        return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
+
+    def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
+        """Chunks of documents whose title the question names, or names but for the title's
+        parenthesised qualifier ("William Copley" for "William Copley (politician)")."""
+        titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
+        if not titles:
+            return {}
+        rows = self.conn.execute(
+            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+            "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
+            (json.dumps(titles, ensure_ascii=False),)).fetchall()
+        for title in titles:  # a range on the title index: "<title> (" up to "<title> )"
+            rows += self.conn.execute(
+                "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+                "WHERE d.title COLLATE NOCASE >= ?1 || ' (' AND d.title COLLATE NOCASE < ?1 || ' )'",
+                (title,)).fetchall()
+        return {cid: 1.0 for (cid,) in rows}
+
+    def chunk_total(self) -> int:
+        if self._chunk_total is None:
+            self._chunk_total = self.conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
+        return self._chunk_total
+
+    def walk(self, named: dict[str, float], seeds: list[tuple[str, float]],
+             titled: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+        """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
+        return walk(self.conn, named, seeds, titled, self.chunk_total(), numpy=self.cache.numpy_walk)
+
+
+def question_spans(question: str) -> list[tuple[str, bool]]:
+    """Spans of the question that could name an entity or a title: runs of 1-6 words
+    (English), substrings of CJK runs (Chinese); with whether the span is capitalised."""
+    question = question.replace("’", "'")
+    spans: list[tuple[str, bool]] = []
+    words = list(re.finditer(r"\w+(?:[-.'&]\w+)*\.?", question))
+    for i in range(len(words)):
+        for j in range(i, min(len(words), i + MAX_NAME_WORDS)):
+            text = question[words[i].start():words[j].end()]
+            stripped = re.sub(r"'s?$", "", text.rstrip(".")) if not has_cjk(text) else text
+            for candidate in {text, stripped}:
+                if candidate and not (candidate.isdigit() and len(candidate) < 3):
+                    spans.append((candidate, candidate[0].isupper() or has_cjk(candidate)
+                                  or candidate[0].isdigit()))
+    for run in CJK_RUN.findall(question):
+        for n in range(2, min(len(run), 12) + 1):
+            spans.extend((run[i:i + n], True) for i in range(len(run) - n + 1))
+    return spans
+
+
+def _with_lexical(walked: list[tuple[str, float]], lexical: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The walk's chunk ranking fused by rank with the full-text (BM25) ranking, so local mode
+    keeps what BM25 alone finds where the graph adds little (Chinese news: on rgb_zh R@2/5/10
+    0.261/0.641/0.876 -> 0.262/0.642/0.879 with hashed vectors; on English multi-hop the same
+    fusion cost hotpotqa 0.02 R@5, so English questions are left to the walk). Scores are the
+    fused ones, scaled so the first keeps the walk's best score."""
+    if not walked or not lexical or LEXICAL_WEIGHT <= 0:
+        return walked
+    fused: dict[str, float] = {}
+    for weight, ranking in ((1.0, walked), (LEXICAL_WEIGHT, lexical)):
+        for rank, (cid, _) in enumerate(ranking):
+            fused[cid] = fused.get(cid, 0.0) + weight / (LEXICAL_RRF + rank + 1)
+    order = sorted(fused, key=lambda c: (-fused[c], c))
+    top, best = walked[0][1], fused[order[0]]
+    return [(cid, top * fused[cid] / best) for cid in order]
+
+
+def _contains_words(longer: str, shorter: str) -> bool:
+    return len(longer) > len(shorter) and f" {shorter} " in f" {longer} "
+
+
+def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, float]]:
+    """(ranking, weight) pairs in one ranking: the weighted sum of their scores, each scaled to
+    0..1 over its own list (on the evaluation sets this beat reciprocal-rank fusion, which
+    drops how far apart the scores are)."""
+    fused: dict[str, float] = {}
+    for ranking, weight in rankings:
+        if not ranking:
+            continue
+        high, low = ranking[0][1], ranking[-1][1]
+        span = (high - low) or 1.0
+        for cid, score in ranking:
+            fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _report_terms(rows: list[tuple]) -> tuple[dict[str, frozenset[str]], Counter]:
+    """Each report's terms (of its title and summary) and how many reports hold each term."""
+    held = {r[0]: frozenset(match_terms(f"{r[1]} {r[5]}")) for r in rows}
+    return held, Counter(t for terms in held.values() for t in terms)
+
+
+def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
+    """Reciprocal rank fusion of score maps, scaled to 0..1 (1: first in every map). Equal
+    scores share a rank, so a run of ties is no order; scales need not agree (cosines of
+    different embedders, shares of words)."""
+    fused: dict[str, float] = {}
+    for ranking in scores:
+        values = sorted(ranking.values(), reverse=True)
+        for key, score in ranking.items():
+            rank = bisect.bisect_left(values, -score, key=lambda v: -v)  # how many score higher
+            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    best = len(scores) / (RRF_K + 1)
+    return {key: value / best for key, value in fused.items()}
+
+
+def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    merged = dict(a)
+    for key, value in b.items():
+        merged[key] = max(merged.get(key, 0.0), value)
+    return merged
+
+
+def _page(metadata: dict, char_start: int) -> int | None:
+    """The page a passage starts on, from a PDF's page start offsets."""
+    pages = metadata.get("pages")
+    if isinstance(pages, list) and pages and all(type(p) is int for p in pages):
+        return max(1, bisect.bisect_right(pages, char_start))
+    return None
+
+
+def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
+    """external_id and metadata of documents, on stores that have those columns."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
+    if "external_id" not in columns:
+        return {}
+    extras = {}
+    for doc_id, external_id, metadata in conn.execute(
+            "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(document_ids)),)).fetchall():
+        try:  # the file may come from anyone: a malformed or hostile value becomes {}
+            meta = json.loads(metadata) if metadata and len(metadata) <= 1_000_000 else {}
+        except (ValueError, RecursionError):
+            meta = {}
+        extras[doc_id] = (external_id, meta if isinstance(meta, dict) else {})
+    return extras
