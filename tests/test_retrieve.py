@@ -396,16 +396,3 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
                                      "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
         assert documents == {"copley"}
         assert kb.retrieve("Which seat did William Copley represent?", "local", 1)[0].external_id == "copley"
-
-
-def test_local_chinese_ranking_keeps_what_bm25_finds():
-    from tgr.query.retrieve import _with_lexical
-    walked = [(f"w{i}", 1.0 / (i + 1)) for i in range(30)]
-    lexical = [("b0", 9.0), ("w20", 8.0)] + [(f"x{i}", 1.0) for i in range(5)]
-    fused = _with_lexical(walked, lexical)
-    order = [cid for cid, _ in fused]
-    assert order[0] == "w20" and fused[0][1] == 1.0  # walked and BM25's second: first, with the walk's top score
-    assert order[1] == "w0" and order.index("b0") > order.index("w29")  # BM25 alone ranks below the walk
-    assert set(order) == {c for c, _ in walked + lexical}  # nothing is lost
-    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
-    assert _with_lexical(walked, []) == walked and _with_lexical([], lexical) == []

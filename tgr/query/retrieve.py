@@ -47,8 +47,6 @@ SOURCES_PER_REPORT = 3  # chunks behind each report
 REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
 RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
                       # hundred reports counts, and the ranks must still outweigh centrality
-LEXICAL_WEIGHT = 0.3  # local, Chinese questions: the BM25 ranking fused with the walk's by rank ...
-LEXICAL_RRF = 60      # ... with this rank offset (see _with_lexical)
 VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
 
 
@@ -324,7 +322,7 @@ class Retriever:
     def local(self, q: Question, k: int) -> Retrieval:
         spans = question_spans(q.text)
         named = self.named_entities(spans)
-        seeds = lexical = self.bm25(q.text, SEED_CHUNKS)
+        seeds = self.bm25(q.text, SEED_CHUNKS)
         if self.dense:
             # the fused lists hold up to three times as many; the tail adds little reset mass
             # but a large subgraph (its entities, their other chunks)
@@ -333,8 +331,6 @@ class Retriever:
         titled = self.titled_chunks(spans)
         scores, entity_scores = self.walk(named, seeds, titled)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        if has_cjk(q.text):  # where the offline graph is thinnest: BM25's own order counts too
-            ranked = _with_lexical(ranked, lexical)
         if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
             have = {cid for cid, _ in ranked}
             floor = ranked[-1][1] if ranked else 1.0
@@ -424,23 +420,6 @@ def question_spans(question: str) -> list[tuple[str, bool]]:
         for n in range(2, min(len(run), 12) + 1):
             spans.extend((run[i:i + n], True) for i in range(len(run) - n + 1))
     return spans
-
-
-def _with_lexical(walked: list[tuple[str, float]], lexical: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The walk's chunk ranking fused by rank with the full-text (BM25) ranking, so local mode
-    keeps what BM25 alone finds where the graph adds little (Chinese news: on rgb_zh R@2/5/10
-    0.261/0.641/0.876 -> 0.262/0.642/0.879 with hashed vectors; on English multi-hop the same
-    fusion cost hotpotqa 0.02 R@5, so English questions are left to the walk). Scores are the
-    fused ones, scaled so the first keeps the walk's best score."""
-    if not walked or not lexical or LEXICAL_WEIGHT <= 0:
-        return walked
-    fused: dict[str, float] = {}
-    for weight, ranking in ((1.0, walked), (LEXICAL_WEIGHT, lexical)):
-        for rank, (cid, _) in enumerate(ranking):
-            fused[cid] = fused.get(cid, 0.0) + weight / (LEXICAL_RRF + rank + 1)
-    order = sorted(fused, key=lambda c: (-fused[c], c))
-    top, best = walked[0][1], fused[order[0]]
-    return [(cid, top * fused[cid] / best) for cid in order]
 
 
 def _contains_words(longer: str, shorter: str) -> bool:
