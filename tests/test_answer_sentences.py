@@ -70,4 +70,7 @@ def test_chinese_questions():
                 ("2", "那洞中有一个神仙，称名须菩提祖师。")]
     assert answer_sentences("须菩提祖师是谁？", defining)[0] == ("那洞中有一个神仙，称名须菩提祖师。", "2")
     shape = QuestionShape.of("孙悟空的师父是谁？")
-    assert shape.subject == "孙悟空" and shape.asks == "person" and not shape.defines
+    assert (shape.subject, shape.relation, shape.asks, shape.defines) == ("孙悟空", "师父", "person", False)
+    # the sentence about the relation asked leads, not the one that names the subject
+    named = [("1", "祖师道：与你起个法名叫做孙悟空好么？孙悟空拜须菩提祖师为师父，学得七十二般变化。")]
+    assert answer_sentences("孙悟空的师父是谁？", named)[0][0] == "孙悟空拜须菩提祖师为师父，学得七十二般变化。"

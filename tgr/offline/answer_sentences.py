@@ -9,7 +9,7 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
 - times how much it adds: a sentence that only restates the question answers nothing;
 - plus what the question asks for: a year, number or name it does not already hold; for a
   definition, the sentence that defines the subject ("Ebenezer Scrooge, a grasping ... man",
-  "X was a ...", "称名须菩提祖师");
+  "X was a ...", "称名须菩提祖师"); for "X的R是谁", a sentence that speaks of the relation R;
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
   question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
@@ -72,6 +72,7 @@ class QuestionShape:
     names: frozenset[str] = frozenset()  # terms of the question's capitalised names
     asks: str | None = None      # year, number, person, place, or None
     subject: str | None = None   # X of "who/what is X", "X是谁", "X的R是谁"
+    relation: str | None = None  # R of "X的R是谁": what the answer is to X
     defines: bool = False        # "who/what is X": the answer is X's defining sentence
 
     @classmethod
@@ -85,7 +86,7 @@ class QuestionShape:
         if definition and len(definition.group(1).split()) <= 6 and len(definition.group(1)) <= 40:
             shape.subject, shape.defines = definition.group(1).strip(" \"'“”"), True
         elif relation:
-            shape.subject = relation.group(1).strip()
+            shape.subject, shape.relation = relation.group(1).strip(), relation.group(2).strip()
         return shape
 
 
@@ -171,8 +172,10 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
     score += PASSAGE_WEIGHT * sum(w for t, w in idf.items() if t in around)
     if shape.asks and _has_wanted(s.text, shape):
         score += WANTED_BONUS * mean
-    if shape.subject and _defines(s.text, shape.subject):
-        score += (DEFINITION_BONUS if shape.defines else WANTED_BONUS) * mean
+    if shape.defines and _defines(s.text, shape.subject):
+        score += DEFINITION_BONUS * mean
+    elif shape.relation and shape.relation in s.text:  # "师父": the sentence speaks of the relation asked
+        score += WANTED_BONUS * mean
     return score
 
 
