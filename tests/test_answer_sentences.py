@@ -74,3 +74,15 @@ def test_chinese_questions():
     # the sentence about the relation asked leads, not the one that names the subject
     named = [("1", "祖师道：与你起个法名叫做孙悟空好么？孙悟空拜须菩提祖师为师父，学得七十二般变化。")]
     assert answer_sentences("孙悟空的师父是谁？", named)[0][0] == "孙悟空拜须菩提祖师为师父，学得七十二般变化。"
+
+
+def test_a_local_walks_linked_passages_each_give_their_best_sentence_sooner():
+    passages = [("1", "Marley was dead to begin with. Scrooge signed the register of his burial. "
+                      "Scrooge was his sole executor."),
+                ("2", "The burial took place on a cold day in the City."),
+                ("3", "Old Fezziwig danced with his wife.")]
+    question = "Who signed the register of Marley's burial?"
+    naive = answer_sentences(question, passages, limit=2)
+    local = answer_sentences(question, passages, limit=2, linked=True)
+    assert naive[0] == local[0] == ("Scrooge signed the register of his burial.", "1")
+    assert naive[1][1] == "1" and local[1] == ("The burial took place on a cold day in the City.", "2")

@@ -16,7 +16,8 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
 
 The best sentence comes first, then its bridge sentence (from another passage; on top of the
 limit), then the best sentence of each leading passage that scores near the best (a multi-hop
-question's evidence is spread over passages), then the rest by score; each keeps its citation.
+question's evidence is spread over the passages a local walk links; naive passages, independent
+matches, must score nearer), then the rest by score; each keeps its citation.
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -30,7 +31,8 @@ from typing import Sequence
 from ..text import estimate_tokens, has_cjk, match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
-LEADER_SHARE = 0.3      # ... when it scores at least this share of the best sentence
+LEADER_SHARE = 0.7      # ... when it scores at least this share of the best sentence: naive
+LINKED_LEADER_SHARE = 0.3  # ... local, whose passages the graph walk linked (multi-hop evidence)
 MIN_TOKENS = 4          # shorter "sentences" (headings, "Only You)") are no answer
 NOVELTY_TERMS = 4       # new terms a sentence needs to count in full ...
 NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
@@ -100,10 +102,12 @@ class _Sentence:
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
-                     names: Sequence[str] = ()) -> list[tuple[str, str]]:
+                     names: Sequence[str] = (), linked: bool = False) -> list[tuple[str, str]]:
     """(sentence, citation) pairs that answer the question, the answering sentence first (and
     its second hop on top of the limit). passages: (citation, text) in ranked order; names:
-    the store's entities for the question (Chinese bridges; English ones are found by case)."""
+    the store's entities for the question (Chinese bridges; English ones are found by case);
+    linked: the passages are a local walk's, linked through the graph, so more of the leading
+    ones give their best sentence (naive passages are independent matches)."""
     shape = QuestionShape.of(question)
     candidates = _candidates(passages)
     if not candidates or not shape.terms:
@@ -124,7 +128,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
             chosen.append(hop)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest
     represented = {s.order for s in chosen}
-    floor = LEADER_SHARE * scored[id(first)]
+    floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
     leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
                and not (s.order in represented or represented.add(s.order))]
     limit += len(chosen) - 1  # the second hop comes on top

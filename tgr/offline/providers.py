@@ -211,10 +211,11 @@ class ExtractiveAnswerer:
     name = OFFLINE_WRITER
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               names: Sequence[str] = ()) -> str:
+               names: Sequence[str] = (), linked: bool = False) -> str:
         """An answer from (citation, text) passages in ranked order, the answering sentence
-        first (tgr.offline.answer_sentences). (The context tables are for a chat model.)"""
-        picked = answer_sentences(question, passages, names=names)
+        first (tgr.offline.answer_sentences); linked: a local walk's passages. (The context
+        tables are for a chat model.)"""
+        picked = answer_sentences(question, passages, names=names, linked=linked)
         if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
         return "\n".join(f"{sentence} [Sources: {cite}]" for sentence, cite in picked)

@@ -30,8 +30,9 @@ class Answerer(Protocol):
     name: str  # recorded as the answer's model
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               names: Sequence[str] = ()) -> str:
-        """Local and naive: an answer from the context tables, or from (citation, text) passages."""
+               names: Sequence[str] = (), linked: bool = False) -> str:
+        """Local and naive: an answer from the context tables, or from (citation, text) passages
+        (linked: local mode's, which the graph walk linked)."""
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
         """A global answer written whole from the store (None: map and reduce instead)."""
@@ -56,7 +57,7 @@ class LLMAnswerer:
         self.name = gateway.chat_model.name
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               names: Sequence[str] = ()) -> str:
+               names: Sequence[str] = (), linked: bool = False) -> str:
         prompt = self.prompts.answer.format(question=question, context=context,
                                             response_type=self.response_type)
         return self.gateway.chat("query", prompt).strip()

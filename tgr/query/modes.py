@@ -155,7 +155,7 @@ class Searcher:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
             result.answer = self.answerer.answer(question, _cited(passages), context=context,
-                                                 names=[entities[i][1] for i in ids[:5]])
+                                                 names=[entities[i][1] for i in ids[:5]], linked=True)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
