@@ -1,7 +1,7 @@
--- tgr knowledge store schema (version 6).
+-- tgr knowledge store schema.
 --
 -- This file is the one readable source of the schema. tgr runs it on every open
--- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/db.py,
+-- (everything is IF NOT EXISTS); later changes are numbered migrations in tgr/store/migrations.py,
 -- tracked by PRAGMA user_version. The vec0 tables (embeddings) are created in code,
 -- because they need the embedding dimension, which is only known once the embedder is:
 --   vec_entities(id TEXT PRIMARY KEY, embedding float[dim] distance_metric=cosine)

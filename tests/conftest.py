@@ -146,6 +146,7 @@ def _no_model_environment(monkeypatch):
     """Tests never see a developer's real keys or endpoints. New offline stores get the hashed
     embedder (the local model costs seconds of CPU per chunk); tests of the local model and of
     the default choice name it or clear TGR_EMBED_MODEL themselves."""
-    for name in ("ZHIPUAI_API_KEY", "TGR_BASE_URL", "TGR_API_KEY", "TGR_CHAT_MODEL", "TGR_EMBED_MODEL"):
+    for name in ("ZHIPUAI_API_KEY", "TGR_BASE_URL", "TGR_API_KEY", "TGR_CHAT_MODEL", "TGR_EMBED_MODEL",
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TGR_EMBED_MODEL", "tgr:hash-384")

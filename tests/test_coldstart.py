@@ -22,6 +22,9 @@ INDEX_ONLY = [
     "tgr.build.pipeline", "tgr.build.idle_work",
     "tgr.offline.names_en", "tgr.offline.names_zh", "tgr.adapters.mcp_server", "tgr.adapters.datasette", "tgr.query.evaluate", "tgr.build.check",
     "tgr.adapters.retrievers",
+    # a question on its own: no conversation, no chat loop (a streamed offline answer: no stream reader)
+    "tgr.query.conversation", "tgr.query.chat_session", "tgr.adapters.terminal_chat",
+    "tgr.models.streamed_calls", "tgr.models.chat_stream",
     # standard library modules only indexing, exports or model calls use
     "importlib.resources", "html.parser", "csv", "zipfile", "tempfile", "hashlib", "logging",
 ]
@@ -59,6 +62,10 @@ def test_a_cold_question_loads_no_index_only_module(hierarchy_store, mode, quest
 
 def test_a_cold_question_with_json_output_loads_no_index_only_module(hierarchy_store):
     assert _loaded_by_ask([str(hierarchy_store), "Who is Scrooge?", "--json"]) == []
+
+
+def test_a_cold_streamed_question_loads_no_index_only_module(hierarchy_store):
+    assert _loaded_by_ask([str(hierarchy_store), "Who is Scrooge?", "--stream"]) == []
 
 
 def test_the_check_sees_a_module_that_is_loaded(hierarchy_store):

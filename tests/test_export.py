@@ -174,7 +174,7 @@ def test_script_json_round_trips():
 
 def test_empty_store_exports(tmp_path):
     path = tmp_path / "empty.db"
-    tgr.open(path).close()
+    tgr.open(path, create=True).close()  # an empty store, made on purpose
     for suffix in ("graphml", "json", "html"):
         done = export(path, tmp_path / f"e.{suffix}")
         assert done["entities"] == 0

@@ -212,7 +212,7 @@ def test_unsafe_meta_values_are_refused(store, key, value, word):
     for command in (["ask", store, "Who is Scrooge?"], ["info", store], ["index", store, TEXT, *SMALL]):
         refused(cli(*command), word)
     code, out, _ = cli("check", store)
-    assert code == 1 and word in out
+    assert code == 2 and word in out
     assert digest(store) == before
 
 
@@ -334,16 +334,13 @@ def test_after_kill_9_every_command_opens_the_store_and_the_next_write_finishes_
 
 # -- no surprises in cost or state -------------------------------------------------------
 
-def test_an_unreachable_endpoint_leaves_meta_untouched(tmp_path):
+def test_an_unreachable_endpoint_leaves_no_store(tmp_path):
     path = tmp_path / "new.db"
     code, _, err = cli("index", path, TEXT, "--base-url", "http://127.0.0.1:9/v1", "--chat-model", "x",
-                       "--embed-model", "tgr:hash-64", "--timeout", "0.5", "--retries", "0", "-q")
+                       "--embed-model", "openai:e", "--timeout", "0.5", "--retries", "0", "-q")
     assert code == 1 and "Traceback" not in err
-    conn = sqlite3.connect(path)
-    meta = dict(conn.execute("SELECT key, value FROM meta"))
-    conn.close()
-    assert "chat_model" not in meta and "created_with" not in meta
-    code, _, err = cli("index", path, TEXT, "-q")  # a plain re-index is not refused
+    assert not path.exists()  # the embedder is asked before any document is stored
+    code, _, err = cli("index", path, TEXT, "-q")  # a plain index afterwards is not refused
     assert code == 0, err
     assert count(path, "SELECT value FROM meta WHERE key = 'chat_model'") == "offline-extractive"
 
@@ -374,7 +371,7 @@ def test_settings_of_the_wrong_type_are_refused(store):
     refused(cli("info", store), "setting.max_cluster_size")
     refused(cli("index", store, TEXT, *SMALL), "setting.max_cluster_size")
     code, out, _ = cli("check", store)
-    assert code == 1 and "setting.max_cluster_size" in out
+    assert code == 2 and "setting.max_cluster_size" in out
 
 
 def test_reading_commands_leave_the_file_byte_identical_and_alone(store, tmp_path):

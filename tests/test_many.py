@@ -90,7 +90,7 @@ def test_eval_asks_several_stores_and_the_last_positional_is_the_question(two_st
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["store"] == [str(english), str(chinese)]
     missing = run("ask", "Who is Marley?")  # one positional: the question, and no store
-    assert missing.exit_code == 2 and "Missing argument" in missing.output
+    assert missing.exit_code == 2 and "missing the store" in missing.output
     nostore = run("ask", english, tmp_path / "none.db", "Who is Marley?")
     assert nostore.exit_code == 1 and "none.db" in nostore.output
 

@@ -52,6 +52,10 @@ async def session_run(store, calls):
                 return await calls(session)
 
 
+MARLEY = [{"role": "user", "content": "Who was Marley?"},
+          {"role": "assistant", "content": "Jacob Marley was Scrooge's partner."}]
+
+
 def test_mcp_server_answers_its_sdk_client(store):
     before = digest(store)
 
@@ -68,6 +72,9 @@ def test_mcp_server_answers_its_sdk_client(store):
         out["bad_mode"] = await session.call_tool("ask", {"question": "Who?", "mode": "sideways"})
         out["bad_k"] = await session.call_tool("retrieve", {"question": "Who?", "k": 0})
         out["no_community"] = await session.call_tool("community_report", {"community_id": "9.99"})
+        out["alone"] = await session.call_tool("ask", {"question": "What happened to him?"})
+        out["follow"] = await session.call_tool("ask", {"question": "What happened to him?", "history": MARLEY})
+        out["bad_history"] = await session.call_tool("ask", {"question": "Who?", "history": [{"role": "x"}]})
         return out
 
     out = anyio.run(session_run, store, calls)
@@ -105,6 +112,11 @@ def test_mcp_server_answers_its_sdk_client(store):
     assert len(level1) == rows(store, "SELECT count(*) FROM communities WHERE level = 1")[0][0] > 0
     assert all(c["level"] == 1 and c["parent_id"].startswith("0.") for c in level1)
     assert len(payload(out["all"])["communities"]) == min(50, rows(store, "SELECT count(*) FROM communities")[0][0])
+
+    follow, alone = payload(out["follow"]), payload(out["alone"])  # a follow-up in its conversation
+    assert not is_error(out["follow"]) and "marley" in follow["entities"][0] and "marley" not in alone["entities"][0]
+    assert follow["answer"].startswith("Marley") and follow["sources"] != alone["sources"]
+    assert is_error(out["bad_history"])
 
     report = payload(out["report"])
     assert report["title"] == rows(store, "SELECT title FROM reports WHERE community_id = '0.0'")[0][0]

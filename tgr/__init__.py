@@ -8,7 +8,7 @@
 """
 __version__ = "0.1.0"
 
-from .errors import ModelError, ModelMismatch, StoreError, TgrError  # noqa: E402
+from .errors import ModelError, ModelMismatch, StoreError, TgrError, TgrWarning  # noqa: E402
 from .prompts import Prompts  # noqa: E402
 from .query.modes import Answer  # noqa: E402
 from .knowledge_base import IndexSettings, IndexSummary, KnowledgeBase, open  # noqa: E402
@@ -24,4 +24,4 @@ def merge_stores(out, stores, **options):
 
 
 __all__ = ["open", "open_many", "Stores", "merge_stores", "KnowledgeBase", "IndexSettings", "IndexSummary",
-           "Answer", "Prompts", "TgrError", "StoreError", "ModelError", "ModelMismatch", "__version__"]
+           "Answer", "Prompts", "TgrError", "TgrWarning", "StoreError", "ModelError", "ModelMismatch", "__version__"]

@@ -102,7 +102,7 @@ class _Bars:
             if total == 0:
                 return
             self.stage, self.done = stage, 0
-            self.bar = click.progressbar(length=total, label=f"{stage:<16}", file=sys.stderr,
+            self.bar = click.progressbar(length=total, label=f"{stage:<17}", file=sys.stderr,
                                          show_pos=True, width=30)
             self.bar.__enter__()
         if self.bar is not None and done > self.done:
@@ -140,7 +140,7 @@ class _Lines:
         self.state = self.shown = (done, total)
         self.last = now
         percent = 100 * done // total if total else 100
-        click.echo(f"{self.stage:<16}{done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
 
     def close(self) -> None:
         if self.stage is not None and self.state != self.shown:
@@ -233,6 +233,9 @@ def main() -> None:
 @_prompt_options
 @click.option("--portable", is_flag=True,
               help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
+@click.option("--keep-boilerplate", is_flag=True,
+              help="Keep plain text whole (by default a licence header or footer at the start or end "
+                   "of a file, credits and contents lists are dropped, and said).")
 @click.option("--estimate", is_flag=True, help="Print expected model calls and tokens, and stop.")
 @click.option("--batch/--no-batch", default=None,
               help="Send each wave of prompts as a Batch API job: half the price, answers within hours "
@@ -245,7 +248,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
           chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          portable, estimate, batch, no_wait, batch_fallback, as_json, quiet):
+          portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -270,7 +273,8 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
         try:
             with _progress(quiet) as progress:
                 summary = kb.index(paths, progress=progress, warn=_warn, portable=portable,
-                                   batch=_batch_options(batch, no_wait, batch_fallback), **settings)
+                                   batch=_batch_options(batch, no_wait, batch_fallback),
+                                   keep_boilerplate=keep_boilerplate, **settings)
         except BatchPending as pending:
             click.echo(f"{_one_line(pending)}; run `tgr index {store}` to collect the answers and go on", err=True)
             sys.exit(3)
@@ -279,6 +283,11 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             return
         levels = ", ".join(f"L{k}: {v}" for k, v in summary.communities.items()) or "none"
         click.echo(f"documents      {summary.documents} ({summary.documents_added} new)")
+        if summary.boilerplate:
+            dropped = sum(summary.boilerplate.values())
+            where = (next(iter(summary.boilerplate)) if len(summary.boilerplate) == 1
+                     else f"{len(summary.boilerplate)} files")
+            click.echo(f"boilerplate    {dropped:,} characters dropped from {where} (--keep-boilerplate keeps them)")
         click.echo(f"chunks         {summary.chunks} ({summary.chunks_extracted} extracted now)")
         click.echo(f"entities       {summary.entities}")
         click.echo(f"relationships  {summary.relationships}")
@@ -294,6 +303,8 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
                            f"{summary.billed_tokens} tokens")
         else:  # offline: everything was computed here
             click.echo(f"model calls    none (computed locally{local})")
+        if summary.portable_vectors:
+            click.echo(f"portable       {summary.portable_vectors} vectors computed locally (no model calls)")
         click.echo(f"wall time      {summary.wall_s:.1f} s")
 
 
@@ -341,30 +352,146 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
                f"wall time {summary.wall_s:.1f} s")
 
 
+def _stores_and_question(ctx, param, values: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """STORE... QUESTION: the last argument is the question; one argument alone is missing it."""
+    if len(values) < 2:
+        given = values[0] if values else "STORE"
+        if values and not os.path.exists(given):
+            raise click.UsageError(f"missing the store: tgr ask STORE {_one_line(repr(given))}")
+        raise click.UsageError(f"missing the question: tgr ask {_one_line(given)} \"QUESTION\"")
+    return values[:-1], values[-1]
+
+
 @main.command()
-@click.argument("stores", nargs=-1, required=True, type=_FILE)
-@click.argument("question")
+@click.argument("stores_and_question", nargs=-1, metavar="STORES... QUESTION", callback=_stores_and_question)
 @click.option("--mode", type=click.Choice(MODES), default="local", show_default=True)
 @click.option("--level", type=click.IntRange(0), default=0, show_default=True, help="Community level (global).")
 @click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
 @click.option("--context-only", is_flag=True, help="Print the retrieved context; no LLM call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@click.option("--stream/--no-stream", default=None,
+              help="Print the answer as the model writes it (default: on a terminal, not with --json).")
 @_model_options
-def ask(stores, question, mode, level, top_k, context_only, as_json, chat_model, embed_model, base_url,
+def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, chat_model, embed_model, base_url,
         offline, concurrency, rpm, timeout, retries):
     """Answer QUESTION from STORE (or from several: STORE... QUESTION, one ranking fused by rank)."""
+    stores, question = stores_and_question
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
+    stream = _streaming(stream) and not (as_json or context_only)
     with _open_stores(stores, **options) as kb:
-        result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
+        if stream:
+            with _stops_cleanly():
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn))
+        else:
+            result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
         if as_json:
             click.echo(result.to_json())
         elif context_only:
             click.echo(result.context)
+        elif stream:  # the text is out already, with the answer's own numbers
+            _print_sources(result, mode, level)
         else:
             _print_cited(result, stores, getattr(kb, "conn", None))
             if result.reports and mode == "global":
                 click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+
+
+@main.command()
+@click.argument("stores", nargs=-1, required=True, type=_FILE)
+@click.option("--mode", type=click.Choice(MODES), default="local", show_default=True, help="Change it with /mode.")
+@click.option("--level", type=click.IntRange(0), default=0, show_default=True,
+              help="Community level (global); change it with /level.")
+@click.option("--top-k", type=click.IntRange(1, 4096), default=10, show_default=True, help="Entities / chunks retrieved.")
+@click.option("--stream/--no-stream", default=None,
+              help="Print answers as the model writes them (default: on a terminal).")
+@_model_options
+def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, offline, concurrency, rpm,
+         timeout, retries):
+    """Talk with STORE (or several): each question is answered in the light of the ones before.
+
+    On a terminal: line editing and history, and /mode, /level, /sources, /reset, /help, /exit.
+    With stdin not a terminal: one question (or command) per line until the end of input."""
+    from .adapters.terminal_chat import ChatLoop
+
+    options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
+                   concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
+    with _open_stores(stores, **options) as kb:
+        loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
+                        interactive=sys.stdin.isatty(), show=_Shown(), stops=_stops_cleanly)
+        failed = loop.run()
+    if failed:
+        sys.exit(1)
+
+
+def _streaming(stream: bool | None) -> bool:
+    """--stream/--no-stream, else on when stdout is a terminal."""
+    return sys.stdout.isatty() if stream is None else stream
+
+
+@contextlib.contextmanager
+def _stops_cleanly():
+    """Ctrl-C while an answer is written: one line on stderr and exit 130 (a question writes nothing)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+def _streamed(items) -> "Answer":
+    """Print the answer's text pieces as they arrive, then end the line; returns the Answer.
+    A failure or Ctrl-C midway ends the line first, so its message starts on a line of its own."""
+    from .query.modes import Answer
+
+    printed = False
+    try:
+        for item in items:
+            if isinstance(item, Answer):
+                if printed:
+                    click.echo("")
+                return item
+            click.echo(item, nl=False)
+            sys.stdout.flush()
+            printed = printed or bool(item)
+    except BaseException:
+        if printed:
+            click.echo("")
+        raise
+    raise TgrError("the answer ended before it was complete")
+
+
+def _print_sources(result, mode: str, level: int) -> None:
+    """The sources an answer cites (else its first five); in global mode, the reports considered."""
+    if result.sources and not result.answer.startswith("I don't know"):
+        cited = _cited_sources(result.answer)
+        shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
+        click.echo("\nSources:")
+        for s in shown:
+            store = f"{s['store']}: " if "store" in s else ""
+            click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
+        if len(shown) < len(result.sources):
+            click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
+    if result.reports and mode == "global":
+        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+
+
+class _Shown:
+    """How tgr chat prints (the command line's formatting, handed to tgr.adapters.terminal_chat)."""
+
+    streamed = staticmethod(_streamed)
+    sources = staticmethod(_print_sources)
+    @staticmethod
+    def line(text: str = "", err: bool = False) -> None:
+        click.echo(_one_line(text) if err else text, err=err)
+
+    @staticmethod
+    def source(source: dict) -> str:
+        """One source of an answer, on one line: where it is and how it starts."""
+        store = f"{source['store']}: " if "store" in source else ""
+        text = _one_line(source.get("text", ""))
+        return (f"[{source['ref']}] {store}{_document_name(source)} (chunk {source['ordinal']}): "
+                f"{text[:160] + '…' if len(text) > 160 else text}")
 
 
 @main.command("eval")
@@ -594,20 +721,38 @@ def show(store, ident, as_json):
 @main.command()
 @click.argument("store", type=_EXISTING_FILE)
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
-def check(store, fix):
-    """Explain what is wrong with STORE (a hostile, damaged or unfinished file); exit 1 if anything is."""
-    from .build.check import diagnose, fix as finish
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict and every finding as JSON.")
+def check(store, fix, as_json):
+    """Explain what is wrong with STORE. Exit 0: a complete store; 1: unfinished (one line each on
+    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged."""
+    from .build.check import EXIT_CODES, diagnose, fix as finish, verdict
 
-    if fix:
-        for line in finish(store):
-            click.echo(f"fixed      {line}")
     problems = diagnose(store)
+    done = []
+    if fix and verdict(problems) != "refused":  # nothing in a refused file is touched
+        done = finish(store)
+        problems = diagnose(store)
+    status = verdict(problems)
+    if as_json:
+        click.echo(json.dumps({"store": store, "status": status, "exit_code": EXIT_CODES[status], "fixed": done,
+                               "problems": [{"severity": p.severity, "message": p.message} for p in problems]},
+                              indent=2, ensure_ascii=False))
+        sys.exit(EXIT_CODES[status])
+    for line in done:
+        click.echo(f"fixed      {line}")
     for problem in problems:
         click.echo(f"{problem.severity:<11}{_one_line(problem.message)}")
-    if not problems:
+    if status == "complete":
         click.echo(f"ok         {store} is a complete tgr store; nothing in it is unexpected")
-    if any(p.severity != "note" for p in problems):
-        sys.exit(1)
+    sys.exit(EXIT_CODES[status])
+
+
+def _cited_sources(answer: str) -> set[int]:
+    """The source refs an answer cites as [Sources: 1, 3] (or [Data: Sources (1, 3)])."""
+    cited = set()
+    for group in re.findall(r"Sources?\s*[:(]\s*([\d,\s+]+)", answer):
+        cited.update(int(n) for n in re.findall(r"\d+", group))
+    return cited
 
 
 def _print_cited(result, stores: tuple[str, ...], conn=None) -> None:
@@ -643,7 +788,7 @@ def _print_mapping(data: dict, as_json: bool) -> None:
         elif key == "size_bytes":
             key, value = "size", f"{value / 1e6:.1f} MB"
         elif isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
+            value = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
         click.echo(f"{key:<{width}}{value}")
 
 

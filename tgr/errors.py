@@ -5,6 +5,27 @@ class TgrError(Exception):
     """Base class: the CLI prints the message on one line and exits non-zero."""
 
 
+class TgrWarning(UserWarning):
+    """What tgr says without stopping (models out of reach, text dropped, files skipped), as a
+    Python warning where no warn callback was given: `warnings.simplefilter("error", tgr.TgrWarning)`
+    makes a script stop on it."""
+
+
+def tell(warn, message: str) -> None:
+    """Say message through the warn callback, or, with none, as a Python warning (TgrWarning)."""
+    if warn is not None:
+        warn(message)
+        return
+    import os
+    import sys
+    import warnings
+
+    package, level, frame = os.path.dirname(__file__), 2, sys._getframe(1)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1  # the warning points at the caller's own line
+    warnings.warn(message, TgrWarning, stacklevel=level)
+
+
 class StoreError(TgrError):
     """The file is not a tgr store, is corrupted, or is from a newer tgr."""
 
@@ -19,6 +40,15 @@ class ModelMismatch(TgrError):
 
 class ModelError(TgrError):
     """A model call failed for good (bad key, bad request, retries exhausted)."""
+
+
+class OutOfReach(ModelError):
+    """A model that cannot be reached here (no key, no endpoint named); reason says why in a
+    few words, for the one-line note a question gives when it leaves the model out."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class TransientModelError(ModelError):

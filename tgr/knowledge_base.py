@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .build import ledger
 from .query import read_api as reading
@@ -19,7 +19,7 @@ from .store.db import Connection
 from .models.gateway import Gateway
 from .models.clients import ChatModel, Embedder
 from .prompts import Prompts
-from .query.modes import Answer, QuerySettings, Searcher
+from .query.modes import Answer, QuerySettings, Searcher, final_answer
 from .query.retrieve import Passage
 from .settings import IndexSettings, IndexSummary
 
@@ -39,7 +39,7 @@ class KnowledgeBase:
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
-                 create: bool = True, readonly: bool = False):
+                 create: bool | None = None, readonly: bool = False):
         self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
                                  embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
                                  concurrency=concurrency, rpm=rpm, max_retries=max_retries)
@@ -61,7 +61,9 @@ class KnowledgeBase:
 
     @property
     def conn(self) -> Connection:
-        """The store's SQLite connection (for tests and tools; tgr's own code goes through methods)."""
+        """The store's SQLite connection (for tests and tools that write it; tgr's own code goes
+        through methods). A store not made yet is made, as by index()."""
+        self._store.create_if_missing()
         return self._store.conn
 
     @property
@@ -87,13 +89,16 @@ class KnowledgeBase:
         return self._store.settings(**overrides)
 
     def gateway(self, run_id: int | None = None) -> Gateway:
-        """The model gateway for indexing: reads and writes the cache and the ledger."""
+        """The model gateway for indexing: reads and writes the cache and the ledger (a store not
+        made yet is made, as by index())."""
+        self._store.create_if_missing()
         return self._store.models.gateway(run_id)
 
     # -- building -------------------------------------------------------------------------
 
     def index(self, paths: Iterable[str], *, progress: Progress | None = None, warn: Warn | None = None,
-              stdin=None, portable: bool | str = False, batch=None, **overrides) -> IndexSummary:
+              stdin=None, portable: bool | str = False, batch=None, keep_boilerplate: bool = False,
+              **overrides) -> IndexSummary:
         """Ingest documents and bring every stage up to date; returns a summary.
 
         Safe to interrupt: everything committed is kept, and the same call resumes. With no
@@ -104,11 +109,14 @@ class KnowledgeBase:
         batch: a tgr.build.batch.BatchOptions (or True) to send each wave through the provider's
         Batch API at half the price; None does so only to collect jobs the store holds open
         (tgr.build.batch.BatchPending is raised when not waiting for them); False never.
+        keep_boilerplate: keep plain text whole (by default a licence header or footer at the
+        start or end of a file is dropped, and said: tgr.ingest.boilerplate, summary.boilerplate).
         """
         from .build import pipeline
 
+        self._store.create_if_missing()
         return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
-                              portable=portable, batch=batch)
+                              portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
                 **overrides) -> IndexSummary:
@@ -142,35 +150,57 @@ class KnowledgeBase:
         (billed at half the price with batch: the provider's Batch API)."""
         from .build import pipeline
 
-        return pipeline.estimate(self._store, paths, overrides, batch=batch)
+        with self._store.in_memory_if_missing():  # estimating creates nothing
+            return pipeline.estimate(self._store, paths, overrides, batch=batch)
 
     # -- reading --------------------------------------------------------------------------
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
-            warn: Warn | None = None, **query_settings) -> Answer:
+            warn: Warn | None = None, history: Sequence[dict] | None = None, stream: bool = False,
+            **query_settings) -> Answer | Iterator[str | Answer]:
         """Answer a question: mode 'local' (default), 'global' or 'naive'.
 
+        history: the conversation the question follows, as role/content turns (oldest first,
+        the shape the OpenAI API uses): retrieval resolves the question against it and the
+        chat model reads its latest turns. stream=True: ask_stream() instead.
         Uses the models the store records unless others were given; what cannot be reached
         here is left out (see tgr.models.selection) and said once through warn (and in
         model_note and the answer's notes).
         """
-        return reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
-                           query_settings=query_settings)
+        steps = reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
+                            query_settings=query_settings, history=history, stream=stream)
+        return steps if stream else final_answer(steps)
+
+    def ask_stream(self, question: str, mode: str = "local", **options) -> Iterator[str | Answer]:
+        """ask(), as it is written: the answer's text in pieces as the chat model writes them
+        (the reduce step's in global mode; an answer written without a model comes whole),
+        then the complete Answer. Options as for ask()."""
+        return self.ask(question, mode, stream=True, **options)
+
+    def chat(self, mode: str = "local", *, history: Sequence[dict] | None = None, warn: Warn | None = None,
+             **query_settings):
+        """A conversation (tgr.query.chat_session.Chat): each question is asked after the turns before it."""
+        from .query.chat_session import Chat
+
+        return Chat(self, mode, history=history, warn=warn, **query_settings)
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
-                 warn: Warn | None = None) -> list[Passage]:
+                 warn: Warn | None = None, history: Sequence[dict] | None = None) -> list[Passage]:
         """The k passages that best answer the question, best first, with their text, score,
         document (source, title, own id, metadata) and character offsets. No model is asked
         for an answer; global mode gives the chunks behind the best community reports.
+        A question after a conversation (history) is resolved against it (see ask).
         Vectors out of reach are left out, said once through warn (and in model_note)."""
-        return reading.retrieve(self._store, question, mode, k, warn=warn)
+        return reading.retrieve(self._store, question, mode, k, warn=warn, history=history)
 
     def answer_from(self, question: str, passages: list[Passage], mode: str = "naive", *,
-                    context_only: bool = False, warn: Warn | None = None, **query_settings) -> Answer:
+                    context_only: bool = False, warn: Warn | None = None, history: Sequence[dict] | None = None,
+                    stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from given ranked passages (tgr.multi_store: several stores' fused ranking), with
-        this store's models, as ask() would write it from them."""
-        return reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
-                                   query_settings=query_settings)
+        this store's models, as ask() would write it from them (history and stream as for ask)."""
+        steps = reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
+                                    query_settings=query_settings, history=history, stream=stream)
+        return steps if stream else final_answer(steps)
 
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)
@@ -236,8 +266,9 @@ class KnowledgeBase:
 
 
 def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - mirrors tgr.open
-    """Open (or create) the store at path. Options: chat, embedder, base_url, api_key,
-    concurrency, rpm, timeout, max_retries, prompts, create, readonly.
+    """Open the store at path; a new one is made by its first index() (or now, with create=True;
+    create=False never makes one). Options: chat, embedder, base_url, api_key, concurrency,
+    rpm, timeout, max_retries, prompts, create, readonly.
 
     A store is untrusted input: it is checked before use, and opening or asking never
     writes it; the first index/rebuild migrates it (one writer process at a time)."""

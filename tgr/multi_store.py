@@ -15,7 +15,7 @@ the stores at once.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Callable, Iterator, Sequence
 
 from .query.modes import LOCAL_PASSAGES, Answer, QuerySettings
 from .query.retrieve import MODES, Passage
@@ -99,24 +99,38 @@ class Stores:
         return [row for _, names in self.each("document_names") for row in names]
 
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
-                 warn: Warn | None = None) -> list[Passage]:
-        """The k best passages of all the stores, one ranking fused by rank; each names its store."""
+                 warn: Warn | None = None, history: Sequence[dict] | None = None) -> list[Passage]:
+        """The k best passages of all the stores, one ranking fused by rank; each names its store.
+        After a conversation (history), each store resolves the question against it."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        rankings = self._each("retrieve", question, mode, k, warn=warn)
+        rankings = self._each("retrieve", question, mode, k, warn=warn, history=history)
         return fuse(rankings, self.names)[:k]
 
     def ask(self, question: str, mode: str = "local", *, context_only: bool = False,
-            warn: Warn | None = None, **query_settings) -> Answer:
+            warn: Warn | None = None, history: Sequence[dict] | None = None, stream: bool = False,
+            **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from the best k of the fused ranking of every store's sources in this mode
-        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES)."""
+        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES); history
+        and stream as for KnowledgeBase.ask."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
-        rankings = self._each("retrieve", question, mode, k, warn=warn)
+        rankings = self._each("retrieve", question, mode, k, warn=warn, history=history)
         return self.stores[0].answer_from(question, fuse(rankings, self.names)[:k], mode, context_only=context_only,
-                                          warn=_named(warn, self.names[0]), **query_settings)
+                                          warn=_named(warn, self.names[0]), history=history, stream=stream,
+                                          **query_settings)
+
+    def ask_stream(self, question: str, mode: str = "local", **options) -> Iterator[str | Answer]:
+        """ask(), as it is written (see KnowledgeBase.ask_stream)."""
+        return self.ask(question, mode, stream=True, **options)
+
+    def chat(self, mode: str = "local", **options):
+        """A conversation with all the stores (tgr.query.chat_session.Chat)."""
+        from .query.chat_session import Chat
+
+        return Chat(self, mode, **options)
 
 
 def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:

@@ -2,6 +2,7 @@
 the prompts and settings in force, and the models the store is used with."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -12,26 +13,61 @@ from .store.migrations import migrate
 from .models.selection import ModelChoice
 from .prompts import Prompts, check_templates
 from .settings import IndexSettings, given_prompts
-from .store.opening import connect
+from .store.opening import connect, missing_store
 from .store.write_lock import WriterLock
 
 
 class StoreAdmin:
     """One open store file. Opening never migrates or writes an existing store; writable() does."""
 
-    def __init__(self, path: str | os.PathLike, *, create: bool, readonly: bool, prompts, **model_options):
+    def __init__(self, path: str | os.PathLike, *, create: bool | None, readonly: bool, prompts, **model_options):
+        """create: True makes the file now; None (the Python API's default) makes it on the first
+        index (create_if_missing), so that asking a misspelt path creates nothing; False never."""
         self.path = Path(path)
-        self.conn: Connection = connect(self.path, create=create and not readonly, readonly=readonly,
-                                        upgrade=False)
+        self._conn: Connection | None = None
+        if create is not None or readonly or _is_store_file(self.path):
+            self._conn = connect(self.path, create=bool(create) and not readonly, readonly=readonly,
+                                 upgrade=False)
         self._upgraded = False
         self._lock = WriterLock(self.path) if str(path) != ":memory:" else None
-        self.readonly = readonly or (str(path) != ":memory:" and not os.access(self.path, os.W_OK))
+        self.readonly = readonly or (str(path) != ":memory:" and self.path.exists()
+                                     and not os.access(self.path, os.W_OK))
         self._prompt_templates, self._prompt_types = given_prompts(prompts)
         self.models = ModelChoice(self, **model_options)
 
+    @property
+    def conn(self) -> Connection:
+        if self._conn is None:
+            raise StoreError(missing_store(self.path))
+        return self._conn
+
+    @conn.setter
+    def conn(self, value: Connection) -> None:
+        self._conn = value
+
+    @contextlib.contextmanager
+    def in_memory_if_missing(self):
+        """While the block runs, an empty in-memory store stands in for one not made yet
+        (an estimate of a first index writes nothing)."""
+        if self._conn is not None:
+            yield
+            return
+        self._conn = connect(":memory:")
+        try:
+            yield
+        finally:
+            self._conn.close()
+            self._conn = None
+
+    def create_if_missing(self) -> None:
+        """Make the store file now if opening it did not (the first index of a new store)."""
+        if self._conn is None:
+            self._conn = connect(self.path, create=True, upgrade=False)
+
     def close(self) -> None:
         self.models.release()
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
         if self._lock:
             self._lock.close()  # after the connection: see tgr/store/write_lock.py
 
@@ -97,3 +133,8 @@ class StoreAdmin:
                                  f"{getattr(settings, name)}; use a new store for {value}")
             setattr(settings, name, value)
         return settings
+
+
+def _is_store_file(path: Path) -> bool:
+    """An existing, non-empty file (or the in-memory store): opened as it is, never created."""
+    return str(path) == ":memory:" or (path.exists() and path.stat().st_size > 0)

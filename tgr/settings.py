@@ -59,6 +59,7 @@ class IndexSummary:
     reports: int = 0
     model_calls: int = 0
     local_computations: int = 0      # e.g. hashed embedding batches: no model, no tokens
+    portable_vectors: int = 0        # rows given a portable (local) vector this run: no model, no tokens
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -70,6 +71,7 @@ class IndexSummary:
     calls_by_stage: dict = field(default_factory=dict)
     wall_s: float = 0.0
     warnings: list = field(default_factory=list)
+    boilerplate: dict = field(default_factory=dict)  # characters dropped as boilerplate, by file
 
     def to_dict(self) -> dict:
         return asdict(self)

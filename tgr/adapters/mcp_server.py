@@ -14,12 +14,22 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
+from typing_extensions import TypedDict  # pydantic needs it (not typing's) before Python 3.12
+
 from ..errors import TgrError
 from ..multi_store import Stores
 from ..store.untrusted_text import xml_safe
 from ..knowledge_base import KnowledgeBase
 
 Mode = Literal["local", "global", "naive"]
+
+
+class Turn(TypedDict):
+    """One turn of a conversation, as the OpenAI API has them."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
 MAX_K = 100
 INSTRUCTIONS = (
     "A tgr GraphRAG knowledge store: documents split into chunks, an entity graph extracted from "
@@ -114,10 +124,10 @@ def build_server(worker: StoreWorker):
     read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "idempotentHint": True})
     kb = worker.kb
 
-    def do_ask(question: str, mode: str, level: int, top_k: int) -> dict:
+    def do_ask(question: str, mode: str, level: int, top_k: int, history: list[dict] | None = None) -> dict:
         _check_range("top_k", top_k)
         _check_range("level", level, 0, 64)
-        result = kb.ask(question, mode, level=level, top_k=top_k)
+        result = kb.ask(question, mode, level=level, top_k=top_k, history=history)
         return {"question": question, "mode": mode, "answer": result.answer, "model": result.model,
                 "sources": result.sources, "entities": result.entities, "reports": result.reports,
                 "model_calls": result.model_calls, "notes": result.notes}
@@ -132,11 +142,16 @@ def build_server(worker: StoreWorker):
         return _communities(kb, level, limit)
 
     @server.tool(annotations=read_only)
-    async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10) -> dict[str, Any]:
+    async def ask(question: str, mode: Mode = "local", level: int = 0, top_k: int = 10,
+                  history: list[Turn] | None = None) -> dict[str, Any]:
         """Answer a question from the store, citing its sources as [Sources: n]. mode: local
         (entities and their neighbourhood; specific questions), global (community reports at
-        `level`; themes across the whole corpus) or naive (full-text search of chunks)."""
-        return await worker.call_tool(do_ask, question, mode, level, top_k)
+        `level`; themes across the whole corpus) or naive (full-text search of chunks).
+        history: the conversation so far, oldest first, as {"role": "user" or "assistant",
+        "content": text} turns; a follow-up ("what is his family like?") is then answered in
+        its light."""
+        turns = None if history is None else [dict(turn) for turn in history]
+        return await worker.call_tool(do_ask, question, mode, level, top_k, turns)
 
     @server.tool(annotations=read_only)
     async def retrieve(question: str, k: int = 10, mode: Mode = "local") -> dict[str, Any]:

@@ -162,7 +162,7 @@ class BatchRunner:
             lines.append((key, request_line(key, self.api.endpoint, self.chat.request_body(job.prompt, **params))))
         for part in _parts(lines):
             data = b"".join(line for _, line in part)
-            batch_id, file_id = gateway._with_retries(lambda: self.api.submit(data, {"tgr_stage": stage}))[0]
+            batch_id, file_id = gateway.retried(lambda: self.api.submit(data, {"tgr_stage": stage}))[0]
             with transaction(self.conn):
                 job_id = self.conn.execute(
                     "INSERT INTO batch_jobs(model, stage, batch_id, input_file_id, status, requests, run_id) "

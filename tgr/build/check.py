@@ -13,13 +13,23 @@ from ..ingest import corpus
 from ..store import db, schema_check as schemacheck, opening as storefile
 from ..errors import StoreError
 from ..store.size_limits import meta_problems
+from ..store.untrusted_text import terminal_safe as safe_text
 from ..settings import IndexSettings
 
 
 @dataclass(frozen=True)
 class Problem:
-    severity: str   # 'refused' (tgr will not use it), 'unfinished' (--fix completes it), 'note'
-    message: str
+    severity: str   # 'refused' (tgr will not use it), 'unfinished' (`tgr index STORE` or --fix
+    message: str    # completes it), 'note' (worth knowing; the store is complete)
+
+
+EXIT_CODES = {"complete": 0, "unfinished": 1, "refused": 2}
+
+
+def verdict(problems: list[Problem]) -> str:
+    """'refused' (not a store, hostile or damaged: exit 2), 'unfinished' (exit 1) or 'complete' (0)."""
+    severities = {p.severity for p in problems}
+    return "refused" if "refused" in severities else "unfinished" if "unfinished" in severities else "complete"
 
 
 def diagnose(path: str | os.PathLike) -> list[Problem]:
@@ -67,7 +77,7 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
         if damage != ["ok"]:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
         elif not unsafe:
-            problems += [Problem("note", m) for m in _work_left(conn, path)]
+            problems += [Problem("unfinished", m) for m in _work_left(conn, path)]
     except db.DatabaseError as exc:
         problems.append(Problem("refused", f"not a usable SQLite database ({exc})"))
     finally:
@@ -76,12 +86,13 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
 
 
 def _work_left(conn: db.Connection, path: Path) -> list[str]:
-    """What an interrupted run left undone (answers are still right, from what is there)."""
-    left = []
+    """What an interrupted run left undone, each as what `tgr index STORE` will do about it
+    (answers are still right, from what is there)."""
     count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
     chunks = count("SELECT count(*) FROM chunks")
     pending = count("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
                     "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id)")
+    left = []
     if pending:
         left.append(f"{pending} of {chunks} chunks are not extracted yet (an interrupted index); "
                     f"`tgr index {path}` finishes them")
@@ -93,12 +104,51 @@ def _work_left(conn: db.Connection, path: Path) -> list[str]:
     if jobs:
         left.append(f"{jobs} Batch API jobs are submitted and not collected yet; `tgr index {path}` waits "
                     "for them and goes on")
+    left += _stale_stages(conn, path, chunks, bool(changed))
     unembedded = {table: count(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL")
                   for table in ("chunks", "entities", "reports")}
     if any(unembedded.values()):
         rows = ", ".join(f"{n} {table}" for table, n in unembedded.items() if n)
         left.append(f"no vector yet for {rows}; `tgr index {path}` computes them")
+    left += _portable_left(conn, path)
     return left
+
+
+def _stale_stages(conn: db.Connection, path: Path, chunks: int, merge_pending: bool) -> list[str]:
+    """Derived stages whose recorded inputs are not the store's current ones."""
+    from . import stage_inputs as freshness
+
+    if not chunks or merge_pending:  # nothing built yet, or said above already
+        return []
+    merge, cluster, reports = (freshness.recorded(conn, stage) for stage in ("merge", "cluster", "reports"))
+    entities = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
+    if entities and (merge is None or cluster is None):
+        return [f"the graph has no communities yet; `tgr index {path}` clusters it and writes the reports"]
+    if entities and not (reports or "").endswith(f":{merge}:{cluster}"):
+        return [f"the community reports are not up to date with the graph; `tgr index {path}` rewrites "
+                "those whose communities changed"]
+    return []
+
+
+def _portable_left(conn: db.Connection, path: Path) -> list[str]:
+    """Rows with no portable vector in a store that keeps them (tgr.portable)."""
+    from .embed import TARGETS
+    from ..models.clients import embeds
+
+    model = db.get_meta(conn).get(db.PORTABLE_MODEL_KEY)
+    if not model:
+        return []
+    missing = {}
+    for kind, table in db.PORTABLE_TABLES.items():
+        if not embeds(kind, model):
+            continue
+        key = TARGETS[kind][2]
+        have = (f"EXISTS (SELECT 1 FROM {table} v WHERE v.id = t.{key})" if db.has_table(conn, table) else "0")
+        missing[kind] = conn.execute(f"SELECT count(*) FROM {kind} t WHERE NOT {have}").fetchone()[0]
+    if not any(missing.values()):
+        return []
+    rows = ", ".join(f"{n} {kind}" for kind, n in missing.items() if n)
+    return [f"no portable {safe_text(model)} vector yet for {rows}; `tgr index {path}` computes them"]
 
 
 def _ordered(problems: list[Problem]) -> list[Problem]:

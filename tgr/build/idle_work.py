@@ -9,7 +9,7 @@ was computed early for the stage that needs it:
   process, otherwise on the merge's path before the summary wave);
 - during the description-summary wave: clustering of the graph the merge is about to
   store, a first clustering in a child process (tgr/build/cluster_ahead.py: Leiden holds the
-  GIL), an incremental one as an idle step (communities.cluster_future_graph);
+  GIL), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
   cluster() takes either only when it was computed from exactly its own Leiden inputs;
 - during the report wave: entity and chunk vectors.
 

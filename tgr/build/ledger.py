@@ -10,7 +10,7 @@ from ..store.db import Connection, get_meta, set_meta, transaction
 from ..models.gateway import Gateway, Usage
 from ..models.clients import ChatModel, Embedder, vector_type
 from ..offline.providers import OFFLINE_EXTRACTOR
-from ..models.registry import chat_name
+from ..models.registry import chat_name, model_host
 from ..settings import IndexSettings, IndexSummary
 
 
@@ -59,32 +59,31 @@ def fill_summary(conn: Connection, summary: IndexSummary, gateway: Gateway, befo
     summary.max_in_flight = gateway.max_in_flight
 
 
-def model_recorder(conn: Connection, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder):
-    """Record the settings now, and each model in meta once it has answered (an unreachable
-    endpoint leaves meta as it was). Returns the gateway's on_answer hook."""
+def record_models(conn: Connection, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
+    """Record the settings and this run's models before its first model call: the chat model,
+    the embedder's name and vector type, and the endpoint host (never a key), so that a run
+    resumed with no model options continues with exactly these (tgr.providers). The
+    embedder's dimension follows once known (record_dimension)."""
+    meta = get_meta(conn)
+    values = dict(settings.to_meta(), tgr_version=__version__, chat_model=chat_name(chat),
+                  extractor=chat.name if chat else OFFLINE_EXTRACTOR, embed_model=embedder.name,
+                  embed_vector=vector_type(embedder))
+    if "created_with" not in meta:
+        values["created_with"] = values["chat_model"]
+    host = model_host(chat) or model_host(embedder)
     with transaction(conn):
-        set_meta(conn, **settings.to_meta(), tgr_version=__version__)
-    pending = {"chat", "embed"}
+        if meta.get("embed_model") != embedder.name:  # a store with no vectors yet switched embedder
+            conn.execute("DELETE FROM meta WHERE key = 'embed_dim'")
+        conn.execute("DELETE FROM meta WHERE key = 'endpoint_host'")
+        set_meta(conn, **values, **({"endpoint_host": host} if host else {}))
 
-    def record(kind: str | None) -> None:
-        kinds = pending & ({"chat", "embed"} if kind is None else {kind})
-        if chat is None:  # the offline extractor cannot fail to answer
-            kinds |= pending & {"chat"}
-        if not kinds:
-            return
-        pending.difference_update(kinds)
-        meta, values = get_meta(conn), {}
-        if "chat" in kinds:
-            values.update(chat_model=chat_name(chat),
-                          extractor=chat.name if chat else OFFLINE_EXTRACTOR)
-            if "created_with" not in meta:
-                values["created_with"] = values["chat_model"]
-        if "embed" in kinds and "embed_model" not in meta:
-            values.update(embed_model=embedder.name, embed_dim=embedder.dim, embed_vector=vector_type(embedder))
-        if values:
-            set_meta(conn, **values)  # inside the answer's own transaction
 
-    return record
+def record_dimension(conn: Connection, gateway: Gateway) -> None:
+    """Record the embedder's dimension (asking an endpoint for it, retried like every call)."""
+    dim = gateway.embed_dim()
+    if str(get_meta(conn).get("embed_dim")) != str(dim):
+        with transaction(conn):
+            set_meta(conn, embed_dim=dim)
 
 
 def stats(conn: Connection) -> dict:

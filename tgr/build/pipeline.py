@@ -16,12 +16,12 @@ from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from ..store.db import begin_writing, settle, transaction, unfinished_message
 from .embed import clear_embeddings, embed_all
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
 from .extract import extract_chunks
 from ..models.gateway import Gateway
 from ..ingest.sources import read_documents
-from .ledger import fill_summary, finish_run, model_recorder, start_run, usage_before
+from .ledger import fill_summary, finish_run, record_dimension, record_models, start_run, usage_before
 from .merge_graph import needs_merge, plan_merge, store_merge, summarise
 from .idle_work import Overlap
 from .portable_vectors import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
@@ -139,12 +139,12 @@ class Build:
         with self.summary.timed("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
         with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
-            keep_portable(self.conn, self.store.models.model_options, self.progress,
-                          known=self.gateway.known_portable)
+            self.summary.portable_vectors += keep_portable(self.conn, self.store.models.model_options,
+                                                           self.progress, known=self.gateway.known_portable)
 
 
 def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn | None, stdin,
-          overrides: dict, portable: bool | str = False, batch=None) -> IndexSummary:
+          overrides: dict, portable: bool | str = False, batch=None, keep_boilerplate: bool = False) -> IndexSummary:
     """Ingest documents and bring every stage up to date (see KnowledgeBase.index); portable
     (True or a local embedder's spec): keep portable vectors too (tgr/build/portable_vectors.py); batch: see
     KnowledgeBase.index."""
@@ -152,12 +152,14 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
 
     def on_warning(message: str) -> None:
         warnings.append(message)
-        (warn or (lambda m: None))(message)
+        tell(warn, message)
 
     paths = list(paths)
-    documents = read_documents(paths, on_warning, stdin=stdin) if paths else []
+    documents = read_documents(paths, on_warning, stdin=stdin, keep_boilerplate=keep_boilerplate) if paths else []
     if not documents and (paths or not store.has_rows("documents")):
-        raise InputError("nothing to index: " + ("; ".join(warnings) if warnings else "no documents given"))
+        said = "each file skipped is named above" if warn else "; ".join(warnings)  # no line twice
+        raise InputError("nothing to index: " + (f"no document could be read ({said})" if warnings
+                                                 else "no documents given"))
     store.writable("index", on_warning)  # before the settings: another run may be choosing them
     if portable:
         start_portable(store.conn, make_embedder(DEFAULT_PORTABLE if portable is True else portable))
@@ -168,6 +170,8 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
                    lambda gw, s: Build(store, gw, settings, s, progress, on_warning).index(documents),
                    batch=batch, progress=progress)
     summary.warnings = warnings
+    summary.boilerplate = {d.source: d.metadata["boilerplate_chars"] for d in documents
+                           if d.metadata.get("boilerplate_chars")}
     return summary
 
 
@@ -202,7 +206,7 @@ def add_portable(store, spec: str, *, progress: Progress | None) -> IndexSummary
     def body(gateway: Gateway, summary: IndexSummary) -> None:
         start_portable(store.conn, embedder)
         with summary.timed("portable"):
-            refresh_portable(store.conn, embedder, progress)
+            summary.portable_vectors = refresh_portable(store.conn, embedder, progress)
 
     return _run(store, f"rebuild embeddings --add {embedder.name}", store.settings(), body)
 
@@ -256,16 +260,16 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     begin_writing(store.conn)
     if "embed_model" not in store.meta:  # vectors of a run whose embedder never answered: not ours
         clear_embeddings(store.conn)
+    record_models(store.conn, settings, chat, embedder)  # before the first model call
     run_id = start_run(store.conn, command, settings)
     gateway = store.models.gateway(run_id)
     before = usage_before(gateway)
     summary = IndexSummary()
     status = "failed"
-    gateway.on_answer = model_recorder(store.conn, settings, chat, embedder)
     try:
+        record_dimension(store.conn, gateway)  # the embedder's probe, if it needs one: retried
         gateway.batch = runner_for(store.conn, chat, batch, progress)
         body(gateway, summary)
-        gateway.on_answer(None)  # a run that needed no model call still records them
         if gateway.batch:
             gateway.batch.abandon_stale()
         status = "done"

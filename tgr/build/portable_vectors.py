@@ -23,7 +23,7 @@ from ..models.clients import Embedder, embeds, vector_type
 from ..text import content_hash
 
 DEFAULT_PORTABLE = "local:multilingual-e5-small"
-BATCH = 64
+BATCH = 16  # rows per engine call: the progress moves every few seconds on a small machine
 PORTABLE_META = (PORTABLE_MODEL_KEY, "portable_embed_dim", "portable_embed_vector")
 
 Progress = Callable[[str, int, int], None]

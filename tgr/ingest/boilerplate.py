@@ -1,11 +1,14 @@
 """Boilerplate that is not the work's knowledge, recognised when a plain-text file is read.
 
 Dropped from the document's text (so it is neither extracted nor searched): a Project
-Gutenberg header and licence (everything outside the "*** START/END OF THE PROJECT
-GUTENBERG EBOOK ***" lines), producers' and transcribers' credits and a printer's imprint (ISBN, "FIRST PUBLISHED"), tables of contents and
-lists of illustrations (a heading such as "CONTENTS" and the list-like paragraphs after
-it), and "[Illustration]" markers (a caption's own words stay). What was dropped is
-counted in the document's metadata; the rest of the text is kept exactly.
+Gutenberg header and licence footer, only at the start and end of the text (before a
+"*** START OF THE PROJECT GUTENBERG EBOOK" line near the start, after an "*** END OF ..." line
+near the end: such a line in the middle of a file drops nothing), producers' and transcribers'
+credits and a printer's imprint (ISBN, "FIRST PUBLISHED") near the start, tables of contents
+and lists of illustrations (a heading such as "CONTENTS" and the list-like paragraphs after
+it), and "[Illustration]" markers (a caption's own words stay). What was dropped is counted
+in the document's metadata and said when a file is read (`tgr index --keep-boilerplate`
+keeps it all); the rest of the text is kept exactly.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ _ILLUSTRATION = re.compile(r"\[Illustration(?::\s*([^\]]*))?\]", re.S)
 _LIST_LINE = 60  # a table-of-contents entry is short; Gutenberg prose is wrapped at ~70
 _CREDITS_WITHIN = 5000  # credits come at the start of a text
 _FRONT_MATTER = 0.2  # a contents list is looked for only in the first fifth of a text
+_HEADER_WITHIN = 20_000  # a Gutenberg header ends with a START line this close to the start (~1-15 KB)
+_FOOTER_WITHIN = 40_000  # its licence footer starts with an END line this close to the end (~19 KB)
 
 
 @dataclass
@@ -65,19 +70,19 @@ def strip_boilerplate(text: str) -> Cleaned:
 
 
 def _gutenberg_bodies(text: str) -> tuple[str, str | None, bool]:
-    """The text inside the Gutenberg START/END lines (each START's body up to the next END or
-    START: books joined into one file keep every body), the title the first header gives,
-    and whether there were such lines. Text without them is returned whole."""
-    markers = sorted([(m.start(), m.end(), True) for m in _START.finditer(text)] +
-                     [(m.start(), m.end(), False) for m in _END.finditer(text)])
-    if not markers:
+    """The text without a Project Gutenberg header (up to a START line near the start of the
+    text) and footer (from an END line near its end), the title the header gives, and whether
+    either was found. A START or END line anywhere else (books joined into one file, an
+    anthology, a scraped dump) splits nothing and drops nothing."""
+    starts = [m for m in _START.finditer(text) if m.start() <= _HEADER_WITHIN]
+    ends = [m for m in _END.finditer(text) if len(text) - m.start() <= _FOOTER_WITHIN]
+    begin = starts[0].end() if starts else 0
+    ends = [m for m in ends if m.start() >= begin]
+    finish = ends[-1].start() if ends else len(text)
+    if not starts and not ends:
         return text, None, False
-    header = _HEADER_TITLE.search(text, 0, markers[0][0]) if markers[0][2] else None
-    bodies = [text[:markers[0][0]]] if not markers[0][2] else []  # an END alone: the body is before it
-    for (_, after, is_start), (following, _, _) in zip(markers, [*markers[1:], (len(text), len(text), True)]):
-        if is_start:
-            bodies.append(text[after:following])
-    return "\n\n".join(b.strip("\n") for b in bodies), (header.group(1).strip() if header else None), True
+    header = _HEADER_TITLE.search(text, 0, starts[0].start()) if starts else None
+    return text[begin:finish].strip("\n"), (header.group(1).strip() if header else None), True
 
 
 def _list_like(paragraph: str) -> bool:

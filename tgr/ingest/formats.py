@@ -53,19 +53,24 @@ def first_line_title(text: str, default: str) -> str:
     return (title or default)[:TITLE_LIMIT]
 
 
-def read_plain(source: str, text: str, warn: Warn) -> list[Record]:
+def read_plain(source: str, text: str, warn: Warn, keep_boilerplate: bool = False) -> list[Record]:
     """.txt / .md: the whole file is one document titled by its first line (boilerplate
-    such as a Project Gutenberg licence dropped first: tgr.ingest.boilerplate)."""
+    such as a Project Gutenberg licence dropped first, and said: tgr.ingest.boilerplate)."""
     from .boilerplate import strip_boilerplate
 
     text = normalise_newlines(text)
     if not text.strip():
         warn(f"{source}: empty file, skipped")
         return []
+    if keep_boilerplate:
+        return [Record(text=text, title=first_line_title(text, source))]
     cleaned = strip_boilerplate(text)
     if not cleaned.text.strip():
         return [Record(text=text, title=first_line_title(text, source))]  # nothing but boilerplate: keep it
     metadata = {"boilerplate_chars": cleaned.dropped} if cleaned.dropped else {}
+    if cleaned.dropped:
+        warn(f"{source}: dropped {cleaned.dropped:,} of {len(text):,} characters as boilerplate (licence "
+             "header or footer, credits, contents lists); --keep-boilerplate keeps them")
     title = (cleaned.title or first_line_title(cleaned.text, source))[:TITLE_LIMIT]
     return [Record(text=cleaned.text, title=title, metadata=metadata)]
 
@@ -195,9 +200,9 @@ def read_csv(source: str, text: str, warn: Warn) -> list[Record]:
     return records
 
 
-def read_rst(source: str, text: str, warn: Warn) -> list[Record]:
+def read_rst(source: str, text: str, warn: Warn, keep_boilerplate: bool = False) -> list[Record]:
     """.rst: read as plain text; the title is the first line that is not an adornment."""
-    return read_plain(source, text, warn)
+    return read_plain(source, text, warn, keep_boilerplate)
 
 
 # Elements whose content is not text a reader sees, and elements that start a new line.

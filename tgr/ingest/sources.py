@@ -5,6 +5,7 @@ This module finds files and decodes them; tgr/ingest/formats.py turns a file int
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -70,8 +71,10 @@ class _File:
     explicit: bool  # named on the command line (errors stop the run) or found in a directory (warn)
 
 
-def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None) -> list[Document]:
-    """Documents from the given paths, deduplicated by content.
+def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None,
+                   keep_boilerplate: bool = False) -> list[Document]:
+    """Documents from the given paths, deduplicated by content (keep_boilerplate: plain text
+    is kept whole, see tgr.boilerplate).
 
     Empty, binary and undecodable files found in a directory are skipped with a warning; a
     file named explicitly that cannot be read raises InputError (before anything is stored).
@@ -81,7 +84,7 @@ def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None
     for path in paths:
         for file in _files(path, warn, stdin):
             about_rows = formats.RowWarnings(file.source, warn)  # a big file's duplicates: a few lines
-            for doc in _read(file, warn):
+            for doc in _read(file, warn, keep_boilerplate):
                 if doc.id in documents:
                     about_rows(f"{doc.where}: same content as {documents[doc.id].label}, skipped")
                     continue
@@ -94,9 +97,11 @@ def read_documents(paths: Iterable[str], warn: Warn = lambda m: None, stdin=None
     return list(documents.values())
 
 
-def _read(file: _File, warn: Warn) -> list[Document]:
+def _read(file: _File, warn: Warn, keep_boilerplate: bool = False) -> list[Document]:
     suffix = Path(file.source).suffix.lower() if file.source != "<stdin>" else ""
     reader = READERS.get(suffix, formats.read_plain)
+    if keep_boilerplate and reader in (formats.read_plain, formats.read_rst):
+        reader = functools.partial(reader, keep_boilerplate=True)
     try:
         if suffix in BINARY_FORMATS:
             records, encoding = reader(file.source, file.raw, warn), None

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 if TYPE_CHECKING:  # httpx is imported when a remote model is built
     import httpx
 
-from ..errors import ModelError, TransientModelError
+from ..errors import ModelError, OutOfReach, TransientModelError
 from ..text import estimate_tokens
 
 ZHIPU_CHAT_DEFAULT = "glm-4-flash"
@@ -34,6 +34,10 @@ class Completion:
 
 
 class ChatModel(Protocol):
+    """Optional: stream(prompt, **params) yields the answer's text pieces as the model writes
+    them, then its Completion (tgr.gateway replays a model without it whole). A `history`
+    param (role/content messages) is the conversation the prompt follows."""
+
     name: str
 
     def complete(self, prompt: str, **params) -> Completion: ...
@@ -86,6 +90,29 @@ def _usage(prompt: str, text: str, usage) -> tuple[int, int, str]:
     return estimate_tokens(prompt), estimate_tokens(text), "estimate"
 
 
+def messages(prompt: str, params: dict) -> list[dict]:
+    """The chat messages of a request: the conversation so far (params["history"]), then the prompt."""
+    earlier = [{"role": m["role"], "content": m["content"]} for m in params.get("history") or ()]
+    return [*earlier, {"role": "user", "content": prompt}]
+
+
+def _completion_of(prompt: str, pieces) -> Iterator[str | Completion]:
+    """A stream's text pieces, then its Completion (usage as reported, else estimated)."""
+    from .chat_stream import StreamEnd
+
+    text = []
+    try:
+        for item in pieces:
+            if isinstance(item, StreamEnd):
+                joined = "".join(text)
+                yield Completion(joined, *_usage(prompt, joined, item.usage))
+                return
+            text.append(item)
+            yield item
+    finally:
+        pieces.close()  # stopped early: the connection is closed now, not when collected
+
+
 def _is_transient_status(status: int) -> bool:
     return status in (408, 409, 425, 429) or status >= 500
 
@@ -107,7 +134,8 @@ class _ZhipuBase:
 
         self._key = api_key or os.environ.get("ZHIPUAI_API_KEY")
         if not self._key:
-            raise ModelError("zhipuai needs an API key: set ZHIPUAI_API_KEY")
+            raise OutOfReach("zhipuai needs an API key: set ZHIPUAI_API_KEY (or TGR_API_KEY)",
+                             "no ZHIPUAI_API_KEY")
         self.model = model
         # tgr retries itself (with backoff and the cache), so the SDK must not.
         self._client = ZhipuAI(api_key=self._key, base_url=base_url, timeout=timeout,
@@ -145,7 +173,7 @@ class ZhipuChat(_ZhipuBase):
         """The JSON body of one chat request (the same in a batch job's input file)."""
         sampling = {"do_sample": False} if params.get("temperature", 0.0) == 0.0 else {
             "temperature": params["temperature"]}
-        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+        return {"model": self.model, "messages": messages(prompt, params),
                 "max_tokens": params.get("max_tokens", 4096), **sampling}
 
     def complete(self, prompt: str, **params) -> Completion:
@@ -158,6 +186,13 @@ class ZhipuChat(_ZhipuBase):
         except (AttributeError, IndexError) as exc:
             raise TransientModelError(f"zhipuai {self.model}: malformed response ({exc})") from None
         return Completion(text, *_usage(prompt, text, response.usage))
+
+    def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
+        """The answer's text pieces as GLM writes them, then its Completion."""
+        from .chat_stream import zhipu_pieces
+
+        return _completion_of(prompt, zhipu_pieces(self._client, self.request_body(prompt, **params),
+                                                   self._translate))
 
 
 class ZhipuEmbedder(_ZhipuBase):
@@ -193,7 +228,8 @@ class _OpenAIBase:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._key = api_key if api_key is not None else os.environ.get("TGR_API_KEY")
+        self._key = api_key if api_key is not None else (os.environ.get("TGR_API_KEY")
+                                                          or os.environ.get("OPENAI_API_KEY"))
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
         self._owns_http = http_client is None
         import httpx  # imported with the first remote model: a local query never needs it
@@ -216,15 +252,19 @@ class _OpenAIBase:
         except httpx.TransportError as exc:
             raise TransientModelError(redact(f"{self.base_url}: {exc}", self._key)) from None
         if response.status_code >= 400:
-            detail = redact(response.text[:300], self._key)
-            message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
-            if _is_transient_status(response.status_code):
-                raise TransientModelError(message, _retry_after(response.headers))
-            raise ModelError(message)
+            raise self._status_error(response, path)
         try:
             return response.json()
         except ValueError:
             raise TransientModelError(f"{self.base_url}{path}: response is not JSON") from None
+
+    def _status_error(self, response, path: str) -> Exception:
+        """tgr's error for an HTTP error answer (transient: worth a retry)."""
+        detail = redact(response.text[:300], self._key)
+        message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
+        if _is_transient_status(response.status_code):
+            return TransientModelError(message, _retry_after(response.headers))
+        return ModelError(message)
 
 
 class OpenAIChat(_OpenAIBase):
@@ -236,7 +276,7 @@ class OpenAIChat(_OpenAIBase):
 
     def request_body(self, prompt: str, **params) -> dict:
         """The JSON body of one chat request (the same in a batch job's input file)."""
-        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+        return {"model": self.model, "messages": messages(prompt, params),
                 "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
 
     def complete(self, prompt: str, **params) -> Completion:
@@ -246,6 +286,16 @@ class OpenAIChat(_OpenAIBase):
         except (KeyError, IndexError, TypeError):
             raise TransientModelError(f"{self.base_url}: malformed chat response") from None
         return Completion(text, *_usage(prompt, text, data.get("usage")))
+
+    def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
+        """The answer's text pieces as the endpoint streams them (SSE), then its Completion."""
+        from .chat_stream import openai_pieces
+
+        path = "/chat/completions"
+        describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
+        return _completion_of(prompt, openai_pieces(
+            self._http, f"{self.base_url}{path}", self.request_body(prompt, **params), describe,
+            lambda response: self._status_error(response, path)))
 
 
 class OpenAIEmbedder(_OpenAIBase):
@@ -260,9 +310,14 @@ class OpenAIEmbedder(_OpenAIBase):
 
     @property
     def dim(self) -> int:
-        if self._dim is None:  # ask the endpoint once
-            self._dim = len(self.embed(["dimension probe"])[0])
+        self.probe()
         return self._dim
+
+    def probe(self) -> None:
+        """Ask the endpoint once for the dimension, unless it is known (from the store, or an
+        answer); tgr.gateway.Gateway.embed_dim retries it like every request."""
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -274,8 +329,9 @@ class OpenAIEmbedder(_OpenAIBase):
                 vectors.extend([float(x) for x in row["embedding"]] for row in rows)
             except (KeyError, TypeError):
                 raise TransientModelError(f"{self.base_url}: malformed embeddings response") from None
-        if self._dim is not None:
-            _check_dims(self.name, self._dim, vectors)
+        if self._dim is None and vectors:
+            self._dim = len(vectors[0])
+        _check_dims(self.name, self._dim, vectors)
         return vectors
 
 

@@ -64,6 +64,21 @@ class Usage:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    def count(self, kind: str, hit: bool, prompt_tokens: int, completion_tokens: int, prompt_chars: int,
+              price: float) -> None:
+        """Count one request: a cache hit, a local computation (never a call), or a paid call."""
+        if hit:
+            self.cache_hits += 1
+        elif kind == "local":
+            self.local += 1
+        else:
+            self.calls += 1
+            self.batched += int(price < 1.0)
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.billed_tokens += (prompt_tokens + completion_tokens) * price
+            self.prompt_chars += prompt_chars
+
 
 MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
 # After Ctrl-C, answers of calls already in flight are awaited this long and cached, so that
@@ -76,6 +91,19 @@ def cache_key(model: str, prompt: str, params: dict) -> str:
 
     blob = json.dumps([model, prompt, params], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def retry_delay(gateway: "Gateway", exc: TransientModelError, attempt: int) -> float:
+    """Seconds the gateway waits before retrying after this failed attempt (Retry-After, else
+    backoff with jitter); ModelError once its retries are spent."""
+    if attempt > gateway.max_retries:
+        raise ModelError(f"{exc} (gave up after {attempt} attempts; "
+                         "re-run to resume: finished calls are cached)") from None
+    delay = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER)
+    if delay is None:
+        delay = min(gateway.max_backoff, gateway.backoff * 2 ** (attempt - 1))
+        delay *= 0.5 + gateway._jitter.random()
+    return delay
 
 
 class _RateLimiter:
@@ -198,8 +226,6 @@ class Gateway:
         self.max_backoff = max_backoff
         self.run_id = run_id
         self.write_cache = write_cache
-        # called with 'chat' or 'embed' as each answer is recorded (inside its transaction)
-        self.on_answer: Callable[[str], None] | None = None
         self.usage: dict[str, Usage] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -220,6 +246,15 @@ class Gateway:
         for _, text in self.chat_many(stage, [ChatJob(None, prompt, params)]):
             return text
         raise ModelError("no answer")  # unreachable: chat_many yields once per job
+
+    def cached_answer(self, stage: str, key: str) -> str | None:
+        """The cached answer under this key (recorded as a cache hit), or None."""
+        row = self.conn.execute(
+            "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        self._ledger(stage, "chat", self.chat_model.name, True, 0, row[1], row[2], "cache", 0.0, 0)
+        return row[0]
 
     def chat_many(self, stage: str, jobs: Iterable[ChatJob],
                   idle: Callable[[], bool] | None = None) -> Iterator[tuple[ChatJob, str]]:
@@ -242,12 +277,9 @@ class Gateway:
             if key in misses:
                 misses[key].append(job)
                 continue
-            row = self.conn.execute(
-                "SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
-                (key,)).fetchone()
-            if row is not None:
-                self._ledger(stage, "chat", model, True, 0, row[1], row[2], "cache", 0.0, 0)
-                yield job, row[0]
+            cached = self.cached_answer(stage, key)
+            if cached is not None:
+                yield job, cached
             else:
                 misses[key] = [job]
         idle = _UntilDone(idle) if idle is not None else None
@@ -345,22 +377,30 @@ class Gateway:
             self._workers = _Workers(self.concurrency)
         return self._workers
 
-    def _with_retries(self, call: Callable[[], Any]) -> tuple[Any, int]:
+    def embed_dim(self) -> int:
+        """The embedder's dimension. An endpoint that has to be asked for it (tgr.models.
+        OpenAIEmbedder.probe) is asked like any request: retried with backoff, Retry-After and
+        max_retries, so a transient error on the run's first request costs time, not the run."""
+        probe = getattr(self.embedder, "probe", None)
+        if probe is not None:
+            self.retried(probe)
+        return self.embedder.dim
+
+    def retried(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        """(call(), attempts): call retried on transient errors (429, 5xx, timeouts) with
+        exponential backoff and jitter, honouring Retry-After, at most max_retries times."""
         attempt = 0
         while True:
             attempt += 1
-            self._limiter.wait()
+            self.wait_turn()
             try:
                 return call(), attempt
             except TransientModelError as exc:
-                if attempt > self.max_retries:
-                    raise ModelError(f"{exc} (gave up after {attempt} attempts; "
-                                     "re-run to resume: finished calls are cached)") from None
-                delay = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER)
-                if delay is None:
-                    delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                    delay *= 0.5 + self._jitter.random()
-                time.sleep(delay)
+                time.sleep(retry_delay(self, exc, attempt))
+
+    def wait_turn(self) -> None:
+        """Wait until the requests-per-minute cap allows another call."""
+        self._limiter.wait()
 
     def _run_chat(self, outcome: _Outcome) -> _Outcome:
         job = outcome.job
@@ -372,7 +412,7 @@ class Gateway:
                 params = dict(job.params)
                 if tries:  # a rejected answer: ask again with a little sampling
                     params["temperature"] = 0.3
-                completion, attempts = self._with_retries(
+                completion, attempts = self.retried(
                     functools.partial(self.chat_model.complete, job.prompt, **params))
                 outcome.attempts += attempts
                 spent_prompt += completion.prompt_tokens
@@ -401,7 +441,7 @@ class Gateway:
         start = time.perf_counter()
         self._enter()
         try:
-            vectors, attempts = self._with_retries(functools.partial(embed, batch))
+            vectors, attempts = self.retried(functools.partial(embed, batch))
             return index, vectors, attempts, time.perf_counter() - start, None
         except BaseException as exc:
             return index, None, 0, time.perf_counter() - start, exc
@@ -410,7 +450,7 @@ class Gateway:
 
     def _embed_batch(self, stage: str, batch: list[str]) -> list[list[float]]:
         start = time.perf_counter()
-        vectors, attempts = self._with_retries(functools.partial(self._embed_call(stage), batch))
+        vectors, attempts = self.retried(functools.partial(self._embed_call(stage), batch))
         self._record_embed(stage, batch, attempts, time.perf_counter() - start)
         return vectors
 
@@ -431,6 +471,10 @@ class Gateway:
     def _leave(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+    def store_answer(self, stage: str, model: str, outcome: "_Outcome") -> None:
+        """Cache (where this gateway writes its cache) and record one answered call."""
+        self._store(stage, model, outcome)
 
     def _store(self, stage: str, model: str, outcome: _Outcome) -> None:
         """Cache the answer and record the call, in one transaction (one commit per call)."""
@@ -453,20 +497,7 @@ class Gateway:
 
     def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
                 source, latency, prompt_chars, price: float = 1.0) -> None:
-        usage = self.stage_usage(stage)
-        if hit:
-            usage.cache_hits += 1
-        elif kind == "local":
-            usage.local += 1
-        else:
-            usage.calls += 1
-            usage.batched += int(price < 1.0)
-            usage.prompt_tokens += prompt_tokens
-            usage.completion_tokens += completion_tokens
-            usage.billed_tokens += (prompt_tokens + completion_tokens) * price
-            usage.prompt_chars += prompt_chars
-        if self.write_cache and self.on_answer is not None:
-            self.on_answer(kind)
+        self.stage_usage(stage).count(kind, hit, prompt_tokens, completion_tokens, prompt_chars, price)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "

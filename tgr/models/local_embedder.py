@@ -43,6 +43,7 @@ class LocalEmbedder:
 
     name = NAME
     dim = DIM
+    local = True  # computed here: never a model call or billed tokens (tgr.models.is_local)
     vector_type = "int8"  # measured: no recall loss against float32 (README)
     request_tokens = CALL_TOKENS  # keeps an embedding step between chat answers short
 

@@ -1,18 +1,27 @@
 """The model providers by name, and the chat model or embedder a spec string makes.
 
-Spec strings: "zhipuai:glm-4-flash", "openai:qwen2.5" (needs a base URL), "tgr:hash-384"
+Spec strings: "zhipuai:glm-4-flash", "openai:gpt-4o-mini", "tgr:hash-384"
 (hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
 chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
 With nothing configured and no ZHIPUAI_API_KEY, tgr runs on the offline default; its embedder
 is local:multilingual-e5-small when the local-embed extra is installed, else tgr:hash-384.
 Which of them a store is built and asked with is tgr.models.selection's business.
+
+Keys and endpoints, first found wins (docs: README "Keys and endpoints"):
+  openai:   --base-url, TGR_BASE_URL, OPENAI_BASE_URL, else OpenAI's own endpoint;
+            the key: api_key=, TGR_API_KEY, OPENAI_API_KEY (none needed at a named endpoint).
+  zhipuai:  the key: api_key=, TGR_API_KEY, ZHIPUAI_API_KEY.
+A store records the host of the endpoint it was built at (never a key) and shows it; the host
+is never used to send anything: with no endpoint named, a store built elsewhere than at
+OpenAI's endpoint is refused (building) or left out (questions), naming the host.
 """
 from __future__ import annotations
 
 import os
 
-from ..errors import ModelError
+from ..errors import ModelError, OutOfReach
+from ..store.untrusted_text import terminal_safe
 from ..offline.providers import OFFLINE_WRITER, HashEmbedder
 from .clients import (
     ZHIPU_CHAT_DEFAULT,
@@ -33,16 +42,73 @@ LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key
 
 
 def _split(spec: str, base_url: str | None) -> tuple[str, str]:
-    if ":" in spec:
-        provider, _, name = spec.partition(":")
+    """(provider, model name). A name with a base URL whose prefix is no provider is the endpoint's
+    own model name ("qwen2.5:7b", an Ollama tag); a bare name goes to that endpoint, else to zhipuai."""
+    provider, colon, name = spec.partition(":")
+    if colon and (provider.lower() in CHAT_PROVIDERS.keys() | EMBED_PROVIDERS.keys() or not base_url):
         return provider.lower(), name
     return ("openai" if base_url else "zhipuai"), spec
 
 
-def _endpoint(spec: str, base_url: str | None) -> str:
-    if not base_url:
-        raise ModelError(f"{spec} needs an OpenAI-compatible endpoint: pass --base-url or set TGR_BASE_URL")
-    return base_url
+OPENAI_URL = "https://api.openai.com/v1"
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "zhipuai": "ZHIPUAI_API_KEY"}
+
+
+def named_base_url(base_url: str | None = None) -> str | None:
+    """The OpenAI-compatible endpoint the user named: the argument, TGR_BASE_URL, OPENAI_BASE_URL."""
+    return base_url or os.environ.get("TGR_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def api_key_for(provider: str, api_key: str | None = None) -> str | None:
+    """The key for a provider: the argument, TGR_API_KEY, then the provider's own variable."""
+    return api_key or os.environ.get("TGR_API_KEY") or os.environ.get(KEY_VARIABLES.get(provider, "")) or None
+
+
+def endpoint_host(url: str | None) -> str | None:
+    """host[:port] of an endpoint URL (never its user or password), as a store records it."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    return f"{host}:{port}" if host and port else host
+
+
+def model_host(model) -> str | None:
+    """The endpoint host a model sends to (None: zhipuai's own, or computed in process)."""
+    return endpoint_host(getattr(model, "base_url", None)) if getattr(model, "name", "").startswith("openai:") else None
+
+
+def _openai_endpoint(spec: str, base_url: str | None, api_key: str | None,
+                     recorded_host: str | None) -> tuple[str, str]:
+    """(URL, key) for an openai: model: the endpoint named, else OpenAI's own. A store built
+    at another host than OpenAI's is not sent to OpenAI: the user names its endpoint."""
+    named = named_base_url(base_url)
+    key = api_key_for("openai", api_key)
+    if named:
+        return named, key or ""
+    if recorded_host and recorded_host != endpoint_host(OPENAI_URL):
+        host = terminal_safe(recorded_host)
+        raise OutOfReach(f"{spec} was used at {host}: pass --base-url with that endpoint's URL (or set "
+                         "TGR_BASE_URL or OPENAI_BASE_URL)", f"used at {host}; set TGR_BASE_URL or --base-url")
+    if not key:
+        raise OutOfReach(f"{spec} at OpenAI's endpoint needs a key: set OPENAI_API_KEY (or TGR_API_KEY), "
+                         "or pass --base-url for another OpenAI-compatible endpoint", "no OPENAI_API_KEY")
+    return OPENAI_URL, key
+
+
+def _openai_chat(name, *, spec, base_url, api_key, timeout, recorded_host=None) -> ChatModel:
+    url, key = _openai_endpoint(f"openai:{name}", base_url, api_key, recorded_host)
+    return OpenAIChat(name, url, api_key=key, timeout=timeout)
+
+
+def _openai_embedder(name, *, spec, base_url, api_key, timeout, dim, recorded_host=None) -> Embedder:
+    url, key = _openai_endpoint(f"openai:{name}", base_url, api_key, recorded_host)
+    return OpenAIEmbedder(name, url, dim=dim, api_key=key, timeout=timeout)
 
 
 def _hashed(name: str, **_) -> Embedder:
@@ -51,24 +117,25 @@ def _hashed(name: str, **_) -> Embedder:
 
 
 # provider prefix -> factory(name, *, spec, base_url, api_key, timeout[, dim]); a new provider is one entry
+# (recorded_host: where the store used an OpenAI-compatible model, see _openai_endpoint)
 CHAT_PROVIDERS = {
-    "zhipuai": lambda name, *, spec, base_url, api_key, timeout: ZhipuChat(name, api_key=api_key, timeout=timeout),
-    "openai": lambda name, *, spec, base_url, api_key, timeout: OpenAIChat(
-        name, _endpoint(spec, base_url), api_key=api_key, timeout=timeout),
+    "zhipuai": lambda name, *, spec, base_url, api_key, timeout, recorded_host=None: ZhipuChat(
+        name, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
+    "openai": _openai_chat,
 }
 EMBED_PROVIDERS = {
     "tgr": _hashed,
     "local": lambda name, **_: LocalEmbedder(name),
-    "zhipuai": lambda name, *, spec, base_url, api_key, timeout, dim: ZhipuEmbedder(
-        name, dim=dim, api_key=api_key, timeout=timeout),
-    "openai": lambda name, *, spec, base_url, api_key, timeout, dim: OpenAIEmbedder(
-        name, _endpoint(spec, base_url), dim=dim, api_key=api_key, timeout=timeout),
+    "zhipuai": lambda name, *, spec, base_url, api_key, timeout, dim, recorded_host=None: ZhipuEmbedder(
+        name, dim=dim, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
+    "openai": _openai_embedder,
 }
 
 
 def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
-              timeout: float = 120.0) -> ChatModel | None:
-    """A chat model for the spec, or None for the offline (extractive) mode."""
+              timeout: float = 120.0, recorded_host: str | None = None) -> ChatModel | None:
+    """A chat model for the spec, or None for the offline (extractive) mode (recorded_host:
+    where the store used it, see _openai_endpoint)."""
     base_url = base_url or os.environ.get("TGR_BASE_URL")
     if spec is None:
         if base_url:
@@ -86,7 +153,7 @@ def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | N
     if factory is None:
         raise ModelError(f"unknown chat provider in {spec!r} (use {', '.join(f'{p}:' for p in CHAT_PROVIDERS)} "
                          "or offline)")
-    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout)
+    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, recorded_host=recorded_host)
 
 
 def chat_name(chat: ChatModel | None) -> str:
@@ -95,7 +162,7 @@ def chat_name(chat: ChatModel | None) -> str:
 
 
 def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str | None = None,
-                  timeout: float = 120.0, dim: int | None = None) -> Embedder:
+                  timeout: float = 120.0, dim: int | None = None, recorded_host: str | None = None) -> Embedder:
     """An embedder for the spec; with no spec, zhipuai if a key is set, else the offline one."""
     base_url = base_url or os.environ.get("TGR_BASE_URL")
     if spec is not None and spec.lower() in OFFLINE_NAMES:
@@ -112,7 +179,8 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
     if factory is None:
         raise ModelError(f"unknown embedding provider in {spec!r} "
                          "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
-    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, dim=dim)
+    return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, dim=dim,
+                   recorded_host=recorded_host)
 
 
 def offline_embedder() -> Embedder:

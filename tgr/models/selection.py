@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..errors import ModelError, ModelMismatch
+from ..errors import ModelError, ModelMismatch, tell
 from ..store.db import PORTABLE_MODEL_KEY, PORTABLE_TABLES, set_meta, transaction
 from ..store.untrusted_text import terminal_safe
 from .clients import ChatModel, Embedder, vector_type
@@ -47,15 +47,19 @@ def embedder_for_store(meta: dict, spec: str | None, **kwargs) -> Embedder:
     if spec is not None and spec.lower() in OFFLINE_NAMES:
         # offline means no network: the store's own embedder if it is local, never a swap
         if built.partition(":")[0].lower() in REMOTE_PROVIDERS:
-            raise ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
-                                f"its API; it cannot be queried offline")
+            mismatch = ModelMismatch(f"this store's embeddings were made by {terminal_safe(built)}, which needs "
+                                     f"its API; it cannot be queried offline")
+            mismatch.reason = "--offline: no network"
+            raise mismatch
         spec = None
     wanted = spec or built
     try:
-        embedder = make_embedder(wanted, dim=dim, **kwargs)
+        embedder = make_embedder(wanted, dim=dim, recorded_host=meta.get("endpoint_host"), **kwargs)
     except ModelError as exc:
-        raise ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
-                            f"it cannot be queried without it: {exc}") from None
+        mismatch = ModelMismatch(f"this store's embeddings were made by {built} (dim {dim}); "
+                                 f"it cannot be queried without it: {exc}")
+        mismatch.reason = reason_of(exc)
+        raise mismatch from None
     if embedder.name != built or (dim and embedder.dim != dim):
         raise ModelMismatch(f"this store was built with the embedding model {built} (dim {dim}), "
                             f"not {embedder.name}; query it with --embed-model {built}, or re-embed "
@@ -72,19 +76,30 @@ def chat_for_store(meta: dict, spec: str | None, *, lenient: bool = False,
     None, the extractive mode, with a one-line note saying why; others get the error.
     """
     recorded = meta.get("chat_model")
+    host = meta.get("endpoint_host")
     if spec is not None or not recorded:
-        return make_chat(spec, **kwargs), None
+        return make_chat(spec, recorded_host=host, **kwargs), None
     if recorded.lower() in OFFLINE_NAMES:
         return None, None
     try:
-        return make_chat(recorded, **kwargs), None
+        return make_chat(recorded, recorded_host=host, **kwargs), None
     except ModelError as exc:
         shown = terminal_safe(recorded)
         if not lenient:
             raise ModelMismatch(f"this store was built with the chat model {shown}: {exc} "
                                 f"(or name another one with --chat-model)") from None
-        return None, (f"this store was built with the chat model {shown}, which is not available here "
-                      f"({exc}); answering extractively from the store")
+        return None, out_of_reach_note(shown, reason_of(exc), "extractive answers")
+
+
+def reason_of(exc: Exception) -> str:
+    """Why a model is out of reach, in a few words (the message itself where it gives none)."""
+    return getattr(exc, "reason", None) or terminal_safe(str(exc))
+
+
+def out_of_reach_note(name: str, reason: str, consequence: str) -> str:
+    """The note a question gives for a model it leaves out (QueryModels.notes_for joins two
+    with the same reason into one)."""
+    return f"{name} out of reach ({reason}): {consequence}"
 
 
 class NoVectors:
@@ -115,15 +130,23 @@ class QueryModels:
         return "; ".join(self.notes_for(context_only=False)) or None
 
     def notes_for(self, context_only: bool) -> list[str]:
-        """What a question leaves out (a context needs no chat model)."""
-        return [n for n in (self.vector_note, None if context_only else self.chat_note) if n]
+        """What a question leaves out (a context needs no chat model); the chat model and the
+        embedder left out for the same reason in one note."""
+        notes = [n for n in (None if context_only else self.chat_note, self.vector_note) if n]
+        if len(notes) == 2:
+            (chat, _, chat_why), (embed, _, embed_why) = (n.partition(" out of reach (") for n in notes)
+            (reason, _, chat_then), (other, _, embed_then) = (w.rpartition("): ") for w in (chat_why, embed_why))
+            if reason == other:
+                return [out_of_reach_note(f"{chat} and {embed}", reason, f"{chat_then}, {embed_then}")]
+        return notes
 
     def say(self, notes: list[str], warn) -> None:
-        """Give warn, on one line, the notes it has not heard yet: each is said once per store."""
+        """Give warn, on one line, the notes it has not heard yet: each is said once per store
+        (with no warn callback, as a tgr.TgrWarning)."""
         unsaid = [n for n in notes if n not in self.said]
-        if warn and unsaid:
+        if unsaid:
             self.said.update(unsaid)
-            warn("; ".join(unsaid))
+            tell(warn, "; ".join(unsaid))
 
     @property
     def tables(self) -> dict[str, str] | None:
@@ -154,7 +177,7 @@ def resolve_query_models(meta: dict, chat_spec: ChatModel | str | None, embed_sp
     except ModelMismatch as exc:
         if not _out_of_reach(meta.get("embed_model"), embed_spec):
             raise
-        reason = str(exc)
+        reason = getattr(exc, "reason", None) or terminal_safe(str(exc))
     embedder, vectors, note = _fallback(meta, reason, offline=embed_spec is not None and embed_spec.lower() in OFFLINE_NAMES)
     return QueryModels(chat, embedder, vectors, chat_note, note)
 
@@ -170,25 +193,19 @@ def _out_of_reach(built: str | None, spec: str | None) -> bool:
 def _fallback(meta: dict, reason: str, offline: bool) -> tuple[Embedder, str, str]:
     """(embedder, vectors, note) when the store's embedder is out of reach."""
     built = terminal_safe(meta.get("embed_model", ""))
-    lost = f"this store's embeddings ({built}) cannot be reached here ({_short(reason, offline)})"
-    back = "; drop --offline to use them" if offline else ""
+    if offline:
+        reason = "--offline: drop it to use them"
     portable = meta.get(PORTABLE_MODEL_KEY)
     if portable and portable.partition(":")[0].lower() in LOCAL_PROVIDERS:  # never a remote one
         try:
             embedder = make_embedder(portable)
         except (ModelError, ValueError) as exc:
-            lost += f" nor its portable {terminal_safe(portable)} vectors ({terminal_safe(str(exc))})"
+            reason += f"; nor its portable {terminal_safe(portable)} vectors: {terminal_safe(str(exc))}"
         else:
             if embedder.name == portable and str(embedder.dim) == str(meta.get("portable_embed_dim")):
-                return embedder, "portable", f"{lost}: searching its portable {embedder.name} vectors instead{back}"
-    return NoVectors(), "none", f"{lost}: searching without vectors (full text, the graph and reports){back}"
-
-
-def _short(reason: str, offline: bool) -> str:
-    """The cause of an embedder error, without the sentence that wraps it."""
-    if offline:
-        return "--offline: no network"
-    return terminal_safe(reason.split("cannot be queried without it: ", 1)[-1])
+                return embedder, "portable", out_of_reach_note(built, reason,
+                                                               f"searching its portable {embedder.name} vectors")
+    return NoVectors(), "none", out_of_reach_note(built, reason, "without vectors")
 
 
 class ModelChoice:
@@ -229,14 +246,26 @@ class ModelChoice:
             chat = self.chat_model()
             embedder = self.embed_spec
             if embedder is None or isinstance(embedder, str):
-                embedder = embedder_for_store(self.store.meta, embedder, **self.model_options)
+                embedder = self._embedder_for_run(embedder)
             else:
                 built = self.store.meta.get("embed_model")
                 if built and built != embedder.name:
                     raise ModelMismatch(f"this store was built with the embedding model {built}, "
                                         f"not {embedder.name}")
-            self._resolved = (chat, keep_store_vector_type(embedder, self.store.meta))
+                embedder = keep_store_vector_type(embedder, self.store.meta)
+            self._resolved = (chat, embedder)
         return self._resolved
+
+    def _embedder_for_run(self, spec: str | None) -> Embedder:
+        """The store's recorded embedder; another one named explicitly only while the store
+        holds no vector yet (a first run that stopped before embedding anything)."""
+        try:
+            return keep_store_vector_type(embedder_for_store(self.store.meta, spec, **self.model_options),
+                                          self.store.meta)
+        except ModelMismatch:
+            if spec is None or spec.lower() in OFFLINE_NAMES or has_vectors(self.store.conn):
+                raise
+        return make_embedder(spec, **self.model_options)
 
     def chat_model(self) -> ChatModel | None:
         """The chat model from its spec, else the one the store records (None: extractive)."""
@@ -282,10 +311,18 @@ class ModelChoice:
         embedder = self.embed_spec
         if embedder is None or isinstance(embedder, str):
             embedder = make_embedder(embedder, **self.model_options)
-        embedder.embed(["embedding probe"])  # fail here, before the old vectors are dropped
+        # fail here, before the old vectors are dropped (retried like every request)
+        Gateway(self.store.conn, None, embedder, **self.gateway_options).retried(
+            lambda: embedder.embed(["embedding probe"]))
         self.embed_spec = embedder
         clear_vectors()
         with transaction(self.store.conn):
             set_meta(self.store.conn, embed_model=embedder.name, embed_dim=embedder.dim,
                      embed_vector=vector_type(embedder))
         self.release()
+
+
+def has_vectors(conn) -> bool:
+    """Whether any chunk, entity or report of the store has a vector (of its own embedder)."""
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE embed_hash IS NOT NULL LIMIT 1").fetchone()
+               for table in ("chunks", "entities", "reports"))

@@ -9,7 +9,7 @@ report writer (tgr.build.report) do; tgr.query.modes never asks which one it has
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import ExtractiveAnswerer
@@ -27,12 +27,19 @@ class ReportText:
 
 
 class Answerer(Protocol):
+    """answer and reduce take the conversation the question follows (history: role/content
+    turns, oldest first); their *_stream twins give the same text in pieces as it is written."""
+
     name: str  # recorded as the answer's model
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               names: Sequence[str] = (), linked: bool = False) -> str:
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> str:
         """Local and naive: an answer from the context tables, or from (citation, text) passages
         (linked: local mode's, which the graph walk linked)."""
+
+    def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> Iterator[str]:
+        """answer()'s text in pieces as it is written."""
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
         """A global answer written whole from the store (None: map and reduce instead)."""
@@ -40,8 +47,12 @@ class Answerer(Protocol):
     def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
         """Global's map step: (importance 0-100, cited text) points from batches of reports."""
 
-    def reduce(self, question: str, points: list[tuple[int, str]]) -> str:
+    def reduce(self, question: str, points: list[tuple[int, str]], *, history: Sequence[dict] = ()) -> str:
         """Global's reduce step: an answer from the best points (highest first)."""
+
+    def reduce_stream(self, question: str, points: list[tuple[int, str]], *,
+                      history: Sequence[dict] = ()) -> Iterator[str]:
+        """reduce()'s text in pieces as it is written."""
 
     def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
         """(points to cite, answer) when no report gave a point."""
@@ -57,10 +68,15 @@ class LLMAnswerer:
         self.name = gateway.chat_model.name
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               names: Sequence[str] = (), linked: bool = False) -> str:
-        prompt = self.prompts.answer.format(question=question, context=context,
-                                            response_type=self.response_type)
-        return self.gateway.chat("query", prompt).strip()
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> str:
+        return self.gateway.chat("query", self._answer_prompt(question, context), **_conversation(history)).strip()
+
+    def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> Iterator[str]:
+        return _streamed(self.gateway, self._answer_prompt(question, context), history)
+
+    def _answer_prompt(self, question: str, context: str) -> str:
+        return self.prompts.answer.format(question=question, context=context, response_type=self.response_type)
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> None:
         return None  # map calls over the reports, then a reduce call
@@ -74,11 +90,17 @@ class LLMAnswerer:
             points.extend((score, text) for text, score in parse_points(answer))
         return points
 
-    def reduce(self, question: str, points: list[tuple[int, str]]) -> str:
+    def reduce(self, question: str, points: list[tuple[int, str]], *, history: Sequence[dict] = ()) -> str:
+        return self.gateway.chat("query", self._reduce_prompt(question, points), **_conversation(history)).strip()
+
+    def reduce_stream(self, question: str, points: list[tuple[int, str]], *,
+                      history: Sequence[dict] = ()) -> Iterator[str]:
+        return _streamed(self.gateway, self._reduce_prompt(question, points), history)
+
+    def _reduce_prompt(self, question: str, points: list[tuple[int, str]]) -> str:
         key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(points, 1))
-        prompt = self.prompts.reduce_answer.format(question=question, context=key_points,
-                                                   response_type=self.response_type)
-        return self.gateway.chat("query", prompt).strip()
+        return self.prompts.reduce_answer.format(question=question, context=key_points,
+                                                 response_type=self.response_type)
 
     def no_key_points(self, question: str, reports: list[tuple], level: int) -> tuple[list[tuple[int, str]], str]:
         return [], (f"I don't know: none of the {len(reports)} community reports at level "
@@ -87,10 +109,32 @@ class LLMAnswerer:
 
 class OfflineAnswerer(ExtractiveAnswerer):
     """The offline provider's answerer: extractive answers, and a global answer naming the main
-    communities (tgr.offline.global_answer) rather than a map and reduce over report items."""
+    communities (tgr.offline.global_answer) rather than a map and reduce over report items. It reads
+    no conversation (retrieval has already resolved a follow-up against it) and writes its
+    answer whole: a stream of it is one piece."""
+
+    def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> str:
+        return super().answer(question, passages, context=context, names=names, linked=linked)
+
+    def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False) -> Iterator[str]:
+        return iter([self.answer(question, passages, context=context, names=names, linked=linked)])
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
         return offline_global_answer(conn, retriever, question, report_ids)
+
+
+def _conversation(history: Sequence[dict]) -> dict:
+    """The chat call's params for a conversation (none without one: the cache key stays as it was)."""
+    return {"history": [dict(turn) for turn in history]} if history else {}
+
+
+def _streamed(gateway: Gateway, prompt: str, history: Sequence[dict]) -> Iterator[str]:
+    """A query's chat call, its text in pieces as the model writes it (tgr.models.streamed_calls)."""
+    from ..models.streamed_calls import stream_chat  # a question that is not streamed never needs it
+
+    return stream_chat(gateway, "query", prompt, _conversation(history))
 
 
 def answerer_for(gateway: Gateway, prompts: Prompts, response_type: str) -> Answerer:

@@ -6,6 +6,11 @@ ranked sources (passages with text, score and document), model calls, tokens and
 The answer comes from the answerer chosen once (tgr.query.answerers): the chat model's, or without
 one the extractive one (best-matching source sentences / report findings, with citations);
 with context_only no answer is generated at all.
+
+ask_stream gives the answer's text in pieces as the model writes it (the reduce step's, in
+global mode), then the complete Answer; ask() is the same without the pieces. A question may
+follow a conversation (tgr.query.conversation): retrieval resolves it against the last turn, and
+the chat model reads the latest turns that fit QuerySettings.history_tokens.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Generator, Iterator, Sequence
 
 from .answerers import ReportText, answerer_for
 from ..store.db import Connection
@@ -20,7 +26,7 @@ from ..models.gateway import Gateway
 from ..models.clients import vector_type
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..prompts import Prompts
-from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, ranks_reports
+from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
 from ..text import ContextTable, estimate_tokens, shorten
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
@@ -35,6 +41,7 @@ class QuerySettings:
     global_top: int = 32            # reports kept after the similarity pre-filter
     map_tokens: int = 3000          # budget of one map call's reports
     reduce_tokens: int = 3000       # budget of the key points given to reduce
+    history_tokens: int = 2000      # budget of the earlier turns a chat model reads
     response_type: str = RESPONSE_TYPE
 
 
@@ -76,31 +83,87 @@ class Searcher:
                                    vector_type=vector_type(gateway.embedder), tables=vector_tables,
                                    report_vectors=ranks_reports(gateway.embedder.name))
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
+        self.history: list[dict] = []  # the conversation a question follows (see follow)
+        self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
+        self.stream = False            # whether the answer's text is given as it is written
 
-    def ask(self, question: str, mode: str = "local", context_only: bool = False) -> Answer:
+    def ask(self, question: str, mode: str = "local", context_only: bool = False,
+            history: Sequence[dict] = ()) -> Answer:
+        return final_answer(self.ask_stream(question, mode, context_only, history, stream=False))
+
+    def ask_stream(self, question: str, mode: str = "local", context_only: bool = False,
+                   history: Sequence[dict] = (), stream: bool = True) -> Iterator[str | Answer]:
+        """The answer's text pieces as they are written (with stream), then the Answer."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        return self._measured(lambda: getattr(self, f"_{mode}")(question, context_only))
+        self.follow(history, stream)
+        return self._measured(getattr(self, f"_{mode}")(question, context_only))
 
-    def answer_passages(self, question: str, passages: list[Passage], mode: str,
-                        context_only: bool = False) -> Answer:
+    def answer_passages(self, question: str, passages: list[Passage], mode: str, context_only: bool = False,
+                        history: Sequence[dict] = (), stream: bool = False) -> Iterator[str | Answer]:
         """An answer written from given ranked passages (e.g. several stores' fused ranking):
-        the best that fit the context budget are the sources, as in naive mode."""
-        return self._measured(lambda: self._from_passages(question, mode, passages, context_only,
-                                                          time.perf_counter()))
+        the best that fit the context budget are the sources, as in naive mode. Its text
+        pieces (with stream), then the Answer."""
+        self.follow(history, stream)
+        return self._measured(self._from_passages(question, mode, passages, context_only, time.perf_counter()))
 
-    def _measured(self, answer_question) -> Answer:
-        """answer_question()'s Answer, with the model calls, tokens and time it took."""
+    def follow(self, history: Sequence[dict], stream: bool = False) -> None:
+        """Answer the next question after this conversation (role/content turns), streamed or not."""
+        self.history, self.stream, self.turns = list(history), stream, []
+        if self.history:  # (a question on its own never loads tgr.query.conversation)
+            from .conversation import recent_turns
+
+            self.turns = recent_turns(self.history, self.settings.history_tokens)
+
+    def searched(self, question: str) -> str:
+        """What retrieval looks for: the question, resolved against the conversation."""
+        if not self.history:
+            return question
+        from .conversation import search_text
+
+        return search_text(question, self.history, self.names_in)
+
+    def names_in(self, text: str) -> list[str]:
+        """The store's entities a text names (capitalised or CJK spans), most specific first."""
+        named = self.retriever.named_entities([s for s in question_spans(text) if s[1]])
+        names = dict(self.conn.execute("SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                                       (json.dumps(sorted(named), ensure_ascii=False),)).fetchall())
+        return [names[e] for e in sorted(named, key=lambda e: (-named[e], e)) if e in names]
+
+    def _measured(self, steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:
+        """The steps' text pieces, then their Answer with the model calls, tokens and time it took."""
         started = time.perf_counter()
         before = self.gateway.total_usage()
         before = (before.calls, before.prompt_tokens, before.completion_tokens)
-        answer = answer_question()
+        written = False
+        for piece in _pieces_of(steps):
+            if isinstance(piece, Answer):
+                answer = piece
+            else:
+                written = True
+                yield piece
+        if self.stream and not written and answer.answer:  # written whole, with no model
+            yield answer.answer
         after = self.gateway.total_usage()
         answer.model_calls = after.calls - before[0]
         answer.prompt_tokens = after.prompt_tokens - before[1]
         answer.completion_tokens = after.completion_tokens - before[2]
         answer.timings["total_s"] = round(time.perf_counter() - started, 4)
-        return answer
+        yield answer
+
+    def _written(self, kind: str, *args, **kwargs) -> Generator[str, None, str]:
+        """The answerer's kind ('answer' or 'reduce') of text after the conversation; with
+        stream, its pieces are yielded as they are written. Returns the whole text."""
+        if not self.stream:
+            return getattr(self.answerer, kind)(*args, history=self.turns, **kwargs)
+        pieces: list[str] = []
+        for piece in getattr(self.answerer, f"{kind}_stream")(*args, history=self.turns, **kwargs):
+            if not pieces:
+                piece = piece.lstrip()
+            if piece:
+                pieces.append(piece)
+                yield piece
+        return "".join(pieces).strip()
 
     # -- shared pieces --------------------------------------------------------------------
 
@@ -134,7 +197,8 @@ class Searcher:
     def _local(self, question: str, context_only: bool) -> Answer:
         s = self.settings
         t0 = time.perf_counter()
-        retrieval = self.retriever.retrieve(question, "local", max(LOCAL_PASSAGES, s.top_k))
+        searched = self.searched(question)
+        retrieval = self.retriever.retrieve(searched, "local", max(LOCAL_PASSAGES, s.top_k))
         scores = retrieval.entity_scores
         ids = sorted(scores, key=lambda e: (-scores[e], e))[:s.top_k]
         entities = {r[0]: r for r in self.conn.execute(
@@ -154,8 +218,8 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
-            result.answer = self.answerer.answer(question, _cited(passages), context=context,
-                                                 names=[entities[i][1] for i in ids[:5]], linked=True)
+            result.answer = yield from self._written("answer", question, _cited(passages), context=context,
+                                                     names=[entities[i][1] for i in ids[:5]], linked=True)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -201,7 +265,7 @@ class Searcher:
 
     def _naive(self, question: str, context_only: bool) -> Answer:
         t0 = time.perf_counter()
-        ranked = self.retriever.retrieve(question, "naive", self.settings.top_k).passages
+        ranked = self.retriever.retrieve(self.searched(question), "naive", self.settings.top_k).passages
         return self._from_passages(question, "naive", ranked, context_only, t0)
 
     def _from_passages(self, question: str, mode: str, ranked: list[Passage], context_only: bool,
@@ -215,7 +279,7 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: no passage in this store matches the question."
         else:
-            result.answer = self.answerer.answer(question, _cited(passages), context=result.context)
+            result.answer = yield from self._written("answer", question, _cited(passages), context=result.context)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -228,32 +292,33 @@ class Searcher:
     def _global(self, question: str, context_only: bool) -> Answer:
         s = self.settings
         t0 = time.perf_counter()
-        reports = self.candidate_reports(question, s.level)
+        searched = self.searched(question)
+        reports = self.candidate_reports(searched, s.level)
         batches = self._batches(reports)
         context = "\n\n".join(report.block for batch in batches for report in batch)
         result = Answer(question, "global", "", context, self._model_name(context_only),
                         reports=[r[0] for r in reports],
                         timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
         if context_only:
-            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]], question))
+            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]], searched))
             return result
         t1 = time.perf_counter()
-        offline = self.answerer.whole_global(self.conn, self.retriever, question, [r[0] for r in reports])
+        offline = self.answerer.whole_global(self.conn, self.retriever, searched, [r[0] for r in reports])
         if offline is not None:  # the extractive answerer: the main communities, named and cited
             result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
             result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
             result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
             return result
-        points = self.answerer.key_points(question, batches)
+        points = self.answerer.key_points(searched, batches)
         result.timings["map_s"] = round(time.perf_counter() - t1, 4)
         kept = _best_points(points, s.reduce_tokens)
         t2 = time.perf_counter()
         if kept:
-            result.answer = self.answerer.reduce(question, kept)
+            result.answer = yield from self._written("reduce", question, kept)
         else:
             kept, result.answer = self.answerer.no_key_points(question, reports, s.level)
         cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
-        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited], question))
+        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited], searched))
         result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
         result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
         return result
@@ -274,6 +339,19 @@ class Searcher:
 
     def _report_sources(self, community_ids: list[str], question: str) -> list[Passage]:
         return self.retriever.passages(self.retriever.report_chunks(community_ids, question))
+
+
+def _pieces_of(steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:
+    """The steps' pieces, then the Answer they return."""
+    answer = yield from steps
+    yield answer
+
+
+def final_answer(items: Iterator[str | Answer]) -> Answer:
+    """The Answer at the end of an ask_stream (its text pieces are passed over)."""
+    for item in items:
+        pass
+    return item
 
 
 def _best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, str]]:

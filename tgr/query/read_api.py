@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import StoreError
 from ..models.registry import chat_name
@@ -22,39 +23,72 @@ def searcher(store, question: str, settings: QuerySettings) -> Searcher:
     if not question or not question.strip():
         raise ValueError("the question is empty")
     if not store.meta.get("embed_model"):
+        if store.has_rows("chunks"):  # made by an older tgr that recorded its models late
+            raise StoreError(f"{store.path}: an unfinished store (its first index was interrupted before its "
+                             f"models were recorded); `tgr index {store.path}` with its model options finishes it")
         raise StoreError(f"{store.path}: empty store; index documents first (tgr index {store.path} DOCS...)")
     gateway = store.models.query_gateway()
     return Searcher(store.conn, gateway, store.prompts, settings, store.models.asking.tables)
 
 
-def ask(store, question: str, mode: str, *, context_only: bool, warn, query_settings: dict) -> Answer:
-    """Answer a question; what it leaves out (models out of reach) is said once through warn
-    and kept in the answer's notes."""
+def ask(store, question: str, mode: str, *, context_only: bool, warn, query_settings: dict, history=None,
+        stream: bool = False) -> Iterator[str | Answer]:
+    """The answer's text pieces (with stream), then the Answer of a question asked after a
+    conversation (history: role/content turns); what it leaves out (models out of reach) is
+    said once through warn and kept in the answer's notes."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
-    notes = store.models.asking.notes_for(context_only)
+    notes, unfinished = store.models.asking.notes_for(context_only), unfinished_note(store)
     store.models.asking.say(notes, warn)
-    answer = found.ask(question.strip(), mode, context_only=context_only)
-    answer.notes = notes
-    return answer
+    store.models.asking.say(unfinished, warn)  # a line of its own
+    notes += unfinished
+    return _noted(found.ask_stream(question.strip(), mode, context_only, history, stream=stream), notes)
 
 
 def answer_from(store, question: str, passages: list[Passage], mode: str, *, context_only: bool, warn,
-                query_settings: dict) -> Answer:
+                query_settings: dict, history=None, stream: bool = False) -> Iterator[str | Answer]:
     """An answer written from given ranked passages, as ask() does."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
-    answer = found.answer_passages(question.strip(), passages, mode, context_only)
-    answer.notes = notes
-    return answer
+    return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
 
 
-def retrieve(store, question: str, mode: str, k: int, warn=None) -> list[Passage]:
-    """The k passages that best answer the question, best first; vectors out of reach are
-    said once through warn."""
+def _checked(history) -> list[dict]:
+    """The conversation as role/content turns (tgr.query.conversation, loaded only for one)."""
+    if not history:
+        return []
+    from .conversation import checked_history
+
+    return checked_history(history)
+
+
+def _noted(items: Iterator[str | Answer], notes: list[str]) -> Iterator[str | Answer]:
+    for item in items:
+        if isinstance(item, Answer):
+            item.notes = notes
+        yield item
+
+
+def retrieve(store, question: str, mode: str, k: int, warn=None, history=None) -> list[Passage]:
+    """The k passages that best answer the question (resolved against the conversation in
+    history), best first; vectors out of reach are said once through warn."""
+    history = _checked(history)
     found = searcher(store, question, QuerySettings())
     store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
-    return found.retriever.retrieve(question.strip(), mode, k).passages
+    found.follow(history)
+    return found.retriever.retrieve(found.searched(question.strip()), mode, k).passages
+
+
+def unfinished_note(store) -> list[str]:
+    """[a note] when the store's last run did not finish (interrupted, failed, waiting for a
+    batch job): answers come from what it holds so far."""
+    last = store.conn.execute("SELECT status FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    if last is None or last[0] == "done":
+        return []
+    return [f"{store.path} is unfinished (its last run is {terminal_safe(str(last[0]))}): answering from what it "
+            f"holds so far; `tgr index {store.path}` finishes it"]
 
 
 def graph(conn):
@@ -94,9 +128,12 @@ def info(conn, path: Path, meta: dict) -> dict:
         "embed_model": meta.get("embed_model", "-"),
         "embed_dim": int(meta.get("embed_dim", 0) or 0),
         "embed_vector": meta.get("embed_vector", "float32"),
+        "endpoint_host": meta.get("endpoint_host", "-"),
+        "portable_vectors": _portable(conn, meta),
         "quality": (f"offline default: heuristic extraction, {embeddings} embeddings, extractive "
                     "reports and answers (lower quality than an LLM)") if offline else "LLM-built",
         "documents": count("SELECT count(*) FROM documents"),
+        "boilerplate_dropped": _boilerplate(conn),
         "chunks": count("SELECT count(*) FROM chunks"),
         "chunks_extracted": count("SELECT count(*) FROM extractions"),
         "entities": count("SELECT count(*) FROM entities"),
@@ -108,6 +145,36 @@ def info(conn, path: Path, meta: dict) -> dict:
         "settings": asdict(IndexSettings.from_meta(meta)),
         "prompts": _recorded_prompt_names(meta.get("prompts")),
     }
+
+
+def _portable(conn, meta: dict) -> dict:
+    """The portable embedder and how many rows of each kind have its vector ({}: none kept)."""
+    from ..store.db import PORTABLE_MODEL_KEY, PORTABLE_TABLES, has_table
+
+    model = meta.get(PORTABLE_MODEL_KEY)
+    if not model:
+        return {}
+    from ..models.clients import embeds
+
+    found = {"model": terminal_safe(model)}
+    for kind, table in PORTABLE_TABLES.items():
+        if not embeds(kind, model):  # e.g. the local model's reports: none are made
+            continue
+        rows = conn.execute(f"SELECT count(*) FROM {kind}").fetchone()[0]
+        have = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if has_table(conn, table) else 0
+        found[kind] = f"{have}/{rows}"
+    return found
+
+
+def _boilerplate(conn) -> dict:
+    """{document source: characters dropped as boilerplate when it was read}, where any were."""
+    dropped = {}
+    for source, chars in conn.execute(
+            "SELECT source, json_extract(metadata, '$.boilerplate_chars') FROM documents "
+            "WHERE json_valid(metadata) AND json_extract(metadata, '$.boilerplate_chars') > 0 ORDER BY source"):
+        if isinstance(chars, int):  # a store made elsewhere may hold anything
+            dropped[terminal_safe(str(source))] = chars
+    return dropped
 
 
 def _recorded_prompt_names(recorded: str | None) -> str:

@@ -31,7 +31,7 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         return conn
     exists = path.exists() and path.stat().st_size > 0
     if not exists and not create:
-        raise StoreError(f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)")
+        raise StoreError(missing_store(path))
     if exists and not os.access(path, os.W_OK):
         readonly = True
     conn = open_file(path, readonly=readonly)
@@ -40,6 +40,13 @@ def connect(path: str | os.PathLike, *, create: bool = True, readonly: bool = Fa
         if not readonly and (upgrade or not exists):
             _ensure_schema(conn, fresh=not exists)
     return conn
+
+
+def missing_store(path: Path) -> str:
+    """The one line for a store path that holds no store: no file, or an empty one."""
+    if path.is_file():
+        return f"{path}: an empty file (0 bytes), not a tgr store; `tgr index {path} DOCS...` builds one in it"
+    return f"{path}: no such tgr store (build one with `tgr index {path} DOCS...`)"
 
 
 def _check_is_tgr(conn: Connection, path: Path, readonly: bool) -> None:
