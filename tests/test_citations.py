@@ -19,10 +19,22 @@ def _answer(text: str) -> Answer:
 def test_every_kind_is_numbered_in_order_of_first_citation():
     text, cited = numbered(_answer("A [Sources: 5]. B [Entities: 2] [Reports: 1.3]. C [Data: Sources (1, 5); "
                                    "Entities (1)]. D [Sources: 9]."))
-    assert text == "A [1]. B [2] [3]. C [4, 1, 5]. D [Sources: 9]."  # 9 names no source: kept as it was
+    assert text == "A [1]. B [2] [3]. C [4, 1, 5]. D [6]."
     assert [(c.kind, c.id) for c in cited] == [("source", "c5"), ("entity", "marley"), ("report", "1.3"),
-                                               ("source", "c1"), ("entity", "scrooge")]
+                                               ("source", "c1"), ("entity", "scrooge"), ("source", "9")]
     assert cited[0].label == "a.txt (chunk 5, c5)"
+    assert cited[5].label == "source 9: not in this answer's context"  # the answer has no source 9
+
+
+def test_a_streamed_answer_is_renumbered_as_it_arrives():
+    from tgr.query.citations import Renumbering
+    answer = _answer("A [Sources: 5]. B [Entities: 2] [Sources: 1, 5].")
+    renumbering = Renumbering()
+    pieces = ["A [Sour", "ces: 5]. B [Entities:", " 2] [Sources: 1,", " 5]."]
+    printed = [renumbering.feed(p) for p in pieces] + [renumbering.end()]
+    assert printed == ["A ", "[1]. B ", "[2] ", "[3, 1].", ""]  # a citation cut in two waits for its end
+    assert "".join(printed) == numbered(answer)[0]
+    assert [c.id for c in renumbering.cited(answer)] == ["c5", "marley", "c1"]
 
 
 def test_ask_lists_what_it_cites_and_show_prints_each(hierarchy_store):

@@ -381,18 +381,18 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
     stream = _streaming(stream) and not (as_json or context_only)
     with _open_stores(stores, **options) as kb:
         if stream:
+            from .query.citations import Renumbering
+            renumbering = Renumbering()
             with _stops_cleanly():
-                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn))
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn), renumbering)
         else:
             result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
         if as_json:
             click.echo(result.to_json())
         elif context_only:
             click.echo(result.context)
-        elif stream:  # the text is out already, with the answer's own numbers
-            _print_sources(result, mode, level)
         else:
-            _print_cited(result, stores, getattr(kb, "conn", None))
+            _print_cited(result, stores, getattr(kb, "conn", None), renumbering if stream else None)
             if result.reports and mode == "global":
                 click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
 
@@ -439,18 +439,23 @@ def _stops_cleanly():
         sys.exit(130)
 
 
-def _streamed(items) -> "Answer":
-    """Print the answer's text pieces as they arrive, then end the line; returns the Answer.
-    A failure or Ctrl-C midway ends the line first, so its message starts on a line of its own."""
+def _streamed(items, renumbering=None) -> "Answer":
+    """Print the answer's text pieces as they arrive (renumbering its citations, when given),
+    then end the line; returns the Answer. A failure or Ctrl-C midway ends the line first, so
+    its message starts on a line of its own."""
     from .query.modes import Answer
 
     printed = False
     try:
         for item in items:
             if isinstance(item, Answer):
-                if printed:
+                rest = renumbering.end() if renumbering else ""
+                if rest:
+                    click.echo(rest, nl=False)
+                if printed or rest:
                     click.echo("")
                 return item
+            item = renumbering.feed(item) if renumbering else item
             click.echo(item, nl=False)
             sys.stdout.flush()
             printed = printed or bool(item)
@@ -755,13 +760,17 @@ def _cited_sources(answer: str) -> set[int]:
     return cited
 
 
-def _print_cited(result, stores: tuple[str, ...], conn=None) -> None:
-    """The answer with its citations numbered 1..N, and what each number names (tgr.query.citations);
-    an answer that cites nothing lists its first sources."""
+def _print_cited(result, stores: tuple[str, ...], conn=None, streamed=None) -> None:
+    """The answer with its citations numbered 1..N (unless streamed: printed already by that
+    Renumbering), and what each number names (tgr.query.citations); an answer that cites
+    nothing lists its first sources."""
     from .query.citations import numbered, source_label
 
-    text, cited = numbered(result, conn)
-    click.echo(text)
+    if streamed is None:
+        text, cited = numbered(result, conn)
+        click.echo(text)
+    else:
+        cited = streamed.cited(result, conn)
     if result.answer.startswith("I don't know") or not (cited or result.sources):
         return
     click.echo("\nCited:" if cited else "\nSources:")

@@ -3,8 +3,9 @@ renumbered 1..N in the order they are first cited, each number listed with what 
 
 The answer records what each citation means: source n is `sources[n-1]` (its `ref`), entity n
 the n-th id of `entities` (the local context's Entities table), a report is cited by its
-community id. `numbered()` rewrites the plain text only (`--json` keeps the model's own
-numbering, unchanged); a citation it cannot resolve stays as it was. `tgr show STORE ID` prints
+community id. `numbered()` (or Renumbering, piece by piece as an answer streams) rewrites the
+plain text only (`--json` keeps the model's own numbering, unchanged); a citation the answer
+does not resolve is listed as such. `tgr show STORE ID` prints
 any listed chunk, entity or report.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 _GROUP = re.compile(r"\[(?:Data:\s*)?((?:Sources?|Entities|Reports?)\b[^\[\]]*)\]")
 _PART = re.compile(r"(Sources?|Entities|Reports?)\s*[:(]?\s*([^;:()A-Za-z\]]*(?:\([^)]*\))?)")
+MAX_CITATION = 300  # the longest citation held back while an answer streams
 _ID = re.compile(r"\d+(?:\.\d+)*")  # a source or entity row number, a community id
 
 
@@ -27,29 +29,53 @@ class Cited:
     store: str | None = None
 
 
+class Renumbering:
+    """An answer's citations renumbered 1..N in the order first cited, as its text arrives,
+    whole or in streamed pieces (a citation cut between pieces is held back until it closes)."""
+
+    def __init__(self):
+        self.order: dict[tuple[str, str], int] = {}
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The text to print now: the piece with every complete citation renumbered."""
+        text, self._held = self._held + piece, ""
+        cut = text.rfind("[")
+        if cut != -1 and "]" not in text[cut:] and len(text) - cut < MAX_CITATION:
+            text, self._held = text[:cut], text[cut:]
+        return _GROUP.sub(self._rewrite, text)
+
+    def end(self) -> str:
+        """What was held back, once the text is complete."""
+        text, self._held = self._held, ""
+        return _GROUP.sub(self._rewrite, text)
+
+    def _rewrite(self, match: re.Match) -> str:
+        numbers = [self.order.setdefault((_kind(kind), ref), len(self.order) + 1)
+                   for kind, ids in _PART.findall(match.group(1)) for ref in _ID.findall(ids)]
+        return f"[{', '.join(str(n) for n in dict.fromkeys(numbers))}]" if numbers else match.group(0)
+
+    def cited(self, answer, conn=None) -> list[Cited]:
+        """What each number names, in order; with the store's connection, entities and reports
+        are labelled with their names and titles."""
+        found = []
+        for kind, ref in self.order:
+            cited = _resolve(answer, kind, ref) or Cited(kind, ref, f"{kind} {ref}: not in this answer's context")
+            found.append(_labelled(cited, conn) if conn is not None else cited)
+        return found
+
+
 def numbered(answer, conn=None) -> tuple[str, list[Cited]]:
-    """The answer's text with every resolvable citation as [n] (consecutive, first cited
-    first), and what each number names; with the store's connection, entities and reports
-    are labelled with their names and titles."""
-    order: dict[Cited, int] = {}
+    """The answer's text with every citation as [n] (consecutive, first cited first), and what
+    each number names (see Renumbering.cited)."""
+    renumbering = Renumbering()
+    text = renumbering.feed(answer.answer) + renumbering.end()
+    return text, renumbering.cited(answer, conn)
 
-    def rewrite(match: re.Match) -> str:
-        numbers, kept = [], []
-        for kind, ids in _PART.findall(match.group(1)):
-            for ref in _ID.findall(ids):
-                cited = _resolve(answer, kind, ref)
-                if cited is None:
-                    kept.append(f"{kind}: {ref}")
-                    continue
-                numbers.append(order.setdefault(cited, len(order) + 1))
-        if not numbers:
-            return match.group(0)
-        text = ", ".join(str(n) for n in dict.fromkeys(numbers))
-        return f"[{text}{'; ' + '; '.join(kept) if kept else ''}]"
 
-    text = _GROUP.sub(rewrite, answer.answer)
-    cited = sorted(order, key=order.get)
-    return text, [_labelled(c, conn) for c in cited] if conn is not None else cited
+def _kind(word: str) -> str:
+    word = word.lower()
+    return "entity" if word == "entities" else word.rstrip("s")
 
 
 def _labelled(cited: Cited, conn) -> Cited:
@@ -67,7 +93,6 @@ def _labelled(cited: Cited, conn) -> Cited:
 
 def _resolve(answer, kind: str, ref: str) -> Cited | None:
     """What one citation names in this answer (None: nothing it records)."""
-    kind = kind.lower().rstrip("s") if kind.lower() != "entities" else "entity"
     if kind == "source" and ref.isdigit():
         source = next((s for s in answer.sources if s.get("ref") == int(ref)), None)
         if source is not None:
