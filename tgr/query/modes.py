@@ -219,7 +219,8 @@ class Searcher:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
             result.answer = yield from self._written("answer", question, _cited(passages), context=context,
-                                                     names=[entities[i][1] for i in ids[:5]], linked=True)
+                                                     names=[entities[i][1] for i in ids[:5]], linked=True,
+                                                     searched=searched)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
