@@ -468,13 +468,14 @@ def _streamed(items, renumbering=None) -> "Answer":
 
 def _print_sources(result, mode: str, level: int) -> None:
     """The sources an answer cites (else its first five); in global mode, the reports considered."""
+    from .query.citations import source_label
+
     if result.sources and not result.answer.startswith("I don't know"):
         cited = _cited_sources(result.answer)
         shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
         click.echo("\nSources:")
         for s in shown:
-            store = f"{s['store']}: " if "store" in s else ""
-            click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
+            click.echo(f"  [{s['ref']}] {source_label(s)}")
         if len(shown) < len(result.sources):
             click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
     if result.reports and mode == "global":
@@ -493,9 +494,10 @@ class _Shown:
     @staticmethod
     def source(source: dict) -> str:
         """One source of an answer, on one line: where it is and how it starts."""
-        store = f"{source['store']}: " if "store" in source else ""
+        from .query.citations import document_name
+
         text = _one_line(source.get("text", ""))
-        return (f"[{source['ref']}] {store}{_document_name(source)} (chunk {source['ordinal']}): "
+        return (f"[{source['ref']}] {document_name(source)} (chunk {source['ordinal']}): "
                 f"{text[:160] + '…' if len(text) > 160 else text}")
 
 
@@ -692,16 +694,6 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
     click.echo(f"rebuilt {stage}: {summary.entities} entities, {summary.relationships} relationships, "
                f"{sum(summary.communities.values())} communities, {summary.reports} reports, "
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
-
-
-def _document_name(source: dict) -> str:
-    """The file, and the document's own id or the PDF page where a passage has one."""
-    name = source["source"]
-    if source.get("external_id"):
-        name += f" id {source['external_id']}"
-    if source.get("page"):
-        name += f" p. {source['page']}"
-    return terminal_safe(name)  # the store may come from anyone
 
 
 @main.command()

@@ -105,15 +105,20 @@ def _resolve(answer, kind: str, ref: str) -> Cited | None:
     return None
 
 
-def source_label(source: dict) -> str:
-    """The file (and its document id or page) and the chunk, as `tgr ask` lists a source."""
+def document_name(source: dict) -> str:
+    """The store (of several), the file, and the document's own id or the PDF page where a
+    passage has one."""
     name = source["source"]
     if source.get("external_id"):
         name += f" id {source['external_id']}"
     if source.get("page"):
         name += f" p. {source['page']}"
-    store = f"{source['store']}: " if source.get("store") else ""
-    return f"{store}{name} (chunk {source['ordinal']}, {source['chunk_id']})"
+    return f"{source['store']}: {name}" if source.get("store") else name
+
+
+def source_label(source: dict) -> str:
+    """The document and the chunk, as `tgr ask` lists a source."""
+    return f"{document_name(source)} (chunk {source['ordinal']}, {source['chunk_id']})"
 
 
 def describe(item: dict) -> list[str]:
