@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -392,9 +391,7 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
         elif context_only:
             click.echo(result.context)
         else:
-            _print_cited(result, stores, getattr(kb, "conn", None), renumbering if stream else None)
-            if result.reports and mode == "global":
-                click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+            _print_answer(result, stores, getattr(kb, "conn", None), renumbering if stream else None, mode, level)
 
 
 @main.command()
@@ -418,7 +415,8 @@ def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, 
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
         loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
-                        interactive=sys.stdin.isatty(), show=_Shown(), stops=_stops_cleanly)
+                        interactive=sys.stdin.isatty(), show=_Shown(stores, getattr(kb, "conn", None)),
+                        stops=_stops_cleanly)
         failed = loop.run()
     if failed:
         sys.exit(1)
@@ -466,39 +464,35 @@ def _streamed(items, renumbering=None) -> "Answer":
     raise TgrError("the answer ended before it was complete")
 
 
-def _print_sources(result, mode: str, level: int) -> None:
-    """The sources an answer cites (else its first five); in global mode, the reports considered."""
-    from .query.citations import source_label
-
-    if result.sources and not result.answer.startswith("I don't know"):
-        cited = _cited_sources(result.answer)
-        shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
-        click.echo("\nSources:")
-        for s in shown:
-            click.echo(f"  [{s['ref']}] {source_label(s)}")
-        if len(shown) < len(result.sources):
-            click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
-    if result.reports and mode == "global":
-        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
-
-
 class _Shown:
-    """How tgr chat prints (the command line's formatting, handed to tgr.adapters.terminal_chat)."""
+    """How tgr chat prints, as tgr ask does (handed to tgr.adapters.terminal_chat)."""
 
-    streamed = staticmethod(_streamed)
-    sources = staticmethod(_print_sources)
+    def __init__(self, stores: tuple[str, ...], conn):
+        self.stores, self.conn, self._renumbering = stores, conn, None
+
+    def streamed(self, items) -> "Answer":
+        """Print an answer as it is written, its citations numbered as they arrive."""
+        from .query.citations import Renumbering
+
+        self._renumbering = Renumbering()
+        return _streamed(items, self._renumbering)
+
+    def answer(self, result, mode: str, level: int, streamed: bool) -> None:
+        """The answer (unless streamed: printed already) and what its citations name."""
+        _print_answer(result, self.stores, self.conn, self._renumbering if streamed else None, mode, level)
+        self._renumbering = None
+
     @staticmethod
     def line(text: str = "", err: bool = False) -> None:
         click.echo(_one_line(text) if err else text, err=err)
 
     @staticmethod
     def source(source: dict) -> str:
-        """One source of an answer, on one line: where it is and how it starts."""
-        from .query.citations import document_name
+        """One passage of the context, on one line: where it is (the chunk id for tgr show) and how it starts."""
+        from .query.citations import source_label
 
         text = _one_line(source.get("text", ""))
-        return (f"[{source['ref']}] {document_name(source)} (chunk {source['ordinal']}): "
-                f"{text[:160] + '…' if len(text) > 160 else text}")
+        return f"{source_label(source)}: {text[:160] + '…' if len(text) > 160 else text}"
 
 
 @main.command("eval")
@@ -744,12 +738,12 @@ def check(store, fix, as_json):
     sys.exit(EXIT_CODES[status])
 
 
-def _cited_sources(answer: str) -> set[int]:
-    """The source refs an answer cites as [Sources: 1, 3] (or [Data: Sources (1, 3)])."""
-    cited = set()
-    for group in re.findall(r"Sources?\s*[:(]\s*([\d,\s+]+)", answer):
-        cited.update(int(n) for n in re.findall(r"\d+", group))
-    return cited
+def _print_answer(result, stores: tuple[str, ...], conn, streamed, mode: str, level: int) -> None:
+    """An answer as tgr ask and tgr chat print it: its text and citations (see _print_cited),
+    and in global mode how many reports were considered."""
+    _print_cited(result, stores, conn, streamed)
+    if result.reports and mode == "global":
+        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
 
 
 def _print_cited(result, stores: tuple[str, ...], conn=None, streamed=None) -> None:
