@@ -111,7 +111,7 @@ def test_tgr_chat_reads_one_question_per_line_offline(store):
                               "/sources", "/level 1", "/mode global", "What is the story about?", "/help"])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert out.count("\nSources:") >= 2 and "mode: naive" in out and "mode: global" in out
+    assert out.count("\nCited:") >= 2 and "mode: naive" in out and "mode: global" in out
     assert "> What does he say of Christmas?" in out and "Reports considered:" in out and "/exit" in out
     assert "(chunk " in out.split("> /sources", 1)[1]
 
@@ -124,12 +124,16 @@ def test_tgr_chat_with_a_model_streams_and_carries_the_conversation(store):
         sent = fake.conversations[-1]
     assert result.exit_code == 0, result.output
     assert calls == 2 and [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[1]["content"] in result.stdout and "Never asked" not in result.stdout
+    from tgr.query.citations import Renumbering
+
+    shown = Renumbering()  # the first answer as printed: its citations numbered 1..N, as tgr ask does
+    assert shown.feed(sent[1]["content"]) + shown.end() in result.stdout
+    assert "Never asked" not in result.stdout
 
 
 def test_tgr_chat_bad_lines_are_said_and_fail_the_script(store):
     result = chat_cli(store, ["/mode sideways", "Who is Scrooge?"])
-    assert result.exit_code == 1 and "Sources:" in result.stdout
+    assert result.exit_code == 1 and "Cited:" in result.stdout
     assert result.stderr.strip().splitlines() == ["unknown command or argument: /mode sideways "
                                                   "(/help lists the commands)"]
 
@@ -161,7 +165,7 @@ def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
                 except OSError:
                     return
 
-    header = b"\r\nSources:\r\n"  # (the answer's own "[Sources: n]" citations are not counted)
+    header = b"\r\nCited:\r\n"  # what the answer's citations name, as tgr ask lists them
     read_until(b"> ")
     os.write(fd, b"Who is Marley?\r")
     read_until(header)
@@ -184,4 +188,4 @@ def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
     text = out.decode("utf-8", "replace")
     assert status is not None and os.waitstatus_to_exitcode(status) == 0, text
     assert text.startswith("tgr chat, local mode")
-    assert text.count("\nSources:\r\n") == 2 and "\r\nmode: naive\r\n" in text
+    assert text.count("\nCited:\r\n") == 2 and "\r\nmode: naive\r\n" in text

@@ -143,3 +143,45 @@ def test_file_evidence_matches_however_the_folder_was_typed(tmp_path, monkeypatc
                                           "The Spouter Inn")} | {"../project/docs/harbour/inn.txt"}) == 1
     recall = [row["recall@1"] for row in naive.rows]
     assert recall[:5] == [1.0] * 5 and recall[6] == 0.0
+
+
+def test_answer_matching_is_normalised_whole_words_and_chinese_without_spaces():
+    assert evaluate_module.answer_found([["The Pequod"]], "It was the pequod, out of Nantucket.")
+    assert not evaluate_module.answer_found([["no"]], "Nothing is known")  # words whole
+    assert evaluate_module.answer_found([["须菩提 祖师"]], "那洞中有一个神仙，称名须菩提祖师。")
+    assert evaluate_module.answer_found([["Ａbc"]], "x ABC y")  # NFKC and case
+    assert evaluate_module.answer_found([["a"], ["b", "c"]], "a and c") is False  # "a" is an article
+    assert evaluate_module.answer_found([["x1"], ["y2", "z3"]], "x1 then z3")
+    assert not evaluate_module.answer_found([["x1"], ["y2"]], "x1 only")  # every item
+
+
+def test_gold_answers_use_items_else_answer_and_aliases():
+    assert evaluate_module.gold_answers({"answer": "A B", "answer_aliases": ["AB"]}) == [["A B", "AB"]]
+    assert evaluate_module.gold_answers({"answer": "x；y", "meta": {"answer_items": ["x", ["y", "yy"]]}}) \
+        == [["x"], ["y", "yy"]]
+    assert evaluate_module.gold_answers({"answer": "", "answer_aliases": []}) == []
+
+
+def test_answers_are_scored_per_mode_in_the_api_and_the_cli(files, tmp_path):
+    store, _ = files
+    questions = tmp_path / "q.jsonl"
+    rows = [dict(QUESTIONS[0], answer="Peter Coffin"), dict(QUESTIONS[1], answer="Pequod"),
+            dict(QUESTIONS[2], answer="Jonah"), {"question": "Who preaches about Jonah?",
+                                                 "evidence_doc_ids": ["chapel"]}]  # no answer: not scored
+    questions.write_text("\n".join(json.dumps(q) for q in rows) + "\n", encoding="utf-8")
+    with tgr.open(store, readonly=True) as kb:
+        naive, = evaluate(kb, load_questions(questions), ["naive"], answers=True)
+    by_qid = {r["qid"]: r for r in naive.rows}
+    assert by_qid["q1"]["context_hit"] and by_qid["q1"]["answer_hit"] and "Peter Coffin" in by_qid["q1"]["answer"]
+    assert not by_qid["q3"]["context_hit"] and not by_qid["q3"]["answer_hit"]  # zzz qqq finds nothing
+    assert "answer_hit" not in by_qid["q4"]
+    assert naive.answers["questions"] == 3 and naive.answers["ask_ms_median"] > 0
+    assert naive.answers["answer_hit"] == pytest.approx(sum(by_qid[q]["answer_hit"] for q in ("q1", "q2", "q3")) / 3)
+    out = CliRunner().invoke(main, ["eval", str(store), str(questions), "--answers", "--mode", "local"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    head = lines.index("answers (3 questions with a gold answer)")
+    assert lines[head + 1].split()[:5] == ["mode", "answer", "hit", "context", "hit"]
+    assert lines[head + 2].split()[0] == "local" and float(lines[head + 2].split()[2]) >= 1 / 3
+    plain = CliRunner().invoke(main, ["eval", str(store), str(questions), "--mode", "local"])
+    assert "answers (" not in plain.output

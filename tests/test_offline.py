@@ -13,7 +13,7 @@ from tgr.build.extract import LLMExtractor, extract_chunks
 from tgr.models.gateway import Gateway
 from tgr.offline.community_reports import ProfileReportWriter
 from tgr.offline.providers import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
-                         best_sentences, extract_heuristic, extractive_report)
+                                   extract_heuristic, extractive_report)
 from tgr.prompts import Prompts
 from tgr.build.report import LLMReportWriter
 from tgr.build.role_providers import extractor_for, report_writer_for, summariser_for
@@ -456,52 +456,13 @@ def test_extractive_report_chinese():
     assert "2 个实体" in report["summary"]
 
 
-# -- best_sentences --------------------------------------------------------------------
+# -- the extractive answerer (its sentence choice: tests/test_answer_sentences.py) -------
 
 PASSAGES = [
     ("1", "Scrooge was a miser who worked late every night. Scrooge kept the fire very small."),
     ("2", "Scrooge once worked for old Fezziwig in a warehouse. Scrooge was young then and happy."),
     ("3", "Scrooge walked home through the fog. Scrooge ate his supper alone in the tavern."),
 ]
-
-
-def test_best_sentences_ranks_rare_terms_first():
-    picked = best_sentences("Did Scrooge work for Fezziwig?", PASSAGES, limit=3)
-    assert picked[0] == ("Scrooge once worked for old Fezziwig in a warehouse.", "2", picked[0][2])
-    assert [p[2] for p in picked] == sorted((p[2] for p in picked), reverse=True)
-    assert len(picked) == 3
-
-
-def test_best_sentences_limit_dedupe_and_no_match():
-    doubled = PASSAGES + [("4", PASSAGES[1][1])]
-    picked = best_sentences("Fezziwig warehouse", doubled, limit=10)
-    sentences = [p[0] for p in picked]
-    assert len(sentences) == len(set(sentences))
-    assert picked[0][1] == "2"  # the earlier passage wins a tie
-    assert best_sentences("Fezziwig warehouse", doubled, limit=1) == picked[:1]
-    assert best_sentences("submarine periscope", PASSAGES) == []
-    assert best_sentences("", PASSAGES) == []
-    assert best_sentences("Scrooge", []) == []
-
-
-def test_best_sentences_boost_terms_break_ties():
-    passages = [("1", "Scrooge sat alone by the small fire."), ("2", "Scrooge sat with Marley by the fire.")]
-    plain = best_sentences("Where did Scrooge sit?", passages, limit=2)
-    boosted = best_sentences("Where did Scrooge sit?", passages, limit=2, boost_terms=["Marley"])
-    assert plain[0][1] == "1"
-    assert boosted[0][1] == "2"
-
-
-def test_best_sentences_chinese():
-    passages = [("1", "美猴王在花果山称王，群猴拜他为王。孙悟空住在花果山水帘洞里面的一个大石洞里。")]
-    picked = best_sentences("孙悟空住在哪里？", passages)
-    assert picked and picked[0][0].startswith("孙悟空住在花果山水帘洞")
-
-
-def test_best_sentences_keeps_short_chinese_sentences():
-    # nine Chinese characters are a full sentence (about nine tokens), not noise
-    picked = best_sentences("孙悟空住在哪里？", [("1", "美猴王在花果山。孙悟空住在水帘洞。")])
-    assert [p[0] for p in picked][:1] == ["孙悟空住在水帘洞。"]
 
 
 # -- the offline provider behind the stage interfaces ---------------------------------
@@ -558,10 +519,9 @@ def test_extract_stage_runs_any_extractor_and_records_its_name(db_path):
 
 def test_extractive_answerer_answers_from_the_passages():
     answerer = ExtractiveAnswerer()
-    answer = answerer.answer("Did Scrooge work for Fezziwig?", PASSAGES, lead="Fezziwig (person): a merchant.")
+    answer = answerer.answer("Did Scrooge work for Fezziwig?", PASSAGES)
     lines = answer.splitlines()
-    assert lines[0] == "Fezziwig (person): a merchant."
-    assert lines[1] == "Scrooge once worked for old Fezziwig in a warehouse. [Sources: 2]"
+    assert lines[0] == "Scrooge once worked for old Fezziwig in a warehouse. [Sources: 2]"
     assert answerer.answer("submarine periscope", PASSAGES).startswith("I don't know")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -381,18 +380,18 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
     stream = _streaming(stream) and not (as_json or context_only)
     with _open_stores(stores, **options) as kb:
         if stream:
+            from .query.citations import Renumbering
+            renumbering = Renumbering()
             with _stops_cleanly():
-                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn))
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn), renumbering)
         else:
             result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
-    if as_json:
-        click.echo(result.to_json())
-    elif context_only:
-        click.echo(result.context)
-    else:
-        if not stream:
-            click.echo(result.answer)
-        _print_sources(result, mode, level)
+        if as_json:
+            click.echo(result.to_json())
+        elif context_only:
+            click.echo(result.context)
+        else:
+            _print_answer(result, stores, getattr(kb, "conn", None), renumbering if stream else None, mode, level)
 
 
 @main.command()
@@ -416,7 +415,8 @@ def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, 
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
         loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
-                        interactive=sys.stdin.isatty(), show=_Shown(), stops=_stops_cleanly)
+                        interactive=sys.stdin.isatty(), show=_Shown(stores, getattr(kb, "conn", None)),
+                        stops=_stops_cleanly)
         failed = loop.run()
     if failed:
         sys.exit(1)
@@ -437,18 +437,23 @@ def _stops_cleanly():
         sys.exit(130)
 
 
-def _streamed(items) -> "Answer":
-    """Print the answer's text pieces as they arrive, then end the line; returns the Answer.
-    A failure or Ctrl-C midway ends the line first, so its message starts on a line of its own."""
+def _streamed(items, renumbering=None) -> "Answer":
+    """Print the answer's text pieces as they arrive (renumbering its citations, when given),
+    then end the line; returns the Answer. A failure or Ctrl-C midway ends the line first, so
+    its message starts on a line of its own."""
     from .query.modes import Answer
 
     printed = False
     try:
         for item in items:
             if isinstance(item, Answer):
-                if printed:
+                rest = renumbering.end() if renumbering else ""
+                if rest:
+                    click.echo(rest, nl=False)
+                if printed or rest:
                     click.echo("")
                 return item
+            item = renumbering.feed(item) if renumbering else item
             click.echo(item, nl=False)
             sys.stdout.flush()
             printed = printed or bool(item)
@@ -459,37 +464,35 @@ def _streamed(items) -> "Answer":
     raise TgrError("the answer ended before it was complete")
 
 
-def _print_sources(result, mode: str, level: int) -> None:
-    """The sources an answer cites (else its first five); in global mode, the reports considered."""
-    if result.sources and not result.answer.startswith("I don't know"):
-        cited = _cited_sources(result.answer)
-        shown = [s for s in result.sources if s["ref"] in cited] or result.sources[:5]
-        click.echo("\nSources:")
-        for s in shown:
-            store = f"{s['store']}: " if "store" in s else ""
-            click.echo(f"  [{s['ref']}] {store}{_document_name(s)} (chunk {s['ordinal']}, {s['chunk_id']})")
-        if len(shown) < len(result.sources):
-            click.echo(f"  ({len(result.sources)} passages in the context; --json lists them all)")
-    if result.reports and mode == "global":
-        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
-
-
 class _Shown:
-    """How tgr chat prints (the command line's formatting, handed to tgr.adapters.terminal_chat)."""
+    """How tgr chat prints, as tgr ask does (handed to tgr.adapters.terminal_chat)."""
 
-    streamed = staticmethod(_streamed)
-    sources = staticmethod(_print_sources)
+    def __init__(self, stores: tuple[str, ...], conn):
+        self.stores, self.conn, self._renumbering = stores, conn, None
+
+    def streamed(self, items) -> "Answer":
+        """Print an answer as it is written, its citations numbered as they arrive."""
+        from .query.citations import Renumbering
+
+        self._renumbering = Renumbering()
+        return _streamed(items, self._renumbering)
+
+    def answer(self, result, mode: str, level: int, streamed: bool) -> None:
+        """The answer (unless streamed: printed already) and what its citations name."""
+        _print_answer(result, self.stores, self.conn, self._renumbering if streamed else None, mode, level)
+        self._renumbering = None
+
     @staticmethod
     def line(text: str = "", err: bool = False) -> None:
         click.echo(_one_line(text) if err else text, err=err)
 
     @staticmethod
     def source(source: dict) -> str:
-        """One source of an answer, on one line: where it is and how it starts."""
-        store = f"{source['store']}: " if "store" in source else ""
+        """One passage of the context, on one line: where it is (the chunk id for tgr show) and how it starts."""
+        from .query.citations import source_label
+
         text = _one_line(source.get("text", ""))
-        return (f"[{source['ref']}] {store}{_document_name(source)} (chunk {source['ordinal']}): "
-                f"{text[:160] + '…' if len(text) > 160 else text}")
+        return f"{source_label(source)}: {text[:160] + '…' if len(text) > 160 else text}"
 
 
 @main.command("eval")
@@ -500,7 +503,9 @@ class _Shown:
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results with a row per question.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) when an evidence id names no document of STORE.")
-def evaluate_store(stores, questions, modes, limit, as_json, strict):
+@click.option("--answers", is_flag=True, help="Also answer each question and score the answers against "
+              "'answer' / 'answer_aliases': answer hit, context hit (top-5 sources), ask latency.")
+def evaluate_store(stores, questions, modes, limit, as_json, strict, answers):
     """Measure retrieval: document recall@2/5/10 of STORE on QUESTIONS (JSONL with
     'question' and 'evidence_doc_ids'); of several stores asked together with STORE... QUESTIONS."""
     from .query.evaluate import KS, evaluate, load_questions, match_evidence
@@ -512,7 +517,7 @@ def evaluate_store(stores, questions, modes, limit, as_json, strict):
             raise click.ClickException(_one_line(matched.problem()))
         if matched.problem():
             _warn(matched.problem())
-        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn)
+        results = evaluate(kb, rows, modes or ("local", "naive"), matched=matched, warn=_warn, answers=answers)
     store = stores[0] if len(stores) == 1 else " + ".join(stores)
     if as_json:
         click.echo(json.dumps({"store": stores[0] if len(stores) == 1 else list(stores), "questions": len(rows),
@@ -528,6 +533,23 @@ def evaluate_store(stores, questions, modes, limit, as_json, strict):
         line = "".join(f"{r.recall[k]:>8.3f}" for k in KS) + "".join(f"{r.complete[k]:>8.2f}" for k in KS)
         line += "".join(f"{r.facts[k]:>9.3f}" for k in KS) if r.facts else ("" if not has_facts else " " * 27)
         click.echo(f"{r.mode:<8}{line}{r.latency_ms_median:>11.1f}{r.latency_ms_p95:>9.1f}")
+    if answers:
+        _print_answer_scores(results)
+
+
+def _print_answer_scores(results) -> None:
+    """The answers table of tgr eval --answers."""
+    scored = [r for r in results if r.answers]
+    if not scored:
+        click.echo("\nanswers: no question has a gold 'answer' to score")
+        return
+    click.echo(f"\nanswers ({scored[0].answers['questions']} questions with a gold answer)")
+    click.echo(f"{'mode':<8}{'answer hit':>11}{'context hit':>12}{'ratio':>7}{'median ms':>11}{'p95 ms':>9}")
+    for r in scored:
+        a = r.answers
+        ratio = f"{a['answer_hit'] / a['context_hit']:>7.2f}" if a["context_hit"] else f"{'-':>7}"
+        click.echo(f"{r.mode:<8}{a['answer_hit']:>11.3f}{a['context_hit']:>12.3f}{ratio}"
+                   f"{a['ask_ms_median']:>11.1f}{a['ask_ms_p95']:>9.1f}")
 
 
 @main.command()
@@ -668,14 +690,23 @@ def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrenc
                f"{summary.model_calls} model calls, {summary.wall_s:.1f} s")
 
 
-def _document_name(source: dict) -> str:
-    """The file, and the document's own id or the PDF page where a passage has one."""
-    name = source["source"]
-    if source.get("external_id"):
-        name += f" id {source['external_id']}"
-    if source.get("page"):
-        name += f" p. {source['page']}"
-    return terminal_safe(name)  # the store may come from anyone
+@main.command()
+@click.argument("store", type=_EXISTING_FILE)
+@click.argument("ident", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
+def show(store, ident, as_json):
+    """Print what an answer cites: a chunk (by id), a community's report (e.g. 0.3) or an entity
+    (by id or name, with aliases, type and relationships). Exit 1 when STORE has no such thing."""
+    from .query.citations import describe
+
+    with _open(store, create=False, readonly=True) as kb:
+        item = kb.show(ident)
+    if as_json:
+        click.echo(json.dumps(item, indent=2, ensure_ascii=False))
+    else:
+        click.echo("\n".join(describe(item)))
+    if not item["found"]:
+        sys.exit(1)
 
 
 @main.command()
@@ -707,12 +738,37 @@ def check(store, fix, as_json):
     sys.exit(EXIT_CODES[status])
 
 
-def _cited_sources(answer: str) -> set[int]:
-    """The source refs an answer cites as [Sources: 1, 3] (or [Data: Sources (1, 3)])."""
-    cited = set()
-    for group in re.findall(r"Sources?\s*[:(]\s*([\d,\s+]+)", answer):
-        cited.update(int(n) for n in re.findall(r"\d+", group))
-    return cited
+def _print_answer(result, stores: tuple[str, ...], conn, streamed, mode: str, level: int) -> None:
+    """An answer as tgr ask and tgr chat print it: its text and citations (see _print_cited),
+    and in global mode how many reports were considered."""
+    _print_cited(result, stores, conn, streamed)
+    if result.reports and mode == "global":
+        click.echo(f"\nReports considered: {len(result.reports)} at level {level}")
+
+
+def _print_cited(result, stores: tuple[str, ...], conn=None, streamed=None) -> None:
+    """The answer with its citations numbered 1..N (unless streamed: printed already by that
+    Renumbering), and what each number names (tgr.query.citations); an answer that cites
+    nothing lists its first sources."""
+    from .query.citations import numbered, source_label
+
+    if streamed is None:
+        text, cited = numbered(result, conn)
+        click.echo(text)
+    else:
+        cited = streamed.cited(result, conn)
+    if result.answer.startswith("I don't know") or not (cited or result.sources):
+        return
+    click.echo("\nCited:" if cited else "\nSources:")
+    for n, c in enumerate(cited, 1):
+        click.echo(f"  [{n}] {c.label}")
+    if not cited:
+        for n, s in enumerate(result.sources[:5], 1):
+            click.echo(f"  [{n}] {source_label(s)}")
+    if len(stores) == 1:
+        ids = [c.id for c in cited] or [s["chunk_id"] for s in result.sources[:1]]
+        click.echo(f"  (tgr show {stores[0]} ID prints one, e.g. tgr show {stores[0]} {ids[0]}; "
+                   f"{len(result.sources)} passages in the context, --json lists them all)")
 
 
 def _print_mapping(data: dict, as_json: bool) -> None:

@@ -218,6 +218,13 @@ class KnowledgeBase:
 
         return entity_details(self._store.conn, name)
 
+    def show(self, ident: str) -> dict:
+        """What an id cited in an answer names: a chunk (its text and document), a community's
+        report, or an entity (aliases, type, relationships); "kind" says which (None: nothing)."""
+        from .query.lookup import cited_item
+
+        return cited_item(self._store.conn, ident)
+
     def communities(self, level: int | None = None, limit: int = 50) -> list[dict]:
         """Communities with their report title, summary and rating, best rated first."""
         from .query.lookup import list_communities

@@ -78,12 +78,11 @@ class ChatLoop:
                     answer = self.show.streamed(session.ask_stream(question))
             else:
                 answer = session.ask(question)
-                self.show.line(answer.answer)
         except (TgrError, ValueError) as exc:
             self.failed += 1
             self.show.line(f"error: {exc}", err=True)
             return
-        self.show.sources(answer, session.mode, session.settings.get("level", 0))
+        self.show.answer(answer, session.mode, session.settings.get("level", 0), streamed=self.stream)
         self.show.line("")
 
     def _interruptible(self, question: str):
@@ -125,7 +124,7 @@ class ChatLoop:
             self.show.line("no sources yet: ask a question first")
             return
         for source in last.sources:
-            self.show.line("  " + self.show.source(source))
+            self.show.line("  - " + self.show.source(source))
 
 
 def _line_editing() -> None:

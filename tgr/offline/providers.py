@@ -6,9 +6,9 @@
 - extract_heuristic: entities from names (tgr.offline.names_en: capitalised spans; tgr.offline.names_zh:
   jieba's proper-noun tags, titles, compounds, aliases), chosen per sentence by script;
   relationships from same-sentence co-occurrence.
-- extractive_report / best_sentences: a community report from stored descriptions (the
-  LLM writer's last resort; offline reports are tgr.offline.community_reports's), and the sentences
-  that tgr.query.modes turns into answers, always with citations.
+- extractive_report: a community report from stored descriptions (the LLM writer's last
+  resort; offline reports are tgr.offline.community_reports's). The sentences of an offline
+  answer are chosen by tgr.offline.answer_sentences, always with citations.
 - OfflineExtractor, ExtractiveAnswerer: the offline provider, behind the same interfaces as
   the chat model's extractor and answerer (its report writer: tgr.offline.community_reports; its
   summariser: tgr.build.role_providers, which chooses each build role's provider; tgr.query.answerers
@@ -26,8 +26,8 @@ from functools import lru_cache
 from typing import Sequence
 
 from ..parsing import RawEntity, RawRelation
-from ..text import (CJK_RUN, chunk_sentence_spans, estimate_tokens, has_cjk, match_terms, search_terms, shorten,
-                   split_sentences)
+from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, match_terms, search_terms, shorten
+from .answer_sentences import answer_sentences
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -235,36 +235,6 @@ def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | 
     return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
 
 
-def best_sentences(question: str, passages: list[tuple[str, str]], limit: int = 4,
-                   boost_terms: Sequence[str] = ()) -> list[tuple[str, str, float]]:
-    """The sentences of (citation, text) passages that best match the question."""
-    q_terms = match_terms(question)
-    boost = {t for name in boost_terms for t in match_terms(name)}
-    docs = [set(match_terms(text)) for _, text in passages]
-    idf = {t: math.log(1 + len(docs) / (1 + sum(t in d for d in docs))) + 0.5 for t in set(q_terms)}
-    scored = []
-    for order, (cite, text) in enumerate(passages):
-        for a, b in split_sentences(text):
-            sentence = " ".join(text[a:b].split())
-            if estimate_tokens(sentence) < 4:
-                continue
-            terms = set(match_terms(sentence))
-            score = sum(idf[t] for t in set(q_terms) if t in terms)
-            if score > 0:  # entity names only break ties between sentences that match
-                score += 0.3 * len(boost & terms)
-                scored.append((score, -order, sentence, cite))
-    scored.sort(key=lambda s: (-s[0], -s[1]))
-    chosen, seen = [], set()
-    for score, _, sentence, cite in scored:
-        if sentence in seen:
-            continue
-        seen.add(sentence)
-        chosen.append((sentence, cite, score))
-        if len(chosen) == limit:
-            break
-    return chosen
-
-
 class ExtractiveAnswerer:
     """The offline provider's answerer: answers assembled from the retrieved text itself.
 
@@ -275,13 +245,11 @@ class ExtractiveAnswerer:
     name = OFFLINE_WRITER
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = ()) -> str:
-        """An answer from (citation, text) passages in ranked order; lead: an opening line.
-        (The context tables are for a chat model.)"""
-        picked = best_sentences(question, passages, limit=5, boost_terms=names)
-        lines = [lead] if lead else []
-        lines += [f"{sentence} [Sources: {cite}]" for sentence, cite, _ in picked
-                  if sentence not in lead][:4]  # the lead already says it
-        if not lines:
+               names: Sequence[str] = (), linked: bool = False) -> str:
+        """An answer from (citation, text) passages in ranked order, the answering sentence
+        first (tgr.offline.answer_sentences); linked: a local walk's passages. (The context
+        tables are for a chat model.)"""
+        picked = answer_sentences(question, passages, names=names, linked=linked)
+        if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
-        return "\n".join(lines)
+        return "\n".join(f"{sentence} [Sources: {cite}]" for sentence, cite in picked)

@@ -33,11 +33,15 @@ class Answerer(Protocol):
     name: str  # recorded as the answer's model
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> str:
-        """Local and naive: an answer from the context tables, or from (citation, text) passages."""
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+               searched: str = "") -> str:
+        """Local and naive: an answer from the context tables, or from (citation, text) passages
+        (linked: local mode's, which the graph walk linked; searched: the question as retrieval
+        searched it, a follow-up's carried names added)."""
 
     def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-                      lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> Iterator[str]:
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+                      searched: str = "") -> Iterator[str]:
         """answer()'s text in pieces as it is written."""
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal | None:
@@ -67,11 +71,13 @@ class LLMAnswerer:
         self.name = gateway.chat_model.name
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> str:
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+               searched: str = "") -> str:
         return self.gateway.chat("query", self._answer_prompt(question, context), **_conversation(history)).strip()
 
     def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-                      lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> Iterator[str]:
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+                      searched: str = "") -> Iterator[str]:
         return _streamed(self.gateway, self._answer_prompt(question, context), history)
 
     def _answer_prompt(self, question: str, context: str) -> str:
@@ -113,12 +119,15 @@ class OfflineAnswerer(ExtractiveAnswerer):
     answer whole: a stream of it is one piece."""
 
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-               lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> str:
-        return super().answer(question, passages, context=context, lead=lead, names=names)
+               names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+               searched: str = "") -> str:
+        return super().answer(searched or question, passages, context=context, names=names, linked=linked)
 
     def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
-                      lead: str = "", names: Sequence[str] = (), history: Sequence[dict] = ()) -> Iterator[str]:
-        return iter([self.answer(question, passages, context=context, lead=lead, names=names)])
+                      names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
+                      searched: str = "") -> Iterator[str]:
+        return iter([self.answer(question, passages, context=context, names=names, linked=linked,
+                                 searched=searched)])
 
     def whole_global(self, conn, retriever, question: str, report_ids: list[str]) -> OfflineGlobal:
         return offline_global_answer(conn, retriever, question, report_ids)

@@ -14,19 +14,31 @@ evidence in the first k. Where questions name their facts (`meta.supporting_fact
 `meta.answer_items`, each item a string or a list of alternatives), `facts@k` is the share of
 those facts found verbatim in the passages of the first k documents. Latency is the in-process
 time of one retrieval.
+
+With answers=True (`tgr eval --answers`) each mode also answers every question as `tgr ask`
+does (with the store's chat model, or the offline extractive answerer) and scores what a person
+reads: answer hit = the gold answer, or one of its aliases, occurs in the answer text; context
+hit = it occurs in the answer's first CONTEXT_PASSAGES sources (the passages it was written
+from, best first). Both compare normalised text (NFKC, lower case, punctuation and English
+articles dropped, words whole; Chinese with no spaces at all). A question with
+`meta.answer_items` (items, each a string or a list of alternatives) is hit when every item is.
+The ask latency is the in-process time of the whole answer.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
 
 KS = (2, 5, 10)
+CONTEXT_PASSAGES = 5  # the answer's sources a context hit looks in
 PASSAGES_PER_DOCUMENT = 4  # passages asked for per document wanted (documents span chunks)
 
 
@@ -39,11 +51,12 @@ class ModeResult:
     latency_ms_p95: float
     facts: dict[int, float] | None = None
     rows: list[dict] = field(default_factory=list)
+    answers: dict | None = None  # answer_hit, context_hit, ask_ms_median, ask_ms_p95 (answers=True)
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "recall": self.recall, "complete": self.complete, "facts": self.facts,
                 "latency_ms_median": self.latency_ms_median, "latency_ms_p95": self.latency_ms_p95,
-                "rows": self.rows}
+                "answers": self.answers, "rows": self.rows}
 
 
 @dataclass
@@ -161,42 +174,114 @@ def load_questions(path: str | Path) -> list[dict]:
 
 
 def evaluate(kb, questions: list[dict], modes=("local", "naive"), ks=KS,
-             matched: EvidenceMatch | None = None, warn=None) -> list[ModeResult]:
+             matched: EvidenceMatch | None = None, warn=None, answers: bool = False) -> list[ModeResult]:
     """Recall@k, complete@k and latency of each mode over the questions (evidence ids matched
-    to documents by match_evidence, unless given); warn hears (once) what the store's
-    retrieval leaves out here (vectors out of reach)."""
-    depth = max(ks)
+    to documents by match_evidence, unless given); with answers, also the answer and context
+    hits of `ask` (see the module notes). warn hears (once) what the store's retrieval leaves
+    out here (vectors out of reach)."""
     keys = (matched or match_evidence(kb, questions)).keys
     results = []
     for mode in modes:
-        rows, latencies = [], []
-        for q in questions:
-            started = time.perf_counter()
-            passages = kb.retrieve(q["question"], mode=mode, k=depth * PASSAGES_PER_DOCUMENT, warn=warn)
-            latencies.append((time.perf_counter() - started) * 1000)
-            ranked = list(dict.fromkeys(_document_key(p) for p in passages))
-            gold = {keys.get(e, e) for e in q["evidence_doc_ids"]}
-            facts = _facts(q)
-            row = {"qid": q["qid"], "mode": mode, "retrieved": ranked[:depth],
-                   "evidence": sorted(gold), "ms": round(latencies[-1], 2)}
-            for k in ks:
-                found = len(gold & set(ranked[:k]))
-                row[f"recall@{k}"] = found / len(gold) if gold else 0.0
-                if facts:
-                    top = set(ranked[:k])
-                    text = "\n".join(p.text for p in passages if _document_key(p) in top)
-                    row[f"facts@{k}"] = sum(any(a in text for a in alternatives)
-                                            for alternatives in facts) / len(facts)
-            rows.append(row)
+        rows = [_recall_row(kb, q, mode, ks, keys, warn) for q in questions]
         n = len(rows)
         recall = {k: sum(r[f"recall@{k}"] for r in rows) / n for k in ks}
         complete = {k: sum(r[f"recall@{k}"] == 1.0 for r in rows) / n for k in ks}
         with_facts = [r for r in rows if f"facts@{ks[0]}" in r]
         facts = {k: sum(r[f"facts@{k}"] for r in with_facts) / len(with_facts) for k in ks} if with_facts else None
-        ordered = sorted(latencies)
-        results.append(ModeResult(mode, recall, complete, round(statistics.median(ordered), 2),
-                                  round(ordered[min(n - 1, int(0.95 * n))], 2), facts, rows))
+        median, p95 = _spread([r["ms"] for r in rows])
+        result = ModeResult(mode, recall, complete, median, p95, facts, rows)
+        if answers:
+            result.answers = _score_answers(kb, questions, rows, mode, warn)
+        results.append(result)
     return results
+
+
+def _recall_row(kb, q: dict, mode: str, ks, keys: dict[str, str], warn) -> dict:
+    """One question's retrieval in one mode: its ranked documents, recall@k and facts@k."""
+    depth = max(ks)
+    started = time.perf_counter()
+    passages = kb.retrieve(q["question"], mode=mode, k=depth * PASSAGES_PER_DOCUMENT, warn=warn)
+    ms = (time.perf_counter() - started) * 1000
+    ranked = list(dict.fromkeys(_document_key(p) for p in passages))
+    gold = {keys.get(e, e) for e in q["evidence_doc_ids"]}
+    facts = _facts(q)
+    row = {"qid": q["qid"], "mode": mode, "retrieved": ranked[:depth], "evidence": sorted(gold), "ms": round(ms, 2)}
+    for k in ks:
+        row[f"recall@{k}"] = len(gold & set(ranked[:k])) / len(gold) if gold else 0.0
+        if facts:
+            top = set(ranked[:k])
+            text = "\n".join(p.text for p in passages if _document_key(p) in top)
+            row[f"facts@{k}"] = sum(any(a in text for a in alternatives) for alternatives in facts) / len(facts)
+    return row
+
+
+def _score_answers(kb, questions: list[dict], rows: list[dict], mode: str, warn) -> dict | None:
+    """Ask every question in this mode; each row gains its answer, answer_hit, context_hit and
+    ask_ms; the totals over the questions that have a gold answer (None: none has)."""
+    scored = []
+    for q, row in zip(questions, rows):
+        gold = gold_answers(q)
+        if not gold:
+            continue
+        started = time.perf_counter()
+        result = kb.ask(q["question"], mode, warn=warn)
+        row["ask_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        context = "\n".join(s.get("text", "") for s in result.sources[:CONTEXT_PASSAGES])
+        row["answer"] = result.answer
+        row["answer_hit"] = answer_found(gold, _CITATION.sub(" ", result.answer))
+        row["context_hit"] = answer_found(gold, context)
+        scored.append(row)
+    if not scored:
+        return None
+    median, p95 = _spread([r["ask_ms"] for r in scored])
+    return {"questions": len(scored), "answer_hit": sum(r["answer_hit"] for r in scored) / len(scored),
+            "context_hit": sum(r["context_hit"] for r in scored) / len(scored),
+            "ask_ms_median": median, "ask_ms_p95": p95}
+
+
+def _spread(latencies: list[float]) -> tuple[float, float]:
+    """Median and 95th percentile, in ms to two places."""
+    ordered = sorted(latencies)
+    return round(statistics.median(ordered), 2), round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2)
+
+
+def gold_answers(question: dict) -> list[list[str]]:
+    """The question's gold answer as items, each with its accepted wordings: every item of
+    `meta.answer_items` where given, else one item, `answer` or any of `answer_aliases`."""
+    meta = question.get("meta") if isinstance(question.get("meta"), dict) else {}
+    items = meta.get("answer_items")
+    if isinstance(items, list) and items:
+        found = [[i] if isinstance(i, str) else [a for a in i if isinstance(a, str)]
+                 for i in items if isinstance(i, (str, list))]
+        found = [[a for a in f if normalise_answer(a)] for f in found]
+        if found and all(found):
+            return found
+    aliases = question.get("answer_aliases") if isinstance(question.get("answer_aliases"), list) else []
+    wordings = [a for a in [question.get("answer"), *aliases] if isinstance(a, str) and normalise_answer(a)]
+    return [wordings] if wordings else []
+
+
+def answer_found(gold: list[list[str]], text: str) -> bool:
+    """True when every gold item occurs in the text in one of its wordings (normalised)."""
+    plain = normalise_answer(text)
+    spaced, joined = f" {plain} ", plain.replace(" ", "")
+    for wordings in gold:
+        if not any((w.replace(" ", "") in joined) if _CJK.search(w) else (f" {w} " in spaced)
+                   for w in map(normalise_answer, wordings)):
+            return False
+    return True
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CITATION = re.compile(r"\[(?:Data|Sources?|Entities|Relationships|Reports?)\b[^\]]*\]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalise_answer(text: str) -> str:
+    """NFKC, lower case, punctuation and symbols as spaces, English articles dropped, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(" " if unicodedata.category(c)[0] in "PSZC" else c for c in text)
+    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def _facts(question: dict) -> list[list[str]]:

@@ -126,3 +126,25 @@ def community_report(conn: Connection, community_id: str) -> dict | None:
         "SELECT e.name FROM community_members m JOIN entities e ON e.id = m.entity_id "
         "WHERE m.community_id = ? ORDER BY e.degree DESC, e.id LIMIT 100", (community_id,))]
     return report
+
+
+def chunk_details(conn: Connection, chunk_id: str) -> dict | None:
+    """One chunk with its document (source, title) and place in it, or None."""
+    row = conn.execute(
+        "SELECT c.id, d.id, d.source, d.title, c.ordinal, c.char_start, c.char_end, c.text "
+        "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?", (chunk_id,)).fetchone()
+    return None if row is None else _row(("chunk_id", "document_id", "source", "title", "ordinal",
+                                          "char_start", "char_end", "text"), row)
+
+
+def cited_item(conn: Connection, ident: str) -> dict:
+    """What an id an answer lists names: a chunk, a community's report, or an entity (by id or
+    name), with "kind" saying which; {"kind": None, "found": False, "similar": [...]} when none."""
+    chunk = chunk_details(conn, ident)
+    if chunk is not None:
+        return {"kind": "chunk", "found": True, **chunk}
+    report = community_report(conn, ident)
+    if report is not None:
+        return {"kind": "report", "found": True, **report}
+    entity = entity_details(conn, ident)
+    return {"kind": "entity" if entity["found"] else None, **entity}

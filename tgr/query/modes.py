@@ -28,7 +28,7 @@ from ..offline.global_answer import themes as offline_themes
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..prompts import Prompts
 from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
-from ..text import ContextTable, estimate_tokens, match_terms, shorten, split_sentences
+from ..text import ContextTable, estimate_tokens, shorten
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
 RESPONSE_TYPE = "a few concise paragraphs"
@@ -219,10 +219,9 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
-            named = [i for i in ids if i in retrieval.named_entities]
-            lead = self._lead(searched, entities[named[0]], ids.index(named[0]) + 1) if named else ""
             result.answer = yield from self._written("answer", question, _cited(passages), context=context,
-                                                     lead=lead, names=[entities[i][1] for i in ids[:5]])
+                                                     names=[entities[i][1] for i in ids[:5]], linked=True,
+                                                     searched=searched)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -263,15 +262,6 @@ class Searcher:
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
         return [ent, rel, rep], used_reports
-
-    @staticmethod
-    def _lead(question: str, entity: tuple, ref: int) -> str:
-        """The opening line of an offline answer: what the store says of the entity asked about."""
-        _, name, etype, description, _ = entity
-        if not description.strip() or not set(match_terms(question)) & set(match_terms(f"{name} {description}")):
-            return ""
-        first = description[slice(*split_sentences(description)[0])]
-        return f"{name} ({etype}): {shorten(first, 200)} [Entities: {ref}]"
 
     # -- naive ----------------------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+"""A plain BM25 baseline for `tgr eval`: document recall@k of the store's own full-text index.
+
+    python bench/bm25_baseline.py STORE.db QUESTIONS.jsonl [--mode local ...]
+
+Ranks each question's chunks by FTS5 bm25() over the store's `chunks_fts` with every term of
+the question OR-ed (tgr.text.query_terms: words, and for Chinese bigrams and 3-6 character
+substrings; nothing left out), turns them into a ranking of documents as `tgr eval` does, and
+prints R@2/5/10 next to `tgr eval`'s figures for the modes asked (default local): issue 25's
+"local never below BM25" compares these. The store's embedder is the one it records.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tgr  # noqa: E402
+from tgr.query import evaluate as ev  # noqa: E402
+from tgr.query.modes import QuerySettings  # noqa: E402
+from tgr.text import query_terms  # noqa: E402
+
+
+def bm25_ranking(kb, question: str, limit: int) -> list[str]:
+    """Document keys of the question's best chunks by plain BM25, best first."""
+    terms = query_terms(question)
+    if not terms:
+        return []
+    match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+    conn = kb.conn
+    rows = conn.execute(
+        "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
+        "ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid ORDER BY f.s, f.rowid",
+        (match, limit)).fetchall()
+    searcher = kb._searcher(question, QuerySettings())
+    passages = searcher.retriever.passages([(cid, -s) for cid, s in rows])
+    return list(dict.fromkeys(ev._document_key(p) for p in passages))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("store")
+    parser.add_argument("questions")
+    parser.add_argument("--mode", action="append", dest="modes")
+    args = parser.parse_args()
+    questions = ev.load_questions(args.questions)
+    with tgr.open(args.store, readonly=True) as kb:
+        keys = ev.match_evidence(kb, questions).keys
+        recall = {k: 0.0 for k in ev.KS}
+        for q in questions:
+            ranked = bm25_ranking(kb, q["question"], max(ev.KS) * ev.PASSAGES_PER_DOCUMENT)
+            gold = {keys.get(e, e) for e in q["evidence_doc_ids"]}
+            for k in ev.KS:
+                recall[k] += len(gold & set(ranked[:k])) / len(gold) / len(questions)
+        results = ev.evaluate(kb, questions, args.modes or ["local"])
+    print(f"{len(questions)} questions, {args.store}")
+    print(f"{'ranking':<8}" + "".join(f"{f'R@{k}':>8}" for k in ev.KS))
+    print(f"{'bm25':<8}" + "".join(f"{recall[k]:>8.3f}" for k in ev.KS))
+    for r in results:
+        print(f"{r.mode:<8}" + "".join(f"{r.recall[k]:>8.3f}" for k in ev.KS))
+
+
+if __name__ == "__main__":
+    main()

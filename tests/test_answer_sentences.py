@@ -1,0 +1,88 @@
+"""The offline answer's sentences: chosen by what the question asks, the answering one first."""
+from __future__ import annotations
+
+from tgr.offline.answer_sentences import QuestionShape, answer_sentences
+
+PASSAGES = [
+    ("1", "Scrooge was a miser who worked late every night. Scrooge kept the fire very small."),
+    ("2", "Scrooge once worked for old Fezziwig in a warehouse. Scrooge was young then and happy."),
+    ("3", "Scrooge walked home through the fog. Scrooge ate his supper alone in the tavern."),
+]
+
+
+def test_rare_question_terms_lead_and_every_sentence_keeps_its_citation():
+    picked = answer_sentences("Did Scrooge work for Fezziwig?", PASSAGES, limit=3)
+    assert picked[0] == ("Scrooge once worked for old Fezziwig in a warehouse.", "2")
+    assert len(picked) == 3 and all(cite in {"1", "2", "3"} for _, cite in picked)
+
+
+def test_limit_dedupe_and_no_match():
+    doubled = PASSAGES + [("4", PASSAGES[1][1])]
+    picked = answer_sentences("Fezziwig warehouse", doubled, limit=10)
+    sentences = [p[0] for p in picked]
+    assert len(sentences) == len(set(sentences))
+    assert picked[0][1] == "2"  # the earlier passage holds it first
+    assert answer_sentences("Fezziwig warehouse", doubled, limit=1)[0] == picked[0]
+    assert answer_sentences("submarine periscope", PASSAGES) == []
+    assert answer_sentences("", PASSAGES) == []
+    assert answer_sentences("Scrooge", []) == []
+
+
+def test_who_is_x_leads_with_the_defining_sentence():
+    passages = [("1", "'Bah,' said Scrooge, caustic and cold as ever. Fred, Scrooge's nephew, laughed."),
+                ("2", "Ebenezer Scrooge, a grasping, covetous old man, the surviving partner of the firm of "
+                      "Scrooge and Marley. Scrooge never painted out Old Marley's name.")]
+    picked = answer_sentences("Who is Scrooge?", passages)
+    assert picked[0] == ("Ebenezer Scrooge, a grasping, covetous old man, the surviving partner of the firm "
+                         "of Scrooge and Marley.", "2")
+    shape = QuestionShape.of("Who is Scrooge?")
+    assert shape.defines and shape.subject == "Scrooge" and shape.asks == "person"
+
+
+def test_a_restatement_of_the_question_gives_way_to_the_sentence_that_adds_the_year():
+    passages = [("1", "The band was formed in Los Angeles by Lars Ulrich and James Hetfield. "
+                      "Both of them were teenagers at the time."),
+                ("2", "Ulrich had moved to Los Angeles with his family in 1980 and formed the band in 1981.")]
+    picked = answer_sentences("In what year was the band of Lars Ulrich and James Hetfield formed in Los Angeles?",
+                              passages, limit=1)
+    assert picked == [("Ulrich had moved to Los Angeles with his family in 1980 and formed the band in 1981.", "2")]
+
+
+def test_the_second_hop_follows_the_name_the_first_sentence_adds():
+    passages = [("1", "Dick Humbert was an American football end. He played for the Philadelphia Eagles "
+                      "from 1945 to 1949 as an end."),
+                ("2", "The Green Bay Packers are based in Green Bay, Wisconsin."),
+                ("3", "The Philadelphia Eagles are a professional American football franchise based in "
+                      "Philadelphia, Pennsylvania.")]
+    picked = answer_sentences("From 1945 to 1949 Dick Humbert played for a team based in what state?",
+                              passages, limit=1)
+    assert picked[0][1] == "1" and "Philadelphia Eagles" in picked[0][0]
+    assert picked[1] == ("The Philadelphia Eagles are a professional American football franchise based in "
+                         "Philadelphia, Pennsylvania.", "3")  # the hop comes on top of the limit
+
+
+def test_chinese_questions():
+    passages = [("1", "美猴王在花果山称王，群猴拜他为王。孙悟空住在花果山水帘洞里面的一个大石洞里。")]
+    assert answer_sentences("孙悟空住在哪里？", passages)[0][0].startswith("孙悟空住在花果山水帘洞")
+    # nine Chinese characters are a full sentence (about nine tokens), not noise
+    assert answer_sentences("孙悟空住在哪里？", [("1", "美猴王在花果山。孙悟空住在水帘洞。")])[0][0] == "孙悟空住在水帘洞。"
+    defining = [("1", "祖师道：“你是那方人氏？”须菩提祖师在灵台方寸山讲道。"),
+                ("2", "那洞中有一个神仙，称名须菩提祖师。")]
+    assert answer_sentences("须菩提祖师是谁？", defining)[0] == ("那洞中有一个神仙，称名须菩提祖师。", "2")
+    shape = QuestionShape.of("孙悟空的师父是谁？")
+    assert (shape.subject, shape.relation, shape.asks, shape.defines) == ("孙悟空", "师父", "person", False)
+    # the sentence about the relation asked leads, not the one that names the subject
+    named = [("1", "祖师道：与你起个法名叫做孙悟空好么？孙悟空拜须菩提祖师为师父，学得七十二般变化。")]
+    assert answer_sentences("孙悟空的师父是谁？", named)[0][0] == "孙悟空拜须菩提祖师为师父，学得七十二般变化。"
+
+
+def test_a_local_walks_linked_passages_each_give_their_best_sentence_sooner():
+    passages = [("1", "Marley was dead to begin with. Scrooge signed the register of his burial. "
+                      "Scrooge was his sole executor."),
+                ("2", "The burial took place on a cold day in the City."),
+                ("3", "Old Fezziwig danced with his wife.")]
+    question = "Who signed the register of Marley's burial?"
+    naive = answer_sentences(question, passages, limit=2)
+    local = answer_sentences(question, passages, limit=2, linked=True)
+    assert naive[0] == local[0] == ("Scrooge signed the register of his burial.", "1")
+    assert naive[1][1] == "1" and local[1] == ("The burial took place on a cold day in the City.", "2")

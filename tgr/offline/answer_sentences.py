@@ -1,0 +1,223 @@
+"""Extractive answers that lead with the answer: source sentences chosen by what the question asks.
+
+The offline answerer (tgr.offline.providers.ExtractiveAnswerer) reads no model, so it must pick, from the
+ranked passages, the few sentences a person would quote. The question is read first
+(QuestionShape): what it asks for (a year, a number, a person, a place, a definition), its
+subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence then scores:
+
+- the question's words it holds, weighted by how rare they are among the passages (as before);
+- times how much it adds: a sentence that only restates the question answers nothing;
+- plus what the question asks for: a year, number or name it does not already hold; for a
+  definition, the sentence that defines the subject ("Ebenezer Scrooge, a grasping ... man",
+  "X was a ...", "称名须菩提祖师"); for "X的R是谁", a sentence that speaks of the relation R;
+- plus, for the sentence after the first, the bridge: the names the first sentence adds to the
+  question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
+  in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
+
+The best sentence comes first, then its bridge sentence (from another passage; on top of the
+limit), then the best sentence of each leading passage that scores near the best (a multi-hop
+question's evidence is spread over the passages a local walk links; naive passages, independent
+matches, must score nearer), then the rest by score; each keeps its citation.
+Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
+through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..text import estimate_tokens, has_cjk, match_terms, split_sentences
+
+PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
+LEADER_SHARE = 0.7      # ... when it scores at least this share of the best sentence: naive
+LINKED_LEADER_SHARE = 0.3  # ... local, whose passages the graph walk linked (multi-hop evidence)
+MIN_TOKENS = 4          # shorter "sentences" (headings, "Only You)") are no answer
+NOVELTY_TERMS = 4       # new terms a sentence needs to count in full ...
+NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
+NOVELTY_WEIGHT = 0.7    # the part of a sentence's score that depends on what it adds
+WANTED_BONUS = 0.5      # a year / number / name the question asks for, in units of the mean idf
+DEFINITION_BONUS = 2.5  # the sentence that defines the subject of "who/what is X"
+NAME_WEIGHT = 0.5       # a question term of a name, against one of its other words (the relation)
+PASSAGE_WEIGHT = 0.5    # the question terms of the sentence's whole passage
+BRIDGE_BONUS = 1.5      # a name the first sentence adds (the second hop)
+
+_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")
+_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
+                     r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
+                     re.I)
+_NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
+_DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
+              r"^(?:the\s+)?{x}\s*(?:\([^)]*\)\s*)?,\s*(?:a|an|the|who|one)\b",
+              r"^(?:\w+\s+){{0,3}}{x}\s*,\s*(?:a|an|the)\b",
+              r"\b{x}\s+(?:is|was)\s+(?:a|an|the)\b"]
+_DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
+
+_ASKS = [  # (what the question asks for, its patterns), first match wins
+    ("year", re.compile(r"\b(?:what|which|in what)\s+year\b|\bwhen\b|\byear\b|哪一?年|何年|什么时候|何时|时间")),
+    ("number", re.compile(r"\bhow\s+(?:many|much|long|old|far|tall)\b|多少|几[个人名位次年岁届]?|数量|人数")),
+    ("person", re.compile(r"\bwho(?:m|se)?\b|谁|何人|什么人|哪位")),
+    ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
+                         r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
+]
+_DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
+_DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
+_RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")
+
+
+@dataclass
+class QuestionShape:
+    """What a question asks: its terms, the kind of answer, and its subject (definitions)."""
+
+    terms: list[str]
+    names: frozenset[str] = frozenset()  # terms of the question's capitalised names
+    asks: str | None = None      # year, number, person, place, or None
+    subject: str | None = None   # X of "who/what is X", "X是谁", "X的R是谁"
+    relation: str | None = None  # R of "X的R是谁": what the answer is to X
+    defines: bool = False        # "who/what is X": the answer is X's defining sentence
+
+    @classmethod
+    def of(cls, question: str) -> "QuestionShape":
+        shape = cls(list(dict.fromkeys(match_terms(question))))
+        shape.names = frozenset(t for n in _NAME_EN.findall(question[1:]) for t in match_terms(n))
+        lowered = question.lower()
+        shape.asks = next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+        relation = _RELATION_ZH.match(question)
+        definition = _DEFINITION_EN.match(question) or (None if relation else _DEFINITION_ZH.match(question))
+        if definition and len(definition.group(1).split()) <= 6 and len(definition.group(1)) <= 40:
+            shape.subject, shape.defines = definition.group(1).strip(" \"'“”"), True
+        elif relation:
+            shape.subject, shape.relation = relation.group(1).strip(), relation.group(2).strip()
+        return shape
+
+
+@dataclass
+class _Sentence:
+    text: str
+    cite: str
+    order: int
+    terms: frozenset[str]
+    passage: frozenset[str] = frozenset()  # its passage's terms
+
+
+def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
+                     names: Sequence[str] = (), linked: bool = False) -> list[tuple[str, str]]:
+    """(sentence, citation) pairs that answer the question, the answering sentence first (and
+    its second hop on top of the limit). passages: (citation, text) in ranked order; names:
+    the store's entities for the question (Chinese bridges; English ones are found by case);
+    linked: the passages are a local walk's, linked through the graph, so more of the leading
+    ones give their best sentence (naive passages are independent matches)."""
+    shape = QuestionShape.of(question)
+    candidates = _candidates(passages)
+    if not candidates or not shape.terms:
+        return []
+    idf = _idf(shape.terms, candidates)
+    mean = sum(idf.values()) / len(idf)
+    scored = {id(s): _score(s, shape, idf, mean) for s in candidates}
+    ranked = sorted((s for s in candidates if scored[id(s)] > 0), key=lambda s: (-scored[id(s)], s.order))
+    if not ranked:
+        return []
+    first = ranked[0]
+    chosen = [first]
+    bridges = _bridges(first.text, question, names)
+    if bridges:
+        hop = max((s for s in candidates if s.order != first.order),
+                  key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
+        if hop is not None and _bridge_score(hop, bridges, scored[id(hop)], mean) > scored[id(hop)]:
+            chosen.append(hop)
+    # then the best sentence of each leading passage not yet quoted, then the best of the rest
+    represented = {s.order for s in chosen}
+    floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
+    leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
+               and not (s.order in represented or represented.add(s.order))]
+    limit += len(chosen) - 1  # the second hop comes on top
+    for s in leaders + ranked[1:]:
+        if len(chosen) >= limit:
+            break
+        if s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen):
+            chosen.append(s)
+    return [(s.text, s.cite) for s in chosen]
+
+
+def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
+    """Every sentence of the passages, once, in ranked order."""
+    found, seen = [], set()
+    for order, (cite, text) in enumerate(passages):
+        whole = frozenset(match_terms(text))
+        for a, b in split_sentences(text):
+            sentence = " ".join(text[a:b].split())
+            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS:
+                continue
+            seen.add(sentence)
+            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole))
+    return found
+
+
+def _idf(terms: list[str], sentences: list[_Sentence]) -> dict[str, float]:
+    """Rarity of each question term among the candidate sentences' passages."""
+    by_passage: dict[int, set[str]] = {}
+    for s in sentences:
+        by_passage.setdefault(s.order, set()).update(s.terms)
+    n = len(by_passage)
+    return {t: math.log(1 + n / (1 + sum(t in held for held in by_passage.values()))) + 0.5 for t in terms}
+
+
+def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: float) -> float:
+    """How well the sentence answers: matched question terms, scaled by what it adds, plus
+    what the question asks for."""
+    overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in s.terms)
+    if overlap <= 0:
+        return 0.0
+    new = len(s.terms - set(shape.terms))
+    adds = min(1.0, new / NOVELTY_TERMS) * min(1.0, new / max(1, len(s.terms)) / NOVELTY_SHARE)
+    score = overlap * (1.0 - NOVELTY_WEIGHT + NOVELTY_WEIGHT * adds)
+    around = s.passage or s.terms
+    score += PASSAGE_WEIGHT * sum(w for t, w in idf.items() if t in around)
+    if shape.asks and _has_wanted(s.text, shape):
+        score += WANTED_BONUS * mean
+    if shape.defines and _defines(s.text, shape.subject):
+        score += DEFINITION_BONUS * mean
+    elif shape.relation and shape.relation in s.text:  # "师父": the sentence speaks of the relation asked
+        score += WANTED_BONUS * mean
+    return score
+
+
+def _has_wanted(text: str, shape: QuestionShape) -> bool:
+    """The sentence holds a year / number / name of the kind asked that the question lacks."""
+    question = " ".join(shape.terms)
+    if shape.asks == "year":
+        return any(y not in question for y in _YEAR.findall(text))
+    if shape.asks == "number":
+        return any(m not in question for m in _NUMBER.findall(text))
+    if has_cjk(text):
+        return False
+    names = [n for n in _NAME_EN.findall(text[1:]) if n.lower() not in question]  # not the first word
+    return bool(names)
+
+
+def _defines(text: str, subject: str) -> bool:
+    """The sentence defines the subject ("X, a ...", "X was a ...", "称名X", "X是...")."""
+    if has_cjk(subject):
+        x = re.escape(subject)
+        return any(re.search(p.format(x=x), text) for p in _DEFINE_ZH)
+    words = [re.escape(w) for w in subject.split()]
+    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge")
+    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words)
+    return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
+
+
+def _bridges(first: str, question: str, names: Sequence[str]) -> list[str]:
+    """Names the first sentence adds to the question: where a second hop starts."""
+    asked = question.lower()
+    found = [n for n in names if n and n in first and n.lower() not in asked and has_cjk(n)]
+    if not has_cjk(first):
+        found += [n.strip() for n in _NAME_EN.findall(first)
+                  if len(n.strip()) > 2 and n.strip().lower() not in asked and n.strip() not in found]
+    return [b for b in found if not any(b != o and b in o for o in found)]
+
+
+def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
+    """A sentence's score as the second hop: plus the bridge names it holds."""
+    held = sum(1 for b in bridges if b in s.text)
+    return score + BRIDGE_BONUS * mean * min(held, 2) if held else score
