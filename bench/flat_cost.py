@@ -1,0 +1,141 @@
+"""Offline cost per million characters at 1, 4 and 13 M chars: is the curve flat? (issue 27, part 4)
+
+    python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--out DIR] [--nice 10] [--stages]
+
+For each language and size: about that many million characters of shuffled book paragraphs
+(bench/run.py's `shuffled_corpus`: every pass over the paragraphs in a new seeded order, so no
+chunk repeats), then a fresh `python -m tgr.cli index STORE CORPUS --offline --embed-model
+tgr:hash-384 -q` in its own process (PYTHONPATH=this checkout), timed by the kernel (wait4:
+user + system CPU and peak RSS of the process and its threads) and by the wall clock.
+Languages: en (Moby-Dick + the Carol), zh (西游记), mixed (all three). Prints wall, CPU and
+peak RSS with each per M chars (--stages: each stage's wall too, from tgr's progress lines),
+and per language the largest CPU per M chars ÷ the smallest (target: ≤ 1.3 from 1 to 13 M). --out keeps the corpora and stores (else a temporary directory).
+Only the standard library and tgr are needed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from run import CORPORA, CORPORA_DIR, shuffled_corpus  # noqa: E402
+from index_cpu import command_for  # noqa: E402
+
+BOOKS = {"en": ("en", "carol"), "zh": ("zh",), "mixed": ("en", "zh", "carol")}
+TARGET_RATIO = 1.3
+
+
+def write_corpus(lang: str, millions: float, out: Path) -> tuple[Path, int]:
+    """The corpus file for lang at about millions M chars (kept if already written) and its length."""
+    path = out / f"flat-{lang}-{millions:g}m.txt"
+    if not path.is_file():
+        books = [CORPORA_DIR / CORPORA[name] for name in BOOKS[lang]]
+        missing = [str(b) for b in books if not b.is_file()]
+        if missing:
+            raise SystemExit(f"corpus not found: {', '.join(missing)} (set TGR_CORPORA)")
+        path.write_text(shuffled_corpus(books, int(millions * 1e6)), encoding="utf-8")
+    return path, len(path.read_text(encoding="utf-8"))
+
+
+PROGRESS = re.compile(r"^(\S+)\s+\d+/\d+ \(\d+%\) ([\d.]+) s$")
+
+
+def index_once(corpus: Path, store: Path, cwd: Path, nice: int, stages: bool) -> tuple[float, float, float, dict]:
+    """Wall and CPU seconds, peak RSS (MB) and (with stages) each stage's last progress seconds
+    of one offline `tgr index` (a failure stops)."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = command_for(corpus, store, False)
+    if stages:
+        command.remove("-q")
+    if store.exists():
+        store.unlink()
+    with tempfile.TemporaryFile(dir=cwd) as log:  # a file, not a pipe: progress must never block the child
+        start = time.perf_counter()
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        log.seek(0)
+        output = log.read().decode(errors="replace")
+    if status != 0:
+        sys.exit(f"failed: tgr index {store} {corpus}\n{output}")
+    seconds = {m[1]: float(m[2]) for m in map(PROGRESS.match, output.splitlines()) if m}
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, seconds
+
+
+def print_row(row: dict) -> None:
+    m = row["millions"]
+    print(f"| {row['lang']} | {m:.2f} | {row['wall']:.1f} | {row['cpu']:.1f} | {row['rss']:.0f} | "
+          f"{row['wall'] / m:.2f} | {row['cpu'] / m:.2f} | {row['rss'] / m:.0f} | {row['load']:.1f} |", flush=True)
+
+
+def print_ratios(rows: list[dict]) -> bool:
+    """Per language: the largest CPU (and wall) per M chars over the smallest; True if all ≤ target."""
+    flat = True
+    for lang in dict.fromkeys(r["lang"] for r in rows):
+        mine = [r for r in rows if r["lang"] == lang]
+        if len(mine) < 2:
+            continue
+        cpu = [r["cpu"] / r["millions"] for r in mine]
+        wall = [r["wall"] / r["millions"] for r in mine]
+        ratio = max(cpu) / min(cpu)
+        flat &= ratio <= TARGET_RATIO
+        print(f"{lang}: CPU per M chars largest ÷ smallest {ratio:.2f} "
+              f"({'flat' if ratio <= TARGET_RATIO else 'NOT flat'} within {TARGET_RATIO}), "
+              f"wall per M chars {max(wall) / min(wall):.2f}", flush=True)
+    return flat
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,4,13", help="million chars, comma-separated (default 1,4,13)")
+    parser.add_argument("--langs", default="en,zh,mixed", help="of en, zh, mixed (default all three)")
+    parser.add_argument("--out", type=Path, help="keep corpora and stores here (default: a temporary directory)")
+    parser.add_argument("--nice", type=int, default=0, help="run each build at this niceness increment")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print each stage's wall seconds (from tgr's progress lines) per M chars")
+    args = parser.parse_args(argv)
+    sizes = [float(s) for s in args.sizes.split(",") if s]
+    langs = [lang for lang in args.langs.split(",") if lang]
+    unknown = [lang for lang in langs if lang not in BOOKS]
+    if unknown or not sizes or min(sizes) <= 0:
+        parser.error(f"--langs takes {', '.join(BOOKS)}; --sizes positive numbers")
+    with tempfile.TemporaryDirectory(prefix="tgr-flat-cost-") as temp:
+        out = args.out or Path(temp)
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores", flush=True)
+        print("| corpus | M chars | wall s | CPU s | peak RSS MB | wall s / M | CPU s / M | RSS MB / M | load |")
+        print("|---|---|---|---|---|---|---|---|---|", flush=True)
+        rows = []
+        for lang in langs:
+            for millions in sizes:
+                corpus, chars = write_corpus(lang, millions, out)
+                load = os.getloadavg()[0]
+                wall, cpu, rss, stages = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out,
+                                                    args.nice, args.stages)
+                rows.append({"lang": lang, "millions": chars / 1e6, "wall": wall, "cpu": cpu, "rss": rss,
+                             "load": (load + os.getloadavg()[0]) / 2})
+                print_row(rows[-1])
+                if stages:
+                    print("  stage wall s per M chars: " + ", ".join(
+                        f"{name} {s / rows[-1]['millions']:.2f}" for name, s in stages.items()), flush=True)
+                if not args.out:
+                    (out / f"{corpus.stem}.db").unlink()
+        flat = print_ratios(rows)
+        print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    return 0 if flat else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
