@@ -31,8 +31,8 @@ EN_QUESTION = "Who is Marley?"
 ZH_QUESTION = "石猴是谁？"
 
 
-def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float]:
-    """Wall and CPU seconds of one run of command (output discarded; a failure stops)."""
+def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MB) of one run of command (output discarded; a failure stops)."""
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
@@ -40,7 +40,7 @@ def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float]:
     if status != 0:
         sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
     child.stderr.close()
-    return wall, usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(command: list[str], runs: int, cwd: str, envs: dict[str, dict]) -> dict[str, tuple[list, list]]:
@@ -48,7 +48,7 @@ def measure(command: list[str], runs: int, cwd: str, envs: dict[str, dict]) -> d
     results = {name: ([], []) for name in envs}
     for _ in range(runs):
         for name, env in envs.items():
-            wall, cpu = run_once(command, cwd, env)
+            wall, cpu, _ = run_once(command, cwd, env)
             results[name][0].append(wall)
             results[name][1].append(cpu)
     return results

@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from coldstart import run_once  # noqa: E402  (wall, CPU and peak RSS of one process)
 BEFORE_CALLS = """
 import sys, tgr
 from tgr.ingest.corpus import store_documents
@@ -41,18 +42,6 @@ def command_for(corpus: Path, store: Path, before_calls: bool) -> list[str]:
         return [sys.executable, "-c", BEFORE_CALLS, str(store), str(corpus)]
     return [sys.executable, "-m", "tgr.cli", "index", str(store), str(corpus),
             "--offline", "--embed-model", "tgr:hash-384", "-q"]
-
-
-def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float, float]:
-    """Wall and CPU seconds and peak RSS (MB) of one run of command (a failure stops)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
-    child.stderr.close()
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> dict[str, tuple[list, list, list]]:
