@@ -109,6 +109,8 @@ def test_boilerplate_goes_from_text_flattened_onto_one_line_too():
     imprint = ("A TALE FIRST PUBLISHED 1915 REPRINTED 1923, 1927 ISBN: 0-397-00033-2 PRINTED IN GREAT BRITAIN "
                "PREFACE I have endeavoured in this little book.")
     assert strip_boilerplate(imprint).text.split() == "A TALE PREFACE I have endeavoured in this little book.".split()
+    cited = "《GOTH》是乙一的小说。角川文库：ISBN 4-04-425304-8。An article cites ISBN 0-397-00033-2 once."
+    assert strip_boilerplate(cited).text == cited and strip_boilerplate(cited).dropped == 0  # no imprint: text
     boxed = ("God bless Us, Every One! +" + "-" * 40 + "+ |Transcriber's note: The Contents were added by "
              "the transcriber.| +" + "-" * 40 + "+")
     assert strip_boilerplate(boxed).text.strip() == "God bless Us, Every One!"

@@ -26,8 +26,10 @@ _END = re.compile(r"^\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG[^*\n]*(?:\*\
 _INLINE_CREDITS = re.compile(r"(?i:\b(?:Produced by|E-?text prepared by|Transcribed by)\b.{0,300}?"
                              r"(?:Proofread(?:ing|ers)(?: Team)?(?: at (?:https?://)?[\w./-]+)?|"
                              r"(?:https?://|www\.)[\w./-]+))"
-                             # a printer's imprint run together: "FIRST PUBLISHED 1915 REPRINTED 1923, ... ISBN: 0-397-..."
-                             r"|\b(?:FIRST PUBLISHED|REPRINTED|PRINTED IN|ISBN)\b[:\s]*(?:[\dX][\d,X\s-]*|[A-Z]+(?: [A-Z]+)?\b)",
+                             # a printer's imprint run together: "FIRST PUBLISHED 1915 REPRINTED 1923, ... ISBN: 0-397-...",
+                             # two items or more (one ISBN in prose is the text's own: a book's article cites it)
+                             r"|(?:\b(?:FIRST PUBLISHED|REPRINTED|PRINTED IN|ISBN)\b[:\s]*"
+                             r"(?:[\dX][\d,X\s-]*|[A-Z]+(?: [A-Z]+)?\b)\s*){2,}",
                              re.S)
 _HEADER_TITLE = re.compile(r"^Title:\s*(.+)$", re.M)
 _CREDITS = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed by|ISBN|(?:FIRST )?PUBLISHED|"
