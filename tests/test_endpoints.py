@@ -102,3 +102,14 @@ def test_a_bare_model_name_follows_the_openai_variables(monkeypatch):
     assert make_chat("gpt-4o-mini").name == "openai:gpt-4o-mini"
     monkeypatch.setenv("ZHIPUAI_API_KEY", "zk-test")
     assert make_chat("glm-4-flash").name == "zhipuai:glm-4-flash"
+
+
+def test_the_embedders_dimension_probe_is_in_the_ledger(db_path, fake_server, monkeypatch):
+    """Every request the endpoint answers is a ledger row: the run's first, the dimension probe, too."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.url)
+    result = CliRunner().invoke(main, ["index", str(db_path), str(ONE_FILE), "--chat-model", "openai:fake-chat",
+                                       "--embed-model", "openai:fake-embed", "--chunk-size", "300", "-q"])
+    assert result.exit_code == 0, result.output
+    with tgr.open(db_path, readonly=True) as kb:
+        rows = kb.conn.execute("SELECT count(*) FROM model_calls WHERE kind = 'embed'").fetchone()[0]
+    assert rows == fake_server.stats.embed_calls
