@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import estimate_tokens, has_cjk, match_terms, split_sentences
+from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
 LEADER_SHARE = 0.7      # ... when it scores at least this share of the best sentence: naive
@@ -43,7 +43,10 @@ NAME_WEIGHT = 0.5       # a question term of a name, against one of its other wo
 PASSAGE_WEIGHT = 0.5    # the question terms of the sentence's whole passage
 BRIDGE_BONUS = 1.5      # a name the first sentence adds (the second hop)
 
-_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")
+STEM_CHARS = 6         # an English word's first letters stand for it ("selected", "selection")
+COVERED_SHARE = 0.5   # what a question term counts once a chosen sentence holds it
+
+_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)|\d{1,2}月\d{1,2}日|\d{1,2}[日号]")  # a year, a 月日 date
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                      r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
                      re.I)
@@ -64,6 +67,11 @@ _ASKS = [  # (what the question asks for, its patterns), first match wins
 _DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
 _DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
 _RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")
+
+
+def match_terms(text: str) -> list[str]:
+    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise)."""
+    return [t[:STEM_CHARS] if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
 
 
 @dataclass
@@ -126,18 +134,38 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None and _bridge_score(hop, bridges, scored[id(hop)], mean) > scored[id(hop)]:
             chosen.append(hop)
-    # then the best sentence of each leading passage not yet quoted, then the best of the rest
+    # then the best sentence of each leading passage not yet quoted, then the best of the rest,
+    # each for the question terms the sentences before it have not yet given
     represented = {s.order for s in chosen}
     floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
     leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
                and not (s.order in represented or represented.add(s.order))]
     limit += len(chosen) - 1  # the second hop comes on top
-    for s in leaders + ranked[1:]:
+    for s in leaders:
         if len(chosen) >= limit:
             break
-        if s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen):
+        if _fresh(s, chosen):
             chosen.append(s)
+    _fill(chosen, [s for s in ranked if _fresh(s, chosen)], shape, idf, mean, limit)
     return [(s.text, s.cite) for s in chosen]
+
+
+def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
+          mean: float, limit: int) -> None:
+    """Add the best of the rest until the limit, each scored for the question terms the chosen
+    sentences do not hold yet (a covered term counts COVERED_SHARE): the sentence that gives what
+    is still missing ("godfather", "headquartered") before a third one about the same words."""
+    while len(chosen) < limit and rest:
+        covered = set().union(*(c.terms for c in chosen))
+        weights = {t: w * (COVERED_SHARE if t in covered else 1.0) for t, w in idf.items()}
+        best = max(rest, key=lambda s: (_score(s, shape, weights, mean), -s.order))
+        chosen.append(best)
+        rest = [s for s in rest if _fresh(s, chosen)]
+
+
+def _fresh(s: _Sentence, chosen: list[_Sentence]) -> bool:
+    """Not chosen yet, nor inside (or around) a chosen sentence."""
+    return s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen)
 
 
 def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
@@ -187,7 +215,7 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
     """The sentence holds a year / number / name of the kind asked that the question lacks."""
     question = " ".join(shape.terms)
     if shape.asks == "year":
-        return any(y not in question for y in _YEAR.findall(text))
+        return any(m.group(0) not in question for m in _YEAR.finditer(text))
     if shape.asks == "number":
         return any(m not in question for m in _NUMBER.findall(text))
     if has_cjk(text):
