@@ -34,6 +34,7 @@ PASSAGES_QUOTED = 5     # the leading passages that each give their best sentenc
 LEADER_SHARE = 0.7      # ... when it scores at least this share of the best sentence: naive
 LINKED_LEADER_SHARE = 0.3  # ... local, whose passages the graph walk linked (multi-hop evidence)
 MIN_TOKENS = 4          # shorter "sentences" (headings, "Only You)") are no answer
+MIN_WORDS = 4           # ... nor English ones of fewer words
 NOVELTY_TERMS = 4       # new terms a sentence needs to count in full ...
 NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
 NOVELTY_WEIGHT = 0.7    # the part of a sentence's score that depends on what it adds
@@ -130,13 +131,13 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     chosen = [first]
     bridges = _bridges(first.text, question, names)
     if bridges:
-        hop = max((s for s in candidates if s.order != first.order),
+        hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
-        if hop is not None and _bridge_score(hop, bridges, scored[id(hop)], mean) > scored[id(hop)]:
+        if hop is not None:
             chosen.append(hop)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
-    represented = {s.order for s in chosen}
+    represented = {first.order}  # the hop's passage still gives its best sentence
     floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
     leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
                and not (s.order in represented or represented.add(s.order))]
@@ -175,11 +176,16 @@ def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
         whole = frozenset(match_terms(text))
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
-            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS:
+            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence):
                 continue
             seen.add(sentence)
             found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole))
     return found
+
+
+def _fragment(sentence: str) -> bool:
+    """An English piece too short to say anything ("Love Forecast (;", "Only You)")."""
+    return not has_cjk(sentence) and sum(any(c.isalpha() for c in w) for w in sentence.split()) < MIN_WORDS
 
 
 def _idf(terms: list[str], sentences: list[_Sentence]) -> dict[str, float]:
@@ -245,7 +251,11 @@ def _bridges(first: str, question: str, names: Sequence[str]) -> list[str]:
     return [b for b in found if not any(b != o and b in o for o in found)]
 
 
+def _held(s: _Sentence, bridges: list[str]) -> int:
+    """How many of the bridge names the sentence holds."""
+    return sum(1 for b in bridges if b in s.text)
+
+
 def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
     """A sentence's score as the second hop: plus the bridge names it holds."""
-    held = sum(1 for b in bridges if b in s.text)
-    return score + BRIDGE_BONUS * mean * min(held, 2) if held else score
+    return score + BRIDGE_BONUS * mean * min(_held(s, bridges), 2)
