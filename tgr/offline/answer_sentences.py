@@ -65,6 +65,10 @@ _ASKS = [  # (what the question asks for, its patterns), first match wins
     ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
                          r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
+_PRONOUNS = {"He", "She", "It", "They", "His", "Her", "Its", "Their"}
+_CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "August", "September",
+             "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+             "Saturday", "Sunday"}
 _DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
 _DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
 _RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")
@@ -108,6 +112,7 @@ class _Sentence:
     order: int
     terms: frozenset[str]
     passage: frozenset[str] = frozenset()  # its passage's terms
+    subject: str = ""  # the name its passage opens with: what "He", "It" stand for (English)
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -129,7 +134,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         return []
     first = ranked[0]
     chosen = [first]
-    bridges = _bridges(first.text, question, names)
+    bridges = _bridges(first, question, names, passages)
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
@@ -174,12 +179,14 @@ def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
     found, seen = [], set()
     for order, (cite, text) in enumerate(passages):
         whole = frozenset(match_terms(text))
+        opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
+        subject = opening.group(0).strip() if opening else ""
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
             if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence):
                 continue
             seen.add(sentence)
-            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole))
+            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole, subject))
     return found
 
 
@@ -241,19 +248,28 @@ def _defines(text: str, subject: str) -> bool:
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 
-def _bridges(first: str, question: str, names: Sequence[str]) -> list[str]:
-    """Names the first sentence adds to the question: where a second hop starts."""
-    asked = question.lower()
-    found = [n for n in names if n and n in first and n.lower() not in asked and has_cjk(n)]
-    if not has_cjk(first):
-        found += [n.strip() for n in _NAME_EN.findall(first)
-                  if len(n.strip()) > 2 and n.strip().lower() not in asked and n.strip() not in found]
+def _bridges(first: _Sentence, question: str, names: Sequence[str],
+             passages: Sequence[tuple[str, str]]) -> list[str]:
+    """Names the first sentence adds to the question: where a second hop starts. Its opening
+    word counts when the passages write it capitalised inside a sentence too ("Winter is best
+    remembered ..."), and a pronoun opening stands for its passage's subject ("He was ...")."""
+    asked, text = question.lower(), first.text
+    found = [n for n in names if n and n in text and n.lower() not in asked and has_cjk(n)]
+    if not has_cjk(text):
+        opening = re.match(r"[\"'“]?([A-Z][\w'’-]+)\b", text)
+        word = opening.group(1) if opening else ""
+        if word in _PRONOUNS and first.subject:
+            found.append(first.subject)
+        elif len(word) > 2 and any(re.search(rf"[\w,;] {re.escape(word)}\b", p) for _, p in passages):
+            found.append(word)
+        found += [n.strip() for n in _NAME_EN.findall(text[1:]) if len(n.strip()) > 2]
+    found = [b for b in dict.fromkeys(found) if b.lower() not in asked and b not in _CALENDAR]
     return [b for b in found if not any(b != o and b in o for o in found)]
 
 
 def _held(s: _Sentence, bridges: list[str]) -> int:
-    """How many of the bridge names the sentence holds."""
-    return sum(1 for b in bridges if b in s.text)
+    """How many of the bridge names the sentence holds, or its passage is about."""
+    return sum(1 for b in bridges if b in s.text or b in s.subject)
 
 
 def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
