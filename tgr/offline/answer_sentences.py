@@ -15,9 +15,13 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
 
 The best sentence comes first, then its bridge sentence (from another passage; on top of the
-limit), then the best sentence of each leading passage that scores near the best (a multi-hop
-question's evidence is spread over the passages a local walk links; naive passages, independent
-matches, must score nearer), then the rest by score; each keeps its citation.
+limit): one that holds a name the first adds, or whose passage opens with it ("It is
+headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject. Then
+the best sentence of each leading passage that scores near the best (a multi-hop question's
+evidence is spread over the passages a local walk links; naive passages, independent matches,
+must score nearer), then the rest, each scored for the question terms the sentences before it
+do not hold yet (the relation word, "godfather", after the sentences about the names); each keeps
+its citation. English words match by their first STEM_CHARS letters (selected / selection).
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -262,7 +266,7 @@ def _bridges(first: _Sentence, question: str, names: Sequence[str],
             found.append(first.subject)
         elif len(word) > 2 and any(re.search(rf"[\w,;] {re.escape(word)}\b", p) for _, p in passages):
             found.append(word)
-        found += [n.strip() for n in _NAME_EN.findall(text[1:]) if len(n.strip()) > 2]
+        found += [n.strip(" .") for n in _NAME_EN.findall(text[1:]) if len(n.strip(" .")) > 2]  # not the full stop
     found = [b for b in dict.fromkeys(found) if b.lower() not in asked and b not in _CALENDAR]
     return [b for b in found if not any(b != o and b in o for o in found)]
 
