@@ -352,6 +352,33 @@ def test_chinese_aliases_merge_into_the_long_form():
     assert frozenset(("首钢集团有限公司", "香港")) in pairs  # the short form's sentence counts
 
 
+def test_chinese_naming_phrases_and_titled_names():
+    found = by_name("那洞中有一个神仙，称名须菩提祖师。此山叫做灵台方寸山。我原有个法名，叫做孙悟空。")
+    assert found["须菩提祖师"].type == "person" and found["孙悟空"].type == "person"
+    assert found["灵台方寸山"].type == "location"
+    assert not any(n in ("菩提", "须菩提", "祖师") for n in found), list(found)
+    titled = by_name("见那菩提祖师端坐在台上。南海观世音菩萨到了。泾河龙王与镇元大仙说话。")
+    assert {"菩提祖师", "观世音菩萨", "泾河龙王", "镇元大仙"} <= set(titled), list(titled)
+    assert all(titled[n].type == "person" for n in ("菩提祖师", "观世音菩萨", "镇元大仙"))
+    # a saying or a pronoun after a naming word is no name
+    assert names("这个叫做将计就计。那个唤做甚么？") == []
+
+
+def test_chinese_verbs_glued_to_an_address_word_or_title_are_no_names():
+    found = names("猴王道：不劳师父盛意。悟空道：多蒙师父海恩。二神道：望大圣方便。唐长老道：徒弟。")
+    assert not {"劳师父", "蒙师父", "望大圣"} & set(found), found
+    assert "唐长老" in found
+
+
+def test_a_title_alone_is_its_one_bearer_and_links_its_sentence():
+    entities, relations = extract_heuristic("忽被祖师看见，叫孙悟空道：你怎么不听我讲？")
+    assert "祖师" in {e.name for e in entities}  # tgr.build.resolve decides whose title it is
+    assert frozenset(("祖师", "孙悟空")) in {frozenset((r.source, r.target)) for r in relations}
+    # a name whose sentence holds only a title still meets the names of the next sentence
+    _, relations = extract_heuristic("祖师见了花果山。美猴王十分欢喜。")
+    assert frozenset(("花果山", "美猴王")) in {frozenset((r.source, r.target)) for r in relations}
+
+
 def test_chinese_short_forms_stay_apart_when_not_abbreviations():
     found = names("北京市很大。北京国家体育馆在北京。马达加斯加共和国位于马达加斯加岛。")
     assert {"北京", "北京市"} <= set(found), found

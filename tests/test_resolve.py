@@ -48,6 +48,15 @@ def test_a_chinese_short_form_joins_its_one_long_form():
     assert resolved["香港特区"] == resolved["香港特别行政区"] and resolved["香港"] == "香港"
 
 
+def test_a_chinese_title_alone_joins_its_one_bearer_or_is_no_entity():
+    resolved = keys(**{"须菩提祖师": {"person": 1}, "菩提祖师": {"person": 1}, "祖师": {"person": 9},
+                       "孙悟空": {"person": 3}})
+    assert resolved["祖师"] == resolved["菩提祖师"] == resolved["须菩提祖师"] == "须菩提祖师"
+    resolved = keys(**{"北海龙王": {"person": 1}, "泾河龙王": {"person": 1}, "龙王": {"person": 4}})
+    assert resolved["龙王"] == "" and resolved["北海龙王"] != resolved["泾河龙王"]  # whose? no entity
+    assert keys(**{"菩萨": {"person": 2}})["菩萨"] == ""
+
+
 def test_a_title_names_its_subject_only_when_it_is_a_name():
     assert subject_name("Ludwig (film)") == "Ludwig"
     assert subject_name("A CHRISTMAS CAROL") == "A Christmas Carol"

@@ -20,6 +20,9 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
      name ("Washington" the state beside "George Washington");
    - a Chinese short form joins the one longer name that keeps its first and last
      characters in order (香港特区 -> 香港特别行政区);
+   - a Chinese titled name joins the one longer name that ends with it (菩提祖师 ->
+     须菩提祖师), and a title alone ("祖师道") the one titled name of the document that
+     ends with it; a title alone that fits no name or several is no entity;
    - a title before a lone word is kept ("master peter") unless the document also names
      that word without it ("Master Scrooge" beside "Scrooge" is "scrooge"): across
      documents a bare "Peter" may be another man.
@@ -39,7 +42,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
-from ..offline.name_words import CHINESE_FUNCTION_WORDS, chinese_short_forms
+from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_short_forms
 from ..text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -90,9 +93,26 @@ def document_keys(names: dict[str, Counter]) -> dict[str, str]:
     types: dict[str, Counter] = defaultdict(Counter)
     for name, counter in names.items():
         types[keys[name]].update(counter)
-    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3)
+    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3) | _chinese_titles(types)
     final = {name: _final(joined, key) for name, key in keys.items() if key}
+    final.update([(name, "") for name, key in final.items() if key in CHINESE_TITLES])  # no entity: whose title?
     return _titles_kept(final, names)
+
+
+def _chinese_titles(types: dict[str, Counter]) -> dict[str, str]:
+    """菩提祖师 -> 须菩提祖师 (the one longer name ending with it), 祖师 -> 须菩提祖师 (the one
+    titled name ending with the title, once its short forms have joined it)."""
+    titled = [k for k in types if _CJK.fullmatch(k) and k not in CHINESE_TITLES and k.endswith(tuple(CHINESE_TITLES))]
+    joined = {}
+    for short in titled:
+        longer = [k for k in titled if len(k) > len(short) and k.endswith(short)]
+        if len(longer) == 1:
+            joined[short] = longer[0]
+    for title in CHINESE_TITLES.intersection(types):
+        bearers = {joined.get(k, k) for k in titled if k.endswith(title)}
+        if len(bearers) == 1:
+            joined[title] = bearers.pop()
+    return joined
 
 
 def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, str]:
@@ -100,7 +120,8 @@ def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, 
     names that one without it: in another document "Peter" may be someone else."""
     by_key: dict[str, list[str]] = defaultdict(list)
     for name, key in final.items():
-        by_key[key].append(name)
+        if key:
+            by_key[key].append(name)
     for key, group in by_key.items():
         if " " in key or _CJK.search(key):
             continue

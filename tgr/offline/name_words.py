@@ -21,6 +21,12 @@ CHINESE_FUNCTION_WORDS = frozenset("""闻言 二人 三人 四人 两人 众人 
     之间 之上 之下 之中 如今 为何 何处 何人 因为 所以 但是 然后 于是 而且 虽然 如果 因此 那时 这时 不过
     时候 东西 怎样 这样 那样 一样 许多 多少 一些 有人 无人 只见 但见 忽见 又见 不觉 果然 真个 端的""".split())
 
+# titles written after a Chinese name (须菩提祖师, 观音菩萨, 镇元大仙) and, alone, for its one bearer
+# in a story ("祖师道"): tgr.offline.names_zh finds both, tgr.build.resolve joins the bare title
+# to the one titled name of the document (or to none)
+CHINESE_TITLES = frozenset("""祖师 真人 大仙 菩萨 老祖 星君 真君 天尊 老君 尊者 元帅 天王 大圣 禅师 法师 国师
+    长老 龙王 魔王 道人 仙姑 娘娘 罗汉 金刚 力士 仙翁""".split())
+
 
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     """香港特区 -> 香港特别行政区: a short form and the one longer name with the same first and

@@ -4,8 +4,11 @@ Besides the words jieba tags as names (nr/ns/nt/nz...), a sentence yields: title
 《》 and short quoted terms in 「」/“”; transliterated names joined by "·"
 (安德里·拉乔利纳); compounds of a name or noun and nouns that end in an institution or
 place word (重庆武隆岩溶国家地质公园, 首钢集团有限公司); the subject of a defining
-sentence (狭叶艾纳香（学名：…）是…); and Latin names written inside Chinese text
-(Bee Gees). Within one text a short form is merged into its long form when the text
+sentence (狭叶艾纳香（学名：…）是…); what a naming phrase names (称名须菩提祖师, 叫做孙悟空,
+唤名烂桃山); a name and the title after it (菩提祖师, 镇元大仙), and a title alone (祖师道:
+tgr.build.resolve joins it to the document's one name with that title, or drops it); and Latin
+names written inside Chinese text (Bee Gees). A name the tagger glued from a verb and an address
+word (有劳师父 -> 劳师父, 多蒙师父 -> 蒙师父) is none. Within one text a short form is merged into its long form when the text
 says so (X，简称Y) or when it keeps the long form's first and last characters in order
 (香港特区 -> 香港特别行政区).
 """
@@ -15,7 +18,8 @@ import os
 import re
 from functools import lru_cache
 
-from .name_words import CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, chinese_short_forms
+from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
+    chinese_short_forms
 
 Name = tuple[str, str]  # (name, type)
 
@@ -39,6 +43,17 @@ _COMPOUND_START = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}
 _COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
 _HEADS = {"n", "l"}
 _NAME_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "x", "eng"}
+_NAMING_VERBS = "称名|名叫|叫做|叫作|唤做|唤作|名唤|唤名|号为|名为|名曰|号曰|称为|法名|道号|人称|绰号|混名"
+_NAMED = re.compile(rf"(?:{_NAMING_VERBS})[：:]?[“「‘]?")
+_NOT_IN_NAMED = {"x", "y", "uj", "ul", "ud", "uz", "uv", "ug", "p", "c", "d", "r", "m", "q", "zg", "e", "o"}
+_NOT_NAMED = {"i", "l", "v", "vn", "vd", "a", "ad", "an"}  # idioms, verbs, adjectives
+_NAMED_LENGTH = (2, 7)  # what a naming phrase names: 2 to 7 characters
+_TITLE_STEM_FLAGS = {"n", "nr", "nrt", "nrfg", "ns", "nz", "ng", "nt", "j"}
+_TITLE_STEM = 4      # the most characters of a name before its title (观世音菩萨, not 南海观世音菩萨)
+# address words a verb before them is glued to by the tagger (有劳师父 -> 劳师父 "nr")
+_ADDRESS_WORDS = frozenset("""师父 师傅 师兄 师弟 老爷 大哥 哥哥 大人 先生 夫人 娘子 小姐 公子 长老 大王 贤弟
+    兄弟 姐姐 妹妹 徒弟 老儿 太太 爷爷 奶奶 娘娘 菩萨""".split())
+_VERB_LIKE = ("v", "d", "p", "c", "r", "u", "m")
 _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
@@ -97,13 +112,22 @@ def _sentence_names(sentence: str) -> list[Name]:
         if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
                 and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
             names.append((match.start(), name, "concept"))
+    for start, name in _named_phrases(sentence, spans):
+        if not overlaps(start, start + len(name)):
+            names.append((start, name, _named_type(name, spans)))
+            covered.append((start, start + len(name)))
+    for start, name, kind in _titled(spans):
+        if not overlaps(start, start + len(name)):
+            names.append((start, name, kind))
+            covered.append((start, start + len(name)))
     subject = _SUBJECT.match(sentence)
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
     for index, (start, word, flag) in enumerate(spans):
         kind = _TAG_TYPES.get(flag)
         if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
-                and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index):
+                and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index) \
+                and not _glued_address(word, flag):
             if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
                 kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
             names.append((start, word, kind))
@@ -114,6 +138,81 @@ def _sentence_names(sentence: str) -> list[Name]:
             seen.add(name)
             result.append((name, kind))
     return result
+
+
+def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
+    """(start, name) of what a naming phrase names: "称名须菩提祖师", "叫做‘孙悟空’", "唤名烂桃山".
+    The name runs from the phrase to the first punctuation or function word (孙悟空 of
+    叫做孙悟空也), and starts where the tagger starts a word; a pronoun (唤做甚么) is none."""
+    starts = {start: index for index, (start, _, _) in enumerate(spans)}
+    found = []
+    for match in _NAMED.finditer(sentence):
+        index = starts.get(match.end())
+        if index is None:
+            continue
+        words = []
+        for _, word, flag in spans[index:]:
+            if flag in _NOT_IN_NAMED or not _ALL_CJK.fullmatch(word) or word in CHINESE_FUNCTION_WORDS:
+                break
+            if flag in _NOT_NAMED or not (flag[:2] in ("nr", "ns", "nz") or _known(word) or len(word) == 1):
+                words = []  # a saying (叫做将计就计), a verb, or a word the tagger made up: no name
+                break
+            words.append(word)
+        name = "".join(words)
+        if _NAMED_LENGTH[0] <= len(name) <= _NAMED_LENGTH[1]:
+            found.append((match.end(), name))
+    return found
+
+
+def _named_type(name: str, spans: list[tuple[int, str, str]]) -> str:
+    """A named place or body by its last word (灵台方寸山); else a person when titled or tagged one."""
+    kind = _type_by_suffix(name)
+    if kind != "concept":
+        return kind
+    if name.endswith(tuple(CHINESE_TITLES)) or any(w in name and f.startswith("nr") for _, w, f in spans):
+        return "person"
+    return "concept"
+
+
+def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """A name and the title after it (菩提 + 祖师, 镇 + 元大仙, 观音菩萨): a person; a title alone
+    (祖师道) too, for tgr.build.resolve to join to its bearer. The name before the title is at
+    least two characters of nouns or names (not 大法师's 大), at most _TITLE_STEM."""
+    found = []
+    for index, (start, word, _) in enumerate(spans):
+        title = next((t for t in CHINESE_TITLES if word.endswith(t)), None)
+        if title is None:
+            continue
+        first = index
+        while len(word) - len(title) < 2 and first > 0 and _title_stem(*spans[first - 1][1:]) \
+                and len(word) - len(title) + start - spans[first - 1][0] <= _TITLE_STEM:
+            first -= 1  # 齐天大圣 needs no name before it (全仗齐天大圣, 话表齐天大圣)
+        begin = spans[first][0]
+        name = "".join(w for _, w, _ in spans[first:index + 1])
+        if len(name) - len(title) >= 2:
+            found.append((begin, name, "person"))
+        elif word == title:
+            found.append((start, word, "person"))
+    return found
+
+
+def _title_stem(word: str, flag: str) -> bool:
+    """A word that may stand before a title as (part of) its bearer's name: a noun or name
+    of the dictionary (菩提, 泾河), not one the tagger guessed from a run of characters (即命道人)."""
+    return flag in _TITLE_STEM_FLAGS and _ALL_CJK.fullmatch(word) is not None \
+        and word not in CHINESE_FUNCTION_WORDS and (len(word) == 1 or _known(word))
+
+
+def _glued_address(word: str, flag: str) -> bool:
+    """劳师父 of 有劳师父, 望大圣 of 望大圣方便, 大圣笑 of 大圣笑道: a verb (or adverb, pronoun ...)
+    the tagger glued to an address word or a title and called a person. 唐长老 (唐 a name) stays one."""
+    if not flag.startswith("nr") or len(word) != 3:
+        return False
+    import rjieba
+
+    if word[1:] in _ADDRESS_WORDS | CHINESE_TITLES:
+        return rjieba.tag(word[0])[0][1].startswith(_VERB_LIKE)
+    return word[:2] in CHINESE_TITLES and rjieba.tag(word[2])[0][1].startswith(_VERB_LIKE)
 
 
 def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[int, int]:
@@ -134,6 +233,13 @@ def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[in
         if match.string[position] in _FUNCTION_CHARS:
             return a, position
     return a, b
+
+
+def _known(word: str) -> bool:
+    """jieba's dictionary has the word."""
+    import rjieba
+
+    return rjieba.has_word(word)
 
 
 def _in_dictionary(word: str) -> bool:

@@ -28,6 +28,7 @@ from typing import Sequence
 from ..parsing import RawEntity, RawRelation
 from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, match_terms, search_terms, shorten
 from .answer_sentences import answer_sentences
+from .name_words import CHINESE_TITLES
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
 OFFLINE_WRITER = "offline-extractive"
@@ -158,14 +159,15 @@ def _neighbours(sentences: list[str], found: list[list[tuple[str, str]]], keep: 
     the nearest sentence (at most NEAR away) that has some: "Ghost of Christmas Present"
     alone in its sentence, "Scrooge" in the next. A name with none near stays an island, as
     in the text."""
-    linked = {name for pair in seen_pairs for name in pair}
+    # a title alone (祖师) may name no one the document knows (tgr.build.resolve drops it): no link
+    linked = {name for pair in seen_pairs if not CHINESE_TITLES.intersection(pair) for name in pair}
     named = [[n for n, _ in names if n in keep] for names in found]
     relations = []
     for index, names in enumerate(named):
         for name in dict.fromkeys(n for n in names if n not in linked):
             near = next((other for distance in range(1, NEAR + 1) for other in
                          (index - distance, index + distance)
-                         if 0 <= other < len(named) and set(named[other]) - {name}), None)
+                         if 0 <= other < len(named) and set(named[other]) - {name} - CHINESE_TITLES), None)
             if near is None:
                 continue
             for target in dict.fromkeys(n for n in named[near] if n != name):
