@@ -21,6 +21,7 @@ from ..models.gateway import ChatJob, Gateway
 from ..parsing import parse_transformation
 from ..prompts import Prompts
 from ..offline.entity_types import entity_type
+from ..offline.name_words import CHINESE_TITLES
 from .resolve import assign_keys, write_aliases
 from .role_providers import summariser_for
 from ..text import content_hash, estimate_tokens, fit_tokens, normalise_name, split_sentences
@@ -47,7 +48,8 @@ class _Entity:
 
     def surface(self) -> str:
         names = Counter(" ".join(m.name.split()) for m in self.mentions)
-        return min(names, key=lambda n: (-names[n], n))
+        # a title alone ("祖师", however often it is said) names no one but by its bearer's name
+        return min(names, key=lambda n: (n in CHINESE_TITLES, -names[n], n))
 
     def types(self) -> Counter:
         return Counter(m.type for m in self.mentions)

@@ -9,7 +9,8 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
 - times how much it adds: a sentence that only restates the question answers nothing;
 - plus what the question asks for: a year, number or name it does not already hold; for a
   definition, the sentence that defines the subject ("Ebenezer Scrooge, a grasping ... man",
-  "X was a ...", "称名须菩提祖师"); for "X的R是谁", a sentence that speaks of the relation R;
+  "X was a ...", "称名须菩提祖师"); for "X的R是谁", the sentence that defines the person retrieval
+  found in that relation (tgr.query.focus: the first of `names`), else one that speaks of R;
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
   question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
@@ -93,6 +94,7 @@ class QuestionShape:
     subject: str | None = None   # X of "who/what is X", "X是谁", "X的R是谁"
     relation: str | None = None  # R of "X的R是谁": what the answer is to X
     defines: bool = False        # "who/what is X": the answer is X's defining sentence
+    bearers: tuple[str, ...] = ()  # "X的R是谁": the store's people retrieval found in relation R to X
 
     @classmethod
     def of(cls, question: str) -> "QuestionShape":
@@ -127,6 +129,8 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     linked: the passages are a local walk's, linked through the graph, so more of the leading
     ones give their best sentence (naive passages are independent matches)."""
     shape = QuestionShape.of(question)
+    if shape.relation:  # retrieval puts the person it found in that relation first (tgr.query.focus)
+        shape.bearers = tuple(n for n in names if has_cjk(n) and n not in question)[:1]
     candidates = _candidates(passages)
     if not candidates or not shape.terms:
         return []
@@ -212,7 +216,8 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
     """How well the sentence answers: matched question terms, scaled by what it adds, plus
     what the question asks for."""
     overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in s.terms)
-    if overlap <= 0:
+    bearer = any(b in s.text and defines(s.text, b) for b in shape.bearers)  # "称名须菩提祖师"
+    if overlap <= 0 and not bearer:
         return 0.0
     new = len(s.terms - set(shape.terms))
     adds = min(1.0, new / NOVELTY_TERMS) * min(1.0, new / max(1, len(s.terms)) / NOVELTY_SHARE)
@@ -221,8 +226,10 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
     score += PASSAGE_WEIGHT * sum(w for t, w in idf.items() if t in around)
     if shape.asks and _has_wanted(s.text, shape):
         score += WANTED_BONUS * mean
-    if shape.defines and _defines(s.text, shape.subject):
+    if shape.defines and defines(s.text, shape.subject):
         score += DEFINITION_BONUS * mean
+    elif bearer:  # the answer itself: what defining X and speaking of R would each give
+        score += (DEFINITION_BONUS + WANTED_BONUS) * mean
     elif shape.relation and shape.relation in s.text:  # "师父": the sentence speaks of the relation asked
         score += WANTED_BONUS * mean
     return score
@@ -241,7 +248,7 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
     return bool(names)
 
 
-def _defines(text: str, subject: str) -> bool:
+def defines(text: str, subject: str) -> bool:
     """The sentence defines the subject ("X, a ...", "X was a ...", "称名X", "X是...")."""
     if has_cjk(subject):
         x = re.escape(subject)

@@ -35,6 +35,7 @@ from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this A
 from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
 from .graph_walk import specificity as _specificity
 from .graph_walk import walk
+from .focus import Focus, focus
 from .vector_matrix import nearest
 
 MODES = ("local", "global", "naive")
@@ -348,6 +349,7 @@ class Retriever:
             floor = ranked[-1][1] if ranked else 1.0
             extra = [c for c, _ in self.bm25(q.text, k * 2) if c not in have]
             ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
+        ranked, entity_scores = _led(focus(self.conn, q.text), ranked, entity_scores)
         return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
 
     def named_entities(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
@@ -471,6 +473,21 @@ def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
             fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
     best = len(scores) / (RRF_K + 1)
     return {key: value / best for key, value in fused.items()}
+
+
+def _led(lead: Focus, ranked: list[tuple[str, float]],
+         entity_scores: dict[str, float]) -> tuple[list[tuple[str, float]], dict[str, float]]:
+    """The ranking and entity scores with a question's focus first (tgr.query.focus): its
+    chunks above every other, in order, and its entities above the others."""
+    if lead.chunks:
+        top = ranked[0][1] if ranked else 1.0
+        first = [(cid, top * (1.0 + 0.01 * (len(lead.chunks) - i))) for i, cid in enumerate(lead.chunks)]
+        ranked = first + [(cid, score) for cid, score in ranked if cid not in lead.chunks]
+    if lead.entities:
+        best = max(entity_scores.values(), default=1.0)
+        entity_scores = {**entity_scores, **{e: best * (1.0 + 0.01 * (len(lead.entities) - i))
+                                            for i, e in enumerate(lead.entities)}}
+    return ranked, entity_scores
 
 
 def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
