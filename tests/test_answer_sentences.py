@@ -136,3 +136,12 @@ def test_a_chinese_time_question_wants_a_date():
     passages = [("1", "外交部发言人介绍了法国总统访华有关安排。这是他第二任期内首次访华。"
                       "法国总统访华的日期为4月5日至7日。")]
     assert "4月5日" in answer_sentences("法国总统访华时间？", passages, limit=1)[0][0]
+
+
+def test_a_relation_question_leads_with_the_sentence_that_defines_the_person_retrieval_found():
+    passages = [("1", "樵夫道：那洞中有一个神仙，称名须菩提祖师。你顺那条小路儿，向南行七八里远近。"),
+                ("2", "悟空道：弟子诚心听讲，听到老师父妙音处，喜不自胜。孙悟空望师父恕罪。")]
+    picked = answer_sentences("孙悟空的师父是谁？", passages, names=["须菩提祖师", "孙悟空"])
+    assert picked[0] == ("樵夫道：那洞中有一个神仙，称名须菩提祖师。", "1")
+    # without a person found in that relation, the sentence that speaks of it leads
+    assert answer_sentences("孙悟空的师父是谁？", passages, names=["孙悟空"])[0][1] == "2"

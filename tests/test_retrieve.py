@@ -396,3 +396,40 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
                                      "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
         assert documents == {"copley"}
         assert kb.retrieve("Which seat did William Copley represent?", "local", 1)[0].external_id == "copley"
+
+
+def test_who_is_x_leads_with_the_passage_that_defines_x(tmp_path):
+    # the cast list defines Marley once; the story names him far more often elsewhere
+    book = tmp_path / "carol.txt"
+    scenes = [f"'Jacob,' cried Scrooge in scene {n}. Jacob Marley rattled his chain, and Jacob Marley "
+              f"groaned, and Scrooge looked at Jacob Marley by the fire number {n}." for n in range(6)]
+    book.write_text("Characters in the story. Bob Cratchit, clerk to Ebenezer Scrooge. Fred, his nephew. "
+                    "Jacob Marley, a spectre of Scrooge's former partner in business. Mrs. Fezziwig, a "
+                    "worthy partner for her husband.\n\n" + "\n\n".join(scenes), encoding="utf-8")
+    path = tmp_path / "carol.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(book)], chunk_size=60, chunk_overlap=0)
+    with tgr.open(path, readonly=True) as kb:
+        first = kb.retrieve("Who is Jacob Marley?", "local", 3)[0]
+        answer = kb.ask("Who is Jacob Marley?", mode="local").answer
+    assert "a spectre of Scrooge's former partner" in first.text
+    assert answer.startswith("Jacob Marley, a spectre"), answer
+
+
+def test_a_relation_question_brings_the_person_met_where_the_relation_is_said(tmp_path):
+    # 须菩提祖师 is defined in a passage that never names 孙悟空; the two meet, as 祖师, where 师父 is said
+    book = tmp_path / "xyj.txt"
+    book.write_text(
+        "樵夫道：此山叫做灵台方寸山。那洞中有一个神仙，称名须菩提祖师。那祖师的徒弟也不计其数。\n\n"
+        "猴王拜道：师父！祖师笑道：与你起个法名叫做孙悟空。孙悟空拜谢祖师，口称师父。\n\n"
+        + "\n\n".join(f"孙悟空在花果山第{n}回与众猴玩耍，孙悟空做了美猴王，孙悟空又回到水帘洞。" for n in range(6)),
+        encoding="utf-8")
+    path = tmp_path / "xyj.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(book)], chunk_size=60, chunk_overlap=0)
+    with tgr.open(path, readonly=True) as kb:
+        passages = kb.retrieve("孙悟空的师父是谁？", "local", 3)
+        answer = kb.ask("孙悟空的师父是谁？", mode="local").answer
+    assert "称名须菩提祖师" in passages[0].text
+    # the sentence names neither 孙悟空 nor 师父, yet it answers
+    assert answer.startswith("那洞中有一个神仙，称名须菩提祖师。"), answer

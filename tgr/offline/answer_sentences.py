@@ -140,6 +140,10 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     ranked = sorted((s for s in candidates if scored[id(s)] > 0), key=lambda s: (-scored[id(s)], s.order))
     if not ranked:
         return []
+    answering = next((s for s in ranked if _defines_bearer(s, shape)), None)
+    if answering is not None:  # the person found in the relation asked: who the answer is
+        ranked.remove(answering)
+        ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
     bridges = _bridges(first, question, names, passages)
@@ -216,7 +220,7 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
     """How well the sentence answers: matched question terms, scaled by what it adds, plus
     what the question asks for."""
     overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in s.terms)
-    bearer = any(b in s.text and defines(s.text, b) for b in shape.bearers)  # "称名须菩提祖师"
+    bearer = _defines_bearer(s, shape)
     if overlap <= 0 and not bearer:
         return 0.0
     new = len(s.terms - set(shape.terms))
@@ -228,11 +232,16 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
         score += WANTED_BONUS * mean
     if shape.defines and defines(s.text, shape.subject):
         score += DEFINITION_BONUS * mean
-    elif bearer:  # the answer itself: what defining X and speaking of R would each give
-        score += (DEFINITION_BONUS + WANTED_BONUS) * mean
+    elif bearer:  # the answer itself (answer_sentences puts it first)
+        score += DEFINITION_BONUS * mean
     elif shape.relation and shape.relation in s.text:  # "师父": the sentence speaks of the relation asked
         score += WANTED_BONUS * mean
     return score
+
+
+def _defines_bearer(s: _Sentence, shape: QuestionShape) -> bool:
+    """The sentence defines the person retrieval found in the relation asked ("称名须菩提祖师")."""
+    return any(b in s.text and defines(s.text, b) for b in shape.bearers)
 
 
 def _has_wanted(text: str, shape: QuestionShape) -> bool:
