@@ -252,3 +252,11 @@ def test_a_titled_lone_word_does_not_join_a_bare_word_of_another_document(tmp_pa
         keys = dict(kb.conn.execute("SELECT DISTINCT name, key FROM extracted_entities").fetchall())
         assert keys["Master Peter"] == "master peter" and keys["Peter"] == "peter"
         assert find_entity(kb.conn, "Master Peter") != find_entity(kb.conn, "Peter")
+
+
+def test_a_chinese_given_name_joins_the_one_surname_and_it():
+    resolved = keys(**{"孙悟空": {"person": 3}, "悟空": {"concept": 1}, "老和尚": {"person": 1}, "和尚": {"person": 2}})
+    assert resolved["悟空"] == "孙悟空"
+    assert resolved["和尚"] == "和尚"  # 老 is no surname
+    resolved = keys(**{"张小明": {"person": 1}, "李小明": {"person": 1}, "小明": {"person": 1}})
+    assert resolved["小明"] == "小明"  # whose? both

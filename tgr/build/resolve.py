@@ -23,6 +23,8 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
    - a Chinese titled name joins the one longer name that ends with it (菩提祖师 ->
      须菩提祖师), and a title alone ("祖师道") the one titled name of the document that
      ends with it; a title alone that fits no name or several is no entity;
+   - a Chinese given name joins the one person's name of the document that is a common
+     surname and it (悟空 -> 孙悟空; 和尚 stays itself beside 老和尚);
    - a title before a lone word is kept ("master peter") unless the document also names
      that word without it ("Master Scrooge" beside "Scrooge" is "scrooge"): across
      documents a bare "Peter" may be another man.
@@ -42,7 +44,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
-from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_short_forms
+from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_SURNAMES, CHINESE_TITLES, chinese_short_forms
 from ..text import normalise_name
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
@@ -93,7 +95,8 @@ def document_keys(names: dict[str, Counter]) -> dict[str, str]:
     types: dict[str, Counter] = defaultdict(Counter)
     for name, counter in names.items():
         types[keys[name]].update(counter)
-    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3) | _chinese_titles(types)
+    joined = _surnames(types) | _epithets(types) | chinese_short_forms(types, min_length=3) | _chinese_titles(types) \
+        | _chinese_given_names(types)
     final = {name: _final(joined, key) for name, key in keys.items() if key}
     final.update([(name, "") for name, key in final.items() if key in CHINESE_TITLES])  # no entity: whose title?
     return _titles_kept(final, names)
@@ -113,6 +116,18 @@ def _chinese_titles(types: dict[str, Counter]) -> dict[str, str]:
         if len(bearers) == 1:
             joined[title] = bearers.pop()
     return joined
+
+
+def _chinese_given_names(types: dict[str, Counter]) -> dict[str, str]:
+    """悟空 -> 孙悟空: two characters, and the one three-character person of the document that
+    is a surname and them. Not a place's or a body's name, nor a title (长老 of 唐长老)."""
+    full: dict[str, list[str]] = defaultdict(list)
+    for key in types:
+        if len(key) == 3 and key[0] in CHINESE_SURNAMES and _CJK.fullmatch(key) and _kind(types[key]) == "person":
+            full[key[1:]].append(key)
+    return {given: longs[0] for given, longs in full.items()
+            if len(longs) == 1 and given in types and given not in CHINESE_TITLES
+            and given not in CHINESE_FUNCTION_WORDS and _kind(types[given]) not in _PLACE_OR_BODY}
 
 
 def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, str]:

@@ -27,6 +27,13 @@ CHINESE_FUNCTION_WORDS = frozenset("""闻言 二人 三人 四人 两人 众人 
 CHINESE_TITLES = frozenset("""祖师 真人 大仙 菩萨 老祖 星君 真君 天尊 老君 尊者 元帅 天王 大圣 禅师 法师 国师
     长老 龙王 魔王 道人 仙姑 娘娘 罗汉 金刚 力士 仙翁""".split())
 
+# the commonest one-character Chinese surnames: 悟空 is 孙悟空's given name, 和尚 no one's (tgr.build.resolve)
+CHINESE_SURNAMES = frozenset("""王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶
+    程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴
+    莫孔向汤常温康施文牛樊葛邢安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单
+    季裴霍涂成苗谷盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳穆农司卓古吉缪简车项连麦褚娄窦戚岑景
+    党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩佘池查麻苑迟邝""".replace("\n", "").replace(" ", ""))
+
 
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     """香港特区 -> 香港特别行政区: a short form and the one longer name with the same first and

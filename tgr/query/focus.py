@@ -7,7 +7,8 @@ walk ranks the chunks where X is most connected, which are seldom that one.
 
 A relation question ("孙悟空的师父是谁？") is answered by a person X is related to, found where
 the two meet and the text speaks of the relation: the related person (the bearer) with the most
-chunks that mention both and hold the relation word (祖师 and 孙悟空 where 师父 is said). Then
+chunks that mention both and hold the relation word (祖师 and 孙悟空 where 师父 is said), each
+chunk weighted by how specific the person is (a word said everywhere, 和尚, seldom answers). Then
 the bearer's defining passage leads ("称名须菩提祖师", a chunk that never names 孙悟空), and one
 of those meeting chunks follows.
 """
@@ -16,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..offline.answer_sentences import QuestionShape, defines
-from ..store.db import Connection
+from ..offline.name_words import CHINESE_SURNAMES
+from ..store.db import Connection, has_table
 from ..text import normalise_name, split_sentences
+from .graph_walk import specificity
 from .name_match import alias_entity
 
 MAX_SCANNED = 200   # an entity's chunks read for its defining sentence, first ones first
@@ -62,24 +65,43 @@ def defining_chunk(conn: Connection, entity_id: str, surfaces: tuple[str, ...]) 
 
 
 def _relation(conn: Connection, subject: str, relation: str) -> Focus:
-    """The related person who meets the subject most where the relation is spoken of."""
+    """The related person who meets the subject most where the relation is spoken of: among
+    the people the subject has relationships with, the one with the most chunks that hold the
+    relation word and one of the subject's written forms (悟空 for 孙悟空: the tagger seldom
+    calls a given name alone a name), each chunk weighted by how specific the person is (a
+    word said everywhere, 和尚, seldom answers); one meeting is chance where others meet twice."""
+    forms = _forms(conn, subject)
     rows = conn.execute(
-        "SELECT b.entity_id, c.id FROM entity_mentions a "
-        "JOIN entity_mentions b ON b.chunk_id = a.chunk_id AND b.entity_id != a.entity_id "
-        "JOIN chunks c ON c.id = a.chunk_id JOIN entities e ON e.id = b.entity_id AND e.type = 'person' "
-        "WHERE a.entity_id = ?1 AND instr(c.text, ?2) > 0 AND b.entity_id IN ("
+        "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em "
+        "JOIN entities e ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
+        "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN ("
         "  SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
         "  WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3) "
         "ORDER BY c.document_id, c.ordinal", (subject, relation, BEARERS)).fetchall()
-    if not rows:
-        return Focus()
     met: dict[str, list[str]] = {}
-    for bearer, chunk_id in rows:
-        met.setdefault(bearer, []).append(chunk_id)
-    bearer = min(met, key=lambda e: (-len(met[e]), e))
+    weight: dict[str, float] = {}
+    total = conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
+    for bearer, chunk_id, mentions, text in rows:
+        if any(form in text for form in forms):
+            met.setdefault(bearer, []).append(chunk_id)
+            weight[bearer] = specificity(mentions, total)
+    if not met:
+        return Focus()
+    least = min(2, max(map(len, met.values())))
+    bearer = min((e for e in met if len(met[e]) >= least), key=lambda e: (-len(met[e]) * weight[e], e))
     defined = defining_chunk(conn, bearer, (_name(conn, bearer), bearer)) or _first_chunk(conn, bearer)
-    chunks = [defined, met[bearer][0]]
-    return Focus(list(dict.fromkeys(c for c in chunks if c)), [bearer])
+    return Focus(list(dict.fromkeys(c for c in (defined, met[bearer][0]) if c)), [bearer])
+
+
+def _forms(conn: Connection, entity_id: str) -> set[str]:
+    """How the text writes an entity: its name, its recorded aliases, and a Chinese given name
+    alone (悟空 of 孙悟空)."""
+    forms = {entity_id, _name(conn, entity_id)}
+    if has_table(conn, "entity_aliases"):
+        forms.update(str(a) for (a,) in conn.execute(
+            "SELECT alias FROM entity_aliases WHERE entity_id = ? AND alias IS NOT NULL LIMIT 50", (entity_id,)))
+    forms.update(f[1:] for f in list(forms) if len(f) == 3 and f[0] in CHINESE_SURNAMES)
+    return {f for f in forms if len(f) >= 2}
 
 
 def _first_chunk(conn: Connection, entity_id: str) -> str | None:
