@@ -54,6 +54,7 @@ _TITLE_STEM = 4      # the most characters of a name before its title (观世音
 _ADDRESS_WORDS = frozenset("""师父 师傅 师兄 师弟 老爷 大哥 哥哥 大人 先生 夫人 娘子 小姐 公子 长老 大王 贤弟
     兄弟 姐姐 妹妹 徒弟 老儿 太太 爷爷 奶奶 娘娘 菩萨""".split())
 _VERB_LIKE = ("v", "d", "p", "c", "r", "u", "m")
+_AFTER_SPEAKER = frozenset("道笑斗何闻听见问叫喝怒看说骂答")  # 大圣笑道, 大圣何在
 _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
@@ -185,8 +186,9 @@ def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
             continue
         first = index
         while len(word) - len(title) < 2 and first > 0 and _title_stem(*spans[first - 1][1:]) \
-                and len(word) - len(title) + start - spans[first - 1][0] <= _TITLE_STEM:
-            first -= 1  # 齐天大圣 needs no name before it (全仗齐天大圣, 话表齐天大圣)
+                and len(word) - len(title) + start - spans[first - 1][0] <= _TITLE_STEM \
+                and (first == index or spans[first - 1][2][:2] in ("nr", "ns", "nz")):
+            first -= 1  # 齐天大圣 needs no name before it (全仗齐天大圣); one common noun at most (利用地方长老)
         begin = spans[first][0]
         name = "".join(w for _, w, _ in spans[first:index + 1])
         if len(name) - len(title) >= 2:
@@ -212,7 +214,7 @@ def _glued_address(word: str, flag: str) -> bool:
 
     if word[1:] in _ADDRESS_WORDS | CHINESE_TITLES:
         return rjieba.tag(word[0])[0][1].startswith(_VERB_LIKE)
-    return word[:2] in CHINESE_TITLES and rjieba.tag(word[2])[0][1].startswith(_VERB_LIKE)
+    return word[:2] in CHINESE_TITLES and word[2] in _AFTER_SPEAKER  # not 罗汉松
 
 
 def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[int, int]:
