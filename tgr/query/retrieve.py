@@ -13,6 +13,8 @@ with a score:
   whose title the question names; relevance spreads through mentions and relationships, so the
   chunks about a bridge entity of a multi-hop question are reached though they share no word
   with it. Entities, relationships and reports in the local context follow the same scores.
+  A "who/what is X" or "X的R是谁" question leads with the passage that defines X, or the person
+  X meets where R is said (tgr.query.focus): the walk ranks where X is most connected.
 """
 from __future__ import annotations
 
