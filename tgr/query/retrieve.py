@@ -29,7 +29,7 @@ from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import alias_mentions, entities_named
 from ..offline.global_answer import topic_terms
-from .topic_evidence import topic_evidence
+from .topic_evidence import best_matches, topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
 from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
@@ -309,7 +309,7 @@ class Retriever:
         members. Without a question, or for one about the whole corpus ("What are the main
         themes?"), by members alone. A big community's most connected chunks are seldom the
         ones a question is about."""
-        matched = dict(self.bm25(question, REPORT_MATCHES)) if question and topic_terms(question) else {}
+        matched = best_matches(self, question, REPORT_MATCHES) if question and topic_terms(question) else {}
         ranked: list[tuple[str, float]] = []
         seen = set()
         for rank, cid in enumerate(community_ids):
