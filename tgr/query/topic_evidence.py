@@ -81,14 +81,15 @@ def _evidence_of(retriever, question: str) -> dict[str, float]:
     ids = json.dumps(sorted(matched))
     long_chunks = {cid: (text, tokens) for cid, text, tokens in conn.execute(
         f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), tokens FROM chunks "
-        f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))}
+        f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))
+        if isinstance(text, str) and isinstance(tokens, int)}  # a store made elsewhere may hold anything
     raw: dict[str, float] = defaultdict(float)
     for cid, chunks in conn.execute(
             # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
             "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
             "JOIN community_members m ON m.entity_id = em.entity_id "
             "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id", (ids,)):
-        raw[cid] += sum(matched[c] for c in chunks.split(",") if c not in long_chunks)
+        raw[cid] += sum(matched.get(c, 0.0) for c in str(chunks).split(",") if c not in long_chunks)
     if long_chunks:
         for (community, chunk), share in _near_shares(conn, terms, long_chunks).items():
             raw[community] += matched[chunk] * share
@@ -113,7 +114,8 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]]) -> 
             "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?1)) UNION "
             "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
             (entities,)):
-        names[entity].add(name)
+        if isinstance(name, str) and name:
+            names[entity].add(name)
     communities: dict[str, list[str]] = defaultdict(list)
     for entity, community in conn.execute("SELECT entity_id, community_id FROM community_members "
                                           "WHERE entity_id IN (SELECT value FROM json_each(?))", (entities,)):
