@@ -262,7 +262,7 @@ class Retriever:
         if not rows:
             return []
         similarity = self._report_similarity(q, level, rows)
-        evidence = self.topic_evidence(q.text, [r[0] for r in rows], level)
+        evidence = self.topic_evidence(q.text, [r[0] for r in rows])
         if evidence:
             similarity = {cid: similarity.get(cid, 0.0) + EVIDENCE_WEIGHT * evidence.get(cid, 0.0) for cid in
                           similarity.keys() | evidence.keys()}
@@ -297,11 +297,10 @@ class Retriever:
             return {cid: 0.0 for cid in held}
         return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
 
-    def topic_evidence(self, question: str, community_ids: list[str], level: int | None = None,
-                       **options) -> dict[str, float]:
+    def topic_evidence(self, question: str, community_ids: list[str], **options) -> dict[str, float]:
         """How much each community's passages say about the question's topic, 0..1 (see
         tgr.query.topic_evidence)."""
-        return topic_evidence(self, question, community_ids, level, **options)
+        return topic_evidence(self, question, community_ids, **options)
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks

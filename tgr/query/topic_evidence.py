@@ -17,7 +17,7 @@ PASSAGE_TOKENS = 900          # a chunk up to this long is one passage (at 600 t
 NEAR_TOKENS = 15              # in a longer chunk, a member is near a topic word this close
 
 
-def topic_evidence(retriever, question: str, community_ids: list[str], level: int | None = None,
+def topic_evidence(retriever, question: str, community_ids: list[str],
                    power: float = EVIDENCE_SIZE_POWER, prior: float = 0.0) -> dict[str, float]:
     """How much the passages naming each community's members say about the question's
     topic, 0..1 (1: the best of these communities): the BM25 scores of the chunks that
@@ -27,8 +27,7 @@ def topic_evidence(retriever, question: str, community_ids: list[str], level: in
     A chunk longer than a passage (PASSAGE_TOKENS: a novel's chunk holds several scenes) counts
     for a community by the share of its topic words that have a member named near them
     (NEAR_TOKENS): "poor Bob", not "Scrooge" three pages from "the poor".
-    Empty for a question about the whole corpus. level: unused (the evidence of a community
-    does not depend on it; kept for callers); power: of the chunk count (1: the share of what
+    Empty for a question about the whole corpus. power: of the chunk count (1: the share of what
     is said of a community that is about the topic); prior: chunks added to every community's
     count, so that one named in a single passage that holds the topic's word does not
     outweigh one the topic is said of again and again (the offline answer's order of themes).
