@@ -28,11 +28,12 @@ from ..store.db import Connection, has_table, serialize, vec_param
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import alias_mentions, entities_named
+from .question_terms import question_terms
 from ..offline.global_answer import topic_terms
 from .topic_evidence import topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
-from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
+from ..text import CJK_RUN, has_cjk, match_terms, normalise_name
 from .graph_walk import specificity as _specificity
 from .graph_walk import walk
 from .vector_matrix import nearest
@@ -216,8 +217,9 @@ class Retriever:
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
     def _fts_match(self, question: str) -> str:
-        """The FTS5 query of the question's terms (OR), leaving out the commonest ones."""
-        terms = list(dict.fromkeys(query_terms(question)))
+        """The FTS5 query of the question's terms (OR; see tgr.query.question_terms), leaving
+        out the commonest ones."""
+        terms = question_terms(question)
         if not terms:
             return ""
         common = common_terms(self.conn, terms)
