@@ -13,6 +13,7 @@ import pytest
 import tgr
 from tgr.query.modes import QuerySettings
 from tgr.query.query_cache import QueryCache
+from tgr.query.name_match import titled_chunks
 from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
                           personalized_pagerank, question_spans)
 from tgr.text import match_terms
@@ -391,7 +392,7 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
     corpus = write_jsonl(tmp_path / "titles.jsonl", rows)
     with tgr.open(tmp_path / "t.db", chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(corpus)])
-        titled = Retriever(kb.conn).titled_chunks(question_spans("Which seat did William Copley represent?"))
+        titled = titled_chunks(kb.conn, question_spans("Which seat did William Copley represent?"))
         documents = {kb.conn.execute("SELECT d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id "
                                      "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
         assert documents == {"copley"}

@@ -27,14 +27,13 @@ from .common_terms import common_terms
 from ..store.db import Connection, has_table, serialize, vec_param
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
-from .name_match import alias_mentions, entities_named
-from .question_terms import question_terms
+from .name_match import named_entities, titled_chunks
+from .question_terms import question_clauses, question_terms
 from ..offline.global_answer import topic_terms
 from .topic_evidence import topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
-from ..text import CJK_RUN, has_cjk, match_terms, normalise_name
-from .graph_walk import specificity as _specificity
+from ..text import CJK_RUN, has_cjk, match_terms
 from .graph_walk import walk
 from .vector_matrix import nearest
 
@@ -334,76 +333,60 @@ class Retriever:
     # -- local ----------------------------------------------------------------------------
 
     def local(self, q: Question, k: int) -> Retrieval:
-        spans = question_spans(q.text)
-        named = self.named_entities(spans)
-        seeds = self.bm25(q.text, SEED_CHUNKS)
-        if self.dense:
-            # the fused lists hold up to three times as many; the tail adds little reset mass
-            # but a large subgraph (its entities, their other chunks)
-            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
-            named = _merge_weights(named, self.dense_entities(q, 10))
-        titled = self.titled_chunks(spans)
-        scores, entity_scores = self.walk(named, seeds, titled)
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        clauses = question_clauses(q.text)
+        if len(clauses) > 1:
+            ranked, entity_scores, named = self.clause_walks(q, clauses)
+        else:
+            ranked, entity_scores, named, _ = self.local_walk(q)
         if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
             have = {cid for cid, _ in ranked}
             floor = ranked[-1][1] if ranked else 1.0
             extra = [c for c, _ in self.bm25(q.text, k * 2) if c not in have]
             ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
-        return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
+        return Retrieval(self.passages(ranked[:k]), entity_scores, named)
+
+    def local_walk(self, q: Question) -> tuple[list[tuple[str, float]], dict[str, float], list[str], float]:
+        """One walk for the question: (ranked chunks, entity scores, entities it names, its
+        best BM25 score)."""
+        spans = question_spans(q.text)
+        named = self.named_entities(spans)
+        seeds = self.bm25(q.text, SEED_CHUNKS)
+        best = seeds[0][1] if seeds else 0.0
+        if self.dense:
+            # the fused lists hold up to three times as many; the tail adds little reset mass
+            # but a large subgraph (its entities, their other chunks)
+            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
+            named = _merge_weights(named, self.dense_entities(q, 10))
+        scores, entity_scores = self.walk(named, seeds, titled_chunks(self.conn, spans))
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])), entity_scores, list(named), best
+
+    def clause_walks(self, q: Question, clauses: list[str]):
+        """A question that asks several things ("…的时间，…是多少？"): one walk per clause,
+        fused, each weighted by how well the full-text index matches it (its best BM25 score
+        against the whole question's, at most 1). One walk for the whole question spends its
+        seeds on whichever fact its rarest words belong to, and the other facts' passages
+        fall below that fact's near misses."""
+        whole = self.bm25(q.text, 1)
+        top = whole[0][1] if whole else 0.0
+        rankings, entity_scores, named = [], {}, []
+        for clause in clauses:
+            ranked, entities, names, best = self.local_walk(Question(clause, self.embed_query, self.vector_type))
+            weight = min(1.0, best / top) if top > 0 else 1.0
+            rankings.append((ranked, weight))
+            for eid, score in entities.items():
+                entity_scores[eid] = entity_scores.get(eid, 0.0) + weight * score
+            named += names
+        return _fuse(*rankings), entity_scores, list(dict.fromkeys(named))
 
     def named_entities(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
-        """Entities the question names, weighted by specificity (rare names weigh more).
-
-        A single lower-case word of the question that only matches a capitalised entity
-        ("which country" / "Country") weighs little: it is a common word, not a name."""
-        if not spans:
-            return {}
-        surface = {}
-        for text, cased in spans:
-            key = normalise_name(text)
-            surface[key] = surface.get(key, False) or cased
-        # a capitalised span that is no entity's name may be one's alias or spelling variant
-        surface.update(entities_named(self.conn, surface))
-        keys = json.dumps(sorted(surface), ensure_ascii=False)
-        rows = self.conn.execute(
-            "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
-        rows += alias_mentions(self.conn, sorted(surface))  # "Mr. Scrooge", "U.S.": an entity's other names
-        total = self.chunk_total()
-        weights = {}
-        for eid, mentions, key in rows:
-            weight = _specificity(mentions, total)
-            if not surface[key]:
-                weight *= 0.1
-            weights[eid] = max(weights.get(eid, 0.0), weight)
-        # a name inside a longer matched name ("york" in "new york") is not named on its own
-        for eid in list(weights):
-            if any(other != eid and _contains_words(other, eid) for other in weights):
-                weights[eid] *= 0.2
-        return weights
+        """Entities the question names, weighted by specificity (see tgr.query.name_match)."""
+        return named_entities(self.conn, spans, self.chunk_total())
 
     def dense_entities(self, q: Question, limit: int) -> dict[str, float]:
         if not has_table(self.conn, self.tables["entities"]):
             return {}
         rows = self._knn(self.tables["entities"], q.vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
-
-    def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
-        """Chunks of documents whose title the question names, or names but for the title's
-        parenthesised qualifier ("William Copley" for "William Copley (politician)")."""
-        titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
-        if not titles:
-            return {}
-        rows = self.conn.execute(
-            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
-            "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
-            (json.dumps(titles, ensure_ascii=False),)).fetchall()
-        for title in titles:  # a range on the title index: "<title> (" up to "<title> )"
-            rows += self.conn.execute(
-                "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
-                "WHERE d.title COLLATE NOCASE >= ?1 || ' (' AND d.title COLLATE NOCASE < ?1 || ' )'",
-                (title,)).fetchall()
-        return {cid: 1.0 for (cid,) in rows}
 
     def chunk_total(self) -> int:
         if self._chunk_total is None:
@@ -434,10 +417,6 @@ def question_spans(question: str) -> list[tuple[str, bool]]:
         for n in range(2, min(len(run), 12) + 1):
             spans.extend((run[i:i + n], True) for i in range(len(run) - n + 1))
     return spans
-
-
-def _contains_words(longer: str, shorter: str) -> bool:
-    return len(longer) > len(shorter) and f" {shorter} " in f" {longer} "
 
 
 def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, float]]:
