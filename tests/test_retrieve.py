@@ -397,3 +397,20 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
                                      "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
         assert documents == {"copley"}
         assert kb.retrieve("Which seat did William Copley represent?", "local", 1)[0].external_id == "copley"
+
+
+def test_hashed_local_walks_from_the_passages_that_share_the_best_ones_words(tmp_path):
+    # "log" shares no word with the question and names no entity the question names; it
+    # shares its rare words with the best passage, as a bridge page shares the first hop's names
+    rows = [{"doc_id": "keeper", "text": "The lighthouse keeper kept a logbook of the amber tide and the "
+                                         "saltmarsh geese that winter."},
+            {"doc_id": "log", "text": "That logbook says the amber tide drove the saltmarsh geese inland "
+                                      "for a fortnight."}]
+    rows += [{"doc_id": f"ferry{n}", "text": f"Ferries number {n} cross the harbour every day; "
+                                            f"ferry {n} was opened in {1950 + n}."} for n in range(12)]
+    corpus = write_jsonl(tmp_path / "coast.jsonl", rows)
+    with tgr.open(tmp_path / "coast.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(corpus)])
+        question = "What did the lighthouse keeper write down?"
+        assert "log" not in [p.external_id for p in kb.retrieve(question, "naive", 5)]
+        assert [p.external_id for p in kb.retrieve(question, "local", 2)] == ["keeper", "log"]
