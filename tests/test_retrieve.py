@@ -14,7 +14,7 @@ import tgr
 from tgr.query.modes import QuerySettings
 from tgr.query.query_cache import QueryCache
 from tgr.query.name_match import titled_chunks
-from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
+from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _fuse, _rank_fuse, is_lexical_embedder,
                           personalized_pagerank, question_spans)
 from tgr.text import match_terms
 
@@ -414,3 +414,9 @@ def test_hashed_local_walks_from_the_passages_that_share_the_best_ones_words(tmp
         question = "What did the lighthouse keeper write down?"
         assert "log" not in [p.external_id for p in kb.retrieve(question, "naive", 5)]
         assert [p.external_id for p in kb.retrieve(question, "local", 2)] == ["keeper", "log"]
+
+
+def test_score_fusion_scales_each_list_and_a_list_of_equal_scores_to_one():
+    assert _fuse(([("a", 3.0)], 1.0)) == [("a", 1.0)]  # one chunk: the best of its list
+    fused = dict(_fuse(([("a", 9.0), ("b", 5.0), ("c", 1.0)], 1.0), ([("b", 0.8), ("d", 0.8)], 0.25)))
+    assert fused == {"a": 1.0, "b": 0.5 + 0.25, "d": 0.25, "c": 0.0}

@@ -433,15 +433,14 @@ def question_spans(question: str) -> list[tuple[str, bool]]:
 def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, float]]:
     """(ranking, weight) pairs in one ranking: the weighted sum of their scores, each scaled to
     0..1 over its own list (on the evaluation sets this beat reciprocal-rank fusion, which
-    drops how far apart the scores are)."""
+    drops how far apart the scores are). A list of equal scores (one chunk, say) scales to 1."""
     fused: dict[str, float] = {}
     for ranking, weight in rankings:
         if not ranking:
             continue
         high, low = ranking[0][1], ranking[-1][1]
-        span = (high - low) or 1.0
         for cid, score in ranking:
-            fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
+            fused[cid] = fused.get(cid, 0.0) + weight * ((score - low) / (high - low) if high > low else 1.0)
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
