@@ -95,6 +95,12 @@ def is_lexical_embedder(name: str | None) -> bool:
     return not name or name.startswith("tgr:hash")
 
 
+def is_hashed_embedder(name: str | None) -> bool:
+    """tgr's own hashed feature vectors (always at hand): local mode's lexical feedback uses
+    them (see Retriever.local_walk); no other lexical stand-in is ever asked for a vector."""
+    return bool(name) and name.startswith("tgr:hash")
+
+
 def ranks_reports(name: str | None) -> bool:
     """Whether this embedder's report vectors help rank reports for a global question. Not
     the bundled local model's: fused with the reports' word overlap, e5-small's cosine between
@@ -122,16 +128,18 @@ class Question:
 
 class Retriever:
     """Retrieval against one open store. `embed_query(text) -> vector` is used only when
-    `dense` is true (a real embedding model); vector_type is how the store keeps vectors.
+    `dense` is true (a real embedding model) or `hashed` is (tgr's hashed vectors: local mode's
+    lexical feedback); vector_type is how the store keeps vectors.
     What is kept between questions (and whether the warm paths are taken) belongs to the
     connection's QueryCache; each question is counted there once."""
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
                  vector_type: str = "float32", tables: dict[str, str] | None = None,
-                 report_vectors: bool = True):
+                 report_vectors: bool = True, hashed: bool = False):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
+        self.hashed = hashed and not self.dense and embed_query is not None
         self.report_vectors = self.dense and report_vectors  # see ranks_reports
         self.vector_type = vector_type
         self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.build.portable_vectors)
@@ -361,7 +369,7 @@ class Retriever:
             # but a large subgraph (its entities, their other chunks)
             seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
             named = _merge_weights(named, self.dense_entities(q, 10))
-        elif seeds and self.embed_query is not None and has_table(self.conn, self.tables["chunks"]):
+        elif seeds and self.hashed and has_table(self.conn, self.tables["chunks"]):
             # hashed vectors: the chunks that share the most words with the best one start the
             # walk too. The page a multi-hop question's first hop leads to repeats its names
             # (hotpotqa R@5 0.875 -> 0.910); naive ranking by the question's own hashed vector
