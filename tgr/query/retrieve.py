@@ -33,7 +33,7 @@ from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import named_entities, titled_chunks
 from .question_terms import question_clauses, question_terms
 from ..offline.global_answer import topic_terms
-from .topic_evidence import topic_evidence
+from .topic_evidence import best_matches, topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
 from ..text import CJK_RUN, has_cjk, match_terms
@@ -275,7 +275,7 @@ class Retriever:
         if not rows:
             return []
         similarity = self._report_similarity(q, level, rows)
-        evidence = self.topic_evidence(q.text, [r[0] for r in rows], level)
+        evidence = self.topic_evidence(q.text, [r[0] for r in rows])
         if evidence:
             similarity = {cid: similarity.get(cid, 0.0) + EVIDENCE_WEIGHT * evidence.get(cid, 0.0) for cid in
                           similarity.keys() | evidence.keys()}
@@ -310,11 +310,10 @@ class Retriever:
             return {cid: 0.0 for cid in held}
         return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
 
-    def topic_evidence(self, question: str, community_ids: list[str], level: int | None = None,
-                       **options) -> dict[str, float]:
+    def topic_evidence(self, question: str, community_ids: list[str], **options) -> dict[str, float]:
         """How much each community's passages say about the question's topic, 0..1 (see
         tgr.query.topic_evidence)."""
-        return topic_evidence(self, question, community_ids, level, **options)
+        return topic_evidence(self, question, community_ids, **options)
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
@@ -322,7 +321,7 @@ class Retriever:
         members. Without a question, or for one about the whole corpus ("What are the main
         themes?"), by members alone. A big community's most connected chunks are seldom the
         ones a question is about."""
-        matched = dict(self.bm25(question, REPORT_MATCHES)) if question and topic_terms(question) else {}
+        matched = best_matches(self, question, REPORT_MATCHES) if question and topic_terms(question) else {}
         ranked: list[tuple[str, float]] = []
         seen = set()
         for rank, cid in enumerate(community_ids):
