@@ -28,7 +28,8 @@ from ..models.clients import vector_type
 from ..offline.global_answer import themes as offline_themes
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..prompts import Prompts
-from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
+from .retrieve import (MODES, Passage, Retriever, is_hashed_embedder, is_lexical_embedder, question_spans,
+                       ranks_reports)
 from ..text import ContextTable, shorten
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
@@ -60,7 +61,8 @@ class Searcher:
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
                                    vector_type=vector_type(gateway.embedder), tables=vector_tables,
-                                   report_vectors=ranks_reports(gateway.embedder.name))
+                                   report_vectors=ranks_reports(gateway.embedder.name),
+                                   hashed=is_hashed_embedder(gateway.embedder.name))
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
         self.history: list[dict] = []  # the conversation a question follows (see follow)
         self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
