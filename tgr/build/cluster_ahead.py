@@ -44,9 +44,10 @@ class ClusterAhead:
 
             context = multiprocessing.get_context("spawn")  # no fork of a process with threads
             self._pipe, child_end = context.Pipe(duplex=False)
-            self._process = context.Process(target=_child, args=(child_end, list(nodes), list(edges),
-                                                                  self.settings), daemon=True)
-            self._process.start()
+            process = context.Process(target=_child, args=(child_end, list(nodes), list(edges), self.settings),
+                                      daemon=True)
+            process.start()
+            self._process = process  # only a started process: close() joins it
             child_end.close()
         except Exception:  # noqa: BLE001 - no child (no spawn, nothing to pickle): cluster() runs Leiden
             self.close()

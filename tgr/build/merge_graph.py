@@ -44,17 +44,21 @@ class _Entity:
     extra_descriptions: list[str] = field(default_factory=list)
     chunks: set[str] = field(default_factory=set)
     _type: str | None = field(default=None, repr=False, compare=False)
+    _aliases: Counter | None = field(default=None, repr=False, compare=False)
 
     def surface(self) -> str:
-        names = Counter(" ".join(m.name.split()) for m in self.mentions)
+        names = self.aliases()
         return min(names, key=lambda n: (-names[n], n))
 
     def types(self) -> Counter:
         return Counter(m.type for m in self.mentions)
 
     def aliases(self) -> Counter:
-        """Each surface form with the number of extraction rows that used it."""
-        return Counter(" ".join(m.name.split()) for m in self.mentions)
+        """Each surface form with the number of extraction rows that used it; like type(),
+        asked for once the mentions are all in, so counted once."""
+        if self._aliases is None:
+            self._aliases = Counter(" ".join(m.name.split()) for m in self.mentions)
+        return self._aliases
 
     def type(self) -> str:
         """The type a person would give it (tgr.offline.entity_types); asked for once the mentions
@@ -149,6 +153,19 @@ class MergePlan:
     def graph(self) -> tuple[list[str], list[tuple[str, str, float]]]:
         """The nodes and weighted edges the merge will store (for the scope it recomputes)."""
         return list(self.entities), [(e["source"], e["target"], float(e["weight"])) for e in self.edges.values()]
+
+    def row_steps(self, per_step: int = 200):
+        """An idle step (see Gateway.chat_many) that works out each entity's name, type and
+        aliases ahead of store_merge, per_step entities at a time (each is computed once)."""
+        pending = list(self.entities.values())
+
+        def step() -> bool:
+            for entity in pending[-per_step:]:
+                entity.type()
+            del pending[-per_step:]
+            return bool(pending)
+
+        return step
 
 
 @dataclass
