@@ -167,17 +167,23 @@ class ReportItem:
     material: Callable[[], tuple[list[dict], list[dict]]]
 
 
+FEED_STEP, FEED_AHEAD = 16, 48  # first-wave reports handed on at a time; most waiting for an answer
+
+
 class _Order:
     """Which reports can be written when: first those whose raw material fits (or that have
     no sub-communities), then each other community as soon as the reports of all its
     sub-communities being written are in (its context substitutes them)."""
 
     def __init__(self, todo: list[_Community], graph: _Graph, budget: int):
-        self.first: list[tuple[_Community, str]] = []
+        # a community without sub-communities is written first whatever its size: its context
+        # is worked out when it is handed to the writer (first_items), not all before the first call
+        self.first: list[tuple[_Community, str | None]] = []
         self._waiting: dict[str, _Community] = {}
+        self._graph, self._budget = graph, budget
         for community in todo:
-            context, fits = raw_context(graph, community.members, budget)
-            if fits or not community.children:
+            context, fits = raw_context(graph, community.members, budget) if community.children else (None, True)
+            if fits:
                 self.first.append((community, context))
             else:
                 self._waiting[community.id] = community
@@ -194,6 +200,12 @@ class _Order:
         self.first.sort(key=lambda item: -waiting_above(item[0]))  # the longest chains of reports start first
         self._ready = [cid for cid, children in self._children.items() if not children]
         self._parent = {child: cid for cid, children in self._children.items() for child in children}
+
+    def first_items(self, count: int) -> list[tuple[_Community, str]]:
+        """The next count communities of the first wave, with their contexts."""
+        batch, self.first = self.first[:count], self.first[count:]
+        return [(c, raw_context(self._graph, c.members, self._budget)[0] if context is None else context)
+                for c, context in batch]
 
     def done(self, community_id: str) -> None:
         """This community's report is written (or kept): its parent may be ready now."""
@@ -357,14 +369,25 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
                 fresh.append(ReportItem((community, context), context, partial(graph.material, community.members)))
         return fresh
 
+    handed = 0  # items handed to the writer: those not written yet are queued or in flight
+
     def released() -> list[ReportItem]:
+        """Parents whose sub-reports are in, else the next part of the first wave while fewer
+        than FEED_AHEAD items wait (so the first call goes out before every context is made)."""
+        nonlocal handed
         while True:  # (a kept report may release its parent in turn)
             ready = order.released()
-            fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
-            if fresh or not ready:
+            if ready:
+                fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
+            elif order.first and handed - written < FEED_AHEAD:
+                fresh = items(order.first_items(FEED_STEP))
+            else:
+                return []
+            handed += len(fresh)
+            if fresh:
                 return fresh
 
-    batch = items(order.first)
+    batch = released()
     while batch:  # one stream; only a writer that takes no more(...) goes wave by wave
         for (community, context), parsed, generator in writer.write(batch, idle, more=released):
             save(community, parsed, generator, context)
