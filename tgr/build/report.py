@@ -14,6 +14,7 @@ behind the ReportWriter interface.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator, Protocol
@@ -24,7 +25,7 @@ from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
 from ..parsing import parse_report
 from ..prompts import Prompts
-from ..text import ContextTable, content_hash, estimate_tokens, shorten
+from ..text import ContextTable, cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
 
 Progress = Callable[[str, int, int], None]
 
@@ -105,6 +106,19 @@ def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, 
     return (table.text(), table.used) if table.rows else ("", 0)
 
 
+def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
+    """raw_context's second value, without making its tables: the token estimate of its
+    full text grows with every row, so the rows stop at the first that passes the budget."""
+    entities, edges = graph.material(members)
+    rows = chain(_entity_rows(entities), _edge_rows(graph, edges))
+    length, cjk, count = len("-----Entities-----") + 1 + len("-----Relationships-----"), 0, 0
+    for row in rows:  # the text joins both headings and every row with newlines
+        length, cjk, count = length + len(row) + 1, cjk + cjk_counts(row, [0])[0], count + 1
+        if tokens_of(length, cjk) + 2 * count + 20 > budget:
+            return False
+    return tokens_of(length, cjk) + 2 * count + 20 <= budget
+
+
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
     """The community's own material under budget; second value: did all of it fit?"""
     entities, edges = graph.material(members)
@@ -176,15 +190,14 @@ class _Order:
     sub-communities being written are in (its context substitutes them)."""
 
     def __init__(self, todo: list[_Community], graph: _Graph, budget: int):
-        # a community without sub-communities is written first whatever its size: its context
-        # is worked out when it is handed to the writer (first_items), not all before the first call
-        self.first: list[tuple[_Community, str | None]] = []
+        # a community whose material fits, or without sub-communities, is written first; its
+        # context is made when it is handed to the writer (first_items), not all before the first call
+        self.first: list[tuple[_Community, None]] = []
         self._waiting: dict[str, _Community] = {}
         self._graph, self._budget = graph, budget
         for community in todo:
-            context, fits = raw_context(graph, community.members, budget) if community.children else (None, True)
-            if fits:
-                self.first.append((community, context))
+            if not community.children or material_fits(graph, community.members, budget):
+                self.first.append((community, None))
             else:
                 self._waiting[community.id] = community
         ids = {c.id for c in todo}
@@ -204,8 +217,7 @@ class _Order:
     def first_items(self, count: int) -> list[tuple[_Community, str]]:
         """The next count communities of the first wave, with their contexts."""
         batch, self.first = self.first[:count], self.first[count:]
-        return [(c, raw_context(self._graph, c.members, self._budget)[0] if context is None else context)
-                for c, context in batch]
+        return [(c, raw_context(self._graph, c.members, self._budget)[0]) for c, _ in batch]
 
     def done(self, community_id: str) -> None:
         """This community's report is written (or kept): its parent may be ready now."""
