@@ -347,8 +347,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     existing, graph = _material(conn, communities, None if everything else todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    template = writer.prompt
-    written = checked = 0
+    template, written, checked = writer.prompt, 0, 0
 
     def unchanged(community: _Community, context: str) -> bool:
         nonlocal checked
@@ -366,7 +365,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         written += 1
         report("report", written + checked, total)
 
-    # first: everything whose raw material fits (or that has no sub-reports to use); a
+    # first what fits (or has no sub-reports), handed on while fewer than FEED_AHEAD wait; a
     # community that needs its sub-communities' reports starts once those are written
     order = _Order(todo, graph, budget)
     inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
@@ -383,11 +382,9 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
 
     handed = 0  # items handed to the writer: those not written yet are queued or in flight
 
-    def released() -> list[ReportItem]:
-        """Parents whose sub-reports are in, else the next part of the first wave while fewer
-        than FEED_AHEAD items wait (so the first call goes out before every context is made)."""
+    def released() -> list[ReportItem]:  # parents whose sub-reports are in, else more of the first wave
         nonlocal handed
-        while True:  # (a kept report may release its parent in turn)
+        while True:
             ready = order.released()
             if ready:
                 fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
@@ -396,7 +393,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
             else:
                 return []
             handed += len(fresh)
-            if fresh:
+            if fresh:  # (a kept report may release its parent in turn: loop)
                 return fresh
 
     batch = released()
