@@ -9,7 +9,7 @@ was computed early for the stage that needs it:
   process, otherwise on the merge's path before the summary wave);
 - during the description-summary wave: clustering of the graph the merge is about to
   store, a first clustering in a child process (tgr/build/cluster_ahead.py: Leiden holds the
-  GIL), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
+  GIL; a small graph's as an idle step), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
   cluster() takes either only when it was computed from exactly its own Leiden inputs;
   then the entities' names and types (MergePlan.row_steps), off store_merge's path;
 - during the report wave: entity and chunk vectors.
@@ -51,7 +51,7 @@ class Overlap:
     def during_summaries(self, plan: MergePlan, *, first_clustering: bool, incremental: bool) -> Idle:
         """Call just before the summary wave; its steps run only if there is a wave to wait
         for. first_clustering (no communities stored yet): Leiden of the graph the merge
-        stores, in a child process. incremental (the stored communities are of the graph
+        stores, in a child process (a small graph's in this one). incremental (the stored communities are of the graph
         before the merge): the idle step that clusters the changed part of the graph the merge
         is about to store. Then each entity's name and type, which store_merge writes."""
         rows = plan.row_steps()  # store_merge's per-entity work, done while the wave is out
@@ -59,7 +59,7 @@ class Overlap:
             # the child starts once the wave's calls are out: spawning it blocks this thread
             # for up to a second (the graph goes down a pipe the new interpreter reads late)
             def start() -> bool:
-                self._ahead.start(*plan.graph())
+                self._ahead.start(*plan.graph(), small_here=True)
                 self._started_ahead = True
                 return False
 
