@@ -86,3 +86,53 @@ def test_a_local_walks_linked_passages_each_give_their_best_sentence_sooner():
     local = answer_sentences(question, passages, limit=2, linked=True)
     assert naive[0] == local[0] == ("Scrooge signed the register of his burial.", "1")
     assert naive[1][1] == "1" and local[1] == ("The burial took place on a cold day in the City.", "2")
+
+
+def test_the_next_sentence_gives_the_question_terms_still_missing():
+    # the relation word ("godfather") is in a passage whose other sentences say more of the
+    # question's words; after the leading sentences the one that adds it is chosen
+    passages = [("1", "The Sonata in C major for flute (BWV 1033) is a sonata in four movements. "
+                      "The manuscript of the sonata is in the hand of Carl Philipp Emanuel Bach."),
+                ("2", "Carl Philipp Emanuel Bach was a German musician and the son of Johann Sebastian Bach. "
+                      "Carl Philipp Emanuel Bach was a German musician of the court of Berlin. "
+                      "His godfather was Georg Philipp Telemann, a friend of the family."),
+                ("3", "A flute sonata is a sonata for flute and piano in the Baroque period."),
+                ("4", "Flute sonatas in C major were written by many German composers of the Baroque period.")]
+    picked = answer_sentences("The manuscript of the flute sonata in C major, BWV 1033, is in the hand of a "
+                              "German musician whose godfather is whom?", passages, limit=4)
+    assert any("Georg Philipp Telemann" in sentence for sentence, _ in picked)
+
+
+def test_english_terms_match_by_their_stem():
+    passages = [("1", "Deltha O'Neal is a former cornerback of the Denver Broncos in the league. "
+                      "He was a two-time Pro Bowl selection."),
+                ("2", "The Pro Bowl is the all-star game of the league, played every winter.")]
+    picked = answer_sentences("How many times was Deltha O'Neal selected for the all-star game?", passages, limit=3)
+    assert any("two-time" in sentence for sentence, _ in picked)
+
+
+def test_the_hop_is_a_sentence_about_the_bridge_even_when_another_scores_higher():
+    passages = [("1", "Act of War is a strategy game. "
+                      "The game was released in 2005 with a story written by Dale Brown, a bestselling author."),
+                ("2", "Act of War is also the name of a war film about direct action."),
+                ("3", "Dale Brown is an American writer known for aviation techno-thriller novels.")]
+    picked = answer_sentences('What genre is the author of the story behind "Act of War" associated with?',
+                              passages, limit=1)
+    assert picked[1] == ("Dale Brown is an American writer known for aviation techno-thriller novels.", "3")
+
+
+def test_a_pronoun_opening_bridges_to_the_passage_its_name_opens():
+    # "He" stands for the passage's subject, Paul Gross, whom another passage names
+    passages = [("1", "Paul Gross is a Canadian actor and director. He is known for his lead role as "
+                      "Constable Benton Fraser in the television series Due South."),
+                ("2", "Benton Fraser is a fictional character in the television series Due South."),
+                ("3", "Hannah Gross is a Canadian actress, the daughter of Martha Burns and Paul Gross.")]
+    picked = answer_sentences('Who did the actor who starred as Constable Benton Fraser in the television series '
+                              '"Due South" have a child with?', passages, limit=1)
+    assert picked[1] == ("Hannah Gross is a Canadian actress, the daughter of Martha Burns and Paul Gross.", "3")
+
+
+def test_a_chinese_time_question_wants_a_date():
+    passages = [("1", "外交部发言人介绍了法国总统访华有关安排。这是他第二任期内首次访华。"
+                      "法国总统访华的日期为4月5日至7日。")]
+    assert "4月5日" in answer_sentences("法国总统访华时间？", passages, limit=1)[0][0]

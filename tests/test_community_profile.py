@@ -241,3 +241,20 @@ def test_several_stores_rank_their_themes_together(tmp_path, carol, two_topics):
     stores_named = {s["store"] for s in main.sources}
     assert stores_named == {str(carol), str(two_topics)}  # each store's main theme is listed
     assert main.answer.startswith("The main themes of these stores")
+
+
+def test_analysed_chunks_beyond_the_memory_limit_come_back_from_disk_unchanged():
+    """The report writer keeps a bounded number of analysed chunks in memory; the others are
+    read back from its temporary file as they were analysed (Chinese and English alike)."""
+    from tgr.offline.community_reports import _AnalysedChunks, analyse_chunk
+
+    texts = {"en": WHALING, "garden": GARDEN, "zh": "孙悟空大闹天宫。唐僧和猪八戒去西天取经，孙悟空保护唐僧。"}
+    kept = _AnalysedChunks(limit=1)
+    for chunk_id, text in texts.items():
+        kept.put(chunk_id, analyse_chunk(text))
+    assert kept.get("missing") is None
+    for _ in range(2):  # each read evicts the one before it to disk
+        for chunk_id, text in texts.items():
+            assert kept.get(chunk_id) == analyse_chunk(text)
+    zh = kept.get("zh")
+    assert zh.where["孙悟空"] == 0b11 and zh.where["唐僧"] == 0b10  # a bit per sentence that says it

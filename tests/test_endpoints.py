@@ -86,3 +86,30 @@ def test_an_endpoint_model_name_with_a_colon_is_not_read_as_a_provider(monkeypat
     assert make_embedder("nomic-embed-text:v1.5", base_url="http://127.0.0.1:9/v1").name == "openai:nomic-embed-text:v1.5"
     with pytest.raises(ModelError, match="unknown chat provider"):
         make_chat("qwen2.5:7b")
+
+
+def test_a_bare_model_name_follows_the_openai_variables(monkeypatch):
+    """A user of the openai SDK's variables passes a bare name: it goes to that endpoint (or to
+    OpenAI's with only OPENAI_API_KEY), not to zhipuai; a zhipuai key keeps bare names on zhipuai."""
+    for name in ("TGR_BASE_URL", "TGR_API_KEY", "ZHIPUAI_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    chat = make_chat("qwen2.5:7b")
+    assert chat.name == "openai:qwen2.5:7b" and chat.base_url == "http://127.0.0.1:9/v1"
+    assert make_embedder("nomic-embed-text").name == "openai:nomic-embed-text"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert make_chat("gpt-4o-mini").name == "openai:gpt-4o-mini"
+    monkeypatch.setenv("ZHIPUAI_API_KEY", "zk-test")
+    assert make_chat("glm-4-flash").name == "zhipuai:glm-4-flash"
+
+
+def test_the_embedders_dimension_probe_is_in_the_ledger(db_path, fake_server, monkeypatch):
+    """Every request the endpoint answers is a ledger row: the run's first, the dimension probe, too."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.url)
+    result = CliRunner().invoke(main, ["index", str(db_path), str(ONE_FILE), "--chat-model", "openai:fake-chat",
+                                       "--embed-model", "openai:fake-embed", "--chunk-size", "300", "-q"])
+    assert result.exit_code == 0, result.output
+    with tgr.open(db_path, readonly=True) as kb:
+        rows = kb.conn.execute("SELECT count(*) FROM model_calls WHERE kind = 'embed'").fetchone()[0]
+    assert rows == fake_server.stats.embed_calls

@@ -122,9 +122,12 @@ def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
     """The community's own material under budget; second value: did all of it fit?"""
     entities, edges = graph.material(members)
-    entity_rows, edge_rows = _entity_rows(entities), _edge_rows(graph, edges)
-    full = "\n".join(["-----Entities-----", *entity_rows, "-----Relationships-----", *edge_rows])
-    fits = estimate_tokens(full) + 2 * (len(entity_rows) + len(edge_rows)) + 20 <= budget
+    # a table holds at most `budget` rows (each costs a token or more): the rows past those are
+    # never formatted (a top-level community's material is most of the graph)
+    entity_rows, edge_rows = _entity_rows(entities[:budget + 1]), _edge_rows(graph, edges[:budget + 1])
+    room = budget - 2 * (len(entities) + len(edges)) - 20  # (room >= 0: every row was formatted)
+    fits = room >= 0 and estimate_tokens(
+        "\n".join(["-----Entities-----", *entity_rows, "-----Relationships-----", *edge_rows])) <= room
     # entities get up to half the budget; relationships take the rest
     ent_text, used = _table("Entities", "entity|type|description|degree", entity_rows, budget // 2)
     rel_text, _ = _table("Relationships", "source|target|description|weight", edge_rows, budget - used)

@@ -313,11 +313,16 @@ class OpenAIEmbedder(_OpenAIBase):
         self.probe()
         return self._dim
 
-    def probe(self) -> None:
+    PROBE_TEXT = "dimension probe"
+
+    def probe(self) -> bool:
         """Ask the endpoint once for the dimension, unless it is known (from the store, or an
-        answer); tgr.gateway.Gateway.embed_dim retries it like every request."""
-        if self._dim is None:
-            self._dim = len(self.embed(["dimension probe"])[0])
+        answer); True if it asked. tgr.gateway.Gateway.embed_dim retries and records it like
+        every request."""
+        if self._dim is not None:
+            return False
+        self._dim = len(self.embed([self.PROBE_TEXT])[0])
+        return True
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []

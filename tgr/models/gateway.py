@@ -355,10 +355,15 @@ class Gateway:
     def embed_dim(self) -> int:
         """The embedder's dimension. An endpoint that has to be asked for it (tgr.models.
         OpenAIEmbedder.probe) is asked like any request: retried with backoff, Retry-After and
-        max_retries, so a transient error on the run's first request costs time, not the run."""
+        max_retries, so a transient error on the run's first request costs time, not the run,
+        and written to the ledger."""
         probe = getattr(self.embedder, "probe", None)
         if probe is not None:
-            self.retried(probe)
+            start = time.perf_counter()
+            asked, attempts = self.retried(probe)
+            if asked:  # a billed request like any other: in the ledger, stage "embed"
+                with transaction(self.conn) if self.write_cache else contextlib.nullcontext():
+                    self._record_embed("embed", [self.embedder.PROBE_TEXT], attempts, time.perf_counter() - start)
         return self.embedder.dim
 
     def retried(self, call: Callable[[], Any]) -> tuple[Any, int]:

@@ -41,13 +41,26 @@ REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endp
 LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
 
-def _split(spec: str, base_url: str | None) -> tuple[str, str]:
-    """(provider, model name). A name with a base URL whose prefix is no provider is the endpoint's
-    own model name ("qwen2.5:7b", an Ollama tag); a bare name goes to that endpoint, else to zhipuai."""
+def _split(spec: str, base_url: str | None, api_key: str | None = None) -> tuple[str, str]:
+    """(provider, model name). A name without a known provider prefix ("glm-4-flash", or Ollama's
+    "qwen2.5:7b") goes where bare names go (see _bare_name_provider); an unknown prefix is
+    refused unless that is an OpenAI-compatible endpoint, whose own model names may hold colons."""
     provider, colon, name = spec.partition(":")
-    if colon and (provider.lower() in CHAT_PROVIDERS.keys() | EMBED_PROVIDERS.keys() or not base_url):
+    bare = _bare_name_provider(base_url, api_key)
+    if colon and (provider.lower() in CHAT_PROVIDERS.keys() | EMBED_PROVIDERS.keys() or bare != "openai"):
         return provider.lower(), name
-    return ("openai" if base_url else "zhipuai"), spec
+    return bare, spec
+
+
+def _bare_name_provider(base_url: str | None, api_key: str | None) -> str:
+    """Where a model name without a provider goes: a named endpoint (--base-url, TGR_BASE_URL,
+    OPENAI_BASE_URL); else zhipuai when a key for it is set; else OpenAI's endpoint when only
+    OPENAI_API_KEY is; else zhipuai (whose missing key the error then names)."""
+    if named_base_url(base_url):
+        return "openai"
+    if api_key or os.environ.get("TGR_API_KEY") or os.environ.get("ZHIPUAI_API_KEY"):
+        return "zhipuai"
+    return "openai" if os.environ.get("OPENAI_API_KEY") else "zhipuai"
 
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -148,7 +161,7 @@ def make_chat(spec: str | None, *, base_url: str | None = None, api_key: str | N
             return None
     if spec.lower() in OFFLINE_NAMES:
         return None
-    provider, name = _split(spec, base_url)
+    provider, name = _split(spec, base_url, api_key)
     factory = CHAT_PROVIDERS.get(provider)
     if factory is None:
         raise ModelError(f"unknown chat provider in {spec!r} (use {', '.join(f'{p}:' for p in CHAT_PROVIDERS)} "
@@ -174,7 +187,7 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
             spec = f"zhipuai:{ZHIPU_EMBED_DEFAULT}"
         else:
             return offline_embedder()
-    provider, name = _split(spec, base_url)
+    provider, name = _split(spec, base_url, api_key)
     factory = EMBED_PROVIDERS.get(provider)
     if factory is None:
         raise ModelError(f"unknown embedding provider in {spec!r} "

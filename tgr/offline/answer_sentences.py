@@ -15,9 +15,13 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
 
 The best sentence comes first, then its bridge sentence (from another passage; on top of the
-limit), then the best sentence of each leading passage that scores near the best (a multi-hop
-question's evidence is spread over the passages a local walk links; naive passages, independent
-matches, must score nearer), then the rest by score; each keeps its citation.
+limit): one that holds a name the first adds, or whose passage opens with it ("It is
+headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject. Then
+the best sentence of each leading passage that scores near the best (a multi-hop question's
+evidence is spread over the passages a local walk links; naive passages, independent matches,
+must score nearer), then the rest, each scored for the question terms the sentences before it
+do not hold yet (the relation word, "godfather", after the sentences about the names); each keeps
+its citation. English words match by their first STEM_CHARS letters (selected / selection).
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -28,12 +32,13 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import estimate_tokens, has_cjk, match_terms, split_sentences
+from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
 LEADER_SHARE = 0.7      # ... when it scores at least this share of the best sentence: naive
 LINKED_LEADER_SHARE = 0.3  # ... local, whose passages the graph walk linked (multi-hop evidence)
 MIN_TOKENS = 4          # shorter "sentences" (headings, "Only You)") are no answer
+MIN_WORDS = 4           # ... nor English ones of fewer words
 NOVELTY_TERMS = 4       # new terms a sentence needs to count in full ...
 NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
 NOVELTY_WEIGHT = 0.7    # the part of a sentence's score that depends on what it adds
@@ -43,7 +48,10 @@ NAME_WEIGHT = 0.5       # a question term of a name, against one of its other wo
 PASSAGE_WEIGHT = 0.5    # the question terms of the sentence's whole passage
 BRIDGE_BONUS = 1.5      # a name the first sentence adds (the second hop)
 
-_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")
+STEM_CHARS = 6         # an English word's first letters stand for it ("selected", "selection")
+COVERED_SHARE = 0.5   # what a question term counts once a chosen sentence holds it
+
+_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)|\d{1,2}月\d{1,2}日|\d{1,2}[日号]")  # a year, a 月日 date
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                      r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
                      re.I)
@@ -61,9 +69,18 @@ _ASKS = [  # (what the question asks for, its patterns), first match wins
     ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
                          r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
+_PRONOUNS = {"He", "She", "It", "They", "His", "Her", "Its", "Their"}
+_CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "August", "September",
+             "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+             "Saturday", "Sunday"}
 _DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
 _DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
 _RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")
+
+
+def match_terms(text: str) -> list[str]:
+    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise)."""
+    return [t[:STEM_CHARS] if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
 
 
 @dataclass
@@ -99,6 +116,7 @@ class _Sentence:
     order: int
     terms: frozenset[str]
     passage: frozenset[str] = frozenset()  # its passage's terms
+    subject: str = ""  # the name its passage opens with: what "He", "It" stand for (English)
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -120,24 +138,44 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         return []
     first = ranked[0]
     chosen = [first]
-    bridges = _bridges(first.text, question, names)
+    bridges = _bridges(first, question, names, passages)
     if bridges:
-        hop = max((s for s in candidates if s.order != first.order),
+        hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
-        if hop is not None and _bridge_score(hop, bridges, scored[id(hop)], mean) > scored[id(hop)]:
+        if hop is not None:
             chosen.append(hop)
-    # then the best sentence of each leading passage not yet quoted, then the best of the rest
-    represented = {s.order for s in chosen}
+    # then the best sentence of each leading passage not yet quoted, then the best of the rest,
+    # each for the question terms the sentences before it have not yet given
+    represented = {first.order}  # the hop's passage still gives its best sentence
     floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
     leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
                and not (s.order in represented or represented.add(s.order))]
     limit += len(chosen) - 1  # the second hop comes on top
-    for s in leaders + ranked[1:]:
+    for s in leaders:
         if len(chosen) >= limit:
             break
-        if s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen):
+        if _fresh(s, chosen):
             chosen.append(s)
+    _fill(chosen, [s for s in ranked if _fresh(s, chosen)], shape, idf, mean, limit)
     return [(s.text, s.cite) for s in chosen]
+
+
+def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
+          mean: float, limit: int) -> None:
+    """Add the best of the rest until the limit, each scored for the question terms the chosen
+    sentences do not hold yet (a covered term counts COVERED_SHARE): the sentence that gives what
+    is still missing ("godfather", "headquartered") before a third one about the same words."""
+    while len(chosen) < limit and rest:
+        covered = set().union(*(c.terms for c in chosen))
+        weights = {t: w * (COVERED_SHARE if t in covered else 1.0) for t, w in idf.items()}
+        best = max(rest, key=lambda s: (_score(s, shape, weights, mean), -s.order))
+        chosen.append(best)
+        rest = [s for s in rest if _fresh(s, chosen)]
+
+
+def _fresh(s: _Sentence, chosen: list[_Sentence]) -> bool:
+    """Not chosen yet, nor inside (or around) a chosen sentence."""
+    return s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen)
 
 
 def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
@@ -145,13 +183,20 @@ def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
     found, seen = [], set()
     for order, (cite, text) in enumerate(passages):
         whole = frozenset(match_terms(text))
+        opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
+        subject = opening.group(0).strip() if opening else ""
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
-            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS:
+            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence):
                 continue
             seen.add(sentence)
-            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole))
+            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole, subject))
     return found
+
+
+def _fragment(sentence: str) -> bool:
+    """An English piece too short to say anything ("Love Forecast (;", "Only You)")."""
+    return not has_cjk(sentence) and sum(any(c.isalpha() for c in w) for w in sentence.split()) < MIN_WORDS
 
 
 def _idf(terms: list[str], sentences: list[_Sentence]) -> dict[str, float]:
@@ -187,7 +232,7 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
     """The sentence holds a year / number / name of the kind asked that the question lacks."""
     question = " ".join(shape.terms)
     if shape.asks == "year":
-        return any(y not in question for y in _YEAR.findall(text))
+        return any(m.group(0) not in question for m in _YEAR.finditer(text))
     if shape.asks == "number":
         return any(m not in question for m in _NUMBER.findall(text))
     if has_cjk(text):
@@ -207,17 +252,30 @@ def _defines(text: str, subject: str) -> bool:
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 
-def _bridges(first: str, question: str, names: Sequence[str]) -> list[str]:
-    """Names the first sentence adds to the question: where a second hop starts."""
-    asked = question.lower()
-    found = [n for n in names if n and n in first and n.lower() not in asked and has_cjk(n)]
-    if not has_cjk(first):
-        found += [n.strip() for n in _NAME_EN.findall(first)
-                  if len(n.strip()) > 2 and n.strip().lower() not in asked and n.strip() not in found]
+def _bridges(first: _Sentence, question: str, names: Sequence[str],
+             passages: Sequence[tuple[str, str]]) -> list[str]:
+    """Names the first sentence adds to the question: where a second hop starts. Its opening
+    word counts when the passages write it capitalised inside a sentence too ("Winter is best
+    remembered ..."), and a pronoun opening stands for its passage's subject ("He was ...")."""
+    asked, text = question.lower(), first.text
+    found = [n for n in names if n and n in text and n.lower() not in asked and has_cjk(n)]
+    if not has_cjk(text):
+        opening = re.match(r"[\"'“]?([A-Z][\w'’-]+)\b", text)
+        word = opening.group(1) if opening else ""
+        if word in _PRONOUNS and first.subject:
+            found.append(first.subject)
+        elif len(word) > 2 and any(re.search(rf"[\w,;] {re.escape(word)}\b", p) for _, p in passages):
+            found.append(word)
+        found += [n.strip(" .") for n in _NAME_EN.findall(text[1:]) if len(n.strip(" .")) > 2]  # not the full stop
+    found = [b for b in dict.fromkeys(found) if b.lower() not in asked and b not in _CALENDAR]
     return [b for b in found if not any(b != o and b in o for o in found)]
+
+
+def _held(s: _Sentence, bridges: list[str]) -> int:
+    """How many of the bridge names the sentence holds, or its passage is about."""
+    return sum(1 for b in bridges if b in s.text or b in s.subject)
 
 
 def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
     """A sentence's score as the second hop: plus the bridge names it holds."""
-    held = sum(1 for b in bridges if b in s.text)
-    return score + BRIDGE_BONUS * mean * min(held, 2) if held else score
+    return score + BRIDGE_BONUS * mean * min(_held(s, bridges), 2)

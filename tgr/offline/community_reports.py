@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import re
-from collections import Counter
+import sys
+import tempfile
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -39,7 +42,7 @@ KEY_PHRASES = 8          # key phrases kept per community
 SENTENCES = 3            # representative sentences kept per community
 CANDIDATES = 60          # a community's most frequent terms, scored as key phrases
 CHUNK_SCALE, DOCUMENT_SCALE, SIZE_SCALE = 500, 50, 200  # a community this wide rates 10
-SENTENCE_CACHE = 20000   # chunks whose analysed sentences a writer keeps
+ANALYSED_IN_MEMORY = 6000  # analysed chunks a writer keeps in memory (~270 MB of Chinese; the others: on disk)
 DAMPING = 0.85
 REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what they all repeat
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
@@ -133,9 +136,9 @@ class Background:
         """Counted for the given terms only (a large community's text has many more)."""
         self.frequency = dict.fromkeys(terms, 0)
         for chunk in chunks:  # a chunk holds few of the terms: look up only those (a C-level intersection)
-            counts = chunk.counts
-            for term in counts.keys() & self.frequency.keys():
-                self.frequency[term] += counts[term]
+            where = chunk.where
+            for term in where.keys() & self.frequency.keys():
+                self.frequency[term] += where[term].bit_count()  # the sentences that say it
         self.average_words = max(1.0, sum(c.words for c in chunks) / max(1, len(chunks)))
 
     def weight(self, term: str, class_count: int) -> float:
@@ -197,26 +200,22 @@ def key_phrases(class_counts: Counter, background: Background, exclude: set[str]
 class Sentence(NamedTuple):
     """A sentence of a chunk with its terms, split once per chunk and reused by every community."""
     text: str
-    terms: frozenset       # its content words (name_words): what names are matched against
     phrases: tuple         # phrase_terms, each once: key phrases count the sentences that say them
-    words: int
+    words: int             # (its content words, what names are matched against: the phrases without a space)
 
 
 class ChunkText(NamedTuple):
-    """A chunk analysed once: its sentences, where each word is, its term counts and words."""
+    """A chunk analysed once: its sentences, where each term is (a bit per sentence) and its words.
+    Kept small (no set per word or sentence): a writer keeps thousands of them."""
     sentences: list
     where: dict
-    counts: Counter
     words: int
 
 
 def analyse_chunk(text: str) -> ChunkText:
-    """The chunk's sentences, postings, sentence frequency of each term and word count."""
+    """The chunk's sentences, postings (the sentence frequency of a term is its bit count) and word count."""
     sentences = chunk_sentences(text)
-    counts: Counter = Counter()
-    for sentence in sentences:
-        counts.update(sentence.phrases)
-    return ChunkText(sentences, postings(sentences), counts, sum(s.words for s in sentences))
+    return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences))
 
 
 def chunk_sentences(text: str) -> list[Sentence]:
@@ -230,8 +229,9 @@ def chunk_sentences(text: str) -> list[Sentence]:
             cjk = chinese and has_cjk(sentence)
             words = len(sentence) // 2 if cjk else len(parts)
             said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
-            phrases = tuple(dict.fromkeys(phrase_terms(said, cjk)))
-            sentences.append(Sentence(sentence, frozenset(t for t in phrases if " " not in t), phrases, words))
+            # interned: the same word in thousands of kept chunks is one string
+            phrases = tuple(dict.fromkeys(map(sys.intern, phrase_terms(said, cjk))))
+            sentences.append(Sentence(sentence, phrases, words))
     return sentences
 
 
@@ -241,26 +241,30 @@ def name_words(name: str) -> frozenset:
     return frozenset(t for t in phrase_terms(name) if " " not in t)
 
 
-def postings(sentences: list[Sentence]) -> dict[str, set[int]]:
-    """Each content word of a chunk with the positions of the sentences that hold it."""
-    where: dict[str, set[int]] = {}
+def postings(sentences: list[Sentence]) -> dict[str, int]:
+    """Each term of a chunk with the sentences that hold it, as a bit mask (bit i: sentence i)."""
+    where: dict[str, int] = {}
     for position, sentence in enumerate(sentences):
-        for word in sentence.terms:
-            where.setdefault(word, set()).add(position)
+        bit = 1 << position
+        for term in sentence.phrases:
+            where[term] = where.get(term, 0) | bit
     return where
 
 
-def member_sentences(sentences: list[Sentence], where: dict[str, set[int]],
+def member_sentences(sentences: list[Sentence], where: dict[str, int],
                      names: list[frozenset]) -> list[Sentence]:
     """The sentences of a chunk (with its postings) that hold every word of one of the names;
     all of them when none does (the chunk was linked to the community by a form of a name the
     sentences do not spell out)."""
-    hits: set[int] = set()
+    hits = 0
     for name in names:
-        found = [where.get(word) for word in name]
+        found = [where.get(word, 0) for word in name]
         if found and all(found):
-            hits |= set.intersection(*found)
-    return [sentences[i] for i in sorted(hits)] or sentences
+            common = found[0]
+            for mask in found[1:]:
+                common &= mask
+            hits |= common
+    return [s for i, s in enumerate(sentences) if hits >> i & 1] or sentences
 
 
 def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: dict[str, float],
@@ -275,7 +279,7 @@ def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: 
             if sentence.words < 8 or sentence.words > 80:
                 continue
             score = sum(w for t, w in weights.items() if t in sentence.phrases)
-            score += sum(1.0 for n in name_terms if n and n <= sentence.terms)
+            score += sum(1.0 for n in name_terms if n and all(w in sentence.phrases for w in n))
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
             if next((c for c in sentence.text if c.isalpha()), "").islower():
                 score /= 2  # the tail of a sentence cut at the chunk's start
@@ -330,7 +334,7 @@ class ProfileReportWriter:
 
     def __init__(self, conn=None):
         self.conn = conn
-        self._sentences: dict[str, ChunkText] = {}
+        self._sentences = _AnalysedChunks(ANALYSED_IN_MEMORY)
         self._repeated: frozenset | None = None
 
     @property
@@ -391,14 +395,50 @@ class ProfileReportWriter:
                        edges)
 
     def _analysed(self, chunk_ids: list[str]) -> dict[str, ChunkText]:
-        """The chunks analysed, each once while the writer lives (bounded)."""
-        missing = [c for c in chunk_ids if c not in self._sentences]
-        if len(self._sentences) + len(missing) > SENTENCE_CACHE:
-            self._sentences.clear()
-            missing = chunk_ids
-        for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
-            self._sentences[cid] = analyse_chunk(text)
-        return {c: self._sentences[c] for c in chunk_ids if c in self._sentences}
+        """The chunks analysed, each once while the writer lives."""
+        found = {c: self._sentences.get(c) for c in chunk_ids}
+        missing = [c for c, analysed in found.items() if analysed is None]
+        if missing:
+            for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
+                found[cid] = self._sentences.put(cid, analyse_chunk(text))
+        return {c: found[c] for c in chunk_ids if found[c] is not None}
+
+
+class _AnalysedChunks:
+    """Analysed chunks by id: the most recently used in memory (up to `limit`), the others
+    pickled to a temporary file (read back in a fraction of the time analysing takes), so
+    the memory a writer holds does not grow with the store (it was ~150 KB per Chinese chunk,
+    every chunk of the store)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._memory: OrderedDict[str, ChunkText] = OrderedDict()
+        self._spilled: dict[str, tuple[int, int]] = {}  # id -> (offset, length) in the file
+        self._file = None
+
+    def get(self, chunk_id: str) -> ChunkText | None:
+        analysed = self._memory.get(chunk_id)
+        if analysed is not None:
+            self._memory.move_to_end(chunk_id)
+            return analysed
+        place = self._spilled.get(chunk_id)
+        if place is None:
+            return None
+        self._file.seek(place[0])
+        return self.put(chunk_id, pickle.loads(self._file.read(place[1])))
+
+    def put(self, chunk_id: str, analysed: ChunkText) -> ChunkText:
+        self._memory[chunk_id] = analysed
+        while len(self._memory) > self.limit:
+            old_id, old = self._memory.popitem(last=False)
+            if old_id not in self._spilled:  # (an analysed chunk never changes: written once)
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile(prefix="tgr-chunks-")
+                data = pickle.dumps(old, protocol=pickle.HIGHEST_PROTOCOL)
+                self._file.seek(0, 2)
+                self._spilled[old_id] = (self._file.tell(), len(data))
+                self._file.write(data)
+        return analysed
 
 
 def repeated_words(conn) -> frozenset:

@@ -51,15 +51,20 @@ class HashEmbedder:
         for term in search_terms(text):
             features += _term_features(term)
         counts = Counter(features)
+        bigrams: list[str] = []
         for run in CJK_RUN.findall(text):
-            counts.update(["b:" + run[i:i + 2] for i in range(len(run) - 1)])
+            bigrams += ["b:" + run[i:i + 2] for i in range(len(run) - 1)]
+        counts.update(bigrams)
         return counts
 
     def _vector(self, text: str) -> list[float]:
-        vector, dim, slot, log1p = [0.0] * self.dim, self.dim, _feature_slot, math.log1p
+        vector, dim, crc32, log1p, weights = [0.0] * self.dim, self.dim, zlib.crc32, math.log1p, _FEATURE_WEIGHT
         for feature, count in self._features(text).items():
-            bucket, sign, weight = slot(feature, dim)
-            vector[bucket] += sign * log1p(count * weight)  # count * weight: exact (powers of 2)
+            # the feature's CRC-32 picks both bucket and sign; computed afresh, as a cache of
+            # them thrashes on a Chinese corpus (its bigrams alone outnumber any bounded cache)
+            digest = crc32(feature.encode("utf-8"))
+            value = log1p(count * weights[feature[0]])  # count * weight: exact (powers of 2)
+            vector[digest % dim] += value if digest & 0x80000000 else -value
         norm = math.sqrt(sum([x * x for x in vector]))
         if norm == 0:
             vector[0] = 1.0  # an empty text still needs a valid unit vector
@@ -77,13 +82,6 @@ def _term_features(term: str) -> tuple[str, ...]:
         return ("w:" + term,)
     padded = f" {term} "
     return ("w:" + term, *("t:" + padded[i:i + 3] for i in range(len(padded) - 2)))
-
-
-@lru_cache(maxsize=65536)
-def _feature_slot(feature: str, dim: int) -> tuple[int, float, float]:
-    """(bucket, sign, weight) of a feature: its CRC-32 picks both bucket and sign."""
-    digest = zlib.crc32(feature.encode("utf-8"))
-    return digest % dim, (1.0 if digest & 0x80000000 else -1.0), _FEATURE_WEIGHT[feature[0]]
 
 
 # --- heuristic extraction ------------------------------------------------------------
