@@ -125,10 +125,13 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
                 types[name] = kind
     keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
     keep_set = set(keep)
-    named = [{n for n, _ in names} for names in found]  # each sentence's names
+    where: dict[str, list[str]] = {name: [] for name in keep}  # the sentences naming each, in order
+    for sentence, names in zip(sentences, found):
+        for name in dict.fromkeys(n for n, _ in names if n in keep_set):
+            where[name].append(sentence)
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
-        evidence = [s for s, names in zip(sentences, named) if name in names]
+        evidence = where[name]
         evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
         description = shorten(" ".join(evidence[:2]), 300)
         entities.append(RawEntity(name=name, type=types[name], description=description))
