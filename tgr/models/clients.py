@@ -47,9 +47,7 @@ class Embedder(Protocol):
     """Optional extras: embed_query(texts) embeds questions where the model wants them
     embedded differently from passages (E5's "query: " prefix); vector_type = "int8" lets
     the store keep its vectors as int8 (default "float32"); request_tokens caps the estimated
-    tokens of one request made while chat answers are awaited (for in-process models);
-    threads = False has the gateway compute its requests one after another in the calling
-    thread (a pure-Python model gains nothing from threads but contention for the GIL)."""
+    tokens of one request made while chat answers are awaited (for in-process models)."""
 
     name: str
     dim: int

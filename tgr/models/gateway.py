@@ -305,7 +305,7 @@ class Gateway:
         if not texts:
             return []
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
-        if len(batches) == 1 or self.concurrency == 1 or not getattr(self.embedder, "threads", True):
+        if len(batches) == 1 or self.concurrency == 1:
             return [v for b in batches for v in self._embed_batch(stage, b)]
         results: dict[int, list[list[float]]] = {}
         workers = self._pool()

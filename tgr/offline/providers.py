@@ -36,9 +36,6 @@ OFFLINE_WRITER = "offline-extractive"
 
 class HashEmbedder:
     """Deterministic local embeddings by signed feature hashing (no model weights)."""
-    # pure Python, holding the GIL throughout: in the gateway's worker threads its requests
-    # only contended for the GIL (西游记: ~3.5 CPU-s of vectors in 4 threads, ~1.9 in one)
-    threads = False
 
     def __init__(self, dim: int = 384):
         self.dim = dim
