@@ -23,6 +23,7 @@ import math
 import zlib
 from collections import Counter
 from functools import lru_cache
+from itertools import chain
 from typing import Sequence
 
 from ..parsing import RawEntity, RawRelation
@@ -47,10 +48,7 @@ class HashEmbedder:
     def _features(self, text: str) -> Counter:
         """Feature counts, in the order first seen: words ("w:", 1 each) with their
         character trigrams ("t:", 1/4 each), then CJK bigrams ("b:", 1/2 each)."""
-        features = []
-        for term in search_terms(text):
-            features += _term_features(term)
-        counts = Counter(features)
+        counts = Counter(chain.from_iterable(map(_term_features, search_terms(text))))
         bigrams: list[str] = []
         for run in CJK_RUN.findall(text):
             bigrams += ["b:" + run[i:i + 2] for i in range(len(run) - 1)]
