@@ -232,11 +232,12 @@ def search_terms(text: str) -> list[str]:
     return terms
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _jieba_word_terms(word: str) -> tuple[str, ...]:
     """The search terms of one word of rjieba's cut: the word lower-cased, or none (a stopword,
     a space), or the Latin words in it (rjieba keeps "e.v" and "zh-hans" whole where jieba cut them)."""
-    word = word.strip().lower()
+    lowered = word.strip().lower()
+    word = word if lowered == word else lowered  # (the cut's own string when it is the same: kept once)
     if not word or word in STOPWORDS:
         return ()
     if _compiled(f"[{_CJK}]").search(word) or _WORD_RE.fullmatch(word):
