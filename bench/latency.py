@@ -1,7 +1,8 @@
-"""In-process query latency of `KnowledgeBase.retrieve`, per mode, with an optional profile.
+"""In-process query latency of `KnowledgeBase.retrieve` (or, with --ask, of the whole offline
+answer, `KnowledgeBase.ask`), per mode, with an optional profile.
 
     python bench/latency.py STORE.db QUESTIONS.jsonl [--mode local --mode naive] [--rounds 3]
-                            [--profile local] [--top 25]
+                            [--ask] [--profile local] [--top 25]
 
 Opens the store once, asks every question once to warm caches (page cache, the embedder), then
 times `rounds` passes over the questions, alternating the modes question by question so that a
@@ -38,24 +39,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", metavar="MODE")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--ask", action="store_true", help="time the whole answer (kb.ask), not retrieval")
     args = parser.parse_args()
     modes = args.modes or ["local", "naive"]
     with open(args.questions, encoding="utf-8") as handle:
         questions = [json.loads(line)["question"] for line in handle if line.strip()]
     kb = tgr.open(args.store, readonly=True)
+    run = (lambda q, mode: kb.ask(q, mode)) if args.ask else (lambda q, mode: kb.retrieve(q, mode=mode, k=K))
     for q in questions:  # warm up
         for mode in modes:
-            kb.retrieve(q, mode=mode, k=K)
+            run(q, mode)
     wall: dict[str, list[float]] = {m: [] for m in modes}
     cpu: dict[str, float] = {m: 0.0 for m in modes}
     for _ in range(args.rounds):
         for q in questions:
             for mode in modes:
                 w, c = time.perf_counter(), time.process_time()
-                kb.retrieve(q, mode=mode, k=K)
+                run(q, mode)
                 wall[mode].append((time.perf_counter() - w) * 1000)
                 cpu[mode] += (time.process_time() - c) * 1000
-    print(f"{Path(args.store).name}: {len(questions)} questions x {args.rounds} rounds")
+    print(f"{Path(args.store).name}: {len(questions)} questions x {args.rounds} rounds, {'ask' if args.ask else 'retrieve'}")
     for mode in modes:
         times = sorted(wall[mode])
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -65,7 +68,7 @@ def main() -> None:
         profile = cProfile.Profile()
         profile.enable()
         for q in questions:
-            kb.retrieve(q, mode=args.profile, k=K)
+            run(q, args.profile)
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
     kb.close()

@@ -153,6 +153,8 @@ def test_answer_matching_is_normalised_whole_words_and_chinese_without_spaces():
     assert evaluate_module.answer_found([["a"], ["b", "c"]], "a and c") is False  # "a" is an article
     assert evaluate_module.answer_found([["x1"], ["y2", "z3"]], "x1 then z3")
     assert not evaluate_module.answer_found([["x1"], ["y2"]], "x1 only")  # every item
+    assert evaluate_module.answer_found([["50%"]], "联发科市占率突破50%大关")  # Chinese letters bound a number
+    assert not evaluate_module.answer_found([["5"]], "突破50%大关")  # still whole: 5 is not 50
 
 
 def test_gold_answers_use_items_else_answer_and_aliases():

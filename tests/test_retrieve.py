@@ -13,7 +13,8 @@ import pytest
 import tgr
 from tgr.query.modes import QuerySettings
 from tgr.query.query_cache import QueryCache
-from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _rank_fuse, is_lexical_embedder,
+from tgr.query.name_match import titled_chunks
+from tgr.query.retrieve import (MODES, SMALL_GRAPH_EDGES, WARM_QUERIES, Retriever, _fuse, _rank_fuse, is_lexical_embedder,
                           personalized_pagerank, question_spans)
 from tgr.text import match_terms
 
@@ -391,8 +392,31 @@ def test_a_question_names_a_title_but_for_its_parenthesised_qualifier(tmp_path):
     corpus = write_jsonl(tmp_path / "titles.jsonl", rows)
     with tgr.open(tmp_path / "t.db", chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(corpus)])
-        titled = Retriever(kb.conn).titled_chunks(question_spans("Which seat did William Copley represent?"))
+        titled = titled_chunks(kb.conn, question_spans("Which seat did William Copley represent?"))
         documents = {kb.conn.execute("SELECT d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id "
                                      "WHERE c.id = ?", (cid,)).fetchone()[0] for cid in titled}
         assert documents == {"copley"}
         assert kb.retrieve("Which seat did William Copley represent?", "local", 1)[0].external_id == "copley"
+
+
+def test_hashed_local_walks_from_the_passages_that_share_the_best_ones_words(tmp_path):
+    # "log" shares no word with the question and names no entity the question names; it
+    # shares its rare words with the best passage, as a bridge page shares the first hop's names
+    rows = [{"doc_id": "keeper", "text": "The lighthouse keeper kept a logbook of the amber tide and the "
+                                         "saltmarsh geese that winter."},
+            {"doc_id": "log", "text": "That logbook says the amber tide drove the saltmarsh geese inland "
+                                      "for a fortnight."}]
+    rows += [{"doc_id": f"ferry{n}", "text": f"Ferries number {n} cross the harbour every day; "
+                                            f"ferry {n} was opened in {1950 + n}."} for n in range(12)]
+    corpus = write_jsonl(tmp_path / "coast.jsonl", rows)
+    with tgr.open(tmp_path / "coast.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(corpus)])
+        question = "What did the lighthouse keeper write down?"
+        assert "log" not in [p.external_id for p in kb.retrieve(question, "naive", 5)]
+        assert [p.external_id for p in kb.retrieve(question, "local", 2)] == ["keeper", "log"]
+
+
+def test_score_fusion_scales_each_list_and_a_list_of_equal_scores_to_one():
+    assert _fuse(([("a", 3.0)], 1.0)) == [("a", 1.0)]  # one chunk: the best of its list
+    fused = dict(_fuse(([("a", 9.0), ("b", 5.0), ("c", 1.0)], 1.0), ([("b", 0.8), ("d", 0.8)], 0.25)))
+    assert fused == {"a": 1.0, "b": 0.5 + 0.25, "d": 0.25, "c": 0.0}

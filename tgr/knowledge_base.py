@@ -208,6 +208,24 @@ class KnowledgeBase:
         chat model writes global answers. Several stores' themes are ranked together (tgr.multi_store)."""
         return reading.themes(self._store, question, warn=warn, query_settings=query_settings)
 
+    def global_reports(self, question: str, *, warn: Warn | None = None, **query_settings) -> list[tuple]:
+        """(community id, title, full text, rating) of the reports global search reads for the
+        question, best first (several stores' reports are ranked together, tgr.multi_store)."""
+        return reading.global_reports(self._store, question, warn=warn, query_settings=query_settings)
+
+    def report_passages(self, community_ids: list[str], question: str) -> list[Passage]:
+        """The passages behind the given community reports, best first."""
+        return reading.report_passages(self._store, community_ids, question)
+
+    def answer_reports(self, question: str, reports: list[tuple], names: dict[str, str], *,
+                       warn: Warn | None = None, stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
+        """A global answer by this store's chat model over given reports, best first, whose ids
+        are labels (names: label -> how the answer cites it): several stores' reports map-reduced
+        together (tgr.multi_store). The Answer's reports are the cited labels; it has no sources."""
+        steps = reading.answer_reports(self._store, question, reports, names, warn=warn,
+                                       query_settings=query_settings, stream=stream)
+        return steps if stream else final_answer(steps)
+
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)
 

@@ -5,7 +5,10 @@ fused by reciprocal rank (RRF: a passage scores the sum of 1 / (RRF_K + its rank
 list), because scores of different embedders and corpora are not comparable while ranks are.
 Each passage names its store (the path as given). The answer is written from the fused
 ranking, as naive mode writes one from its ranking, with the first store's models (and its
-notes: what each store leaves out is said once, with the store's name).
+notes: what each store leaves out is said once, with the store's name). A global question is
+answered from the stores' community reports instead: offline, their themes ranked together;
+with the first store's chat model, a map over every store's reports ranked together by rank
+and a reduce, each report cited with its store.
 
 Every store is opened read-only, as `tgr ask` opens one: untrusted, never written. The first
 store works on the calling thread, each other one in a process of its own (tgr.multi_store_workers:
@@ -21,7 +24,7 @@ from typing import Callable, Iterator, Sequence
 
 from .offline.global_answer import COMMUNITIES, render
 from .offline.providers import OFFLINE_WRITER
-from .query.modes import LOCAL_PASSAGES, Answer, QuerySettings
+from .query.modes import LOCAL_PASSAGES, Answer, QuerySettings, final_answer
 from .query.retrieve import MODES, Passage
 
 RRF_K = 60  # the usual constant: the top ranks of every list count, none dominates
@@ -69,12 +72,16 @@ class Stores:
     def _each(self, method: str, *args, warn: Warn | None = None, **kwargs) -> list:
         """store.method(*args, **kwargs) of every store at once (each on its own worker), in
         order; the notes each gives through warn are said with its name."""
+        return self._each_own(method, [(args, kwargs)] * len(self.names), warn)
+
+    def _each_own(self, method: str, calls: list[tuple[tuple, dict]], warn: Warn | None = None) -> list:
+        """store.method(*args, **kwargs) of every store at once, with each store's own
+        (args, kwargs) of calls, in order (see _each)."""
+        for worker, (args, kwargs) in zip(self._workers, calls[1:]):
+            worker.send(method, *args, **(kwargs | {"warn": True} if warn is not None else kwargs))
+        args, kwargs = calls[0]
         if warn is not None:
-            kwargs["warn"] = True
-        for worker in self._workers:
-            worker.send(method, *args, **kwargs)
-        if warn is not None:
-            kwargs["warn"] = _named(warn, self.names[0])
+            kwargs = kwargs | {"warn": _named(warn, self.names[0])}
         results, failed = [], None
         try:
             results.append(getattr(self.stores[0], method)(*args, **kwargs))
@@ -120,9 +127,9 @@ class Stores:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         if mode == "global" and not context_only and not history:
-            answer = self._global(question, warn, query_settings)
-            if answer is not None:  # written whole: streamed, its one piece and then itself
-                return iter([answer.answer, answer]) if stream else answer
+            answer = self._global(question, warn, query_settings, stream)
+            if answer is not None:
+                return answer
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
         rankings = self._each("retrieve", question, mode, k, warn=warn, history=history)
@@ -140,15 +147,25 @@ class Stores:
 
         return Chat(self, mode, **options)
 
-    def _global(self, question: str, warn: Warn | None, query_settings: dict) -> Answer | None:
-        """The offline global answer over every store: their themes ranked together (those
-        that match the question first, as one store ranks them), each cited with its store;
-        None where a store's chat model writes global answers (then the fused passages are
-        answered from, as in the other modes)."""
-        started = time.perf_counter()
+    def _global(self, question: str, warn: Warn | None, query_settings: dict,
+                stream: bool) -> Answer | Iterator[str | Answer] | None:
+        """The global answer over every store: offline, their themes ranked together (see
+        _themes); where the first store has a chat model (whose models write the answer), its
+        map and reduce over every store's reports ranked together (see _reports). None where only
+        another store has one (then the fused passages are answered from, as in the other modes)."""
         found = self._each("themes", question, warn=warn, **query_settings)
-        if any(f is None for f in found):
-            return None
+        if all(f is not None for f in found):
+            answer = self._themes(question, found)  # written whole: streamed, its one piece and then itself
+            return iter([answer.answer, answer]) if stream else answer
+        if found[0] is None:
+            steps = self._reports(question, warn, query_settings, stream)
+            return steps if stream else final_answer(steps)
+        return None
+
+    def _themes(self, question: str, found: list[tuple[list, bool]]) -> Answer:
+        """The offline global answer over every store: their themes ranked together (those
+        that match the question first, as one store ranks them), each cited with its store."""
+        started = time.perf_counter()
         matched = any(m for _, m in found)
         every = [replace(t, store=name) for name, (themes, m) in zip(self.names, found) for t in themes
                  if m or not matched]
@@ -170,6 +187,33 @@ class Stores:
         return Answer(question, "global", written.text, context, OFFLINE_WRITER, sources=sources,
                       reports=[f"{t.store}: {t.community}" for t in chosen],
                       timings={"total_s": round(time.perf_counter() - started, 4)})
+
+    def _reports(self, question: str, warn: Warn | None, query_settings: dict,
+                 stream: bool) -> Iterator[str | Answer]:
+        """The first store's chat model maps every store's candidate reports, ranked together
+        by rank (RRF, as passages are), and reduces their key points; each report is cited with
+        its store, and the sources are the passages behind the cited reports, fused by rank.
+        The answer's pieces as the reduce call writes them, then the Answer."""
+        started = time.perf_counter()
+        listed = self._each("global_reports", question, **query_settings)  # notes: said by themes
+        ranked = sorted(((1.0 / (RRF_K + rank), n, report) for n, reports in enumerate(listed)
+                         for rank, report in enumerate(reports, 1)), key=lambda x: (-x[0], x[1], x[2][0]))
+        top = ranked[:query_settings.get("global_top", QuerySettings.global_top)]
+        labels = {f"{n + 1}-{report[0]}": (n, report[0]) for _, n, report in top}
+        names = {label: f"{self.names[n]}: {cid}" for label, (n, cid) in labels.items()}
+        reports = [(f"{n + 1}-{report[0]}", *report[1:]) for _, n, report in top]
+        written = self.stores[0].answer_reports(question, reports, names, warn=_named(warn, self.names[0]),
+                                                stream=stream, **query_settings)
+        for answer in written if stream else [written]:
+            if not isinstance(answer, Answer):
+                yield answer
+        cited = [labels[label] for label in answer.reports]
+        calls = [(([cid for m, cid in cited if m == n], question), {}) for n in range(len(self.names))]
+        passages = fuse(self._each_own("report_passages", calls), self.names)
+        answer.reports = [names[label] for label, *_ in reports]  # the reports read, as one store's answer lists them
+        answer.sources = [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]
+        answer.timings["total_s"] = round(time.perf_counter() - started, 4)
+        yield answer
 
 
 def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:

@@ -32,6 +32,13 @@ SOURCES_PER_COMMUNITY = 3
 PHRASES = 6              # words shown per theme
 RELEVANT = 0.3           # a theme is about the question at this share of the best one's relevance
 IMPORTANCE_WEIGHT = 0.3  # rating/10 against relevance (0-1) in the order of relevant communities
+# a theme's relevance: the share of the question's topic words its report holds, at this weight,
+# and the topic evidence of its members' passages (tgr.query.topic_evidence) at the rest. The
+# report of a community named in one sentence is that sentence: its words say less than what
+# the passages say of a community again and again (at 0.5, "What does the story say about the
+# poor?" on the whole Carol listed the Cratchits third, after two one-sentence communities)
+REPORT_WORDS = 0.25
+EVIDENCE_PRIOR = 2       # chunks added to each community's count in that evidence (see topic_evidence)
 # words of a question about the whole corpus rather than about something in it, or about the
 # kind of answer it wants ("which guests", "what people")
 CORPUS_WIDE = frozenset("""main major key central important principal overall general chief
@@ -129,7 +136,8 @@ def _choose(themes: list[Theme], sentences: dict, question: str,
     terms = topic_terms(question)
     for t in themes:
         text = " ".join([*t.names, t.summary, *t.phrases, *(s for s, _ in sentences[t.community])])
-        t.relevance = 0.5 * (score_overlap(terms, text) if terms else 0.0) + 0.5 * evidence.get(t.community, 0.0)
+        t.relevance = REPORT_WORDS * (score_overlap(terms, text) if terms else 0.0) + \
+            (1 - REPORT_WORDS) * evidence.get(t.community, 0.0)
     best = max((t.relevance for t in themes), default=0.0)
     relevant = sorted((t for t in themes if t.relevance > 0 and t.relevance >= RELEVANT * best), key=Theme.order)
     if relevant:
@@ -153,7 +161,8 @@ def themes(conn, retriever, question: str, report_ids: list[str]) -> tuple[list[
     tgr.query.retrieve ranks them), with the chunks each cites, and whether they match the
     question; retriever.report_chunks gives each community's chunks that best match it."""
     read, sentences = _read(conn, report_ids)
-    chosen, matched = _choose(read, sentences, question, retriever.topic_evidence(question, report_ids))
+    evidence = retriever.topic_evidence(question, report_ids, prior=EVIDENCE_PRIOR)
+    chosen, matched = _choose(read, sentences, question, evidence)
     existing = {r[0] for r in conn.execute(
         "SELECT id FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps([cid for t in chosen for _, cid in sentences[t.community]]),))}

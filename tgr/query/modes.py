@@ -15,20 +15,22 @@ the chat model reads the latest turns that fit QuerySettings.history_tokens.
 from __future__ import annotations
 
 import json
-import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Generator, Iterator, Sequence
 
-from .answerers import OfflineAnswerer, ReportText, answerer_for
+from .answer_record import Answer
+from .answerers import OfflineAnswerer, answerer_for
+from .global_search import global_answer, over_reports
 from ..store.db import Connection
 from ..models.gateway import Gateway
 from ..models.clients import vector_type
 from ..offline.global_answer import themes as offline_themes
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..prompts import Prompts
-from .retrieve import MODES, Passage, Retriever, is_lexical_embedder, question_spans, ranks_reports
-from ..text import ContextTable, estimate_tokens, shorten
+from .retrieve import (MODES, Passage, Retriever, is_hashed_embedder, is_lexical_embedder, question_spans,
+                       ranks_reports)
+from ..text import ContextTable, shorten
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
 RESPONSE_TYPE = "a few concise paragraphs"
@@ -46,29 +48,6 @@ class QuerySettings:
     response_type: str = RESPONSE_TYPE
 
 
-@dataclass
-class Answer:
-    question: str
-    mode: str
-    answer: str
-    context: str
-    model: str
-    sources: list[dict] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)
-    reports: list[str] = field(default_factory=list)
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    timings: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # what was left out (models out of reach)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
-
 class Searcher:
     """Runs the three query modes against one open store; its answerer (tgr.query.answerers) is
     the chat model's or, without one, the extractive one, chosen once here."""
@@ -82,7 +61,8 @@ class Searcher:
         self.dense = not is_lexical_embedder(gateway.embedder.name)
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
                                    vector_type=vector_type(gateway.embedder), tables=vector_tables,
-                                   report_vectors=ranks_reports(gateway.embedder.name))
+                                   report_vectors=ranks_reports(gateway.embedder.name),
+                                   hashed=is_hashed_embedder(gateway.embedder.name))
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
         self.history: list[dict] = []  # the conversation a question follows (see follow)
         self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
@@ -292,38 +272,14 @@ class Searcher:
         return self.retriever.reports(question, level, self.settings.global_top)
 
     def _global(self, question: str, context_only: bool) -> Answer:
-        s = self.settings
-        t0 = time.perf_counter()
-        searched = self.searched(question)
-        reports = self.candidate_reports(searched, s.level)
-        batches = self._batches(reports)
-        context = "\n\n".join(report.block for batch in batches for report in batch)
-        result = Answer(question, "global", "", context, self._model_name(context_only),
-                        reports=[r[0] for r in reports],
-                        timings={"retrieve_s": round(time.perf_counter() - t0, 4)})
-        if context_only:
-            result.sources = self._sources(self._report_sources([r[0] for r in reports[:5]], searched))
-            return result
-        t1 = time.perf_counter()
-        offline = self.answerer.whole_global(self.conn, self.retriever, searched, [r[0] for r in reports])
-        if offline is not None:  # the extractive answerer: the main communities, named and cited
-            result.answer, result.sources = offline.text, self._sources(self.retriever.passages(offline.chunks))
-            result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
-            result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
-            return result
-        points = self.answerer.key_points(searched, batches)
-        result.timings["map_s"] = round(time.perf_counter() - t1, 4)
-        kept = _best_points(points, s.reduce_tokens)
-        t2 = time.perf_counter()
-        if kept:
-            result.answer = yield from self._written("reduce", question, kept)
-        else:
-            kept, result.answer = self.answerer.no_key_points(question, reports, s.level)
-        cited = _cited_reports(" ".join(text for _, text in kept) + " " + result.answer)
-        result.sources = self._sources(self._report_sources([r[0] for r in reports if r[0] in cited], searched))
-        result.context += "\n\n-----Key points-----\n" + "\n".join(f"{sc}|{tx}" for sc, tx in kept)
-        result.timings["reduce_s"] = round(time.perf_counter() - t2, 4)
-        return result
+        return (yield from global_answer(self, question, context_only))
+
+    def over_reports(self, question: str, reports: list[tuple[str, str, str, float]], names: dict[str, str],
+                     history: Sequence[dict] = (), stream: bool = False) -> Iterator[str | Answer]:
+        """A chat model's global answer over given labelled reports, best first (several stores'
+        reports ranked together, tgr.multi_store; see tgr.query.global_search.over_reports)."""
+        self.follow(history, stream)
+        return self._measured(over_reports(self, question, reports, names))
 
     def themes(self, question: str) -> tuple[list, bool] | None:
         """The themes an offline global answer lists (tgr.offline.global_answer.Theme, each with its
@@ -337,23 +293,6 @@ class Searcher:
             theme.passages = self.retriever.passages([(cid, 1.0) for cid in theme.chunks])
         return chosen, matched
 
-    def _batches(self, reports: list[tuple[str, str, str, float]]) -> list[list[ReportText]]:
-        """The reports in map batches of at most map_tokens each (a larger report alone)."""
-        batches: list[list[ReportText]] = [[]]
-        used = 0
-        for cid, _, full, _ in reports:
-            report = ReportText(cid, f"----- Report {cid} -----\n{full}")
-            cost = estimate_tokens(report.block)
-            if batches[-1] and used + cost > self.settings.map_tokens:
-                batches.append([])
-                used = 0
-            batches[-1].append(report)
-            used += cost
-        return [b for b in batches if b]
-
-    def _report_sources(self, community_ids: list[str], question: str) -> list[Passage]:
-        return self.retriever.passages(self.retriever.report_chunks(community_ids, question))
-
 
 def _pieces_of(steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:
     """The steps' pieces, then the Answer they return."""
@@ -366,26 +305,6 @@ def final_answer(items: Iterator[str | Answer]) -> Answer:
     for item in items:
         pass
     return item
-
-
-def _best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, str]]:
-    """The scored points, best first, that fit the reduce budget."""
-    points = sorted((p for p in points if p[0] > 0), key=lambda p: (-p[0], p[1]))
-    kept, used = [], 0
-    for score, text in points:
-        cost = estimate_tokens(text) + 4
-        if used + cost > budget:
-            break
-        kept.append((score, text))
-        used += cost
-    return kept
-
-
-def _cited_reports(text: str) -> set[str]:
-    cited = set()
-    for group in re.findall(r"Reports?\s*[:(]\s*([^\]\)]+)", text):
-        cited.update(part.strip() for part in group.split(","))
-    return cited
 
 
 def _cited(passages: list[Passage]) -> list[tuple[str, str]]:

@@ -6,6 +6,9 @@ same way and looks the key up, and only then looks for a key within a few edits 
 (rapidfuzz's optimal-string-alignment distance, so a swapped pair of letters is one edit).
 The folded index of a connection is cached until the store changes. Store text is untrusted:
 names are cut to MAX_NAME_CHARS before any matching, so a huge name costs no more than a long one.
+
+named_entities weighs the entities a question names for local retrieval's walk, and
+titled_chunks finds the documents whose title it names.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from functools import lru_cache
 
 from ..store.db import Connection, has_table
 from .query_cache import QueryCache
+from .graph_walk import specificity
 from ..text import has_cjk, normalise_name
 
 MAX_NAME_CHARS = 120
@@ -335,3 +339,55 @@ def entities_named(conn: Connection, spans: dict[str, bool]) -> dict[str, bool]:
     for entity_id in _accented_names(conn, plain) if plain else []:
         found[entity_id] = True
     return {eid: flag for eid, flag in found.items() if eid not in spans}
+
+
+def titled_chunks(conn: Connection, spans: list[tuple[str, bool]]) -> dict[str, float]:
+    """Chunks of documents whose title the question names, or names but for the title's
+    parenthesised qualifier ("William Copley" for "William Copley (politician)")."""
+    titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
+    if not titles:
+        return {}
+    rows = conn.execute(
+        "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+        "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
+        (json.dumps(titles, ensure_ascii=False),)).fetchall()
+    for title in titles:  # a range on the title index: "<title> (" up to "<title> )"
+        rows += conn.execute(
+            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+            "WHERE d.title COLLATE NOCASE >= ?1 || ' (' AND d.title COLLATE NOCASE < ?1 || ' )'",
+            (title,)).fetchall()
+    return {cid: 1.0 for (cid,) in rows}
+
+
+def named_entities(conn: Connection, spans: list[tuple[str, bool]], total: int) -> dict[str, float]:
+    """Entities the question names, weighted by specificity (rare names weigh more).
+
+    A single lower-case word of the question that only matches a capitalised entity
+    ("which country" / "Country") weighs little: it is a common word, not a name."""
+    if not spans:
+        return {}
+    surface = {}
+    for text, cased in spans:
+        key = normalise_name(text)
+        surface[key] = surface.get(key, False) or cased
+    # a capitalised span that is no entity's name may be one's alias or spelling variant
+    surface.update(entities_named(conn, surface))
+    keys = json.dumps(sorted(surface), ensure_ascii=False)
+    rows = conn.execute(
+        "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
+    rows += alias_mentions(conn, sorted(surface))  # "Mr. Scrooge", "U.S.": an entity's other names
+    weights = {}
+    for eid, mentions, key in rows:
+        weight = specificity(mentions, total)
+        if not surface[key]:
+            weight *= 0.1
+        weights[eid] = max(weights.get(eid, 0.0), weight)
+    # a name inside a longer matched name ("york" in "new york") is not named on its own
+    for eid in list(weights):
+        if any(other != eid and _contains_words(other, eid) for other in weights):
+            weights[eid] *= 0.2
+    return weights
+
+
+def _contains_words(longer: str, shorter: str) -> bool:
+    return len(longer) > len(shorter) and f" {shorter} " in f" {longer} "

@@ -63,6 +63,31 @@ def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, b
     return found.themes(question.strip())
 
 
+def global_reports(store, question: str, *, warn, query_settings: dict) -> list[tuple[str, str, str, float]]:
+    """(community id, title, full text, rating) of the reports global search reads for the
+    question, best first, for several stores' global answer (tgr.multi_store)."""
+    found = searcher(store, question, QuerySettings(**query_settings))
+    store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
+    return found.candidate_reports(question.strip(), found.settings.level)
+
+
+def report_passages(store, community_ids: list[str], question: str) -> list[Passage]:
+    """The passages behind the given reports, best first."""
+    from .global_search import report_sources
+
+    return report_sources(searcher(store, question, QuerySettings()), community_ids, question.strip())
+
+
+def answer_reports(store, question: str, reports: list[tuple], names: dict[str, str], *, warn,
+                   query_settings: dict, history=None, stream: bool = False) -> Iterator[str | Answer]:
+    """A chat model's global answer over given labelled reports (see Searcher.over_reports)."""
+    history = _checked(history)
+    found = searcher(store, question, QuerySettings(**query_settings))
+    notes = store.models.asking.notes_for(False)
+    store.models.asking.say(notes, warn)
+    return _noted(found.over_reports(question.strip(), reports, names, history, stream), notes)
+
+
 def _checked(history) -> list[dict]:
     """The conversation as role/content turns (tgr.query.conversation, loaded only for one)."""
     if not history:

@@ -6,13 +6,16 @@ with a score:
 - naive: FTS5 BM25 over the chunk terms (a document's title is indexed with each of its
   chunks), fused with dense KNN (scaled scores summed) when the store's embedder is a real model,
   and then with the chunks nearest to the best fused one (pseudo-relevance feedback).
-  Hashed vectors (tgr:hash-*) are left out of ranking: they lower recall.
+  Hashed vectors (tgr:hash-*) are left out of naive ranking: they lower recall.
 - local: personalized PageRank (as in HippoRAG) over a query subgraph of entities and chunks
   (tgr.query.graph_walk). Reset mass sits on the entities the question names (weighted by how
   specific they are), on the chunks BM25 (and a real embedder) ranks highest, and on documents
   whose title the question names; relevance spreads through mentions and relationships, so the
   chunks about a bridge entity of a multi-hop question are reached though they share no word
-  with it. Entities, relationships and reports in the local context follow the same scores.
+  with it. With hashed vectors, the chunks whose words are nearest the best BM25 chunk's are
+  seeds too (lexical feedback). A question that asks several things (tgr.query.question_terms)
+  is walked from clause by clause. Entities, relationships and reports in the local context
+  follow the same scores.
 """
 from __future__ import annotations
 
@@ -27,13 +30,13 @@ from .common_terms import common_terms
 from ..store.db import Connection, has_table, serialize, vec_param
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
-from .name_match import alias_mentions, entities_named
+from .name_match import named_entities, titled_chunks
+from .question_terms import question_clauses, question_terms
 from ..offline.global_answer import topic_terms
-from .topic_evidence import topic_evidence
+from .topic_evidence import best_matches, topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
-from ..text import CJK_RUN, has_cjk, match_terms, normalise_name, query_terms
-from .graph_walk import specificity as _specificity
+from ..text import CJK_RUN, has_cjk, match_terms
 from .graph_walk import walk
 from .vector_matrix import nearest
 
@@ -43,6 +46,7 @@ SEED_CHUNKS = 30      # BM25 / dense chunks that start the walk
 MAX_NAME_WORDS = 6    # longest question span tried as an entity name or title
 DENSE_WEIGHT = 1.0    # a real embedder's scaled cosine against scaled BM25 (see _fuse)
 FEEDBACK_WEIGHT = 0.75 # ... and the scaled cosine to the best chunk of those two (see dense_seeds)
+LEXICAL_FEEDBACK = 0.25 # local mode, hashed vectors: their cosine to the best BM25 chunk (see local_walk)
 GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "global")
 SOURCES_PER_REPORT = 3  # chunks behind each report
 REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
@@ -91,6 +95,12 @@ def is_lexical_embedder(name: str | None) -> bool:
     return not name or name.startswith("tgr:hash")
 
 
+def is_hashed_embedder(name: str | None) -> bool:
+    """tgr's own hashed feature vectors (always at hand): local mode's lexical feedback uses
+    them (see Retriever.local_walk); no other lexical stand-in is ever asked for a vector."""
+    return bool(name) and name.startswith("tgr:hash")
+
+
 def ranks_reports(name: str | None) -> bool:
     """Whether this embedder's report vectors help rank reports for a global question. Not
     the bundled local model's: fused with the reports' word overlap, e5-small's cosine between
@@ -118,16 +128,18 @@ class Question:
 
 class Retriever:
     """Retrieval against one open store. `embed_query(text) -> vector` is used only when
-    `dense` is true (a real embedding model); vector_type is how the store keeps vectors.
+    `dense` is true (a real embedding model) or `hashed` is (tgr's hashed vectors: local mode's
+    lexical feedback); vector_type is how the store keeps vectors.
     What is kept between questions (and whether the warm paths are taken) belongs to the
     connection's QueryCache; each question is counted there once."""
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
                  vector_type: str = "float32", tables: dict[str, str] | None = None,
-                 report_vectors: bool = True):
+                 report_vectors: bool = True, hashed: bool = False):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
+        self.hashed = hashed and not self.dense and embed_query is not None
         self.report_vectors = self.dense and report_vectors  # see ranks_reports
         self.vector_type = vector_type
         self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.build.portable_vectors)
@@ -216,8 +228,9 @@ class Retriever:
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
 
     def _fts_match(self, question: str) -> str:
-        """The FTS5 query of the question's terms (OR), leaving out the commonest ones."""
-        terms = list(dict.fromkeys(query_terms(question)))
+        """The FTS5 query of the question's terms (OR; see tgr.query.question_terms), leaving
+        out the commonest ones."""
+        terms = question_terms(question)
         if not terms:
             return ""
         common = common_terms(self.conn, terms)
@@ -262,7 +275,7 @@ class Retriever:
         if not rows:
             return []
         similarity = self._report_similarity(q, level, rows)
-        evidence = self.topic_evidence(q.text, [r[0] for r in rows], level)
+        evidence = self.topic_evidence(q.text, [r[0] for r in rows])
         if evidence:
             similarity = {cid: similarity.get(cid, 0.0) + EVIDENCE_WEIGHT * evidence.get(cid, 0.0) for cid in
                           similarity.keys() | evidence.keys()}
@@ -297,11 +310,10 @@ class Retriever:
             return {cid: 0.0 for cid in held}
         return {cid: sum(w for t, w in idf.items() if t in terms) / total for cid, terms in held.items()}
 
-    def topic_evidence(self, question: str, community_ids: list[str], level: int | None = None,
-                       **options) -> dict[str, float]:
+    def topic_evidence(self, question: str, community_ids: list[str], **options) -> dict[str, float]:
         """How much each community's passages say about the question's topic, 0..1 (see
         tgr.query.topic_evidence)."""
-        return topic_evidence(self, question, community_ids, level, **options)
+        return topic_evidence(self, question, community_ids, **options)
 
     def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
@@ -309,7 +321,7 @@ class Retriever:
         members. Without a question, or for one about the whole corpus ("What are the main
         themes?"), by members alone. A big community's most connected chunks are seldom the
         ones a question is about."""
-        matched = dict(self.bm25(question, REPORT_MATCHES)) if question and topic_terms(question) else {}
+        matched = best_matches(self, question, REPORT_MATCHES) if question and topic_terms(question) else {}
         ranked: list[tuple[str, float]] = []
         seen = set()
         for rank, cid in enumerate(community_ids):
@@ -332,76 +344,67 @@ class Retriever:
     # -- local ----------------------------------------------------------------------------
 
     def local(self, q: Question, k: int) -> Retrieval:
-        spans = question_spans(q.text)
-        named = self.named_entities(spans)
-        seeds = self.bm25(q.text, SEED_CHUNKS)
-        if self.dense:
-            # the fused lists hold up to three times as many; the tail adds little reset mass
-            # but a large subgraph (its entities, their other chunks)
-            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
-            named = _merge_weights(named, self.dense_entities(q, 10))
-        titled = self.titled_chunks(spans)
-        scores, entity_scores = self.walk(named, seeds, titled)
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        clauses = question_clauses(q.text)
+        if len(clauses) > 1:
+            ranked, entity_scores, named = self.clause_walks(q, clauses)
+        else:
+            ranked, entity_scores, named, _ = self.local_walk(q)
         if len(ranked) < k:  # a question the graph does not reach: BM25 fills the list
             have = {cid for cid, _ in ranked}
             floor = ranked[-1][1] if ranked else 1.0
             extra = [c for c, _ in self.bm25(q.text, k * 2) if c not in have]
             ranked += [(cid, floor * 0.5 / (1 + i)) for i, cid in enumerate(extra)]
-        return Retrieval(self.passages(ranked[:k]), entity_scores, list(named))
+        return Retrieval(self.passages(ranked[:k]), entity_scores, named)
+
+    def local_walk(self, q: Question) -> tuple[list[tuple[str, float]], dict[str, float], list[str], float]:
+        """One walk for the question: (ranked chunks, entity scores, entities it names, its
+        best BM25 score)."""
+        spans = question_spans(q.text)
+        named = self.named_entities(spans)
+        seeds = self.bm25(q.text, SEED_CHUNKS)
+        best = seeds[0][1] if seeds else 0.0
+        if self.dense:
+            # the fused lists hold up to three times as many; the tail adds little reset mass
+            # but a large subgraph (its entities, their other chunks)
+            seeds = self.dense_seeds(q, seeds, SEED_CHUNKS)[:SEED_CHUNKS]
+            named = _merge_weights(named, self.dense_entities(q, 10))
+        elif seeds and self.hashed and has_table(self.conn, self.tables["chunks"]):
+            # hashed vectors: the chunks that share the most words with the best one start the
+            # walk too. The page a multi-hop question's first hop leads to repeats its names
+            # (hotpotqa R@5 0.875 -> 0.910); naive ranking by the question's own hashed vector
+            # only repeats BM25, less well
+            near = self.nearest_chunks(q, seeds[0][0], SEED_CHUNKS)
+            seeds = _fuse((seeds, 1.0), (near, LEXICAL_FEEDBACK))[:SEED_CHUNKS]
+        scores, entity_scores = self.walk(named, seeds, titled_chunks(self.conn, spans))
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])), entity_scores, list(named), best
+
+    def clause_walks(self, q: Question, clauses: list[str]):
+        """A question that asks several things ("…的时间，…是多少？"): one walk per clause,
+        fused, each weighted by how well the full-text index matches it (its best BM25 score
+        against the whole question's, at most 1). One walk for the whole question spends its
+        seeds on whichever fact its rarest words belong to, and the other facts' passages
+        fall below that fact's near misses."""
+        whole = self.bm25(q.text, 1)
+        top = whole[0][1] if whole else 0.0
+        rankings, entity_scores, named = [], {}, []
+        for clause in clauses:
+            ranked, entities, names, best = self.local_walk(Question(clause, self.embed_query, self.vector_type))
+            weight = min(1.0, best / top) if top > 0 else 1.0
+            rankings.append((ranked, weight))
+            for eid, score in entities.items():
+                entity_scores[eid] = entity_scores.get(eid, 0.0) + weight * score
+            named += names
+        return _fuse(*rankings), entity_scores, list(dict.fromkeys(named))
 
     def named_entities(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
-        """Entities the question names, weighted by specificity (rare names weigh more).
-
-        A single lower-case word of the question that only matches a capitalised entity
-        ("which country" / "Country") weighs little: it is a common word, not a name."""
-        if not spans:
-            return {}
-        surface = {}
-        for text, cased in spans:
-            key = normalise_name(text)
-            surface[key] = surface.get(key, False) or cased
-        # a capitalised span that is no entity's name may be one's alias or spelling variant
-        surface.update(entities_named(self.conn, surface))
-        keys = json.dumps(sorted(surface), ensure_ascii=False)
-        rows = self.conn.execute(
-            "SELECT id, mentions, id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (keys,)).fetchall()
-        rows += alias_mentions(self.conn, sorted(surface))  # "Mr. Scrooge", "U.S.": an entity's other names
-        total = self.chunk_total()
-        weights = {}
-        for eid, mentions, key in rows:
-            weight = _specificity(mentions, total)
-            if not surface[key]:
-                weight *= 0.1
-            weights[eid] = max(weights.get(eid, 0.0), weight)
-        # a name inside a longer matched name ("york" in "new york") is not named on its own
-        for eid in list(weights):
-            if any(other != eid and _contains_words(other, eid) for other in weights):
-                weights[eid] *= 0.2
-        return weights
+        """Entities the question names, weighted by specificity (see tgr.query.name_match)."""
+        return named_entities(self.conn, spans, self.chunk_total())
 
     def dense_entities(self, q: Question, limit: int) -> dict[str, float]:
         if not has_table(self.conn, self.tables["entities"]):
             return {}
         rows = self._knn(self.tables["entities"], q.vector(), limit)
         return {eid: max(0.0, 1.0 - d) * 0.5 for eid, d in rows}
-
-    def titled_chunks(self, spans: list[tuple[str, bool]]) -> dict[str, float]:
-        """Chunks of documents whose title the question names, or names but for the title's
-        parenthesised qualifier ("William Copley" for "William Copley (politician)")."""
-        titles = sorted({text.casefold() for text, _ in spans if len(text) > 1})
-        if not titles:
-            return {}
-        rows = self.conn.execute(
-            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
-            "WHERE d.title COLLATE NOCASE IN (SELECT value FROM json_each(?)) AND d.title != ''",
-            (json.dumps(titles, ensure_ascii=False),)).fetchall()
-        for title in titles:  # a range on the title index: "<title> (" up to "<title> )"
-            rows += self.conn.execute(
-                "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
-                "WHERE d.title COLLATE NOCASE >= ?1 || ' (' AND d.title COLLATE NOCASE < ?1 || ' )'",
-                (title,)).fetchall()
-        return {cid: 1.0 for (cid,) in rows}
 
     def chunk_total(self) -> int:
         if self._chunk_total is None:
@@ -434,22 +437,17 @@ def question_spans(question: str) -> list[tuple[str, bool]]:
     return spans
 
 
-def _contains_words(longer: str, shorter: str) -> bool:
-    return len(longer) > len(shorter) and f" {shorter} " in f" {longer} "
-
-
 def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, float]]:
     """(ranking, weight) pairs in one ranking: the weighted sum of their scores, each scaled to
     0..1 over its own list (on the evaluation sets this beat reciprocal-rank fusion, which
-    drops how far apart the scores are)."""
+    drops how far apart the scores are). A list of equal scores (one chunk, say) scales to 1."""
     fused: dict[str, float] = {}
     for ranking, weight in rankings:
         if not ranking:
             continue
         high, low = ranking[0][1], ranking[-1][1]
-        span = (high - low) or 1.0
         for cid, score in ranking:
-            fused[cid] = fused.get(cid, 0.0) + weight * (score - low) / span
+            fused[cid] = fused.get(cid, 0.0) + weight * ((score - low) / (high - low) if high > low else 1.0)
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

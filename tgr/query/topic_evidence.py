@@ -1,59 +1,141 @@
 """Topic evidence for ranking community reports: how much of what the passages naming a
-community's members say is about the question's topic (BM25 over the chunks)."""
+community's members say is about the question's topic (BM25 over the chunks, then the words
+near the topic's words in long chunks)."""
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
 
 from ..offline.global_answer import topic_terms
+from ..store.size_limits import MAX_CONTEXT_TEXT
+from ..text import has_cjk
 
 TOPIC_MATCHES = 1000          # best BM25 chunks of the question's topic words looked at
 EVIDENCE_SIZE_POWER = 0.5     # a community's evidence is over this power of its chunks: 0.5 beat 0 and 1 on every dev set
+PASSAGE_TOKENS = 900          # a chunk up to this long is one passage (at 600 tokens, cmrc2018_trial R@2 0.97 -> 0.94)
+NEAR_TOKENS = 15              # in a longer chunk, a member is near a topic word this close
 
 
-def topic_evidence(retriever, question: str, community_ids: list[str], level: int | None = None,
-                   power: float = EVIDENCE_SIZE_POWER) -> dict[str, float]:
+def topic_evidence(retriever, question: str, community_ids: list[str],
+                   power: float = EVIDENCE_SIZE_POWER, prior: float = 0.0) -> dict[str, float]:
     """How much the passages naming each community's members say about the question's
     topic, 0..1 (1: the best of these communities): the BM25 scores of the chunks that
     match its topic terms (tgr.offline.global_answer.topic_terms) and mention a member, summed,
     over the square root of all the chunks that mention one (EVIDENCE_SIZE_POWER): a
     community named everywhere does not win by size alone, nor one named once by chance.
-    Empty for a question about the whole corpus. level: the communities' level, to keep
-    their chunk counts between questions; power: of the chunk count (1: the share of what is
-    said of a community that is about the topic, as the offline answer orders its themes).
+    A chunk longer than a passage (PASSAGE_TOKENS: a novel's chunk holds several scenes) counts
+    for a community by the share of its topic words that have a member named near them
+    (NEAR_TOKENS): "poor Bob", not "Scrooge" three pages from "the poor".
+    Empty for a question about the whole corpus. power: of the chunk count (1: the share of what
+    is said of a community that is about the topic); prior: chunks added to every community's
+    count, so that one named in a single passage that holds the topic's word does not
+    outweigh one the topic is said of again and again (the offline answer's order of themes).
+
+    The raw scores are kept for the connection's last question, so ranking the reports and
+    writing the offline answer look them up once.
 
     Fused into Retriever.ranked_reports with EVIDENCE_WEIGHT, global R@10 of the offline dev stores
     rose: hotpotqa 0.715 -> 0.760, cmrc2018_trial 0.870 -> 0.990, rgb_zh 0.456 -> 0.568 (stores
     rebuilt with issue 25's cleaner graph; on the old graphs 0.785, 0.980, 0.566)."""
-    terms = topic_terms(question)
-    matched = dict(retriever.bm25(" ".join(terms), TOPIC_MATCHES)) if terms else {}
-    if not matched or not community_ids:
+    if not community_ids:
         return {}
-    wanted = set(community_ids)
-    found = {cid: sum(matched[c] for c in chunks.split(",")) for cid, chunks in retriever.conn.execute(
-        # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
-        "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
-        "JOIN community_members m ON m.entity_id = em.entity_id "
-        "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
-        (json.dumps(sorted(matched)),)) if cid in wanted}
+    raw = _raw_evidence(retriever, question)
+    found = {cid: raw[cid] for cid in community_ids if raw.get(cid, 0.0) > 0}
     if not found:
         return {}
-    sizes = _community_chunks(retriever, sorted(found), level)
-    scored = {cid: score / max(1, sizes.get(cid, 1)) ** power for cid, score in found.items()}
+    sizes = _community_chunks(retriever, sorted(found))
+    scored = {cid: score / (max(1, sizes.get(cid, 1)) + prior) ** power for cid, score in found.items()}
     best = max(scored.values()) or 1.0
     return {cid: score / best for cid, score in scored.items()}
 
 
-def _community_chunks(retriever, community_ids: list[str], level: int | None) -> dict[str, int]:
-    """How many chunks mention a member of each community (kept per level between questions)."""
-    count = lambda ids: dict(retriever.conn.execute(
-        "SELECT m.community_id, count(DISTINCT em.chunk_id) FROM community_members m "
-        "JOIN entity_mentions em ON em.entity_id = m.entity_id "
-        "WHERE m.community_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
-        (json.dumps(ids),)).fetchall())
-    if level is None:
-        return count(community_ids)
-    known = retriever.cache.get(("community chunks", level), dict)
+def _raw_evidence(retriever, question: str) -> dict[str, float]:
+    """Each community's summed topic evidence (before the size), kept for the last question."""
+    memo = retriever.cache.get(("topic evidence",), dict)
+    if memo.get("question") != question:
+        memo.clear()
+        memo.update(question=question, raw=_evidence_of(retriever, question))
+    return memo["raw"]
+
+
+def best_matches(retriever, text: str, limit: int) -> dict[str, float]:
+    """{chunk id: BM25 score} of the best full-text matches of a text (Retriever.bm25), kept
+    for the last two texts asked: a global answer looks up the same ones for every theme."""
+    memo = retriever.cache.get(("best matches",), dict)
+    key = (text, limit)
+    if key not in memo:
+        while len(memo) >= 2:
+            memo.pop(next(iter(memo)))
+        memo[key] = dict(retriever.bm25(text, limit))
+    return memo[key]
+
+
+def _evidence_of(retriever, question: str) -> dict[str, float]:
+    terms = topic_terms(question)
+    matched = best_matches(retriever, " ".join(terms), TOPIC_MATCHES) if terms else {}
+    if not matched:
+        return {}
+    conn = retriever.conn
+    ids = json.dumps(sorted(matched))
+    long_chunks = {cid: (text, tokens) for cid, text, tokens in conn.execute(
+        f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), tokens FROM chunks "
+        f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))
+        if isinstance(text, str) and isinstance(tokens, int)}  # a store made elsewhere may hold anything
+    raw: dict[str, float] = defaultdict(float)
+    for cid, chunks in conn.execute(
+            # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
+            "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
+            "JOIN community_members m ON m.entity_id = em.entity_id "
+            "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id", (ids,)):
+        raw[cid] += sum(matched.get(c, 0.0) for c in str(chunks).split(",") if c not in long_chunks)
+    if long_chunks:
+        for (community, chunk), share in _near_shares(conn, terms, long_chunks).items():
+            raw[community] += matched[chunk] * share
+    return dict(raw)
+
+
+def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]]) -> dict[tuple[str, str], float]:
+    """(community, chunk) -> the share of the chunk's topic words that have one of the
+    community's members named near them (NEAR_TOKENS), for chunks longer than a passage."""
+    hit = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
+                              for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
+    windows = {}
+    for chunk, (text, tokens) in chunks.items():
+        reach = round(NEAR_TOKENS * len(text) / max(1, tokens))  # as many characters as that many tokens here
+        windows[chunk] = [text[max(0, m.start() - reach):m.end() + reach] for m in hit.finditer(text)]
+    mentioned = conn.execute("SELECT chunk_id, entity_id FROM entity_mentions "
+                             "WHERE chunk_id IN (SELECT value FROM json_each(?))",
+                             (json.dumps(sorted(c for c in windows if windows[c])),)).fetchall()
+    entities = json.dumps(sorted({e for _, e in mentioned}))
+    names: dict[str, set[str]] = defaultdict(set)
+    for entity, name in conn.execute(
+            "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?1)) UNION "
+            "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
+            (entities,)):
+        if isinstance(name, str) and name:
+            names[entity].add(name)
+    communities: dict[str, list[str]] = defaultdict(list)
+    for entity, community in conn.execute("SELECT entity_id, community_id FROM community_members "
+                                          "WHERE entity_id IN (SELECT value FROM json_each(?))", (entities,)):
+        communities[entity].append(community)
+    near: dict[tuple[str, str], set[int]] = defaultdict(set)  # (community, chunk) -> its topic words
+    for chunk, entity in mentioned:
+        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in names[entity])}
+        if close:
+            for community in communities[entity]:
+                near[(community, chunk)] |= close
+    return {key: len(found) / len(windows[key[1]]) for key, found in near.items()}
+
+
+def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
+    """How many chunks mention a member of each community (kept between questions)."""
+    known = retriever.cache.get(("community chunks",), dict)
     missing = [c for c in community_ids if c not in known]
     if missing:
-        known.update(dict.fromkeys(missing, 0) | count(missing))
+        known.update(dict.fromkeys(missing, 0) | dict(retriever.conn.execute(
+            "SELECT m.community_id, count(DISTINCT em.chunk_id) FROM community_members m "
+            "JOIN entity_mentions em ON em.entity_id = m.entity_id "
+            "WHERE m.community_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
+            (json.dumps(missing),)).fetchall()))
     return known

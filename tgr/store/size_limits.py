@@ -51,7 +51,11 @@ def json_depth(text: str) -> int:
 
 
 def too_deep_or_large(text: str, max_chars: int = MAX_MODEL_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH) -> bool:
-    return len(text) > max_chars or json_depth(text) > max_depth
+    if len(text) > max_chars:
+        return True
+    if text.count("[") + text.count("{") <= max_depth:  # cannot nest deeper than it opens (C-speed count)
+        return False
+    return json_depth(text) > max_depth
 
 
 def loads(text: str, *, max_chars: int = MAX_META_CHARS, max_depth: int = MAX_JSON_DEPTH):

@@ -1,0 +1,117 @@
+"""Global questions about a topic, and over several stores with a chat model: the communities
+the passages say the topic of come first (in a long chunk, by the names near its words), and
+several stores' reports are mapped and reduced together, each cited with its store (the model
+reached at the wire level, fixtures/fakellm.py's server)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import tgr
+from conftest import EN_CORPUS, SMALL
+from tgr.cli import main
+from tgr.query.global_search import _relabelled, relabel
+
+FILLER = ["The roads out of the town were long and grey and quiet in that cold season of the year.",
+          "Rain came over the hills every evening and the river rose slowly under the old stone bridge.",
+          "The bell of the chapel rang twice at noon and the shops closed their shutters for an hour."]
+HARBOUR = ["Boris Lindqvist and Dmitri Volkov walked down to the harbour market again.",
+           "Boris Lindqvist and Dmitri Volkov counted the boxes on the wharf together.",
+           "Boris Lindqvist and Dmitri Volkov argued about the price of rope and tar."]
+
+
+def valley_text() -> str:
+    """One chunk of about 1,000 tokens naming two pairs of people equally often in it; the
+    famine is told of right after the Kellers, and never near the other two."""
+    parts = []
+    for i in range(6):
+        parts.append("Anna Keller and Clara Keller came home late that night. Famine had reached the valley.")
+        parts += [FILLER[(i + j) % 3] for j in range(3)]
+        parts += [HARBOUR[i % 3], HARBOUR[(i + 1) % 3]]
+        parts += [FILLER[(i + j + 1) % 3] for j in range(2)]
+    return "\n\n".join(" ".join(parts[k:k + 3]) for k in range(0, len(parts), 3)) + "\n"
+
+
+def test_in_a_long_chunk_a_topic_counts_for_the_names_near_its_words(tmp_path):
+    source = tmp_path / "valley.txt"
+    source.write_text(valley_text(), encoding="utf-8")
+    with tgr.open(tmp_path / "valley.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(source)])  # the default chunk size: the whole text is one chunk
+        assert kb.info()["chunks"] == 1
+        themes, matched = kb.themes("What does the story say about the famine?")
+        reports = kb.global_reports("What does the story say about the famine?")
+    # the Kellers' report holds no word of the question ("Famine" stands in a sentence of its own):
+    # the passages' evidence alone sets them apart from the pair the famine is never said near
+    assert matched and [t.names for t in themes] == [["Anna Keller", "Clara Keller"]]
+    assert len(reports) == 2 and "Anna Keller" in reports[0][1]
+
+
+def test_a_chinese_question_about_a_topic_is_answered_in_chinese(tmp_path):
+    from conftest import ZH_CORPUS
+
+    with tgr.open(tmp_path / "xiyou.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(ZH_CORPUS)], **SMALL)
+        answer = kb.ask("故事里关于猴王说了什么？", "global")
+    assert answer.answer.startswith("与“猴王”有关的主题") and "关键词" in answer.answer
+
+
+@pytest.fixture(scope="module")
+def two_halves(tmp_path_factory):
+    """Two offline stores, one of each half of the fixture Carol."""
+    folder = tmp_path_factory.mktemp("halves")
+    paths = []
+    for n, part in enumerate(sorted(EN_CORPUS.glob("*.txt")), 1):
+        path = folder / f"half{n}.db"
+        with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+            kb.index([str(part)], **SMALL)
+        paths.append(path)
+    return paths
+
+
+def test_several_stores_with_a_chat_model_map_and_reduce_their_reports_together(two_halves, fake_server,
+                                                                                  monkeypatch):
+    first, second = two_halves
+    result = CliRunner().invoke(main, ["ask", str(first), str(second), "What is said about Scrooge and Marley?",
+                                       "--mode", "global", "--chat-model", "openai:fake-chat",
+                                       "--base-url", fake_server.url, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    kinds = fake_server.stats.calls_by_kind
+    assert kinds["map_points"] >= 1 and kinds["reduce"] == 1  # a map and a reduce, not a passages answer
+    # each store's reports are read and cited with the store's name
+    assert {r.split(": ")[0] for r in data["reports"]} == {str(first), str(second)}
+    assert f"[Reports: {first}: " in data["answer"] and f"{second}: " in data["answer"]
+    assert "1-0." not in data["answer"] and "2-0." not in data["answer"]  # the labels the model saw
+    assert {s["store"] for s in data["sources"]} == {str(first), str(second)}
+    assert [s["ref"] for s in data["sources"]] == list(range(1, len(data["sources"]) + 1))
+
+
+def test_several_stores_stream_the_reduce_with_their_citations_named(two_halves, fake_server):
+    with tgr.open_many(two_halves, chat="openai:fake-chat", base_url=fake_server.url) as stores:
+        items = list(stores.ask("What is said about Scrooge and Marley?", "global", stream=True))
+        whole = stores.ask("What is said about Scrooge and Marley?", "global")
+    pieces, answer = items[:-1], items[-1]
+    assert "".join(pieces) == answer.answer == whole.answer and "[Reports: " in answer.answer
+    assert answer.sources == whole.sources and answer.sources
+
+
+def test_relabelling_holds_back_a_citation_split_between_pieces():
+    names = {"1-0.2": "a.db: 0.2", "2-0.1": "b.db: 0.1"}
+    assert relabel("x [Reports: 1-0.2, 2-0.1] y [Sources: 1]", names) == "x [Reports: a.db: 0.2; b.db: 0.1] y [Sources: 1]"
+
+    def written():
+        yield from ["Scrooge is mean [Rep", "orts: 1-0", ".2]. Bob is ", "poor [Reports: 2-0.1", ""]
+        return "whole"
+
+    relabelled = _relabelled(written(), names)
+    out = []
+    while True:
+        try:
+            out.append(next(relabelled))
+        except StopIteration as end:
+            assert end.value == "whole"
+            break
+    assert "".join(out) == "Scrooge is mean [Reports: a.db: 0.2]. Bob is poor [Reports: 2-0.1"
+    assert out[0] == "Scrooge is mean "  # text before an open bracket is not held back
