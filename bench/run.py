@@ -633,9 +633,9 @@ def print_text(result: dict) -> None:
     if result["cached"]:
         print("stage seconds (cached run): " + ", ".join(
             f"{k} {v:.3f}" for k, v in result["cached"]["summary"]["stage_seconds"].items()))
-    print("chat batches (first run): " + "; ".join(
+    print("chat batches (first run, calls/jobs given at the start): " + "; ".join(
         f"{b['stage']} {b['calls']}/{b['jobs']} @{b['start_s']:.2f}-{b['end_s']:.2f}s" for b in first["batches"]
-        if b["jobs"]))
+        if b["jobs"] or b["calls"]))  # a stream may start with no job and take them all from more()
     if s["latency"] == 0:
         chunks = first["summary"]["chunks"] or 1
         print(f"non-model overhead: {first['wall_s']:.2f} s wall at zero latency "

@@ -85,6 +85,12 @@ def test_small_graphs_are_clustered_in_process():
     ahead = ClusterAhead(SETTINGS, min_edges=len(edges) + 1)
     ahead.start(nodes, edges)
     assert ahead.result() is None
+    ahead.start(list(reversed(nodes)), edges, small_here=True)  # the summary wave's idle step
+    assert ahead._process is None, "no child for a small graph"
+    digest, communities = ahead.result()
+    assert digest == graph_hash(sorted(nodes), sorted(edges), **SETTINGS)
+    assert as_tuples(communities) == as_tuples(hierarchical_leiden(nodes, edges, **SETTINGS))
+    assert ahead.result() is None, "handed over once"
 
 
 def _ahead_result(ahead, settings, nodes, edges, start, unchanged):

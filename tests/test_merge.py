@@ -435,3 +435,28 @@ def test_a_summary_must_talk_about_the_entitys_own_material():
     chinese = summary_check("孙悟空", ["花果山的石猴，拜须菩提祖师学艺。", "大闹天宫，被压在五行山下。"])
     assert chinese("孙悟空是花果山的石猴，曾大闹天宫。")
     assert not chinese("今天天气很好，我们去公园散步。")
+
+
+def test_summaries_found_while_the_first_are_asked_are_each_asked_once(db_path, tmp_path):
+    """summarise() hands the jobs on a few at a time while it finds the rest: with more
+    entities over budget than it lets wait, every one is summarised once, and the stored
+    graph is the one a plan whose jobs were all found first stores."""
+    from tgr.build.merge_graph import SUMMARY_AHEAD, plan_merge, store_merge, summarise
+
+    names = [f"Person {i:03d}" for i in range(SUMMARY_AHEAD * 2 + 5)]
+    chunks = [(f"c{n}{i}", [E(name, "person", f"{name} did thing number {n} in chapter {i} of the story.")
+                            for name in names], []) for n in range(2) for i in range(3)]
+    dumps = []
+    for eager, path in ((False, db_path), (True, tmp_path / "eager.db")):
+        chat = ScriptedChat()
+        with open_store(path, chat) as kb:
+            load(kb, chunks)
+            gateway = kb.gateway()
+            plan = plan_merge(kb.conn, gateway, Prompts(), summary_tokens=20)
+            if eager:
+                assert len(plan.jobs) == len(names)  # every job found before the wave
+            store_merge(kb.conn, plan, summarise(gateway, plan))
+            prompts = summarize_prompts(chat)
+            assert len(prompts) == len(set(prompts)) == len(names)
+            dumps.append(dump(kb))
+    assert dumps[0] == dumps[1]

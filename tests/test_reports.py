@@ -132,3 +132,20 @@ def test_a_parent_report_starts_once_its_children_are_in_not_after_the_whole_wav
         # the first parent is asked while reports that need no sub-reports are still in flight
         assert min(parents) < max(first_wave), (min(parents), max(first_wave))
         assert chat.max_in_flight <= 4
+
+
+def test_material_fits_says_what_raw_context_says(db_path):
+    """The report stage decides which communities wait for sub-reports with material_fits,
+    which stops at the first row past the budget: the same answer as making the context."""
+    from tgr.build.report import _Graph, material_fits, raw_context
+
+    kb, _ = build(db_path, ZH_CORPUS, max_cluster_size=6)
+    with kb:
+        members: dict[str, list[str]] = {}
+        for cid, eid in kb.conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+            members.setdefault(cid, []).append(eid)
+        graph = _Graph(kb.conn)
+        answers = [(raw_context(graph, m, budget)[1], material_fits(graph, m, budget))
+                   for budget in (60, 150, 400, 1200, 5000) for m in members.values()]
+        assert {raw for raw, _ in answers} == {True, False}, "both answers occur"
+        assert all(raw == fits for raw, fits in answers)

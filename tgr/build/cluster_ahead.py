@@ -34,27 +34,36 @@ class ClusterAhead:
     def __init__(self, settings: dict, min_edges: int = MIN_EDGES):
         self.settings, self.min_edges = dict(settings), min_edges
         self._process = self._pipe = None
+        self._here: tuple[str, list[Community]] | None = None  # a small graph's, clustered in process
 
-    def start(self, nodes: list[str], edges: list[tuple[str, str, float]]) -> None:
-        """Begin clustering this graph in a child process (if it is large enough)."""
-        if self._process is not None or len(edges) < self.min_edges:
+    def start(self, nodes: list[str], edges: list[tuple[str, str, float]], small_here: bool = False) -> None:
+        """Begin clustering this graph in a child process (if it is large enough); small_here:
+        a smaller graph is clustered here and now (an idle step: it takes well under a second)."""
+        if self._process is not None or self._here is not None:
+            return
+        if len(edges) < self.min_edges:
+            if small_here:
+                self._here = _leiden(nodes, edges, self.settings)
             return
         try:
             import multiprocessing  # only when a large graph is clustered: queries never pay for it
 
             context = multiprocessing.get_context("spawn")  # no fork of a process with threads
             self._pipe, child_end = context.Pipe(duplex=False)
-            self._process = context.Process(target=_child, args=(child_end, list(nodes), list(edges),
-                                                                  self.settings), daemon=True)
-            self._process.start()
+            process = context.Process(target=_child, args=(child_end, list(nodes), list(edges), self.settings),
+                                      daemon=True)
+            process.start()
+            self._process = process  # only a started process: close() joins it
             child_end.close()
         except Exception:  # noqa: BLE001 - no child (no spawn, nothing to pickle): cluster() runs Leiden
             self.close()
 
     def result(self) -> tuple[str, list[Community]] | None:
-        """(graph hash, communities) from the child, or None if none was started or it failed."""
+        """(graph hash, communities) from the child (or of a small graph, from start()), or
+        None if none was started or it failed; handed over once."""
         if self._process is None:
-            return None
+            here, self._here = self._here, None
+            return here
         try:
             while not self._pipe.poll(0.05):
                 if not self._process.is_alive() and not self._pipe.poll():
@@ -66,6 +75,7 @@ class ClusterAhead:
             self.close()
 
     def close(self) -> None:
+        self._here = None
         if self._process is not None:
             if self._process.is_alive():
                 self._process.terminate()

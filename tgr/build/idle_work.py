@@ -9,8 +9,9 @@ was computed early for the stage that needs it:
   process, otherwise on the merge's path before the summary wave);
 - during the description-summary wave: clustering of the graph the merge is about to
   store, a first clustering in a child process (tgr/build/cluster_ahead.py: Leiden holds the
-  GIL), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
+  GIL; a small graph's as an idle step), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
   cluster() takes either only when it was computed from exactly its own Leiden inputs;
+  then the entities' names and types (MergePlan.row_steps), off store_merge's path;
 - during the report wave: entity and chunk vectors.
 
 Every overlap is an optimisation only: without it each stage gives the same rows.
@@ -47,18 +48,24 @@ class Overlap:
         return one_after_another(IndexWhileWaiting(self.conn), EmbedWhileWaiting(self.conn, self.gateway, ("chunks",)),
                                  load_type_tables)
 
-    def during_summaries(self, plan: MergePlan, *, first_clustering: bool, incremental: bool) -> Idle | None:
-        """Call just before the summary wave. first_clustering (no communities stored yet):
-        Leiden of the graph the merge stores, in a child process, if there is a wave to wait
-        for. incremental (the stored communities are of the graph before the merge): the
-        idle step that clusters the changed part of the graph the merge is about to store."""
+    def during_summaries(self, plan: MergePlan, *, first_clustering: bool, incremental: bool) -> Idle:
+        """Call just before the summary wave; its steps run only if there is a wave to wait
+        for. first_clustering (no communities stored yet): Leiden of the graph the merge
+        stores, in a child process (a small graph's in this one). incremental (the stored communities are of the graph
+        before the merge): the idle step that clusters the changed part of the graph the merge
+        is about to store. Then each entity's name and type, which store_merge writes."""
+        rows = plan.row_steps()  # store_merge's per-entity work, done while the wave is out
         if first_clustering:
-            if plan.jobs:
-                self._ahead.start(*plan.graph())
+            # the child starts once the wave's calls are out: spawning it blocks this thread
+            # for up to a second (the graph goes down a pipe the new interpreter reads late)
+            def start() -> bool:
+                self._ahead.start(*plan.graph(), small_here=True)
                 self._started_ahead = True
-            return None
+                return False
+
+            return one_after_another(start, rows)
         if not incremental or plan.dirty is None:
-            return None
+            return rows
         recomputed = set(plan.dirty)  # a recomputed entity's input hash changed: its row changes
         changed = recomputed | plan.edge_ends
         nodes, edges = plan.graph()
@@ -68,7 +75,7 @@ class Overlap:
                                                    changed)
             return False
 
-        return step
+        return one_after_another(step, rows)
 
     def clustered_meanwhile(self, nodes: list, edges: list, start: dict, unchanged) -> list[Community] | None:
         """For cluster(precomputed=...): the communities computed during the summary wave from

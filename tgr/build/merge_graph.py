@@ -44,17 +44,21 @@ class _Entity:
     extra_descriptions: list[str] = field(default_factory=list)
     chunks: set[str] = field(default_factory=set)
     _type: str | None = field(default=None, repr=False, compare=False)
+    _aliases: Counter | None = field(default=None, repr=False, compare=False)
 
     def surface(self) -> str:
-        names = Counter(" ".join(m.name.split()) for m in self.mentions)
+        names = self.aliases()
         return min(names, key=lambda n: (-names[n], n))
 
     def types(self) -> Counter:
         return Counter(m.type for m in self.mentions)
 
     def aliases(self) -> Counter:
-        """Each surface form with the number of extraction rows that used it."""
-        return Counter(" ".join(m.name.split()) for m in self.mentions)
+        """Each surface form with the number of extraction rows that used it; like type(),
+        asked for once the mentions are all in, so counted once."""
+        if self._aliases is None:
+            self._aliases = Counter(" ".join(m.name.split()) for m in self.mentions)
+        return self._aliases
 
     def type(self) -> str:
         """The type a person would give it (tgr.offline.entity_types); asked for once the mentions
@@ -143,12 +147,35 @@ class MergePlan:
     edge_rows: dict[str, tuple]
     edge_ends: set[str]            # entities at either end of a changed relationship
     stored: "_Stored"
-    descriptions: dict[str, str]   # each entity's joined (or trimmed) descriptions
-    jobs: list[ChatJob]            # summaries of the descriptions over budget
+    summaries: "_SummaryJobs"      # each entity's joined descriptions, and the summaries to ask for
+
+    @property
+    def jobs(self) -> list[ChatJob]:
+        """Every summary job (summarise() takes them a few at a time instead)."""
+        return self.summaries.take(None)
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        """Each entity's joined (or trimmed) descriptions."""
+        self.summaries.take(None)
+        return self.summaries.combined
 
     def graph(self) -> tuple[list[str], list[tuple[str, str, float]]]:
         """The nodes and weighted edges the merge will store (for the scope it recomputes)."""
         return list(self.entities), [(e["source"], e["target"], float(e["weight"])) for e in self.edges.values()]
+
+    def row_steps(self, per_step: int = 200):
+        """An idle step (see Gateway.chat_many) that works out each entity's name, type and
+        aliases ahead of store_merge, per_step entities at a time (each is computed once)."""
+        pending = list(self.entities.values())
+
+        def step() -> bool:
+            for entity in pending[-per_step:]:
+                entity.type()
+            del pending[-per_step:]
+            return bool(pending)
+
+        return step
 
 
 @dataclass
@@ -217,9 +244,8 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         for row in (edge_rows.get(rid), stored.edges.get(rid)):
             if row:
                 edge_ends.update(row[:2])
-    descriptions, jobs = _summary_jobs(summariser, entities, summary_tokens)
     return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edges, edge_rows, edge_ends,
-                     stored, descriptions, jobs)
+                     stored, _SummaryJobs(summariser, entities, summary_tokens))
 
 
 def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
@@ -428,35 +454,75 @@ def _resolve(entities, by_key, name, key, chunk_id, description) -> _Entity | No
     return candidates[0]
 
 
-def _summary_jobs(summariser, entities: dict[str, _Entity], budget: int) -> tuple[dict[str, str], list[ChatJob]]:
+class _SummaryJobs:
     """Each entity's descriptions joined (trimmed to budget where the summariser asks
-    nothing), and the summary jobs of those over budget."""
-    combined, jobs = {}, []
-    for entity in entities.values():
-        parts = entity.descriptions()
-        text = " ".join(parts)
-        combined[entity.id] = text
-        if estimate_tokens(text) > budget:
-            job = summariser.job(entity.id, entity.surface(), entity.type(), parts, budget)
-            if job is not None:
-                jobs.append(job)
-            else:
-                combined[entity.id] = fit_tokens(text, budget)
-    return combined, jobs
+    nothing), and the summary jobs of those over budget, worked out as they are taken: the
+    first summaries are asked while the others are still being found."""
+
+    def __init__(self, summariser, entities: dict[str, _Entity], budget: int):
+        self.summariser, self.budget = summariser, budget
+        self.combined: dict[str, str] = {}
+        self.found: list[ChatJob] = []
+        self._rest = iter(list(entities.values()))
+
+    def take(self, count: int | None) -> list[ChatJob]:
+        """The next count jobs found (fewer once every entity is looked at); None: every job."""
+        if count is None:
+            for _ in self._more(None):
+                pass
+            return self.found
+        return list(self._more(count))
+
+    def _more(self, count: int | None):
+        found = 0
+        for entity in self._rest:
+            parts = entity.descriptions()
+            text = " ".join(parts)
+            self.combined[entity.id] = text
+            if estimate_tokens(text) > self.budget:
+                job = self.summariser.job(entity.id, entity.surface(), entity.type(), parts, self.budget)
+                if job is None:
+                    self.combined[entity.id] = fit_tokens(text, self.budget)
+                else:
+                    self.found.append(job)
+                    yield job
+                    found += 1
+                    if count is not None and found >= count:
+                        return
+
+
+SUMMARY_STEP, SUMMARY_AHEAD = 16, 48  # jobs found at a time; most waiting for an answer
 
 
 def summarise(gateway: Gateway, plan: MergePlan, progress: Progress | None = None, idle=None) -> dict[str, str]:
     """The summary wave: each entity's final description, LLM-summarised when over budget.
-    idle: work to do while the answers are awaited (see Gateway.chat_many)."""
+    The jobs are found while the first are answered (at most SUMMARY_AHEAD waiting; all at
+    once for a Batch API). idle: work to do while the answers are awaited (see Gateway.chat_many)."""
     report = progress or (lambda *a: None)
-    combined, budget = dict(plan.descriptions), plan.summary_tokens
-    report("summarize", 0, len(plan.jobs))
-    for done, (job, answer) in enumerate(gateway.chat_many("summarize", plan.jobs, idle), 1):
+    summaries, budget = plan.summaries, plan.summary_tokens
+    answers: list[tuple[ChatJob, str]] = []
+    first = list(summaries.take(None)) if gateway.batch is not None else []
+    handed = len(first)
+
+    def more() -> list[ChatJob]:
+        nonlocal handed
+        if handed - len(answers) >= SUMMARY_AHEAD:
+            return []
+        if handed == len(summaries.found):
+            summaries.take(SUMMARY_STEP)
+        fresh, handed = summaries.found[handed:], len(summaries.found)
+        return fresh
+
+    report("summarize", 0, len(summaries.found))
+    for job, answer in gateway.chat_many("summarize", first, idle, more):
+        answers.append((job, answer))
+        report("summarize", len(answers), len(summaries.found))
+    combined = dict(plan.descriptions)
+    for job, answer in answers:
         if job.validate(answer):  # else keep the trimmed descriptions rather than a bad answer
             combined[job.tag] = fit_tokens(" ".join(answer.split()), budget)
         else:
             combined[job.tag] = fit_tokens(combined[job.tag], budget)
-        report("summarize", done, len(plan.jobs))
     return combined
 
 

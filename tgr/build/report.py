@@ -14,6 +14,7 @@ behind the ReportWriter interface.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator, Protocol
@@ -24,7 +25,7 @@ from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
 from ..parsing import parse_report
 from ..prompts import Prompts
-from ..text import ContextTable, content_hash, estimate_tokens, shorten
+from ..text import ContextTable, cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
 
 Progress = Callable[[str, int, int], None]
 
@@ -105,6 +106,19 @@ def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, 
     return (table.text(), table.used) if table.rows else ("", 0)
 
 
+def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
+    """raw_context's second value, without making its tables: the token estimate of its
+    full text grows with every row, so the rows stop at the first that passes the budget."""
+    entities, edges = graph.material(members)
+    rows = chain(_entity_rows(entities), _edge_rows(graph, edges))
+    length, cjk, count = len("-----Entities-----") + 1 + len("-----Relationships-----"), 0, 0
+    for row in rows:  # the text joins both headings and every row with newlines
+        length, cjk, count = length + len(row) + 1, cjk + cjk_counts(row, [0])[0], count + 1
+        if tokens_of(length, cjk) + 2 * count + 20 > budget:
+            return False
+    return tokens_of(length, cjk) + 2 * count + 20 <= budget
+
+
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
     """The community's own material under budget; second value: did all of it fit?"""
     entities, edges = graph.material(members)
@@ -170,18 +184,23 @@ class ReportItem:
     material: Callable[[], tuple[list[dict], list[dict]]]
 
 
+FEED_STEP, FEED_AHEAD = 16, 48  # first-wave reports handed on at a time; most waiting for an answer
+
+
 class _Order:
     """Which reports can be written when: first those whose raw material fits (or that have
     no sub-communities), then each other community as soon as the reports of all its
     sub-communities being written are in (its context substitutes them)."""
 
     def __init__(self, todo: list[_Community], graph: _Graph, budget: int):
-        self.first: list[tuple[_Community, str]] = []
+        # a community whose material fits, or without sub-communities, is written first; its
+        # context is made when it is handed to the writer (first_items), not all before the first call
+        self.first: list[tuple[_Community, None]] = []
         self._waiting: dict[str, _Community] = {}
+        self._graph, self._budget = graph, budget
         for community in todo:
-            context, fits = raw_context(graph, community.members, budget)
-            if fits or not community.children:
-                self.first.append((community, context))
+            if not community.children or material_fits(graph, community.members, budget):
+                self.first.append((community, None))
             else:
                 self._waiting[community.id] = community
         ids = {c.id for c in todo}
@@ -197,6 +216,11 @@ class _Order:
         self.first.sort(key=lambda item: -waiting_above(item[0]))  # the longest chains of reports start first
         self._ready = [cid for cid, children in self._children.items() if not children]
         self._parent = {child: cid for cid, children in self._children.items() for child in children}
+
+    def first_items(self, count: int) -> list[tuple[_Community, str]]:
+        """The next count communities of the first wave, with their contexts."""
+        batch, self.first = self.first[:count], self.first[count:]
+        return [(c, raw_context(self._graph, c.members, self._budget)[0]) for c, _ in batch]
 
     def done(self, community_id: str) -> None:
         """This community's report is written (or kept): its parent may be ready now."""
@@ -348,8 +372,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     existing, graph = _material(conn, communities, None if everything else todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    template = writer.prompt
-    written = checked = 0
+    template, written, checked = writer.prompt, 0, 0
 
     def unchanged(community: _Community, context: str) -> bool:
         nonlocal checked
@@ -367,7 +390,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         written += 1
         report("report", written + checked, total)
 
-    # first: everything whose raw material fits (or that has no sub-reports to use); a
+    # first what fits (or has no sub-reports), handed on while fewer than FEED_AHEAD wait; a
     # community that needs its sub-communities' reports starts once those are written
     order = _Order(todo, graph, budget)
     inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
@@ -382,15 +405,24 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
                 fresh.append(ReportItem((community, context), context, partial(graph.material, community.members)))
         return fresh
 
-    def released() -> list[ReportItem]:
-        while True:  # (a kept report may release its parent in turn)
+    handed = 0  # items handed to the writer: those not written yet are queued or in flight
+
+    def released() -> list[ReportItem]:  # parents whose sub-reports are in, else more of the first wave
+        nonlocal handed
+        while True:
             ready = order.released()
-            fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
-            if fresh or not ready:
+            if ready:
+                fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
+            elif order.first and handed - written < FEED_AHEAD:
+                fresh = items(order.first_items(FEED_STEP))
+            else:
+                return []
+            handed += len(fresh)
+            if fresh:  # (a kept report may release its parent in turn: loop)
                 return fresh
 
     saving = _Saving(conn, writer)
-    batch = items(order.first)
+    batch = released()
     try:
         while batch:  # one stream; only a writer that takes no more(...) goes wave by wave
             for (community, context), parsed, generator in writer.write(batch, idle, more=released):
