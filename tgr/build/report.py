@@ -325,6 +325,12 @@ class _Saving:
         if len(self.rows) >= self.batch:
             self.flush()
 
+    def __enter__(self) -> "_Saving":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
+
     def flush(self) -> None:
         if self.rows:
             with transaction(self.conn):
@@ -421,14 +427,9 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
             if fresh:  # (a kept report may release its parent in turn: loop)
                 return fresh
 
-    saving = _Saving(conn, writer)
-    batch = released()
-    try:
-        while batch:  # one stream; only a writer that takes no more(...) goes wave by wave
+    with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
+        while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
             for (community, context), parsed, generator in writer.write(batch, idle, more=released):
                 save(community, parsed, generator, context)
                 order.done(community.id)
-            batch = released()
-    finally:  # what was written before a failure or Ctrl-C is kept
-        saving.flush()
     return written
