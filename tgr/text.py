@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import chain
 
 # the code points counted as CJK: Han (extension A, unified, compatibility), kana, Hangul
 _CJK_CODES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF))
@@ -222,21 +223,26 @@ def search_terms(text: str) -> list[str]:
     if has_cjk(text):
         import rjieba
 
-        cjk = _compiled(f"[{_CJK}]").search  # (has_cjk without its check for plain text, per word)
-        for word in rjieba.cut_for_search(text):
-            word = word.strip().lower()
-            if not word or word in STOPWORDS:
-                continue
-            if cjk(word) or _WORD_RE.fullmatch(word):
-                terms.append(word)
-            else:  # rjieba keeps "e.v" and "zh-hans" whole where jieba cut them
-                terms.extend(w for w in _WORD_RE.findall(word) if w not in STOPWORDS)
-        return terms
+        # each word's terms looked up, not worked out again: Chinese text repeats its words
+        return list(chain.from_iterable(map(_jieba_word_terms, rjieba.cut_for_search(text))))
     for word in _WORD_RE.findall(text):
         word = word.lower()
         if word not in STOPWORDS:
             terms.append(word)
     return terms
+
+
+@lru_cache(maxsize=16384)
+def _jieba_word_terms(word: str) -> tuple[str, ...]:
+    """The search terms of one word of rjieba's cut: the word lower-cased, or none (a stopword,
+    a space), or the Latin words in it (rjieba keeps "e.v" and "zh-hans" whole where jieba cut them)."""
+    lowered = word.strip().lower()
+    word = word if lowered == word else lowered  # (the cut's own string when it is the same: kept once)
+    if not word or word in STOPWORDS:
+        return ()
+    if _compiled(f"[{_CJK}]").search(word) or _WORD_RE.fullmatch(word):
+        return (word,)
+    return tuple(w for w in _WORD_RE.findall(word) if w not in STOPWORDS)
 
 
 def index_terms(text: str) -> list[str]:

@@ -331,6 +331,7 @@ class ProfileReportWriter:
     name = "offline-profile"          # part of each report's context hash
     prompt = ""                       # asks no model
     generator = OFFLINE_WRITER        # recorded in reports.generator, as the offline answers are
+    save_batch = 64                   # reports per commit (tgr.build.report): no model call to lose
 
     def __init__(self, conn=None):
         self.conn = conn

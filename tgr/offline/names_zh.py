@@ -309,28 +309,26 @@ def _compounds(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     so two place names in a row (中华人民共和国北京市) are no compound, and the first may
     not be an organization itself (上市公司 + 北京首钢股份有限公司).
     """
-    found, i = [], 0
-    while i < len(spans):
-        start, word, flag = spans[i]
+    found, after = [], 0  # (a compound's words start no other)
+    for i, (start, word, flag) in enumerate(spans):
+        if i < after or flag not in _COMPOUND_START or len(word) < 2 or _type_by_suffix(word) == "organization":
+            continue
         best, text = None, word
-        if flag in _COMPOUND_START and len(word) >= 2 and _type_by_suffix(word) != "organization":
-            for k in range(i + 1, min(len(spans), i + 6)):
-                _, nxt, nflag = spans[k]
-                if nflag not in _COMPOUND_PART:
-                    break
-                text += nxt
-                if len(text) > 14:
-                    break
-                kind = _type_by_suffix(text)
-                if nflag in _HEADS and kind != "concept":
-                    best = (start, text, kind, k)
-                if nflag == "l":
-                    break  # an idiom-like word only ends a compound (淡江大学)
+        for k in range(i + 1, min(len(spans), i + 6)):
+            _, nxt, nflag = spans[k]
+            if nflag not in _COMPOUND_PART:
+                break
+            text += nxt
+            if len(text) > 14:
+                break
+            kind = _type_by_suffix(text)
+            if nflag in _HEADS and kind != "concept":
+                best = (start, text, kind, k)
+            if nflag == "l":
+                break  # an idiom-like word only ends a compound (淡江大学)
         if best and len(best[1]) >= 4:
             found.append(best[:3])
-            i = best[3] + 1
-        else:
-            i += 1
+            after = best[3] + 1
     return found
 
 
