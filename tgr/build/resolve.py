@@ -28,6 +28,8 @@ extracted_relations.source_key/target_key). The key is decided in two steps:
    - a title before a lone word is kept ("master peter") unless the document also names
      that word without it ("Master Scrooge" beside "Scrooge" is "scrooge"): across
      documents a bare "Peter" may be another man.
+   A dictionary's person word that the document uses as a common noun or a verb (和尚, 言语:
+   tgr.build.zh_common_nouns) is no entity there.
 3. Across documents: a single word that every document resolving it resolves to the same
    full name joins that name in the other documents too (one book in two files), unless a
    document types it a place or an organisation; when documents disagree it stays itself.
@@ -46,6 +48,7 @@ from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
 from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_SURNAMES, CHINESE_TITLES, chinese_short_forms
 from ..text import normalise_name
+from .zh_common_nouns import chinese_common_nouns
 
 _DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -243,6 +246,9 @@ def assign_keys(conn: Connection) -> None:
     for document, words in common_words(conn, names, related).items():
         for name in words:
             resolved[document][name] = ""  # no entity: a row without a key is merged into none
+    for document, words in chinese_common_nouns(conn, names).items():
+        for name in words:
+            resolved[document][name] = ""  # 和尚, 言语: a dictionary's "name" the text uses as a noun
     for document, found in names.items():
         for name in CHINESE_FUNCTION_WORDS.intersection(found):
             resolved[document][name] = ""  # "闻言", "二人": no name, whatever a tagger said

@@ -43,8 +43,8 @@ _COMPOUND_START = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}
 _COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
 _HEADS = {"n", "l"}
 _NAME_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "x", "eng"}
-_NAMING_VERBS = "称名|名叫|叫做|叫作|唤做|唤作|名唤|唤名|号为|名为|名曰|号曰|称为|法名|道号|人称|绰号|混名"
-_NAMED = re.compile(rf"(?:{_NAMING_VERBS})[：:]?[“「‘]?")
+NAMING_VERBS = "称名|名叫|叫做|叫作|唤做|唤作|名唤|唤名|号为|名为|名曰|号曰|称为|法名|道号|人称|绰号|混名"
+_NAMED = re.compile(rf"(?:{NAMING_VERBS})[：:]?[“「‘]?")
 _NOT_IN_NAMED = {"x", "y", "uj", "ul", "ud", "uz", "uv", "ug", "p", "c", "d", "r", "m", "q", "zg", "e", "o"}
 _NOT_NAMED = {"i", "l", "v", "vn", "vd", "a", "ad", "an"}  # idioms, verbs, adjectives
 _NAMED_LENGTH = (2, 7)  # what a naming phrase names: 2 to 7 characters
@@ -266,11 +266,23 @@ def _rare_names() -> frozenset[str]:
     """The person names (nr...) jieba's dictionary counts fewer than _RARE times (63,018 of
     its 349,046 words). rjieba has the same dictionary but does not tell a word's count, so
     they are read from jieba's dict.txt (rjieba's own) without loading jieba."""
+    return frozenset(re.findall(rf"^(\S+) [1-{_RARE - 1}] nr\w*[ \t]*$", _jieba_dictionary(), re.M))
+
+
+@lru_cache(maxsize=1)
+def dictionary_person_words() -> frozenset[str]:
+    """The words jieba's dictionary tags as person names (nr, nrt, nrfg ...), common nouns
+    among them (和尚, 小姐): tgr.build.zh_common_nouns tells those apart by the text."""
+    return frozenset(re.findall(r"^(\S+) \d+ nr\w*[ \t]*$", _jieba_dictionary(), re.M))
+
+
+def _jieba_dictionary() -> str:
+    """jieba's dict.txt (rjieba's own dictionary: word, count, tag a line), read without loading jieba."""
     from importlib.util import find_spec
 
     folder = find_spec("jieba").submodule_search_locations[0]
     with open(os.path.join(folder, "dict.txt"), encoding="utf-8") as file:
-        return frozenset(re.findall(rf"^(\S+) [1-{_RARE - 1}] nr\w*[ \t]*$", file.read(), re.M))
+        return file.read()
 
 
 _CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle

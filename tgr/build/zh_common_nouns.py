@@ -1,0 +1,67 @@
+"""Chinese words jieba's dictionary tags as person names that a document uses as common nouns
+or verbs (和尚, 言语, 师兄, 胡说): no entity in that document.
+
+jieba's dictionary tags many common words nr ("和尚 3959 nr", "言语 2335 nr"), and its counts
+cannot tell them from names ("宋江 2862 nr"). The text can: a name takes no measure word, no
+plural and no adverb, so "一个和尚", "众师兄", "的和尚", "和尚们", "不言语", "莫胡说", "谢恩毕"
+say the word is a noun or a verb. A dictionary person word the document writes so at least
+_LEAST times and in at least _SHARE of its occurrences is no name there, unless the document
+names it with a naming phrase (法名玄奘, 称名须菩提祖师).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+
+from ..offline.name_words import CJK_CHARS
+from ..offline.names_zh import NAMING_VERBS, dictionary_person_words
+from ..store.db import Connection
+
+# what stands before a noun or a verb and never before a name: a measure word or plural
+# marker (个 些 群 伙 众 诸 各 每), 的, a negation or an adverb (不 没 未 休 莫 别 便 就 又 ...)
+_BEFORE = frozenset("个些群伙众诸各每的不没未休莫别便就又也都即遂忙再已曾要肯敢能会")
+_AFTER = ("们", "了", "着", "过", "罢", "毕")  # a plural, or an aspect particle after a verb
+_SHARE = 0.15
+_LEAST = 2
+_WORD = re.compile(f"[{CJK_CHARS}]{{2,3}}")
+_NAMED_BY = re.compile(f"(?:{NAMING_VERBS})[：:]?[“「‘]?$")
+
+
+def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]]) -> dict[str, set[str]]:
+    """document -> the person names it gives (names: document -> name -> Counter of types) that
+    are a dictionary's person word the document writes as a common noun or a verb."""
+    people = dictionary_person_words()
+    candidates = {document: {n for n, kinds in found.items() if _WORD.fullmatch(n) and n in people
+                             and kinds.most_common(1)[0][0] == "person"}
+                  for document, found in names.items()}
+    candidates = {d: c for d, c in candidates.items() if c}
+    if not candidates:
+        return {}
+    texts: dict[str, list[str]] = defaultdict(list)
+    for document, text in conn.execute(
+            "SELECT document_id, text FROM chunks WHERE document_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY document_id, ordinal", (json.dumps(sorted(candidates)),)):
+        texts[document].append(text)
+    found = {}
+    for document, words in candidates.items():
+        text = "\n".join(texts[document])
+        common = {w for w in words if used_as_common_word(text, w)}
+        if common:
+            found[document] = common
+    return found
+
+
+def used_as_common_word(text: str, word: str) -> bool:
+    """The text writes word with a noun's or a verb's company (module docstring) often enough,
+    and never names it with a naming phrase."""
+    occurrences = marked = 0
+    start = text.find(word)
+    while start >= 0:
+        if _NAMED_BY.search(text, max(0, start - 4), start):
+            return False
+        occurrences += 1
+        end = start + len(word)
+        marked += text[start - 1:start] in _BEFORE or text.startswith(_AFTER, end)
+        start = text.find(word, end)
+    return marked >= _LEAST and marked >= _SHARE * occurrences
