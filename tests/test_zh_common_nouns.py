@@ -1,0 +1,35 @@
+"""Chinese words jieba's dictionary tags as names, used by the text as common nouns or verbs."""
+from __future__ import annotations
+
+import tgr
+from tgr.build.zh_common_nouns import used_as_common_word
+from tgr.offline.names_zh import dictionary_person_words
+
+STORY = ("唐僧骑马西行，路遇一个和尚。那和尚道：“长老从何处来？”唐僧道：“贫僧自东土大唐而来。”"
+         "寺里的和尚都来相见，众和尚围着唐僧说话。唐僧对和尚们道：“我要往西天拜佛。”"
+         "唐僧又问那和尚。和尚答道：“此去西天，路途遥远。”唐僧谢了和尚，又上马去了。\n"
+         "次日唐僧行到山前，只见那行者跪在路旁，不言语。唐僧问他，他只是不言语，唐僧便叫他起来。")
+
+
+def test_the_dictionary_tags_the_words_as_names():
+    # the premise: without the text's evidence these would be person entities
+    assert {"和尚", "言语", "唐僧"} <= dictionary_person_words()
+
+
+def test_a_word_with_measure_words_plurals_or_negations_is_a_common_word():
+    assert used_as_common_word(STORY, "和尚")   # 一个和尚, 的和尚, 众和尚, 和尚们
+    assert used_as_common_word(STORY, "言语")   # 不言语 twice
+    assert not used_as_common_word(STORY, "唐僧")
+    assert not used_as_common_word("那和尚法名叫做和尚。一个和尚，众和尚。", "和尚")  # named: kept
+    assert not used_as_common_word("一个和尚来了。和尚道：好。和尚去了寺中。和尚又笑。和尚坐下。"
+                                   "和尚吃茶。和尚睡觉。和尚起来。和尚念经。和尚出门。和尚回来。", "和尚")  # once in 11
+
+
+def test_an_offline_store_keeps_the_name_and_drops_the_common_nouns(tmp_path):
+    (tmp_path / "story.txt").write_text(STORY, encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / "story.txt")])
+        names = dict(kb.conn.execute("SELECT name, type FROM entities"))
+        aliases = {a for (a,) in kb.conn.execute("SELECT alias FROM entity_aliases")}
+    assert names.get("唐僧") == "person"
+    assert "和尚" not in names and "言语" not in names and not {"和尚", "言语"} & aliases
