@@ -362,6 +362,8 @@ def test_chinese_naming_phrases_and_titled_names():
     assert all(titled[n].type == "person" for n in ("菩提祖师", "观世音菩萨", "镇元大仙"))
     # a saying or a pronoun after a naming word is no name
     assert names("这个叫做将计就计。那个唤做甚么？") == []
+    # an everyday word before a title is the sentence's, not the bearer's name
+    assert "地方长老" not in names("一是利用地方长老进行教化活动。")
 
 
 def test_chinese_verbs_glued_to_an_address_word_or_title_are_no_names():

@@ -202,7 +202,7 @@ def _title_stem(word: str, flag: str) -> bool:
     """A word that may stand before a title as (part of) its bearer's name: a noun or name
     of the dictionary (菩提, 泾河), not one the tagger guessed from a run of characters (即命道人)."""
     return flag in _TITLE_STEM_FLAGS and _ALL_CJK.fullmatch(word) is not None \
-        and word not in CHINESE_FUNCTION_WORDS and (len(word) == 1 or _known(word))
+        and word not in CHINESE_FUNCTION_WORDS and (len(word) == 1 or _known(word) and word not in _everyday_words())
 
 
 def _glued_address(word: str, flag: str) -> bool:
@@ -267,6 +267,16 @@ def _rare_names() -> frozenset[str]:
     its 349,046 words). rjieba has the same dictionary but does not tell a word's count, so
     they are read from jieba's dict.txt (rjieba's own) without loading jieba."""
     return frozenset(re.findall(rf"^(\S+) [1-{_RARE - 1}] nr\w*[ \t]*$", _jieba_dictionary(), re.M))
+
+
+_EVERYDAY = 5000  # jieba's dictionary counts: 地方 52,641, 利用 13,559; 南海 2,087, 观音 763, 菩提 185
+
+
+@lru_cache(maxsize=1)
+def _everyday_words() -> frozenset[str]:
+    """Words jieba's dictionary counts at least _EVERYDAY times: so common that before a title
+    they are the sentence's words, not its bearer's name (利用地方长老, not a person 地方长老)."""
+    return frozenset(re.findall(r"^(\S+) (?:[1-9]\d{4,}|[5-9]\d{3}) ", _jieba_dictionary(), re.M))
 
 
 @lru_cache(maxsize=1)
