@@ -154,7 +154,7 @@ def _relation_noun(words: str) -> bool:
 def _named(rest: str) -> str | None:
     """The name an of-phrase is about: from its first capitalised word (after at most three
     others: "the 1961 film Harbour of Glass"), up to a comma or a relative clause."""
-    found = re.match(r"^(?:[\w'’-]+\s+){0,3}?([A-Z][^,;]*)$", rest)
+    found = re.match(r"^(?:[\w'’-]+\s+){0,3}?([A-Z].*)$", re.split(r"[,;]", rest)[0])
     if not found:
         return None
     name = re.split(r"\s+(?:that|which|who|whose|where|when)\s", found.group(1))[0]
@@ -203,7 +203,8 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     ranked = sorted((s for s in candidates if scored[id(s)] > 0), key=lambda s: (-scored[id(s)], s.order))
     if not ranked:
         return []
-    answering = next((s for s in ranked if _defines_bearer(s, shape)), None)
+    answering = next((s for s in ranked if _defines_bearer(s, shape) and defines(s.text, shape.bearers[0])),
+                     None) or next((s for s in ranked if _defines_bearer(s, shape)), None)
     if answering is not None:  # the person found in the relation asked: who the answer is
         ranked.remove(answering)
         ranked.insert(0, answering)
@@ -334,8 +335,9 @@ def defines(text: str, subject: str) -> bool:
         x = re.escape(subject)
         return any(re.search(p.format(x=x), text) for p in _DEFINE_ZH)
     words = [re.escape(w) for w in subject.split()]
-    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge")
-    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words)
+    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge"), a first name
+    # its full name ("Bob Cratchit, clerk to ..." for "Bob")
+    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words) + r"(?:\s+[A-Z][\w'’-]+)?"
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 

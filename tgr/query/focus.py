@@ -102,7 +102,9 @@ def _relation(conn: Connection, subject: str, relation: str) -> Focus:
     least = min(2, max(evidence.values()))
     bearer = min((e for e in met if evidence[e] >= least), key=lambda e: (-evidence[e] * weight[e], e))
     meeting = max(met[bearer], key=lambda m: m[0])[1]  # the first of the chunks that say it most
-    defined = defining_chunk(conn, bearer, (_name(conn, bearer), bearer))
+    # an English name is defined in full ("Bob Cratchit, clerk to ...") though "Bob" is said most
+    surfaces = sorted(_forms(conn, bearer), key=len, reverse=True) if english else (_name(conn, bearer), bearer)
+    defined = defining_chunk(conn, bearer, tuple(surfaces))
     if defined is None and not english:  # who introduces the person (an English meeting says more)
         defined = _first_chunk(conn, bearer)
     return Focus(list(dict.fromkeys(c for c in (defined, meeting) if c)), [bearer])
