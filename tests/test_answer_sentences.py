@@ -167,7 +167,7 @@ def test_english_relation_questions_are_read_as_the_relation_of_a_name():
 
 def test_an_apposition_of_a_relation_defines_a_person():
     assert defines("Bob Cratchit, clerk to Ebenezer Scrooge.", "Bob Cratchit")
-    assert defines("Fred, his nephew.", "Fred")
+    assert defines("Fred, his nephew.", "Fred") and defines("Fred, Scrooge's nephew.", "Fred")
     assert not defines("Scrooge, in a fit of temper, left the room.", "Scrooge")
     assert not defines("Fred, his face red with cold, came in.", "Fred")
 

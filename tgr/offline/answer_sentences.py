@@ -62,7 +62,7 @@ _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\
 _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
               r"^(?:the\s+)?{x}\s*(?:\([^)]*\)\s*)?,\s*(?:a|an|the|who|one)\b",
               r"^{x}\s*,\s*(?:his|her|their|the\s+)?[a-z]+\s+(?:to|of)\s+(?:the\s+)?[A-Z]",  # "X, clerk to Y"
-              r"^{x}\s*,\s*(?:his|her|their)\s+[a-z]+(?:\s+[a-z]+)?\s*[.;]?$",  # "Fred, his nephew."
+              r"^{x}\s*,\s*(?:his|her|their|[A-Z][\w.-]*['’]s)\s+[a-z]+(?:\s+[a-z]+)?\s*[.;]?$",  # "Fred, his nephew."
               r"^(?:\w+\s+){{0,3}}{x}\s*,\s*(?:a|an|the)\b",
               r"\b{x}\s+(?:is|was)\s+(?:a|an|the)\b"]
 _DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
@@ -194,7 +194,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     shape = QuestionShape.of(question)
     if shape.relation:  # retrieval puts the person it found in that relation first (tgr.query.focus)
         shape.bearers = tuple(n for n in names if has_cjk(n) == has_cjk(shape.relation) and n not in question)[:1]
-    candidates = _candidates(passages)
+    candidates = _candidates(passages, shape.bearers)
     if not candidates or not shape.terms:
         return []
     idf = _idf(shape.terms, candidates)
@@ -250,8 +250,9 @@ def _fresh(s: _Sentence, chosen: list[_Sentence]) -> bool:
     return s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen)
 
 
-def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
-    """Every sentence of the passages, once, in ranked order."""
+def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = ()) -> list[_Sentence]:
+    """Every sentence of the passages, once, in ranked order; a short one only where it names
+    one of keep (the person found in the relation asked: "Fred, Scrooge's nephew.")."""
     found, seen = [], set()
     for order, (cite, text) in enumerate(passages):
         whole = frozenset(match_terms(text))
@@ -259,7 +260,8 @@ def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
         subject = opening.group(0).strip() if opening else ""
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
-            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence):
+            short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
+            if sentence in seen or (short and not any(k in sentence for k in keep)):
                 continue
             seen.add(sentence)
             found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole, subject))

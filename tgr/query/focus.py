@@ -30,6 +30,10 @@ from .name_match import alias_entity
 MAX_SCANNED = 200   # an entity's chunks read for its defining sentence, first ones first
 BEARERS = 50        # related people weighed for a relation question
 NEAR_WORDS = 3      # English: a name this close to the relation word is the one it belongs to
+MAX_FORMS = 20      # English: the subject's written forms looked for
+_RELATED = ("SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
+            "WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3")  # ?1 subject, ?3 how many
+_TITLE = re.compile(r"[A-Z][a-z]+\s+[A-Z]")
 
 
 @dataclass
@@ -77,25 +81,13 @@ def _relation(conn: Connection, subject: str, relation: str) -> Focus:
     word said everywhere, 和尚, seldom answers); one meeting is chance where others meet twice.
     English chunks are long and "clerk" far from the name it belongs to: there the evidence is
     the sentences of those chunks that name the person and say the relation (_said)."""
-    forms = _forms(conn, subject)
     english = not has_cjk(relation)
-    rows = conn.execute(
-        "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em "
-        "JOIN entities e ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE em.entity_id != ?1 AND instr(lower(c.text), ?2) > 0 AND em.entity_id IN ("
-        "  SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
-        "  WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3) "
-        "ORDER BY c.document_id, c.ordinal", (subject, relation_stem(relation), BEARERS)).fetchall()
     met: dict[str, list[tuple[int, str]]] = {}  # bearer -> (evidence, chunk) of each meeting
     weight: dict[str, float] = {}
     total = conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
-    for bearer, chunk_id, mentions, text in rows:
-        if not any(form in text for form in forms):
-            continue
-        said = _said(text, relation, _forms(conn, bearer)) if english else 1
-        if said:
-            met.setdefault(bearer, []).append((said, chunk_id))
-            weight[bearer] = specificity(mentions, total)
+    for bearer, chunk_id, mentions, said in (_meetings_en if english else _meetings)(conn, subject, relation):
+        met.setdefault(bearer, []).append((said, chunk_id))
+        weight[bearer] = specificity(mentions, total)
     if not met:
         return Focus()
     evidence = {e: sum(n for n, _ in found) for e, found in met.items()}
@@ -110,6 +102,42 @@ def _relation(conn: Connection, subject: str, relation: str) -> Focus:
     return Focus(list(dict.fromkeys(c for c in (defined, meeting) if c)), [bearer])
 
 
+def _meetings(conn: Connection, subject: str, relation: str) -> list[tuple[str, str, int, int]]:
+    """(person, chunk, the person's mentions, 1) for each chunk where a person related to the
+    subject is mentioned with one of the subject's forms and the relation word."""
+    forms = _forms(conn, subject)
+    rows = conn.execute(
+        "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em "
+        "JOIN entities e ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
+        "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN (" + _RELATED + ") "
+        "ORDER BY c.document_id, c.ordinal", (subject, relation, BEARERS)).fetchall()
+    return [(bearer, chunk_id, mentions, 1) for bearer, chunk_id, mentions, text in rows
+            if any(form in text for form in forms)]
+
+
+def _meetings_en(conn: Connection, subject: str, relation: str) -> list[tuple[str, str, int, int]]:
+    """(person, chunk, the person's mentions, evidence) for each chunk holding the subject and
+    the relation word where sentences name a person related to the subject and say the
+    relation (_said). The chunks are read whole: a list of characters ("Fred, Scrooge's
+    nephew.") is seldom where the tagger records every name it holds."""
+    forms = sorted(_forms(conn, subject), key=len, reverse=True)[:MAX_FORMS]
+    people = {e: (m, _forms(conn, e)) for e, m in conn.execute(
+        "SELECT id, mentions FROM entities WHERE type = 'person' AND id != ?1 AND id IN (" + _RELATED + ")",
+        (subject, relation, BEARERS))}
+    if not people:
+        return []
+    chunks = conn.execute(
+        "SELECT id, text FROM chunks WHERE instr(lower(text), ?) > 0 AND (" + " OR ".join(["instr(text, ?) > 0"] * len(forms))
+        + ") ORDER BY document_id, ordinal LIMIT ?", (relation_stem(relation), *forms, MAX_SCANNED)).fetchall()
+    found = []
+    for chunk_id, text in chunks:
+        for person, (mentions, names) in people.items():
+            said = _said(text, relation, names) if any(n in text for n in names) else 0
+            if said:
+                found.append((person, chunk_id, mentions, said))
+    return found
+
+
 def _said(text: str, relation: str, names: set[str]) -> int:
     """The evidence of the text's sentences that name the person (one of names) and say the
     relation: one each, two where the name stands within NEAR_WORDS words of the relation word
@@ -119,7 +147,8 @@ def _said(text: str, relation: str, names: set[str]) -> int:
     evidence = 0
     for a, b in split_sentences(text):
         sentence = text[a:b]
-        words = [m.span() for m in said.finditer(sentence)]
+        words = [m.span() for m in said.finditer(sentence)
+                 if not _TITLE.match(sentence, m.start())]  # "Master Peter", "Uncle Scrooge": a title
         named = [m.span() for m in name.finditer(sentence)]
         if words and named:
             near = any(len(sentence[min(e1, e2):max(s1, s2)].split()) <= NEAR_WORDS
