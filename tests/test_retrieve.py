@@ -441,9 +441,10 @@ def test_an_english_relation_question_brings_the_person_said_to_bear_it(tmp_path
     book = tmp_path / "carol.txt"
     scenes = [f"Scrooge watched his clerk in scene {n}. The clerk of Scrooge copied letters, and Scrooge "
               f"scolded the clerk by the fire number {n}." for n in range(6)]
-    book.write_text("Characters in the story. Bob Cratchit, clerk to Ebenezer Scrooge. Tiny Tim, his son.\n\n"
-                    + "\n\n".join(scenes) + "\n\nMartha Cratchit hid herself, and in came little Bob, the "
-                    "father, with Tiny Tim upon his shoulder.", encoding="utf-8")
+    book.write_text("Characters in the story. Bob Cratchit, clerk to Ebenezer Scrooge. Tiny Tim, his son. "
+                    "Fred, Scrooge's nephew.\n\n" + "\n\n".join(scenes) + "\n\nMartha Cratchit hid herself, and "
+                    "in came little Bob, the father, with Tiny Tim upon his shoulder. Scrooge's nephew Fred laughed "
+                    "with Scrooge.", encoding="utf-8")
     path = tmp_path / "carol.db"
     with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(book)], chunk_size=60, chunk_overlap=0)
@@ -453,6 +454,8 @@ def test_an_english_relation_question_brings_the_person_said_to_bear_it(tmp_path
             answer = kb.ask(question, mode="local").answer
             assert "Bob Cratchit, clerk to Ebenezer Scrooge." in first.text, question
             assert answer.startswith("Bob Cratchit, clerk to Ebenezer Scrooge."), (question, answer)
+        # a short apposition defines the nephew
+        assert kb.ask("Who is Scrooge's nephew?", mode="local").answer.startswith("Fred, Scrooge's nephew.")
 
 
 def test_hashed_local_walks_from_the_passages_that_share_the_best_ones_words(tmp_path):
