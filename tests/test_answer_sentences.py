@@ -1,7 +1,7 @@
 """The offline answer's sentences: chosen by what the question asks, the answering one first."""
 from __future__ import annotations
 
-from tgr.offline.answer_sentences import QuestionShape, answer_sentences
+from tgr.offline.answer_sentences import QuestionShape, answer_sentences, defines
 
 PASSAGES = [
     ("1", "Scrooge was a miser who worked late every night. Scrooge kept the fire very small."),
@@ -145,3 +145,40 @@ def test_a_relation_question_leads_with_the_sentence_that_defines_the_person_ret
     assert picked[0] == ("樵夫道：那洞中有一个神仙，称名须菩提祖师。", "1")
     # without a person found in that relation, the sentence that speaks of it leads
     assert answer_sentences("孙悟空的师父是谁？", passages, names=["孙悟空"])[0][1] == "2"
+
+
+def test_english_relation_questions_are_read_as_the_relation_of_a_name():
+    asked = {"Who is Scrooge's clerk?": ("Scrooge", "clerk"),
+             "Who was the clerk of Scrooge?": ("Scrooge", "clerk"),
+             "Who is clerk to Scrooge?": ("Scrooge", "clerk"),
+             "Who is Tiny Tim's father?": ("Tiny Tim", "father"),
+             "What is the name of Scrooge's clerk?": ("Scrooge", "clerk"),
+             # nested: the innermost relation, whose X is a name (a description before it skipped)
+             "What is the nationality of the author of The Hobbit?": ("The Hobbit", "author"),
+             "Who is the director of the 1961 film Harbour of Glass?": ("Harbour of Glass", "director")}
+    for question, (subject, relation) in asked.items():
+        shape = QuestionShape.of(question)
+        assert (shape.subject, shape.relation, shape.defines) == (subject, relation, False), question
+    # a name with "of" in it is a definition; a relation not asked after "who is" is no relation
+    assert QuestionShape.of("Who was the Duke of Wellington?").defines
+    assert QuestionShape.of("Who signed the register of Marley's burial?").relation is None
+    assert QuestionShape.of("Who is Scrooge?").relation is None
+
+
+def test_an_apposition_of_a_relation_defines_a_person():
+    assert defines("Bob Cratchit, clerk to Ebenezer Scrooge.", "Bob Cratchit")
+    assert defines("Fred, his nephew.", "Fred") and defines("Fred, Scrooge's nephew.", "Fred")
+    assert not defines("Scrooge, in a fit of temper, left the room.", "Scrooge")
+    assert not defines("Fred, his face red with cold, came in.", "Fred")
+
+
+def test_an_english_relation_question_leads_with_the_sentence_that_defines_the_person_found():
+    passages = [("1", "Characters in the story. Bob Cratchit, clerk to Ebenezer Scrooge. Fred, his nephew."),
+                ("2", "So Martha hid herself, and in came little Bob, the father, with Tiny Tim upon his shoulder. "
+                      "Tiny Tim's father loved him so.")]
+    picked = answer_sentences("Who is Tiny Tim's father?", passages, names=["Bob Cratchit", "Tiny Tim"])
+    assert picked[0] == ("Bob Cratchit, clerk to Ebenezer Scrooge.", "1")
+    # English names come by case, not from the store: only the passages retrieval led with count
+    late = [("0", "Tiny Tim's father loved him so, and Tiny Tim loved his father."), ("0b", "The night was cold.")]
+    picked = answer_sentences("Who is Tiny Tim's father?", late + passages, names=["Bob Cratchit"])
+    assert picked[0][0] != "Bob Cratchit, clerk to Ebenezer Scrooge."

@@ -436,6 +436,28 @@ def test_a_relation_question_brings_the_person_met_where_the_relation_is_said(tm
     assert answer.startswith("那洞中有一个神仙，称名须菩提祖师。"), answer
 
 
+def test_an_english_relation_question_brings_the_person_said_to_bear_it(tmp_path):
+    # the cast list names the clerk once; the scenes speak of Scrooge's clerk without his name
+    book = tmp_path / "carol.txt"
+    scenes = [f"Scrooge watched his clerk in scene {n}. The clerk of Scrooge copied letters, and Scrooge "
+              f"scolded the clerk by the fire number {n}." for n in range(6)]
+    book.write_text("Characters in the story. Bob Cratchit, clerk to Ebenezer Scrooge. Tiny Tim, his son. "
+                    "Fred, Scrooge's nephew.\n\n" + "\n\n".join(scenes) + "\n\nMartha Cratchit hid herself, and "
+                    "in came little Bob, the father, with Tiny Tim upon his shoulder. Scrooge's nephew Fred laughed "
+                    "with Scrooge.", encoding="utf-8")
+    path = tmp_path / "carol.db"
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(book)], chunk_size=60, chunk_overlap=0)
+    with tgr.open(path, readonly=True) as kb:
+        for question in ("Who is Scrooge's clerk?", "Who was the clerk of Scrooge?", "Who is Tiny Tim's father?"):
+            first = kb.retrieve(question, "local", 3)[0]
+            answer = kb.ask(question, mode="local").answer
+            assert "Bob Cratchit, clerk to Ebenezer Scrooge." in first.text, question
+            assert answer.startswith("Bob Cratchit, clerk to Ebenezer Scrooge."), (question, answer)
+        # a short apposition defines the nephew
+        assert kb.ask("Who is Scrooge's nephew?", mode="local").answer.startswith("Fred, Scrooge's nephew.")
+
+
 def test_hashed_local_walks_from_the_passages_that_share_the_best_ones_words(tmp_path):
     # "log" shares no word with the question and names no entity the question names; it
     # shares its rare words with the best passage, as a bridge page shares the first hop's names

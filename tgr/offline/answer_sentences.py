@@ -9,8 +9,9 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
 - times how much it adds: a sentence that only restates the question answers nothing;
 - plus what the question asks for: a year, number or name it does not already hold; for a
   definition, the sentence that defines the subject ("Ebenezer Scrooge, a grasping ... man",
-  "X was a ...", "称名须菩提祖师"); for "X的R是谁", the sentence that defines the person retrieval
-  found in that relation (tgr.query.focus: the first of `names`), else one that speaks of R;
+  "X was a ...", "称名须菩提祖师"); for "X的R是谁" ("X's R", "the R of X"), the sentence that
+  defines the person retrieval found in that relation (tgr.query.focus: the first of `names`;
+  "Bob Cratchit, clerk to Ebenezer Scrooge."), else one that speaks of R;
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
   question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
@@ -45,6 +46,7 @@ NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
 NOVELTY_WEIGHT = 0.7    # the part of a sentence's score that depends on what it adds
 WANTED_BONUS = 0.5      # a year / number / name the question asks for, in units of the mean idf
 DEFINITION_BONUS = 2.5  # the sentence that defines the subject of "who/what is X"
+LED_PASSAGES = 2        # the passages tgr.query.focus leads a relation question with
 NAME_WEIGHT = 0.5       # a question term of a name, against one of its other words (the relation)
 PASSAGE_WEIGHT = 0.5    # the question terms of the sentence's whole passage
 BRIDGE_BONUS = 1.5      # a name the first sentence adds (the second hop)
@@ -59,6 +61,8 @@ _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|
 _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
 _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
               r"^(?:the\s+)?{x}\s*(?:\([^)]*\)\s*)?,\s*(?:a|an|the|who|one)\b",
+              r"^{x}\s*,\s*(?:his|her|their|the\s+)?[a-z]+\s+(?:to|of)\s+(?:the\s+)?[A-Z]",  # "X, clerk to Y"
+              r"^{x}\s*,\s*(?:his|her|their|[A-Z][\w.-]*['’]s)\s+[a-z]+(?:\s+[a-z]+)?\s*[.;]?$",  # "Fred, his nephew."
               r"^(?:\w+\s+){{0,3}}{x}\s*,\s*(?:a|an|the)\b",
               r"\b{x}\s+(?:is|was)\s+(?:a|an|the)\b"]
 _DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
@@ -77,6 +81,16 @@ _CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "Au
 _DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
 _DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
 _RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")
+# English relations, asked right after "who is" (tgr.offline.answer_sentences.relation_en):
+# "Tiny Tim's father" (X capitalised, R lowercase words), "the clerk of Scrooge", "clerk to Scrooge"
+_NOUNS = r"[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2}?"
+_COPULA_EN = re.compile(r"^\s*(?:who|whom|what|which)(?:\s+[a-z]+)?\s+(?:is|was|are|were)\s+", re.I)
+_LINKS_EN = re.compile(rf"(?:(?:the\s+)?({_NOUNS})\s+(?:of|to|for)\s+)+")  # ... the last R of a chain
+_POSSESSIVE_EN = re.compile(r"(?:the\s+)?((?:[A-Z][\w.&-]*\s+(?:(?:of|the|de|von|van|and|&)\s+)?)*[A-Z][\w.&-]*?)"
+                            rf"['’]s?\s+({_NOUNS})(?=\s*[,;]|\s*$|\s+(?:in|at|on|of|for|with|from|during|"
+                            r"who|that|which|when|and|or|called|named|born)\b)")
+_NOT_RELATIONS = {"is", "was", "are", "were", "the", "a", "an", "and", "or", "name", "names", "one", "ones",
+                  "same", "other", "most", "first", "last", "kind", "type", "part", "year", "time", "number"}
 
 
 def match_terms(text: str) -> list[str]:
@@ -92,9 +106,9 @@ class QuestionShape:
     names: frozenset[str] = frozenset()  # terms of the question's capitalised names
     asks: str | None = None      # year, number, person, place, or None
     subject: str | None = None   # X of "who/what is X", "X是谁", "X的R是谁"
-    relation: str | None = None  # R of "X的R是谁": what the answer is to X
+    relation: str | None = None  # R of "X的R是谁", "X's R", "the R of X": what the answer is to X
     defines: bool = False        # "who/what is X": the answer is X's defining sentence
-    bearers: tuple[str, ...] = ()  # "X的R是谁": the store's people retrieval found in relation R to X
+    bearers: tuple[str, ...] = ()  # "X的R是谁", "X's R": the store's people retrieval found in relation R to X
 
     @classmethod
     def of(cls, question: str) -> "QuestionShape":
@@ -102,13 +116,62 @@ class QuestionShape:
         shape.names = frozenset(t for n in _NAME_EN.findall(question[1:]) for t in match_terms(n))
         lowered = question.lower()
         shape.asks = next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
-        relation = _RELATION_ZH.match(question)
-        definition = _DEFINITION_EN.match(question) or (None if relation else _DEFINITION_ZH.match(question))
+        zh = _RELATION_ZH.match(question)
+        relation = (zh.group(1).strip(), zh.group(2).strip()) if zh else relation_en(question)
+        definition = None if relation else (_DEFINITION_EN.match(question) or _DEFINITION_ZH.match(question))
         if definition and len(definition.group(1).split()) <= 6 and len(definition.group(1)) <= 40:
             shape.subject, shape.defines = definition.group(1).strip(" \"'“”"), True
         elif relation:
-            shape.subject, shape.relation = relation.group(1).strip(), relation.group(2).strip()
+            shape.subject, shape.relation = relation
         return shape
+
+
+def relation_en(question: str) -> tuple[str, str] | None:
+    """(X, R) of an English relation question: "Who is Tiny Tim's father?" -> (Tiny Tim, father);
+    "Who was the clerk of Scrooge?", "Who is clerk to Scrooge?" -> (Scrooge, clerk). Of nested
+    relations ("What is the nationality of the author of Y?") the innermost, whose X is a name.
+    The relation must be what is asked, right after "who is" ("Who signed the register of
+    Marley's burial?" asks no relation); R is lowercase words, not a mere "name of"."""
+    text = question.strip().rstrip("?？. ")
+    lead = _COPULA_EN.match(text)
+    if not lead:
+        return None
+    links = _LINKS_EN.match(text, lead.end())
+    rest = links.end() if links else lead.end()
+    possessive = _POSSESSIVE_EN.match(text, rest)
+    if possessive and _relation_noun(possessive.group(2)):
+        return possessive.group(1), possessive.group(2)
+    subject = _named(text[rest:]) if links else None
+    if subject and _relation_noun(links.group(1)):
+        return subject, links.group(1)
+    return None
+
+
+def _relation_noun(words: str) -> bool:
+    return words.split()[-1] not in _NOT_RELATIONS and not any(w in {"is", "was", "the"} for w in words.split())
+
+
+def _named(rest: str) -> str | None:
+    """The name an of-phrase is about: from its first capitalised word (after at most three
+    others: "the 1961 film Harbour of Glass"), up to a comma or a relative clause."""
+    found = re.match(r"^(?:[\w'’-]+\s+){0,3}?([A-Z].*)$", re.split(r"[,;]", rest)[0])
+    if not found:
+        return None
+    name = re.split(r"\s+(?:that|which|who|whose|where|when)\s", found.group(1))[0]
+    return re.sub(r"(?:\s+[a-z][\w'’-]*)+$", "", name).strip(" \"'“”") or None  # "Apple born" -> Apple
+
+
+def speaks_of(text: str, relation: str) -> bool:
+    """The text says the relation: the Chinese word, or an English head noun's stem ("clerk",
+    "father's", "direct" in "directed by")."""
+    if has_cjk(relation):
+        return relation in text
+    return re.search(rf"\b{re.escape(relation_stem(relation))}", text, re.I) is not None
+
+
+def relation_stem(relation: str) -> str:
+    """What a relation is matched by: a Chinese word whole, an English head noun by its stem."""
+    return relation if has_cjk(relation) else relation.split()[-1].lower()[:STEM_CHARS]
 
 
 @dataclass
@@ -130,8 +193,8 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     ones give their best sentence (naive passages are independent matches)."""
     shape = QuestionShape.of(question)
     if shape.relation:  # retrieval puts the person it found in that relation first (tgr.query.focus)
-        shape.bearers = tuple(n for n in names if has_cjk(n) and n not in question)[:1]
-    candidates = _candidates(passages)
+        shape.bearers = tuple(n for n in names if has_cjk(n) == has_cjk(shape.relation) and n not in question)[:1]
+    candidates = _candidates(passages, shape.bearers)
     if not candidates or not shape.terms:
         return []
     idf = _idf(shape.terms, candidates)
@@ -140,7 +203,8 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     ranked = sorted((s for s in candidates if scored[id(s)] > 0), key=lambda s: (-scored[id(s)], s.order))
     if not ranked:
         return []
-    answering = next((s for s in ranked if _defines_bearer(s, shape)), None)
+    answering = next((s for s in ranked if _defines_bearer(s, shape) and defines(s.text, shape.bearers[0])),
+                     None) or next((s for s in ranked if _defines_bearer(s, shape)), None)
     if answering is not None:  # the person found in the relation asked: who the answer is
         ranked.remove(answering)
         ranked.insert(0, answering)
@@ -186,8 +250,9 @@ def _fresh(s: _Sentence, chosen: list[_Sentence]) -> bool:
     return s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen)
 
 
-def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
-    """Every sentence of the passages, once, in ranked order."""
+def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = ()) -> list[_Sentence]:
+    """Every sentence of the passages, once, in ranked order; a short one only where it names
+    one of keep (the person found in the relation asked: "Fred, Scrooge's nephew.")."""
     found, seen = [], set()
     for order, (cite, text) in enumerate(passages):
         whole = frozenset(match_terms(text))
@@ -195,7 +260,8 @@ def _candidates(passages: Sequence[tuple[str, str]]) -> list[_Sentence]:
         subject = opening.group(0).strip() if opening else ""
         for a, b in split_sentences(text):
             sentence = " ".join(text[a:b].split())
-            if sentence in seen or estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence):
+            short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
+            if sentence in seen or (short and not any(k in sentence for k in keep)):
                 continue
             seen.add(sentence)
             found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole, subject))
@@ -234,14 +300,22 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
         score += DEFINITION_BONUS * mean
     elif bearer:  # the answer itself (answer_sentences puts it first)
         score += DEFINITION_BONUS * mean
-    elif shape.relation and shape.relation in s.text:  # "师父": the sentence speaks of the relation asked
+    elif shape.relation and speaks_of(s.text, shape.relation):  # "师父", "clerk": it speaks of the relation asked
         score += WANTED_BONUS * mean
     return score
 
 
 def _defines_bearer(s: _Sentence, shape: QuestionShape) -> bool:
-    """The sentence defines the person retrieval found in the relation asked ("称名须菩提祖师")."""
-    return any(b in s.text and defines(s.text, b) for b in shape.bearers)
+    """The sentence defines the person retrieval found in the relation asked ("称名须菩提祖师",
+    "Bob Cratchit, clerk to ..."). English names, found by case rather than by the store, count
+    only in the passages retrieval led with for them (tgr.query.focus), where one that names the
+    person and speaks of the relation answers too."""
+    if not shape.bearers or not shape.relation:
+        return False
+    if has_cjk(shape.relation):
+        return any(b in s.text and defines(s.text, b) for b in shape.bearers)
+    return s.order < LED_PASSAGES and any(b in s.text and (defines(s.text, b) or speaks_of(s.text, shape.relation))
+                                          for b in shape.bearers)
 
 
 def _has_wanted(text: str, shape: QuestionShape) -> bool:
@@ -263,8 +337,9 @@ def defines(text: str, subject: str) -> bool:
         x = re.escape(subject)
         return any(re.search(p.format(x=x), text) for p in _DEFINE_ZH)
     words = [re.escape(w) for w in subject.split()]
-    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge")
-    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words)
+    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge"), a first name
+    # its full name ("Bob Cratchit, clerk to ..." for "Bob")
+    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words) + r"(?:\s+[A-Z][\w'’-]+)?"
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 

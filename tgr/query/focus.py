@@ -1,4 +1,4 @@
-"""The passages a "who is X" or "X的R是谁" question must read first, whatever the walk ranks.
+"""The passages a "who is X", "X的R是谁" or "Who is X's R?" question must read first, whatever the walk ranks.
 
 A definition question ("Who is Jacob Marley?", "须菩提祖师是谁？") is answered by the passage
 that defines X: the first of X's chunks with a sentence in the form of a definition ("Ghost of
@@ -10,21 +10,30 @@ the two meet and the text speaks of the relation: the related person (the bearer
 chunks that mention both and hold the relation word (祖师 and 孙悟空 where 师父 is said), each
 chunk weighted by how specific the person is (a word said everywhere, 和尚, seldom answers). Then
 the bearer's defining passage leads ("称名须菩提祖师", a chunk that never names 孙悟空), and one
-of those meeting chunks follows.
+of those meeting chunks follows. English relation questions ("Who is Scrooge's clerk?", "the
+clerk of Scrooge") are answered alike, the relation said in the same sentence as the person
+(tgr.offline.answer_sentences.relation_en reads the question; "Bob Cratchit, clerk to Ebenezer
+Scrooge." leads).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from ..offline.answer_sentences import QuestionShape, defines
+from ..offline.answer_sentences import QuestionShape, defines, relation_stem
 from ..offline.name_words import CHINESE_SURNAMES
 from ..store.db import Connection, has_table
-from ..text import normalise_name, split_sentences
+from ..text import has_cjk, normalise_name, split_sentences
 from .graph_walk import specificity
 from .name_match import alias_entity
 
 MAX_SCANNED = 200   # an entity's chunks read for its defining sentence, first ones first
 BEARERS = 50        # related people weighed for a relation question
+NEAR_WORDS = 3      # English: a name this close to the relation word is the one it belongs to
+MAX_FORMS = 20      # English: the subject's written forms looked for
+_RELATED = ("SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
+            "WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3")  # ?1 subject, ?3 how many
+_TITLE = re.compile(r"[A-Z][a-z]+\s+[A-Z]")
 
 
 @dataclass
@@ -69,28 +78,83 @@ def _relation(conn: Connection, subject: str, relation: str) -> Focus:
     the people the subject has relationships with, the one with the most chunks that hold the
     relation word and one of the subject's written forms (悟空 for 孙悟空: the tagger seldom
     calls a given name alone a name), each chunk weighted by how specific the person is (a
-    word said everywhere, 和尚, seldom answers); one meeting is chance where others meet twice."""
+    word said everywhere, 和尚, seldom answers); one meeting is chance where others meet twice.
+    English chunks are long and "clerk" far from the name it belongs to: there the evidence is
+    the sentences of those chunks that name the person and say the relation (_said)."""
+    english = not has_cjk(relation)
+    met: dict[str, list[tuple[int, str]]] = {}  # bearer -> (evidence, chunk) of each meeting
+    weight: dict[str, float] = {}
+    total = conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
+    for bearer, chunk_id, mentions, said in (_meetings_en if english else _meetings)(conn, subject, relation):
+        met.setdefault(bearer, []).append((said, chunk_id))
+        weight[bearer] = specificity(mentions, total)
+    if not met:
+        return Focus()
+    evidence = {e: sum(n for n, _ in found) for e, found in met.items()}
+    least = min(2, max(evidence.values()))
+    bearer = min((e for e in met if evidence[e] >= least), key=lambda e: (-evidence[e] * weight[e], e))
+    meeting = max(met[bearer], key=lambda m: m[0])[1]  # the first of the chunks that say it most
+    # an English name is defined in full ("Bob Cratchit, clerk to ...") though "Bob" is said most
+    surfaces = sorted(_forms(conn, bearer), key=len, reverse=True) if english else (_name(conn, bearer), bearer)
+    defined = defining_chunk(conn, bearer, tuple(surfaces))
+    if defined is None and not english:  # who introduces the person (an English meeting says more)
+        defined = _first_chunk(conn, bearer)
+    return Focus(list(dict.fromkeys(c for c in (defined, meeting) if c)), [bearer])
+
+
+def _meetings(conn: Connection, subject: str, relation: str) -> list[tuple[str, str, int, int]]:
+    """(person, chunk, the person's mentions, 1) for each chunk where a person related to the
+    subject is mentioned with one of the subject's forms and the relation word."""
     forms = _forms(conn, subject)
     rows = conn.execute(
         "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em "
         "JOIN entities e ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN ("
-        "  SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
-        "  WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3) "
+        "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN (" + _RELATED + ") "
         "ORDER BY c.document_id, c.ordinal", (subject, relation, BEARERS)).fetchall()
-    met: dict[str, list[str]] = {}
-    weight: dict[str, float] = {}
-    total = conn.execute("SELECT max(1, count(*)) FROM chunks").fetchone()[0]
-    for bearer, chunk_id, mentions, text in rows:
-        if any(form in text for form in forms):
-            met.setdefault(bearer, []).append(chunk_id)
-            weight[bearer] = specificity(mentions, total)
-    if not met:
-        return Focus()
-    least = min(2, max(map(len, met.values())))
-    bearer = min((e for e in met if len(met[e]) >= least), key=lambda e: (-len(met[e]) * weight[e], e))
-    defined = defining_chunk(conn, bearer, (_name(conn, bearer), bearer)) or _first_chunk(conn, bearer)
-    return Focus(list(dict.fromkeys(c for c in (defined, met[bearer][0]) if c)), [bearer])
+    return [(bearer, chunk_id, mentions, 1) for bearer, chunk_id, mentions, text in rows
+            if any(form in text for form in forms)]
+
+
+def _meetings_en(conn: Connection, subject: str, relation: str) -> list[tuple[str, str, int, int]]:
+    """(person, chunk, the person's mentions, evidence) for each chunk holding the subject and
+    the relation word where sentences name a person related to the subject and say the
+    relation (_said). The chunks are read whole: a list of characters ("Fred, Scrooge's
+    nephew.") is seldom where the tagger records every name it holds."""
+    forms = sorted(_forms(conn, subject), key=len, reverse=True)[:MAX_FORMS]
+    people = {e: (m, _forms(conn, e)) for e, m in conn.execute(
+        "SELECT id, mentions FROM entities WHERE type = 'person' AND id != ?1 AND id IN (" + _RELATED + ")",
+        (subject, relation, BEARERS))}
+    if not people:
+        return []
+    chunks = conn.execute(
+        "SELECT id, text FROM chunks WHERE instr(lower(text), ?) > 0 AND (" + " OR ".join(["instr(text, ?) > 0"] * len(forms))
+        + ") ORDER BY document_id, ordinal LIMIT ?", (relation_stem(relation), *forms, MAX_SCANNED)).fetchall()
+    found = []
+    for chunk_id, text in chunks:
+        for person, (mentions, names) in people.items():
+            said = _said(text, relation, names) if any(n in text for n in names) else 0
+            if said:
+                found.append((person, chunk_id, mentions, said))
+    return found
+
+
+def _said(text: str, relation: str, names: set[str]) -> int:
+    """The evidence of the text's sentences that name the person (one of names) and say the
+    relation: one each, two where the name stands within NEAR_WORDS words of the relation word
+    ("little Bob, the father"; not "Martha hid herself, and in came little Bob, the father")."""
+    name = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
+    said = re.compile(rf"\b{re.escape(relation_stem(relation))}", re.I)
+    evidence = 0
+    for a, b in split_sentences(text):
+        sentence = text[a:b]
+        words = [m.span() for m in said.finditer(sentence)
+                 if not _TITLE.match(sentence, m.start())]  # "Master Peter", "Uncle Scrooge": a title
+        named = [m.span() for m in name.finditer(sentence)]
+        if words and named:
+            near = any(len(sentence[min(e1, e2):max(s1, s2)].split()) <= NEAR_WORDS
+                       for s1, e1 in words for s2, e2 in named)
+            evidence += 2 if near else 1
+    return evidence
 
 
 def _forms(conn: Connection, entity_id: str) -> set[str]:

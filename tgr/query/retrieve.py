@@ -15,9 +15,9 @@ with a score:
   with it. With hashed vectors, the chunks whose words are nearest the best BM25 chunk's are
   seeds too (lexical feedback). A question that asks several things (tgr.query.question_terms)
   is walked from clause by clause. Entities, relationships and reports in the local context
-  follow the same scores. A "who/what is X" or "X的R是谁" question leads with the passage that
-  defines X, or the person X meets where R is said (tgr.query.focus): the walk ranks where X is
-  most connected.
+  follow the same scores. A "who/what is X", "X的R是谁" or "Who is X's R?" question leads with
+  the passage that defines X, or the person X meets where R is said (tgr.query.focus): the walk
+  ranks where X is most connected.
 """
 from __future__ import annotations
 
