@@ -170,9 +170,12 @@ def _named_type(name: str, spans: list[tuple[int, str, str]]) -> str:
     kind = _type_by_suffix(name)
     if kind != "concept":
         return kind
-    if name.endswith(tuple(CHINESE_TITLES)) or any(w in name and f.startswith("nr") for _, w, f in spans):
+    if name.endswith(_TITLES) or any(w in name and f.startswith("nr") for _, w, f in spans):
         return "person"
     return "concept"
+
+
+_TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
 
 
 def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
@@ -181,9 +184,9 @@ def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     least two characters of nouns or names (not 大法师's 大), at most _TITLE_STEM."""
     found = []
     for index, (start, word, _) in enumerate(spans):
-        title = next((t for t in CHINESE_TITLES if word.endswith(t)), None)
-        if title is None:
+        if not word.endswith(_TITLES):  # one C call: most words end with no title
             continue
+        title = next(t for t in _TITLES if word.endswith(t))
         first = index
         while len(word) - len(title) < 2 and first > 0 and _title_stem(*spans[first - 1][1:]) \
                 and len(word) - len(title) + start - spans[first - 1][0] <= _TITLE_STEM \
