@@ -115,3 +115,14 @@ def test_relabelling_holds_back_a_citation_split_between_pieces():
             break
     assert "".join(out) == "Scrooge is mean [Reports: a.db: 0.2]. Bob is poor [Reports: 2-0.1"
     assert out[0] == "Scrooge is mean "  # text before an open bracket is not held back
+
+
+def test_a_quoted_chinese_term_is_one_topic_word():
+    """A term the question quotes is what it is about, whole: the function words a question is
+    cut at (里, 中, 有 ...) also occur inside words (乡里制), which must not fall apart."""
+    from tgr.offline.global_answer import topic_terms, topic_words
+
+    assert topic_words("“乡里制”可追溯到什么时期？") == ["乡里制", "可追溯到", "时期"]
+    assert "乡里" in topic_terms("“乡里制”可追溯到什么时期？")
+    assert topic_words("《中国有嘻哈》讲了什么？") == ["中国有嘻哈"]
+    assert topic_words("这个故事的主要主题是什么？") == []  # nothing quoted: as before

@@ -55,6 +55,8 @@ _CORPUS_WIDE_ZH = re.compile("|".join(sorted("""主要 主题 故事 小说 文�
     为什么 哪个 哪位 哪里 这个 那个 这些 那些 人物 角色 嘉宾 谁 是 的 了 吗 呢 吧 和 与 及 对 在 有
     中 里 都 也 又 还 之 其 请 问""".split(), key=len, reverse=True)))
 
+_QUOTED_ZH = re.compile(r"[“「『《]([^“”「」『』《》]{2,30})[”」』》]")
+
 
 @dataclass
 class Theme:
@@ -93,9 +95,13 @@ def topic_terms(question: str) -> list[str]:
 
 
 def topic_words(question: str) -> list[str]:
-    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor")."""
-    words = [t for t in match_terms(CJK_RUN.sub(" ", question)) if t not in CORPUS_WIDE]
-    for run in CJK_RUN.findall(question):
+    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor").
+    A Chinese term the question quotes (“乡里制”, 《西游记》) is one word, whole: cutting at
+    function words would split it at any of their characters (乡 里 制)."""
+    quoted = [q for q in _QUOTED_ZH.findall(question) if CJK_RUN.fullmatch(q)]
+    rest = _QUOTED_ZH.sub(lambda m: " " if CJK_RUN.fullmatch(m.group(1)) else m.group(0), question)
+    words = [t for t in match_terms(CJK_RUN.sub(" ", rest)) if t not in CORPUS_WIDE] + quoted
+    for run in CJK_RUN.findall(rest):
         words.extend(piece for piece in _CORPUS_WIDE_ZH.split(run) if len(piece) > 1)
     return words
 
