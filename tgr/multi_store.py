@@ -196,8 +196,7 @@ class Stores:
         The answer's pieces as the reduce call writes them, then the Answer."""
         started = time.perf_counter()
         listed = self._each("global_reports", question, **query_settings)  # notes: said by themes
-        ranked = sorted(((1.0 / (RRF_K + rank), n, report) for n, reports in enumerate(listed)
-                         for rank, report in enumerate(reports, 1)), key=lambda x: (-x[0], x[1], x[2][0]))
+        ranked = reciprocal_rank(listed, lambda report: report[0])
         top = ranked[:query_settings.get("global_top", QuerySettings.global_top)]
         labels = {f"{n + 1}-{report[0]}": (n, report[0]) for _, n, report in top}
         names = {label: f"{self.names[n]}: {cid}" for label, (n, cid) in labels.items()}
@@ -219,15 +218,22 @@ class Stores:
 def fuse(rankings: list[list[Passage]], names: list[str]) -> list[Passage]:
     """One ranking of several stores' rankings by reciprocal rank; each passage's score is
     its fused score and its store the name of the ranking it came from."""
-    fused: dict[tuple[str, str], tuple[float, Passage]] = {}
-    for name, ranking in zip(names, rankings):
-        for rank, passage in enumerate(ranking, 1):
-            key = (name, passage.chunk_id)
-            if key in fused:  # a store lists a passage once; keep its best rank
-                continue
-            fused[key] = (1.0 / (RRF_K + rank), passage)
-    ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], names.index(kv[0][0]), kv[0][1]))
-    return [_with(passage, name, score) for (name, _), (score, passage) in ordered]
+    return [_with(passage, names[n], score)
+            for score, n, passage in reciprocal_rank(rankings, lambda p: p.chunk_id, names)]
+
+
+def reciprocal_rank(rankings: list[list], key: Callable, groups: Sequence | None = None) -> list[tuple]:
+    """(score, index of its ranking, item) of every item of several rankings, best first: an
+    item scores 1 / (RRF_K + its rank), once per group (a ranking's store; default: each
+    ranking its own), as its group's first ranking to list it ranks it; ties by the group's
+    first ranking, then by key."""
+    groups = list(groups) if groups is not None else list(range(len(rankings)))
+    fused: dict[tuple, tuple] = {}
+    for n, ranking in enumerate(rankings):
+        first = groups.index(groups[n])
+        for rank, item in enumerate(ranking, 1):
+            fused.setdefault((groups[n], key(item)), (1.0 / (RRF_K + rank), first, item))
+    return sorted(fused.values(), key=lambda entry: (-entry[0], entry[1], key(entry[2])))
 
 
 def _with(passage: Passage, store: str, score: float) -> Passage:
