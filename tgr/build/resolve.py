@@ -46,7 +46,7 @@ from collections import Counter, defaultdict
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
-from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_SURNAMES, CHINESE_TITLES, chinese_short_forms
+from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_given_name, chinese_short_forms
 from ..text import normalise_name
 from .zh_common_nouns import chinese_common_nouns
 
@@ -126,8 +126,9 @@ def _chinese_given_names(types: dict[str, Counter]) -> dict[str, str]:
     is a surname and them. Not a place's or a body's name, nor a title (长老 of 唐长老)."""
     full: dict[str, list[str]] = defaultdict(list)
     for key in types:
-        if len(key) == 3 and key[0] in CHINESE_SURNAMES and _CJK.fullmatch(key) and _kind(types[key]) == "person":
-            full[key[1:]].append(key)
+        given = chinese_given_name(key)
+        if given and _CJK.fullmatch(key) and _kind(types[key]) == "person":
+            full[given].append(key)
     return {given: longs[0] for given, longs in full.items()
             if len(longs) == 1 and given in types and given not in CHINESE_TITLES
             and given not in CHINESE_FUNCTION_WORDS and _kind(types[given]) not in _PLACE_OR_BODY}

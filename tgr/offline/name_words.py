@@ -35,6 +35,12 @@ CHINESE_SURNAMES = frozenset("""王李张刘陈杨黄赵吴周徐孙马朱胡郭
     党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩佘池查麻苑迟邝""".replace("\n", "").replace(" ", ""))
 
 
+def chinese_given_name(name: str) -> str | None:
+    """悟空 of 孙悟空: the given name of a three-character name that starts with a common
+    surname, else None."""
+    return name[1:] if len(name) == 3 and name[0] in CHINESE_SURNAMES else None
+
+
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     """香港特区 -> 香港特别行政区: a short form and the one longer name with the same first and
     last character and the rest in order. Only when exactly one longer name fits, so an

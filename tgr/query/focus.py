@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..offline.answer_sentences import QuestionShape, defines, relation_stem
-from ..offline.name_words import CHINESE_SURNAMES
+from ..offline.name_words import chinese_given_name
 from ..store.db import Connection, has_table
 from ..text import has_cjk, normalise_name, split_sentences
 from .graph_walk import specificity
@@ -164,7 +164,7 @@ def _forms(conn: Connection, entity_id: str) -> set[str]:
     if has_table(conn, "entity_aliases"):
         forms.update(str(a) for (a,) in conn.execute(
             "SELECT alias FROM entity_aliases WHERE entity_id = ? AND alias IS NOT NULL LIMIT 50", (entity_id,)))
-    forms.update(f[1:] for f in list(forms) if len(f) == 3 and f[0] in CHINESE_SURNAMES)
+    forms.update(filter(None, map(chinese_given_name, list(forms))))
     return {f for f in forms if len(f) >= 2}
 
 
