@@ -12,6 +12,7 @@ import tgr
 from tgr.build.extract import LLMExtractor, extract_chunks
 from tgr.models.gateway import Gateway
 from tgr.offline.community_reports import ProfileReportWriter
+from tgr.offline import providers
 from tgr.offline.providers import (ExtractiveAnswerer, HashEmbedder, OfflineExtractor,
                                    extract_heuristic, extractive_report)
 from tgr.prompts import Prompts
@@ -430,6 +431,28 @@ def test_hash_embedder_empty_text_is_a_valid_vector():
     empty, blank = HashEmbedder(32).embed(["", "   "])
     assert empty == blank
     assert sum(x * x for x in empty) == pytest.approx(1.0)
+
+
+# A batch big enough for embed's numpy path, with what could trip it: non-BMP characters (𠀀,
+# an emoji, U+14E00, whose low 16 bits are 一's), kana, Hangul, compatibility ideographs,
+# Latin words with trigrams and case, CJK runs of one character, texts with no feature.
+MIXED = ["孙悟空住在花果山水帘洞。Monkey King 孙悟空", "𠀀𠀁一二\U00014e00\U00014e01三四😀五六", "かなカナ한국어 ひらがな",
+         "豈更車 Shakespeare's SHIPS ships, Ship", "一", "一 二 三", "", "   ", "the of and", "!!!",
+         "x" * 3, "中文English混合text文本", "\u3040\u30ff\u3400\u4dbf\u9fff\uf900\ufaff\uac00\ud7af\ud7b0"]
+
+
+@pytest.mark.parametrize("dim", [8, 384])
+def test_hash_embedder_batches_give_the_one_text_vectors_exactly(dim):
+    """embed's numpy path for a batch equals the one-text path (_vector) bit for bit: a small
+    dim puts many features in each bucket, where a sum in another order would differ."""
+    chunks = [c.text for corpus in (ZH_CORPUS, EN_CORPUS) for path in sorted(corpus.glob("*.txt"))
+              for c in chunk_text(path.read_text(encoding="utf-8"), path.name, SMALL["chunk_size"],
+                                  SMALL["chunk_overlap"])]
+    texts = MIXED + chunks + [c[:40] + m for c, m in zip(chunks, MIXED)]
+    embedder = HashEmbedder(dim)
+    assert sum(map(len, texts)) >= providers._BATCH_CHARS  # the numpy path
+    assert embedder.embed(texts) == [embedder._vector(text) for text in texts]
+    assert embedder.embed(texts[::-1]) == [embedder._vector(text) for text in texts[::-1]]
 
 
 # -- extractive reports ----------------------------------------------------------------

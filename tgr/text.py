@@ -14,6 +14,7 @@ from itertools import chain
 _CJK_CODES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF))
 _CJK = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_CODES)
 CJK_RANGES = _CJK  # for character classes elsewhere
+CJK_CODE_RANGES = _CJK_CODES
 _NOT_BELOW_CJK = r"[^\x00-\u303f]"  # a character from U+3040, where the lowest range above starts
 
 
@@ -224,7 +225,7 @@ def search_terms(text: str) -> list[str]:
         import rjieba
 
         # each word's terms looked up, not worked out again: Chinese text repeats its words
-        return list(chain.from_iterable(map(_jieba_word_terms, rjieba.cut_for_search(text))))
+        return list(chain.from_iterable(map(jieba_word_terms, rjieba.cut_for_search(text))))
     for word in _WORD_RE.findall(text):
         word = word.lower()
         if word not in STOPWORDS:
@@ -233,7 +234,7 @@ def search_terms(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=16384)
-def _jieba_word_terms(word: str) -> tuple[str, ...]:
+def jieba_word_terms(word: str) -> tuple[str, ...]:
     """The search terms of one word of rjieba's cut: the word lower-cased, or none (a stopword,
     a space), or the Latin words in it (rjieba keeps "e.v" and "zh-hans" whole where jieba cut them)."""
     lowered = word.strip().lower()

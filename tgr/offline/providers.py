@@ -27,7 +27,7 @@ from itertools import chain
 from typing import Sequence
 
 from ..parsing import RawEntity, RawRelation
-from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, match_terms, search_terms, shorten
+from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, jieba_word_terms, match_terms, search_terms, shorten
 from .answer_sentences import answer_sentences
 from .name_words import CHINESE_TITLES
 
@@ -44,7 +44,11 @@ class HashEmbedder:
         self.name = f"tgr:hash-{dim}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._vector(text) for text in texts]
+        if sum(map(len, texts)) < _BATCH_CHARS:  # a question: no numpy to import
+            return [self._vector(text) for text in texts]
+        from .feature_hashing import hashed_vectors
+
+        return hashed_vectors([_word_features(text) for text in texts], texts, self.dim, _FEATURE_WEIGHT)
 
     def _features(self, text: str) -> Counter:
         """Feature counts, in the order first seen: words ("w:", 1 each) with their
@@ -57,6 +61,7 @@ class HashEmbedder:
         return counts
 
     def _vector(self, text: str) -> list[float]:
+        """One text's vector (embed's batches, with numpy, give the same numbers)."""
         vector, dim, crc32, log1p, weights = [0.0] * self.dim, self.dim, zlib.crc32, math.log1p, _FEATURE_WEIGHT
         for feature, count in self._features(text).items():
             # the feature's CRC-32 picks both bucket and sign; computed afresh, as a cache of
@@ -64,11 +69,32 @@ class HashEmbedder:
             digest = crc32(feature.encode("utf-8"))
             value = log1p(count * weights[feature[0]])  # count * weight: exact (powers of 2)
             vector[digest % dim] += value if digest & 0x80000000 else -value
-        norm = math.sqrt(sum([x * x for x in vector]))
+        total = 0.0
+        for x in vector:  # summed in order, as numpy's cumsum sums (Python 3.12's sum() does not)
+            total += x * x
+        norm = math.sqrt(total)
         if norm == 0:
             vector[0] = 1.0  # an empty text still needs a valid unit vector
             return vector
         return [x / norm for x in vector]
+
+
+_BATCH_CHARS = 2000  # texts of this many characters in all are embedded together, with numpy
+
+
+def _word_features(text: str) -> Counter:
+    """The words and trigrams of _features: its counts without the bigrams (the same result
+    as search_terms and _term_features, sooner: one look-up per word of a Chinese cut)."""
+    if has_cjk(text):
+        import rjieba
+
+        return Counter(chain.from_iterable(map(_cut_word_features, rjieba.cut_for_search(text))))
+    return Counter(chain.from_iterable(map(_term_features, search_terms(text))))
+
+
+@lru_cache(maxsize=1 << 16)  # a long Chinese novel cuts into ~50,000 distinct words
+def _cut_word_features(word: str) -> tuple[str, ...]:
+    return tuple(chain.from_iterable(map(_term_features, jieba_word_terms(word))))
 
 
 _FEATURE_WEIGHT = {"w": 1.0, "t": 0.25, "b": 0.5}
