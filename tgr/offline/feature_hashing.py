@@ -30,18 +30,16 @@ def hashed_vectors(feature_counts: Sequence[Counter], texts: Sequence[str], dim:
     """The vectors of texts, given each text's word and trigram feature counts (in the order
     first seen; no bigrams: they are found here) and the weight of each kind of feature."""
     features = list(chain.from_iterable(feature_counts))
-    counts = np.fromiter(chain.from_iterable(c.values() for c in feature_counts), np.float64, len(features))
+    counts = np.fromiter(chain.from_iterable(c.values() for c in feature_counts), np.int64, len(features))
     digests = np.fromiter(map(zlib.crc32, map(str.encode, features)), np.uint32, len(features))
-    kinds = np.fromiter(map(ord, map(itemgetter(0), features)), np.uint32, len(features))
-    scale = np.zeros(128, np.float64)
-    for kind, weight in weights.items():
-        scale[ord(kind)] = weight
+    kinds = np.fromiter(map(ord, map(itemgetter(0), features)), np.int64, len(features))
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(c) for c in feature_counts])
     bigram_rows, bigram_digests, bigram_counts = _bigrams(texts)
     rows = np.concatenate([rows, bigram_rows])
     digests = np.concatenate([digests, bigram_digests])
-    weighted = np.concatenate([counts * scale[kinds], bigram_counts * weights["b"]])
-    values = _log1p(weighted)
+    kinds = np.concatenate([kinds, np.full(len(bigram_counts), ord("b"))])
+    counts = np.concatenate([counts, bigram_counts])
+    values = _log1p_table(weights, int(counts.max(initial=0)))[kinds, counts]
     signed = np.where(digests & np.uint32(0x80000000), values, -values)
     # bincount sums each bin's weights in the order given, from zero: each bucket's terms are
     # added as the one-text path adds them
@@ -60,10 +58,13 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def _log1p(weighted: np.ndarray) -> np.ndarray:
-    """math.log1p of each value (numpy's log1p need not round as the C library's does)."""
-    distinct, where = np.unique(weighted, return_inverse=True)
-    return np.array([math.log1p(x) for x in distinct.tolist()], np.float64)[where]
+def _log1p_table(weights: dict[str, float], most: int) -> np.ndarray:
+    """log1p(count × weight) by [ord(kind), count], from math.log1p (numpy's log1p need not
+    round as the C library's does)."""
+    table = np.zeros((128, most + 1), np.float64)
+    for kind, weight in weights.items():
+        table[ord(kind)] = [math.log1p(count * weight) for count in range(most + 1)]
+    return table
 
 
 def _bigrams(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,20 +73,25 @@ def _bigrams(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     joined = "\n".join(texts)  # a line break is no CJK character: no bigram spans two texts
     codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32)
     if not len(codes):
-        return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.float64)
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64)
     first, second, is_cjk = _tables()
     cjk = is_cjk[codes & 0xFFFF] & (codes <= 0xFFFF)  # (a code point above the BMP is never CJK)
     at = np.flatnonzero(cjk[:-1] & cjk[1:])
     if not len(at):
-        return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.float64)
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64)
     starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
     text_of = np.searchsorted(starts, at, side="right") - 1
     keys = (text_of.astype(np.uint64) << np.uint64(32)) | (codes[at].astype(np.uint64) << np.uint64(16)) \
         | codes[at + 1].astype(np.uint64)
-    _, seen, counts = np.unique(keys, return_index=True, return_counts=True)
-    order = np.argsort(seen, kind="stable")
-    at, counts = at[seen[order]], counts[order]
-    return text_of[seen[order]], first[codes[at]] ^ second[codes[at + 1]], counts.astype(np.float64)
+    # each distinct key's first place and count, then the places in order (no second sort)
+    by_key = np.argsort(keys, kind="stable")
+    ordered = keys[by_key]
+    group = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    counts = np.zeros(len(keys), np.int64)
+    counts[by_key[group]] = np.diff(np.append(group, len(keys)))
+    seen = np.flatnonzero(counts)
+    at = at[seen]
+    return text_of[seen], first[codes[at]] ^ second[codes[at + 1]], counts[seen]
 
 
 @lru_cache(maxsize=None)
