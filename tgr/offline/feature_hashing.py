@@ -3,7 +3,7 @@ one-text path (tgr.offline.providers.HashEmbedder._vector), bit for bit.
 
 A vector is the sum, per bucket, of ±log1p(count × weight) over a text's features in the order
 first seen (words and trigrams, then CJK bigrams), the feature's CRC-32 choosing bucket
-(digest % dim) and sign (its top bit). Here the words' CRCs are taken in one C-level pass, and
+(digest % dim) and sign (its top bit). Here the words' CRCs are taken in C-level passes, and
 the CJK bigrams' are computed with numpy: a bigram feature is "b:" and two BMP characters, always
 8 bytes of UTF-8, and CRC-32 over messages of one length is affine, so crc("b:" + x + y) =
 first[x] ^ second[y] from two tables over the code points. np.bincount then adds every text's
@@ -14,32 +14,54 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections import Counter
+from array import array
 from functools import lru_cache
-from itertools import chain
 from operator import itemgetter
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..text import CJK_CODE_RANGES
 
 
-def hashed_vectors(feature_counts: Sequence[Counter], texts: Sequence[str], dim: int,
+def hashed_vectors(texts: Sequence[str], word_features: Callable[[str], Mapping[str, int]], dim: int,
                    weights: dict[str, float]) -> list[list[float]]:
-    """The vectors of texts, given each text's word and trigram feature counts (in the order
-    first seen; no bigrams: they are found here) and the weight of each kind of feature."""
-    features = list(chain.from_iterable(feature_counts))
-    counts = np.fromiter(chain.from_iterable(c.values() for c in feature_counts), np.int64, len(features))
-    digests = np.fromiter(map(zlib.crc32, map(str.encode, features)), np.uint32, len(features))
-    kinds = np.fromiter(map(ord, map(itemgetter(0), features)), np.int64, len(features))
-    rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(c) for c in feature_counts])
+    """The vectors of texts, given a text's word and trigram feature counts (in the order first
+    seen; no bigrams: they are found here) and the weight of each kind of feature."""
+    vectors: list[list[float]] = []
+    start = 0
+    while start < len(texts):
+        # texts of GROUP_CHARS characters at a time: arrays of some 100 kB, which the C heap
+        # reuses (a whole batch's, megabytes, left it fragmented: +65 MB peak RSS on 西游记)
+        end, size = start + 1, len(texts[start])
+        while end < len(texts) and size + len(texts[end]) <= GROUP_CHARS:
+            size += len(texts[end])
+            end += 1
+        vectors += _group_vectors(texts[start:end], word_features, dim, weights)
+        start = end
+    return vectors
+
+
+GROUP_CHARS = 16000
+
+
+def _group_vectors(texts: Sequence[str], word_features: Callable[[str], Mapping[str, int]], dim: int,
+                   weights: dict[str, float]) -> list[list[float]]:
+    digests, counts, kinds, sizes = array("I"), array("q"), array("B"), []
+    for features in map(word_features, texts):
+        digests.extend(map(zlib.crc32, map(str.encode, features)))
+        counts.extend(features.values())
+        kinds.extend(map(ord, map(itemgetter(0), features)))
+        sizes.append(len(features))
+    rows = np.repeat(np.arange(len(texts), dtype=np.int64), sizes)
+    digests, counts, kinds = np.asarray(digests, np.uint32), np.asarray(counts, np.int64), np.asarray(kinds, np.int64)
     bigram_rows, bigram_digests, bigram_counts = _bigrams(texts)
     rows = np.concatenate([rows, bigram_rows])
     digests = np.concatenate([digests, bigram_digests])
     kinds = np.concatenate([kinds, np.full(len(bigram_counts), ord("b"))])
     counts = np.concatenate([counts, bigram_counts])
-    values = _log1p_table(weights, int(counts.max(initial=0)))[kinds, counts]
+    most = 1 << int(counts.max(initial=0)).bit_length()  # a power of 2: few tables to keep
+    values = _log1p_table(tuple(weights.items()), most)[kinds, counts]
     signed = np.where(digests & np.uint32(0x80000000), values, -values)
     # bincount sums each bin's weights in the order given, from zero: each bucket's terms are
     # added as the one-text path adds them
@@ -58,11 +80,12 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def _log1p_table(weights: dict[str, float], most: int) -> np.ndarray:
-    """log1p(count × weight) by [ord(kind), count], from math.log1p (numpy's log1p need not
-    round as the C library's does)."""
+@lru_cache(maxsize=32)
+def _log1p_table(weights: tuple[tuple[str, float], ...], most: int) -> np.ndarray:
+    """log1p(count × weight) by [ord(kind), count] for counts up to most, from math.log1p
+    (numpy's log1p need not round as the C library's does)."""
     table = np.zeros((128, most + 1), np.float64)
-    for kind, weight in weights.items():
+    for kind, weight in weights:
         table[ord(kind)] = [math.log1p(count * weight) for count in range(most + 1)]
     return table
 

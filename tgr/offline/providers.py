@@ -48,7 +48,7 @@ class HashEmbedder:
             return [self._vector(text) for text in texts]
         from .feature_hashing import hashed_vectors
 
-        return hashed_vectors([_word_features(text) for text in texts], texts, self.dim, _FEATURE_WEIGHT)
+        return hashed_vectors(texts, _word_features, self.dim, _FEATURE_WEIGHT)
 
     def _features(self, text: str) -> Counter:
         """Feature counts, in the order first seen: words ("w:", 1 each) with their
