@@ -35,7 +35,7 @@ from typing import NamedTuple
 from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
-from ..text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
+from ..text import CJK_RANGES, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -47,6 +47,7 @@ DAMPING = 0.85
 REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what they all repeat
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
 _BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00C0-\u024F]")  # where a _LATIN_WORD can start
 _TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
 # words of prose too common to say what a community is about (beyond tgr.text.STOPWORDS)
 _GENERIC = frozenset("""now like well just even still yet never ever always upon little great good
@@ -91,12 +92,35 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
     """Candidate key phrases of a text: content words (Latin: three letters or more, not
     stopwords; Chinese: words of two characters or more) and adjacent pairs of Latin content
     words within a clause ("counting house"). cjk: whether the text has CJK characters (None: look)."""
-    terms: list[str] = []
-    if has_cjk(text) if cjk is None else cjk:
-        import rjieba
+    terms = chinese_words([text])[0] if (has_cjk(text) if cjk is None else cjk) else []
+    return latin_terms(text, terms)
 
-        terms += [w for w in rjieba.cut("\n".join(CJK_RUN.findall(text)))  # "\n": runs apart
-                  if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
+
+def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
+    """The Chinese words (two characters or more, not function words) of each text's CJK runs,
+    from one cut of them all: jieba cuts each run of Han characters on its own, so runs cut
+    together, kept apart by a character it returns as a word of its own, are cut as they are
+    alone. unique: each word once per text (in the order first said)."""
+    import rjieba
+
+    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
+    words, start = [], 0
+    for _ in range(len(texts) - 1):
+        end = cut.index("\0", start)
+        words.append(_kept(cut[start:end], unique))
+        start = end + 1
+    words.append(_kept(cut[start:], unique))
+    return words
+
+
+def _kept(words: list[str], unique: bool) -> list[str]:
+    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
+
+
+def latin_terms(text: str, terms: list[str]) -> list[str]:
+    """terms, then the Latin content words and two-word phrases of text (see phrase_terms)."""
+    if not _LATIN_LETTER.search(text):
+        return terms  # no Latin word can start anywhere (most Chinese sentences)
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:
@@ -111,6 +135,12 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
             terms.append(f"{previous} {word}")
         previous = word
     return terms
+
+
+@lru_cache(maxsize=1)
+def _cjk_run() -> re.Pattern:
+    """CJK_RUN's full pattern (it finds the same runs in any text), compiled when first needed."""
+    return re.compile(f"[{CJK_RANGES}]+")
 
 
 @lru_cache(maxsize=65536)
@@ -219,19 +249,22 @@ def analyse_chunk(text: str) -> ChunkText:
 
 
 def chunk_sentences(text: str) -> list[Sentence]:
-    """The sentences of a chunk, analysed."""
-    sentences = []
+    """The sentences of a chunk, analysed (the Chinese words of all of them in one cut)."""
+    spans = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
     for a, b in chunk_sentence_spans(text):
         parts = text[a:b].split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and has_cjk(sentence)
-            words = len(sentence) // 2 if cjk else len(parts)
+            cjk = chinese and _cjk_run().search(sentence) is not None
             said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
-            # interned: the same word in thousands of kept chunks is one string
-            phrases = tuple(dict.fromkeys(map(sys.intern, phrase_terms(said, cjk))))
-            sentences.append(Sentence(sentence, phrases, words))
+            spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
+    words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
+    sentences = []
+    for sentence, cjk, said, count in spans:
+        terms = latin_terms(said, next(words) if cjk else [])
+        # interned: the same word in thousands of kept chunks is one string
+        sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
 
 
