@@ -28,6 +28,7 @@ import re
 import sys
 import tempfile
 from collections import Counter, OrderedDict
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -268,10 +269,17 @@ def chunk_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
+@lru_cache(maxsize=65536)
 def name_words(name: str) -> frozenset:
     """The content words of a name, as sentences are matched against them (empty for a name
-    of short words or stopwords only: it matches no sentence)."""
+    of short words or stopwords only: it matches no sentence). Remembered: a member's name is
+    matched in every community above it."""
     return frozenset(t for t in phrase_terms(name) if " " not in t)
+
+
+@lru_cache(maxsize=65536)
+def _name_terms(name: str) -> tuple:
+    return tuple(phrase_terms(name))
 
 
 def postings(sentences: list[Sentence]) -> dict[str, int]:
@@ -284,11 +292,15 @@ def postings(sentences: list[Sentence]) -> dict[str, int]:
     return where
 
 
-def member_sentences(sentences: list[Sentence], where: dict[str, int],
-                     names: list[frozenset]) -> list[Sentence]:
-    """The sentences of a chunk (with its postings) that hold every word of one of the names;
-    all of them when none does (the chunk was linked to the community by a form of a name the
-    sentences do not spell out)."""
+def member_sentences(chunk: ChunkText, names: list[frozenset]) -> int:
+    """The sentences of a chunk that hold every word of one of the names, as a bit mask (bit i:
+    sentence i); all of them when none does (the chunk was linked to the community by a form
+    of a name the sentences do not spell out)."""
+    return _holding(chunk.where, names) or (1 << len(chunk.sentences)) - 1
+
+
+def _holding(where: dict[str, int], names: list[frozenset]) -> int:
+    """The sentences (a bit mask, from a chunk's postings) that hold every word of one of the names."""
     hits = 0
     for name in names:
         found = [where.get(word, 0) for word in name]
@@ -297,22 +309,38 @@ def member_sentences(sentences: list[Sentence], where: dict[str, int],
             for mask in found[1:]:
                 common &= mask
             hits |= common
-    return [s for i, s in enumerate(sentences) if hits >> i & 1] or sentences
+    return hits
 
 
-def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: dict[str, float],
+def _positions(mask: int):
+    """The set bits of a mask, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: dict[str, float],
                              names: list[str], limit: int = SENTENCES) -> list[tuple[str, str]]:
-    """(sentence, chunk id) from (chunk id, sentences) that best carry the key phrase weights
-    and name the central members; one per chunk, ties to the earlier chunk and sentence."""
-    name_terms = [name_words(n) for n in names]
+    """(sentence, chunk id) from (chunk id, chunk, its member sentences' mask) that best carry
+    the key phrase weights and name the central members; one per chunk, ties to the earlier
+    chunk and sentence."""
+    name_terms = [n for n in map(name_words, names) if n]
     scored = []
-    for order, (chunk_id, sentences) in enumerate(chunks):
+    for order, (chunk_id, chunk, members) in enumerate(chunks):
+        where = chunk.where
+        masks = [(where.get(t, 0), w) for t, w in weights.items()]
+        named = [_holding(where, [n]) for n in name_terms]
+        said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
+        for mask in chain((m for m, _ in masks), named):
+            said |= mask
         best = None
-        for position, sentence in enumerate(sentences):
+        for position in _positions(members & said):
+            sentence = chunk.sentences[position]
             if sentence.words < 8 or sentence.words > 80:
                 continue
-            score = sum(w for t, w in weights.items() if t in sentence.phrases)
-            score += sum(1.0 for n in name_terms if n and all(w in sentence.phrases for w in n))
+            score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
+            score += sum(1.0 for m in named if m >> position & 1)
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
             if next((c for c in sentence.text if c.isalpha()), "").islower():
                 score /= 2  # the tail of a sentence cut at the chunk's start
@@ -404,13 +432,12 @@ class ProfileReportWriter:
         analysed = self._analysed([cid for cid, _ in read])
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
-        chunks = [(cid, member_sentences(analysed[cid].sentences, analysed[cid].where,
-                                         [names[m] for m in members if m in names]))
+        chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
                   for cid, members in read if cid in analysed]
         class_counts: Counter = Counter()
-        for _, sentences in chunks:
-            for sentence in sentences:
-                class_counts.update(sentence.phrases)
+        for _, chunk, members in chunks:
+            for position in _positions(members):
+                class_counts.update(chunk.sentences[position].phrases)
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
@@ -418,7 +445,7 @@ class ProfileReportWriter:
         background = Background([analysed[cid] for cid, _ in read if cid in analysed], class_counts)
         ranked = central_members(entities, edges)
         named = title_members(ranked)
-        exclude = {w for e in named for w in phrase_terms(e["name"])} | self.repeated
+        exclude = {w for e in named for w in _name_terms(e["name"])} | self.repeated
         phrases = key_phrases(class_counts, background, exclude)
         weights = {t: background.weight(t, class_counts[t]) for t in phrases}
         top = max(weights.values(), default=1.0) or 1.0
