@@ -241,12 +241,18 @@ class ChunkText(NamedTuple):
     sentences: list
     where: dict
     words: int
+    quotable: int = 0   # the sentences of 8 to 80 words (a bit each): those a report may quote
+    cut: int = 0        # the sentences whose first letter is lower case (a tail cut at the chunk's start)
 
 
 def analyse_chunk(text: str) -> ChunkText:
     """The chunk's sentences, postings (the sentence frequency of a term is its bit count) and word count."""
     sentences = chunk_sentences(text)
-    return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences))
+    quotable = cut = 0
+    for position, sentence in enumerate(sentences):
+        quotable |= (8 <= sentence.words <= 80) << position
+        cut |= next((c for c in sentence.text if c.isalpha()), "").islower() << position
+    return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences), quotable, cut)
 
 
 def chunk_sentences(text: str) -> list[Sentence]:
@@ -335,14 +341,12 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
         for mask in chain((m for m, _ in masks), named):
             said |= mask
         best = None
-        for position in _positions(members & said):
+        for position in _positions(members & said & chunk.quotable):
             sentence = chunk.sentences[position]
-            if sentence.words < 8 or sentence.words > 80:
-                continue
             score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
             score += sum(1.0 for m in named if m >> position & 1)
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
-            if next((c for c in sentence.text if c.isalpha()), "").islower():
+            if chunk.cut >> position & 1:
                 score /= 2  # the tail of a sentence cut at the chunk's start
             if score > 0 and (best is None or score > best[0]):
                 best = (score, order, position, sentence.text, chunk_id)
