@@ -379,15 +379,56 @@ def importance(chunks: int, documents: int, size: int) -> float:
 _IN = "IN (SELECT value FROM json_each(?))"
 
 
-def _community_chunks(conn, member_ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
-    """(chunk id, the members it mentions) of the chunks that mention members, those naming
-    most members first (then by document and position), and how many documents they span."""
-    rows = conn.execute(
-        "SELECT em.chunk_id, json_group_array(em.entity_id), c.document_id FROM entity_mentions em "
-        f"JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN} "
+class _Mentions:
+    """Where the members are mentioned (chunks, and their documents and positions) and how
+    often, read from the store once per entity in a report stage: a member's chunks serve
+    every community above it too (each level holds it again), not a query per community."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.mentions: dict[str, object] = {}           # entity id -> entities.mentions
+        self._chunks: dict[str, list[int]] = {}         # entity id -> chunk numbers
+        self._numbers: dict[str, int] = {}              # chunk id -> number
+        self._chunk_ids: list[str] = []                 # by number
+        self._places: list[tuple | None] = []           # (document id, ordinal) by number (None: no such chunk)
+
+    def read(self, ids: list[str]) -> None:
+        """Read the entities not read yet."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._chunks]
+        if not missing:
+            return
+        for eid in missing:
+            self._chunks[eid] = []
+        args = (json.dumps(missing),)
+        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args))
+        for eid, cid, document, ordinal in self.conn.execute(
+                "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+                f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args):
+            number = self._numbers.get(cid)
+            if number is None:
+                number = self._numbers[cid] = len(self._chunk_ids)
+                self._chunk_ids.append(cid)
+                self._places.append(None if document is None else (document, ordinal))
+            self._chunks[eid].append(number)
+
+    def chunk_ids(self, ids: list[str]) -> list[str]:
+        """The ids of the chunks that mention these entities, sorted."""
+        self.read(ids)
+        return sorted({self._chunk_ids[n] for eid in dict.fromkeys(ids) for n in self._chunks[eid]})
+
+    def community_chunks(self, ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
+        """(chunk id, the members it mentions) of the chunks that mention members, those naming
+        most members first (then by document and position), and how many documents they span."""
+        self.read(ids)
+        members: dict[int, list[str]] = {}
+        for eid in dict.fromkeys(ids):
+            for number in self._chunks[eid]:
+                members.setdefault(number, []).append(eid)
+        places = self._places
         # in document order, not in the order documents were added: an incremental store and a fresh build agree
-        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.document_id, c.ordinal", (json.dumps(member_ids),)).fetchall()
-    return [(r[0], json.loads(r[1])) for r in rows], len({r[2] for r in rows})
+        order = sorted((n for n in members if places[n] is not None),
+                       key=lambda n: (-len(members[n]), places[n], self._chunk_ids[n]))
+        return [(self._chunk_ids[n], members[n]) for n in order], len({places[n][0] for n in order})
 
 
 class ProfileReportWriter:
@@ -402,6 +443,11 @@ class ProfileReportWriter:
         self.conn = conn
         self._sentences = _AnalysedChunks(ANALYSED_IN_MEMORY)
         self._repeated: frozenset | None = None
+        self._mentions = _Mentions(conn)
+
+    def begin(self) -> None:
+        """A report stage starts (tgr.build.report): the graph may have changed since the last."""
+        self._mentions = _Mentions(self.conn)
 
     @property
     def repeated(self) -> frozenset:
@@ -413,10 +459,9 @@ class ProfileReportWriter:
     def inputs(self, members: list[str]) -> str:
         """What a report reads besides its community's context (part of its context hash): the
         chunks that mention its members (ids hash their document, position and text)."""
-        rows = self.conn.execute(f"SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id {_IN} "
-                                 "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
+        chunk_ids = self._mentions.chunk_ids(members)
         # the words left out as what every document repeats: a report changes when they do
-        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows) + (
+        return "\n-----Chunks-----\n" + ",".join(chunk_ids) + (
             "\n-----Repeated-----\n" + ",".join(sorted(self.repeated)) if self.repeated else "")
 
     def write(self, items, idle=None, more=None):
@@ -429,9 +474,9 @@ class ProfileReportWriter:
     def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
         """The profile of the community of these entities and internal relationships."""
         ids = [e["id"] for e in entities]
-        mentions = dict(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", (json.dumps(ids),)))
+        mentioned, documents = self._mentions.community_chunks(ids)
+        mentions = self._mentions.mentions
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
-        mentioned, documents = _community_chunks(self.conn, ids)
         read = mentioned[:MAX_CLASS_CHUNKS]
         analysed = self._analysed([cid for cid, _ in read])
         names = {e["id"]: name_words(e["name"]) for e in entities}
