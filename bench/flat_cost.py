@@ -1,10 +1,13 @@
 """Offline cost per million characters at 1, 4 and 13 M chars: is the curve flat? (issue 27, part 4)
 
-    python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--out DIR] [--nice 10] [--stages]
+    python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--corpora distinct|shuffled]
+                              [--out DIR] [--nice 10] [--stages]
 
-For each language and size: about that many million characters of shuffled book paragraphs
-(bench/run.py's `shuffled_corpus`: every pass over the paragraphs in a new seeded order, so no
-chunk repeats), then a fresh `python -m tgr.cli index STORE CORPUS --offline --embed-model
+For each language and size: about that many million characters of the books' paragraphs, every
+pass over them in a new seeded order and (--corpora distinct, the default) with every proper name
+renamed in each pass after the first (bench/distinct_corpus.py: the entity graph grows with the
+text, as on a real corpus); --corpora shuffled repeats the names (bench/run.py's
+`shuffled_corpus`: no chunk repeats, but the graph stops growing after the first pass). Then a fresh `python -m tgr.cli index STORE CORPUS --offline --embed-model
 tgr:hash-384 -q` in its own process (PYTHONPATH=this checkout), timed by the kernel (wait4:
 user + system CPU and peak RSS of the process and its threads) and by the wall clock.
 Languages: en (Moby-Dick + the Carol), zh (西游记), mixed (all three). Prints wall, CPU and
@@ -27,6 +30,7 @@ ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from distinct_corpus import distinct_corpus  # noqa: E402
 from run import CORPORA, CORPORA_DIR, shuffled_corpus  # noqa: E402
 from index_cpu import command_for  # noqa: E402
 
@@ -34,15 +38,18 @@ BOOKS = {"en": ("en", "carol"), "zh": ("zh",), "mixed": ("en", "zh", "carol")}
 TARGET_RATIO = 1.3
 
 
-def write_corpus(lang: str, millions: float, out: Path) -> tuple[Path, int]:
+MAKERS = {"distinct": distinct_corpus, "shuffled": shuffled_corpus}
+
+
+def write_corpus(lang: str, millions: float, out: Path, kind: str = "distinct") -> tuple[Path, int]:
     """The corpus file for lang at about millions M chars (kept if already written) and its length."""
-    path = out / f"flat-{lang}-{millions:g}m.txt"
+    path = out / f"flat-{lang}-{millions:g}m-{kind}.txt"
     if not path.is_file():
         books = [CORPORA_DIR / CORPORA[name] for name in BOOKS[lang]]
         missing = [str(b) for b in books if not b.is_file()]
         if missing:
             raise SystemExit(f"corpus not found: {', '.join(missing)} (set TGR_CORPORA)")
-        path.write_text(shuffled_corpus(books, int(millions * 1e6)), encoding="utf-8")
+        path.write_text(MAKERS[kind](books, int(millions * 1e6)), encoding="utf-8")
     return path, len(path.read_text(encoding="utf-8"))
 
 
@@ -101,6 +108,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4,13", help="million chars, comma-separated (default 1,4,13)")
     parser.add_argument("--langs", default="en,zh,mixed", help="of en, zh, mixed (default all three)")
+    parser.add_argument("--corpora", choices=sorted(MAKERS), default="distinct",
+                        help="distinct (names renamed pass by pass, the default) or shuffled (names repeat)")
     parser.add_argument("--out", type=Path, help="keep corpora and stores here (default: a temporary directory)")
     parser.add_argument("--nice", type=int, default=0, help="run each build at this niceness increment")
     parser.add_argument("--stages", action="store_true",
@@ -120,7 +129,7 @@ def main(argv=None) -> int:
         rows = []
         for lang in langs:
             for millions in sizes:
-                corpus, chars = write_corpus(lang, millions, out)
+                corpus, chars = write_corpus(lang, millions, out, args.corpora)
                 load = os.getloadavg()[0]
                 wall, cpu, rss, stages = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out,
                                                     args.nice, args.stages)

@@ -186,6 +186,25 @@ def test_clique_above_the_max_keeps_a_valid_hierarchy(n, max_size):
     check_hierarchy(nodes, edges, communities, max_size)
 
 
+@pytest.mark.parametrize("resolution", [0.05, 0.5, 1.0, 1.5, 1.99, 2.0, 2.5, 8.0])
+def test_a_two_entity_component_is_split_as_leiden_splits_it(resolution):
+    # below resolution 2 _split joins the two without running Leiden: Leiden must agree
+    import igraph
+    import leidenalg
+
+    rng = random.Random(resolution)
+    for _ in range(20):
+        weight, seed = rng.choice([1.0, 54.0, rng.uniform(0.01, 100.0)]), rng.randrange(1000)
+        graph = igraph.Graph(n=2, edges=[(0, 1)])
+        graph.es["weight"] = [weight]
+        membership = leidenalg.find_partition(graph, leidenalg.RBConfigurationVertexPartition, weights="weight",
+                                              resolution_parameter=resolution, n_iterations=-1,
+                                              seed=seed).membership
+        expected = [[0, 1]] if membership[0] == membership[1] else [[0], [1]]
+        assert _split(graph, [0, 1], seed, resolution, whole=True) == expected
+        assert _split(graph, [0, 1], seed, resolution, whole=True, start=([0, 1], [False, False])) == expected
+
+
 # -- cluster() on a real store ---------------------------------------------------------
 
 @pytest.fixture

@@ -258,3 +258,36 @@ def test_analysed_chunks_beyond_the_memory_limit_come_back_from_disk_unchanged()
             assert kept.get(chunk_id) == analyse_chunk(text)
     zh = kept.get("zh")
     assert zh.where["孙悟空"] == 0b11 and zh.where["唐僧"] == 0b10  # a bit per sentence that says it
+
+
+def test_a_chunks_chinese_words_cut_at_once_are_each_sentences_own():
+    """The analysis cuts all the Chinese of a chunk in one call: each sentence gets the terms
+    it gets on its own (jieba cuts each run of Han characters apart)."""
+    from tgr.offline.community_reports import analyse_chunk, chinese_words
+
+    text = "孙悟空大闹天宫，玉帝大惊。唐僧和猪八戒去西天取经，孙悟空保护唐僧。Sun Wukong met the Dragon King 龙王 at sea."
+    chunk = analyse_chunk(text)
+    assert len(chunk.sentences) == 3
+    for sentence in chunk.sentences:
+        assert sentence.phrases == tuple(dict.fromkeys(phrase_terms(sentence.text)))
+    texts = [s.text for s in chunk.sentences]
+    assert chinese_words(texts) == [chinese_words([t])[0] for t in texts]
+    assert "龙王" in chunk.sentences[2].phrases and "dragon king" in chunk.sentences[2].phrases
+
+
+def test_a_report_writer_reads_the_mentions_again_in_a_new_stage(two_topics):
+    """The offline writer reads where members are mentioned once per report stage; begin()
+    (each build_reports) reads the store as it is then."""
+    from tgr.offline.community_reports import ProfileReportWriter
+    from tgr.store.db import transaction
+
+    with tgr.open(two_topics) as kb:
+        conn = kb.conn
+        entity, = conn.execute("SELECT min(entity_id) FROM entity_mentions").fetchone()
+        writer = ProfileReportWriter(conn)
+        before = writer.inputs([entity])
+        with transaction(conn):
+            conn.execute("DELETE FROM entity_mentions WHERE entity_id = ?", (entity,))
+        writer.begin()
+        after = writer.inputs([entity])
+        assert after != before and after == ProfileReportWriter(conn).inputs([entity])

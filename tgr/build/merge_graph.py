@@ -314,8 +314,10 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
             continue
         a, b = ends[0].id, ends[1].id
         rel_id = ids.get((a, b)) or ids.setdefault((a, b), content_hash(*sorted((a, b))))
-        edge = edges.setdefault(rel_id, {"source": a, "target": b, "predicates": Counter(),
-                                         "descriptions": [], "chunks": set(), "weight": 0})
+        edge = edges.get(rel_id)
+        if edge is None:  # (not a new Counter per row to throw away)
+            edge = edges[rel_id] = {"source": a, "target": b, "predicates": Counter(),
+                                    "descriptions": [], "chunks": set(), "weight": 0}
         edge["predicates"][" ".join(predicate.split())] += 1
         seen = said.setdefault(rel_id, set())
         if description and description not in seen:  # (the raw text against the tidied ones, as it was)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from functools import lru_cache
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
@@ -70,9 +71,10 @@ _PLACE_OR_BODY = frozenset({"location", "organization", "country"})
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
+@lru_cache(maxsize=1 << 16)
 def name_key(name: str, titles: bool = True) -> str:
     """The key of a name by itself (step 1 of the module docstring); titles=False keeps a
-    leading title ("master peter")."""
+    leading title ("master peter"). Remembered: every merge keys every row's name again."""
     key = normalise_name(name.translate(_DOTS))
     if not key:
         return key

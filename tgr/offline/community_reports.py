@@ -28,6 +28,7 @@ import re
 import sys
 import tempfile
 from collections import Counter, OrderedDict
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -35,7 +36,7 @@ from typing import NamedTuple
 from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
-from ..text import CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
+from ..text import CJK_RANGES, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -47,6 +48,7 @@ DAMPING = 0.85
 REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what they all repeat
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
 _BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00C0-\u024F]")  # where a _LATIN_WORD can start
 _TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
 # words of prose too common to say what a community is about (beyond tgr.text.STOPWORDS)
 _GENERIC = frozenset("""now like well just even still yet never ever always upon little great good
@@ -91,12 +93,35 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
     """Candidate key phrases of a text: content words (Latin: three letters or more, not
     stopwords; Chinese: words of two characters or more) and adjacent pairs of Latin content
     words within a clause ("counting house"). cjk: whether the text has CJK characters (None: look)."""
-    terms: list[str] = []
-    if has_cjk(text) if cjk is None else cjk:
-        import rjieba
+    terms = chinese_words([text])[0] if (has_cjk(text) if cjk is None else cjk) else []
+    return latin_terms(text, terms)
 
-        terms += [w for w in rjieba.cut("\n".join(CJK_RUN.findall(text)))  # "\n": runs apart
-                  if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
+
+def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
+    """The Chinese words (two characters or more, not function words) of each text's CJK runs,
+    from one cut of them all: jieba cuts each run of Han characters on its own, so runs cut
+    together, kept apart by a character it returns as a word of its own, are cut as they are
+    alone. unique: each word once per text (in the order first said)."""
+    import rjieba
+
+    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
+    words, start = [], 0
+    for _ in range(len(texts) - 1):
+        end = cut.index("\0", start)
+        words.append(_kept(cut[start:end], unique))
+        start = end + 1
+    words.append(_kept(cut[start:], unique))
+    return words
+
+
+def _kept(words: list[str], unique: bool) -> list[str]:
+    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
+
+
+def latin_terms(text: str, terms: list[str]) -> list[str]:
+    """terms, then the Latin content words and two-word phrases of text (see phrase_terms)."""
+    if not _LATIN_LETTER.search(text):
+        return terms  # no Latin word can start anywhere (most Chinese sentences)
     previous = None
     for word, stop in _TOKEN.findall(text):
         if stop:
@@ -111,6 +136,12 @@ def phrase_terms(text: str, cjk: bool | None = None) -> list[str]:
             terms.append(f"{previous} {word}")
         previous = word
     return terms
+
+
+@lru_cache(maxsize=1)
+def _cjk_run() -> re.Pattern:
+    """CJK_RUN's full pattern (it finds the same runs in any text), compiled when first needed."""
+    return re.compile(f"[{CJK_RANGES}]+")
 
 
 @lru_cache(maxsize=65536)
@@ -210,35 +241,51 @@ class ChunkText(NamedTuple):
     sentences: list
     where: dict
     words: int
+    quotable: int = 0   # the sentences of 8 to 80 words (a bit each): those a report may quote
+    cut: int = 0        # the sentences whose first letter is lower case (a tail cut at the chunk's start)
 
 
 def analyse_chunk(text: str) -> ChunkText:
     """The chunk's sentences, postings (the sentence frequency of a term is its bit count) and word count."""
     sentences = chunk_sentences(text)
-    return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences))
+    quotable = cut = 0
+    for position, sentence in enumerate(sentences):
+        quotable |= (8 <= sentence.words <= 80) << position
+        cut |= next((c for c in sentence.text if c.isalpha()), "").islower() << position
+    return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences), quotable, cut)
 
 
 def chunk_sentences(text: str) -> list[Sentence]:
-    """The sentences of a chunk, analysed."""
-    sentences = []
+    """The sentences of a chunk, analysed (the Chinese words of all of them in one cut)."""
+    spans = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
     for a, b in chunk_sentence_spans(text):
         parts = text[a:b].split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and has_cjk(sentence)
-            words = len(sentence) // 2 if cjk else len(parts)
+            cjk = chinese and _cjk_run().search(sentence) is not None
             said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
-            # interned: the same word in thousands of kept chunks is one string
-            phrases = tuple(dict.fromkeys(map(sys.intern, phrase_terms(said, cjk))))
-            sentences.append(Sentence(sentence, phrases, words))
+            spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
+    words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
+    sentences = []
+    for sentence, cjk, said, count in spans:
+        terms = latin_terms(said, next(words) if cjk else [])
+        # interned: the same word in thousands of kept chunks is one string
+        sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
 
 
+@lru_cache(maxsize=65536)
 def name_words(name: str) -> frozenset:
     """The content words of a name, as sentences are matched against them (empty for a name
-    of short words or stopwords only: it matches no sentence)."""
+    of short words or stopwords only: it matches no sentence). Remembered: a member's name is
+    matched in every community above it."""
     return frozenset(t for t in phrase_terms(name) if " " not in t)
+
+
+@lru_cache(maxsize=65536)
+def _name_terms(name: str) -> tuple:
+    return tuple(phrase_terms(name))
 
 
 def postings(sentences: list[Sentence]) -> dict[str, int]:
@@ -251,11 +298,15 @@ def postings(sentences: list[Sentence]) -> dict[str, int]:
     return where
 
 
-def member_sentences(sentences: list[Sentence], where: dict[str, int],
-                     names: list[frozenset]) -> list[Sentence]:
-    """The sentences of a chunk (with its postings) that hold every word of one of the names;
-    all of them when none does (the chunk was linked to the community by a form of a name the
-    sentences do not spell out)."""
+def member_sentences(chunk: ChunkText, names: list[frozenset]) -> int:
+    """The sentences of a chunk that hold every word of one of the names, as a bit mask (bit i:
+    sentence i); all of them when none does (the chunk was linked to the community by a form
+    of a name the sentences do not spell out)."""
+    return _holding(chunk.where, names) or (1 << len(chunk.sentences)) - 1
+
+
+def _holding(where: dict[str, int], names: list[frozenset]) -> int:
+    """The sentences (a bit mask, from a chunk's postings) that hold every word of one of the names."""
     hits = 0
     for name in names:
         found = [where.get(word, 0) for word in name]
@@ -264,24 +315,38 @@ def member_sentences(sentences: list[Sentence], where: dict[str, int],
             for mask in found[1:]:
                 common &= mask
             hits |= common
-    return [s for i, s in enumerate(sentences) if hits >> i & 1] or sentences
+    return hits
 
 
-def representative_sentences(chunks: list[tuple[str, list[Sentence]]], weights: dict[str, float],
+def _positions(mask: int):
+    """The set bits of a mask, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: dict[str, float],
                              names: list[str], limit: int = SENTENCES) -> list[tuple[str, str]]:
-    """(sentence, chunk id) from (chunk id, sentences) that best carry the key phrase weights
-    and name the central members; one per chunk, ties to the earlier chunk and sentence."""
-    name_terms = [name_words(n) for n in names]
+    """(sentence, chunk id) from (chunk id, chunk, its member sentences' mask) that best carry
+    the key phrase weights and name the central members; one per chunk, ties to the earlier
+    chunk and sentence."""
+    name_terms = [n for n in map(name_words, names) if n]
     scored = []
-    for order, (chunk_id, sentences) in enumerate(chunks):
+    for order, (chunk_id, chunk, members) in enumerate(chunks):
+        where = chunk.where
+        masks = [(where.get(t, 0), w) for t, w in weights.items()]
+        named = [_holding(where, [n]) for n in name_terms]
+        said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
+        for mask in chain((m for m, _ in masks), named):
+            said |= mask
         best = None
-        for position, sentence in enumerate(sentences):
-            if sentence.words < 8 or sentence.words > 80:
-                continue
-            score = sum(w for t, w in weights.items() if t in sentence.phrases)
-            score += sum(1.0 for n in name_terms if n and all(w in sentence.phrases for w in n))
+        for position in _positions(members & said & chunk.quotable):
+            sentence = chunk.sentences[position]
+            score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
+            score += sum(1.0 for m in named if m >> position & 1)
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
-            if next((c for c in sentence.text if c.isalpha()), "").islower():
+            if chunk.cut >> position & 1:
                 score /= 2  # the tail of a sentence cut at the chunk's start
             if score > 0 and (best is None or score > best[0]):
                 best = (score, order, position, sentence.text, chunk_id)
@@ -314,15 +379,56 @@ def importance(chunks: int, documents: int, size: int) -> float:
 _IN = "IN (SELECT value FROM json_each(?))"
 
 
-def _community_chunks(conn, member_ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
-    """(chunk id, the members it mentions) of the chunks that mention members, those naming
-    most members first (then by document and position), and how many documents they span."""
-    rows = conn.execute(
-        "SELECT em.chunk_id, json_group_array(em.entity_id), c.document_id FROM entity_mentions em "
-        f"JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN} "
+class _Mentions:
+    """Where the members are mentioned (chunks, and their documents and positions) and how
+    often, read from the store once per entity in a report stage: a member's chunks serve
+    every community above it too (each level holds it again), not a query per community."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.mentions: dict[str, object] = {}           # entity id -> entities.mentions
+        self._chunks: dict[str, list[int]] = {}         # entity id -> chunk numbers
+        self._numbers: dict[str, int] = {}              # chunk id -> number
+        self._chunk_ids: list[str] = []                 # by number
+        self._places: list[tuple | None] = []           # (document id, ordinal) by number (None: no such chunk)
+
+    def read(self, ids: list[str]) -> None:
+        """Read the entities not read yet."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._chunks]
+        if not missing:
+            return
+        for eid in missing:
+            self._chunks[eid] = []
+        args = (json.dumps(missing),)
+        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args))
+        for eid, cid, document, ordinal in self.conn.execute(
+                "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+                f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args):
+            number = self._numbers.get(cid)
+            if number is None:
+                number = self._numbers[cid] = len(self._chunk_ids)
+                self._chunk_ids.append(cid)
+                self._places.append(None if document is None else (document, ordinal))
+            self._chunks[eid].append(number)
+
+    def chunk_ids(self, ids: list[str]) -> list[str]:
+        """The ids of the chunks that mention these entities, sorted."""
+        self.read(ids)
+        return sorted({self._chunk_ids[n] for eid in dict.fromkeys(ids) for n in self._chunks[eid]})
+
+    def community_chunks(self, ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
+        """(chunk id, the members it mentions) of the chunks that mention members, those naming
+        most members first (then by document and position), and how many documents they span."""
+        self.read(ids)
+        members: dict[int, list[str]] = {}
+        for eid in dict.fromkeys(ids):
+            for number in self._chunks[eid]:
+                members.setdefault(number, []).append(eid)
+        places = self._places
         # in document order, not in the order documents were added: an incremental store and a fresh build agree
-        "GROUP BY em.chunk_id ORDER BY count(*) DESC, c.document_id, c.ordinal", (json.dumps(member_ids),)).fetchall()
-    return [(r[0], json.loads(r[1])) for r in rows], len({r[2] for r in rows})
+        order = sorted((n for n in members if places[n] is not None),
+                       key=lambda n: (-len(members[n]), places[n], self._chunk_ids[n]))
+        return [(self._chunk_ids[n], members[n]) for n in order], len({places[n][0] for n in order})
 
 
 class ProfileReportWriter:
@@ -337,6 +443,11 @@ class ProfileReportWriter:
         self.conn = conn
         self._sentences = _AnalysedChunks(ANALYSED_IN_MEMORY)
         self._repeated: frozenset | None = None
+        self._mentions = _Mentions(conn)
+
+    def begin(self) -> None:
+        """A report stage starts (tgr.build.report): the graph may have changed since the last."""
+        self._mentions = _Mentions(self.conn)
 
     @property
     def repeated(self) -> frozenset:
@@ -348,10 +459,9 @@ class ProfileReportWriter:
     def inputs(self, members: list[str]) -> str:
         """What a report reads besides its community's context (part of its context hash): the
         chunks that mention its members (ids hash their document, position and text)."""
-        rows = self.conn.execute(f"SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id {_IN} "
-                                 "ORDER BY chunk_id", (json.dumps(members),)).fetchall()
+        chunk_ids = self._mentions.chunk_ids(members)
         # the words left out as what every document repeats: a report changes when they do
-        return "\n-----Chunks-----\n" + ",".join(r[0] for r in rows) + (
+        return "\n-----Chunks-----\n" + ",".join(chunk_ids) + (
             "\n-----Repeated-----\n" + ",".join(sorted(self.repeated)) if self.repeated else "")
 
     def write(self, items, idle=None, more=None):
@@ -364,20 +474,19 @@ class ProfileReportWriter:
     def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
         """The profile of the community of these entities and internal relationships."""
         ids = [e["id"] for e in entities]
-        mentions = dict(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", (json.dumps(ids),)))
+        mentioned, documents = self._mentions.community_chunks(ids)
+        mentions = self._mentions.mentions
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
-        mentioned, documents = _community_chunks(self.conn, ids)
         read = mentioned[:MAX_CLASS_CHUNKS]
         analysed = self._analysed([cid for cid, _ in read])
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
-        chunks = [(cid, member_sentences(analysed[cid].sentences, analysed[cid].where,
-                                         [names[m] for m in members if m in names]))
+        chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
                   for cid, members in read if cid in analysed]
         class_counts: Counter = Counter()
-        for _, sentences in chunks:
-            for sentence in sentences:
-                class_counts.update(sentence.phrases)
+        for _, chunk, members in chunks:
+            for position in _positions(members):
+                class_counts.update(chunk.sentences[position].phrases)
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
@@ -385,7 +494,7 @@ class ProfileReportWriter:
         background = Background([analysed[cid] for cid, _ in read if cid in analysed], class_counts)
         ranked = central_members(entities, edges)
         named = title_members(ranked)
-        exclude = {w for e in named for w in phrase_terms(e["name"])} | self.repeated
+        exclude = {w for e in named for w in _name_terms(e["name"])} | self.repeated
         phrases = key_phrases(class_counts, background, exclude)
         weights = {t: background.weight(t, class_counts[t]) for t in phrases}
         top = max(weights.values(), default=1.0) or 1.0
