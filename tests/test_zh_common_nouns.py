@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import tgr
-from tgr.build.zh_common_nouns import used_as_common_word
+from tgr.build.zh_common_nouns import used_as_common_word, words_used_as_common
 from tgr.offline.names_zh import dictionary_person_words
 
 STORY = ("唐僧骑马西行，路遇一个和尚。那和尚道：“长老从何处来？”唐僧道：“贫僧自东土大唐而来。”"
@@ -23,6 +23,16 @@ def test_a_word_with_measure_words_plurals_or_negations_is_a_common_word():
     assert not used_as_common_word("那和尚法名叫做和尚。一个和尚，众和尚。", "和尚")  # named: kept
     assert not used_as_common_word("一个和尚来了。和尚道：好。和尚去了寺中。和尚又笑。和尚坐下。"
                                    "和尚吃茶。和尚睡觉。和尚起来。和尚念经。和尚出门。和尚回来。", "和尚")  # once in 11
+
+
+def test_words_looked_for_together_are_judged_as_one_at_a_time():
+    # overlapping words (师兄 and 兄弟 in 众师兄弟们) are each found; 哈哈 in 哈哈哈 counts once
+    text = STORY + "众师兄弟们来了。不兄弟们。哈哈哈。哈哈们。众哈哈。那师兄道：好。"
+    words = ["和尚", "言语", "唐僧", "师兄", "兄弟", "师兄弟", "哈哈", "行者"]
+    expected = {w for w in words if used_as_common_word(text, w)}
+    assert words_used_as_common(text, words) == expected
+    assert expected == {"和尚", "言语", "兄弟", "哈哈"}  # 师兄: one of two; 师兄弟 once
+    assert words_used_as_common(text, []) == set()
 
 
 def test_an_offline_store_keeps_the_name_and_drops_the_common_nouns(tmp_path):

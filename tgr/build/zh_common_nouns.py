@@ -45,8 +45,7 @@ def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]])
         texts[document].append(text)
     found = {}
     for document, words in candidates.items():
-        text = "\n".join(texts[document])
-        common = {w for w in words if used_as_common_word(text, w)}
+        common = words_used_as_common("\n".join(texts[document]), words)
         if common:
             found[document] = common
     return found
@@ -55,13 +54,41 @@ def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]])
 def used_as_common_word(text: str, word: str) -> bool:
     """The text writes word with a noun's or a verb's company (module docstring) often enough,
     and never names it with a naming phrase."""
-    occurrences = marked = 0
-    start = text.find(word)
-    while start >= 0:
-        if _NAMED_BY.search(text, max(0, start - 4), start):
-            return False
-        occurrences += 1
-        end = start + len(word)
-        marked += text[start - 1:start] in _BEFORE or text.startswith(_AFTER, end)
-        start = text.find(word, end)
-    return marked >= _LEAST and marked >= _SHARE * occurrences
+    return bool(words_used_as_common(text, [word]))
+
+
+def words_used_as_common(text: str, words) -> set[str]:
+    """The words (of two or three characters) that used_as_common_word holds for, from one
+    pass over the text (not a scan of the whole text per word)."""
+    common = set()
+    for word, starts in _occurrences(text, words).items():
+        marked = 0
+        for start in starts:
+            if _NAMED_BY.search(text, max(0, start - 4), start):
+                break
+            marked += text[start - 1:start] in _BEFORE or text.startswith(_AFTER, start + len(word))
+        else:
+            if marked >= _LEAST and marked >= _SHARE * len(starts):
+                common.add(word)
+    return common
+
+
+def _occurrences(text: str, words) -> dict[str, list[int]]:
+    """Where each word starts in text, left to right and not overlapping itself (as a
+    str.find loop steps); the words may overlap each other (师兄, 兄弟 in 师兄弟)."""
+    by_length: dict[int, set[str]] = defaultdict(set)
+    for word in words:
+        by_length[len(word)].add(word)
+    starts = {word: [] for word in words}
+    if not starts:
+        return starts
+    ends = dict.fromkeys(starts, 0)
+    first = re.compile("[" + re.escape("".join(sorted({w[0] for w in starts}))) + "]")
+    for match in first.finditer(text):
+        position = match.start()
+        for length, group in by_length.items():
+            word = text[position:position + length]
+            if word in group and position >= ends[word]:
+                starts[word].append(position)
+                ends[word] = position + length
+    return starts

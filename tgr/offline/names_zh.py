@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
+from itertools import accumulate, compress
 
 from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
     chinese_short_forms
@@ -61,12 +62,21 @@ _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区
                      "巴士 公交 地铁 的士 线路".split())
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
 _MONTHS = MONTHS | MONTH_ABBREVIATIONS
+# patterns that no sentence of most texts matches, by what they find; each matches wherever
+# that finder's own pattern does (chinese_names looks for them once in the whole text)
+_RARE_PATTERNS = {"dotted": re.compile("[·・•‧]"), "latin": re.compile("[A-Za-z]"),
+                  "named": _NAMED, "subject": re.compile(rf"[（(]|[，,](?:{_NAMING})"), "alias": _ALIAS}
+_ALL_RARE = frozenset(_RARE_PATTERNS)
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
     """The names found in each sentence (one list per sentence), aliases merged."""
-    found = [_sentence_names(s) for s in sentences]
-    aliases = _explicit_aliases(sentences, found)
+    # the patterns few sentences match, looked for once in the whole text: a sentence runs
+    # only those its text has (each is found in a sentence only if it is in the text)
+    text = "\n".join(sentences)
+    rare = frozenset(name for name, pattern in _RARE_PATTERNS.items() if pattern.search(text))
+    found = [_sentence_names(s, rare) for s in sentences]
+    aliases = _explicit_aliases(sentences, found) if "alias" in rare else {}
     kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
     for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
         present = {n for n, _ in names_here}
@@ -85,48 +95,60 @@ def _tagged(sentence: str) -> list[tuple[int, str, str]]:
     (jieba in Rust: jieba.posseg's pure-Python HMM was most of a Chinese offline build)."""
     import rjieba
 
-    spans, position = [], 0
-    for word, flag in rjieba.tag(sentence):
-        spans.append((position, word, flag))
-        position += len(word)
-    return spans
+    tags = rjieba.tag(sentence)
+    if not tags:
+        return []
+    words, flags = zip(*tags)
+    return list(zip(accumulate(map(len, words), initial=0), words, flags))
 
 
-def _sentence_names(sentence: str) -> list[Name]:
+def _flags(spans: list[tuple[int, str, str]]) -> tuple[str, ...]:
+    """The spans' part-of-speech flags, in order."""
+    return tuple(zip(*spans))[2] if spans else ()
+
+
+def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE) -> list[Name]:
+    """The names of one sentence; rare: the names of the _RARE_PATTERNS its text may match
+    (the others are not looked for)."""
     spans = _tagged(sentence)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
-    for match in _TITLE.finditer(sentence):
-        names.append((match.start(), match.group(1).strip(), "concept"))
-        covered.append(match.span())
-    for match in _QUOTED.finditer(sentence):
-        names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
-        covered.append(match.span())
-    for match in _DOTTED.finditer(sentence):
-        a, b = _trim_dotted(match, spans)
-        names.append((a, sentence[a:b], "person"))
-        covered.append((a, b))
+    if "《" in sentence:
+        for match in _TITLE.finditer(sentence):
+            names.append((match.start(), match.group(1).strip(), "concept"))
+            covered.append(match.span())
+    if "“" in sentence or "「" in sentence:
+        for match in _QUOTED.finditer(sentence):
+            names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
+            covered.append(match.span())
+    if "dotted" in rare:
+        for match in _DOTTED.finditer(sentence):
+            a, b = _trim_dotted(match, spans)
+            names.append((a, sentence[a:b], "person"))
+            covered.append((a, b))
     inside = lambda a, b: any(s <= a and b <= e for s, e in covered)
     overlaps = lambda a, b: any(a < e and s < b for s, e in covered)
-    for match in _LATIN.finditer(sentence):
+    for match in _LATIN.finditer(sentence) if "latin" in rare else ():
         name = match.group().rstrip(".-'")
         if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
                 and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
             names.append((match.start(), name, "concept"))
-    for start, name in _named_phrases(sentence, spans):
+    for start, name in _named_phrases(sentence, spans) if "named" in rare else ():
         if not overlaps(start, start + len(name)):
             names.append((start, name, _named_type(name, spans)))
             covered.append((start, start + len(name)))
-    for start, name, kind in _titled(spans):
+    for start, name, kind in _titled(spans) if _ANY_TITLE.search(sentence) else ():
         if not overlaps(start, start + len(name)):
             names.append((start, name, kind))
             covered.append((start, start + len(name)))
-    subject = _SUBJECT.match(sentence)
+    subject = _SUBJECT.match(sentence) if "subject" in rare else None
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
-    for index, (start, word, flag) in enumerate(spans):
-        kind = _TAG_TYPES.get(flag)
-        if kind and len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
+    kinds = list(map(_TAG_TYPES.get, _flags(spans)))
+    for index in compress(range(len(spans)), kinds):  # the words tagged as names
+        start, word, flag = spans[index]
+        kind = kinds[index]
+        if len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
                 and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index) \
                 and not _glued_address(word, flag):
             if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
@@ -145,9 +167,12 @@ def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tup
     """(start, name) of what a naming phrase names: "称名须菩提祖师", "叫做‘孙悟空’", "唤名烂桃山".
     The name runs from the phrase to the first punctuation or function word (孙悟空 of
     叫做孙悟空也), and starts where the tagger starts a word; a pronoun (唤做甚么) is none."""
+    matches = list(_NAMED.finditer(sentence))
+    if not matches:
+        return []
     starts = {start: index for index, (start, _, _) in enumerate(spans)}
     found = []
-    for match in _NAMED.finditer(sentence):
+    for match in matches:
         index = starts.get(match.end())
         if index is None:
             continue
@@ -176,6 +201,7 @@ def _named_type(name: str, spans: list[tuple[int, str, str]]) -> str:
 
 
 _TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
+_ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a sentence that has one
 
 
 def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
@@ -335,8 +361,9 @@ def _compounds(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     not be an organization itself (上市公司 + 北京首钢股份有限公司).
     """
     found, after = [], 0  # (a compound's words start no other)
-    for i, (start, word, flag) in enumerate(spans):
-        if i < after or flag not in _COMPOUND_START or len(word) < 2 or _type_by_suffix(word) == "organization":
+    for i in compress(range(len(spans)), map(_COMPOUND_START.__contains__, _flags(spans))):
+        start, word, flag = spans[i]
+        if i < after or len(word) < 2 or _type_by_suffix(word) == "organization":
             continue
         best, text = None, word
         for k in range(i + 1, min(len(spans), i + 6)):
