@@ -299,6 +299,16 @@ def test_chinese_names_and_cooccurrence():
     assert frozenset(("花果山", "唐僧")) not in pairs
 
 
+def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
+    from tgr.offline import names_zh
+
+    sentences = ["孙悟空住在花果山。", "Bee Gees 在1967年到了伦敦，  唱了「Massachusetts」", "他说：\n“唐僧 在长安”",
+                 "东胜神洲傲来国", "3.5%的A-1人", "菩提祖师道：“你姓甚么？”"]
+    tagged = names_zh._tagged_sentences(sentences, "\n".join(sentences))
+    assert tagged == [names_zh._tagged(s) for s in sentences]
+    assert [w for _, w, _ in tagged[0]][:2] == ["孙悟空", "住"]
+
+
 def test_chinese_corpus_names(zh_names):
     assert {"孙悟空", "花果山", "美猴王"} <= set(zh_names)
     assert all(len(n) >= 2 for n in zh_names)

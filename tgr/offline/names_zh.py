@@ -75,7 +75,7 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     # only those its text has (each is found in a sentence only if it is in the text)
     text = "\n".join(sentences)
     rare = frozenset(name for name, pattern in _RARE_PATTERNS.items() if pattern.search(text))
-    found = [_sentence_names(s, rare) for s in sentences]
+    found = [_sentence_names(s, rare, spans) for s, spans in zip(sentences, _tagged_sentences(sentences, text))]
     aliases = _explicit_aliases(sentences, found) if "alias" in rare else {}
     kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
     for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
@@ -102,15 +102,39 @@ def _tagged(sentence: str) -> list[tuple[int, str, str]]:
     return list(zip(accumulate(map(len, words), initial=0), words, flags))
 
 
+def _tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, str, str]]]:
+    """_tagged of each sentence, from one rjieba call on text (the sentences joined by "\n").
+    jieba cuts a text into runs of CJK characters, letters and digits and tags each run alone,
+    so a "\n" between stripped sentences is a word of its own and each sentence gets the words
+    and flags it gets alone; should a word ever straddle a "\n", each sentence is tagged alone."""
+    import rjieba
+
+    tags = rjieba.tag(text)
+    if not tags:
+        return [[] for _ in sentences]
+    words, flags = zip(*tags)
+    index = dict(zip(accumulate(map(len, words), initial=0), range(len(words) + 1)))  # word by start
+    result, start = [], 0
+    for sentence in sentences:
+        first, end = index.get(start), index.get(start + len(sentence))
+        if first is None or end is None or (end < len(words) and words[end] != "\n"):
+            return [_tagged(s) for s in sentences]
+        these = words[first:end]
+        result.append(list(zip(accumulate(map(len, these), initial=0), these, flags[first:end])))
+        start += len(sentence) + 1
+    return result
+
+
 def _flags(spans: list[tuple[int, str, str]]) -> tuple[str, ...]:
     """The spans' part-of-speech flags, in order."""
     return tuple(zip(*spans))[2] if spans else ()
 
 
-def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE) -> list[Name]:
+def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE,
+                    spans: list[tuple[int, str, str]] | None = None) -> list[Name]:
     """The names of one sentence; rare: the names of the _RARE_PATTERNS its text may match
-    (the others are not looked for)."""
-    spans = _tagged(sentence)
+    (the others are not looked for); spans: its _tagged words if known."""
+    spans = _tagged(sentence) if spans is None else spans
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     if "《" in sentence:
