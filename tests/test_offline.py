@@ -299,6 +299,26 @@ def test_chinese_names_and_cooccurrence():
     assert frozenset(("花果山", "唐僧")) not in pairs
 
 
+def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
+    from tgr.offline import names_zh
+
+    sentences = ["孙悟空住在花果山。", "Bee Gees 在1967年到了伦敦，  唱了「Massachusetts」", "他说：\n“唐僧 在长安”",
+                 "东胜神洲傲来国", "3.5%的A-1人", "菩提祖师道：“你姓甚么？”"]
+    tagged = names_zh._tagged_sentences(sentences, "\n".join(sentences))
+    assert tagged == [names_zh._tagged(s) for s in sentences]
+    assert [w for _, w, _ in tagged[0]][:2] == ["孙悟空", "住"]
+
+
+def test_patterns_looked_for_once_per_chunk_find_names_in_the_sentence_that_has_them():
+    from tgr.offline.names_zh import chinese_names
+
+    found = chinese_names(["孙悟空住在花果山。", "那石猴称名须菩提祖师也。", "他见了安德里·拉乔利纳和Bee Gees。",
+                           "狭叶艾纳香（学名：X）是一种植物。"])
+    assert ("须菩提祖师", "person") in found[1] and ("安德里·拉乔利纳", "person") in found[2]
+    assert ("Bee Gees", "concept") in found[2] and ("狭叶艾纳香", "concept") in found[3]
+    assert [n for n, _ in found[0]] == ["孙悟空", "花果山"]
+
+
 def test_chinese_corpus_names(zh_names):
     assert {"孙悟空", "花果山", "美猴王"} <= set(zh_names)
     assert all(len(n) >= 2 for n in zh_names)

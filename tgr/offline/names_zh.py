@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from itertools import accumulate, compress
 
@@ -63,20 +64,21 @@ _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
 _MONTHS = MONTHS | MONTH_ABBREVIATIONS
 # patterns that no sentence of most texts matches, by what they find; each matches wherever
-# that finder's own pattern does (chinese_names looks for them once in the whole text)
-_RARE_PATTERNS = {"dotted": re.compile("[·・•‧]"), "latin": re.compile("[A-Za-z]"),
+# that finder's own pattern does, never across a "\n" (chinese_names looks for them once in
+# the whole text, the sentences joined by "\n", and runs a finder only where its pattern is)
+_RARE_PATTERNS = {"dotted": re.compile("[·・•‧]+"), "latin": re.compile("[A-Za-z]+"),
                   "named": _NAMED, "subject": re.compile(rf"[（(]|[，,](?:{_NAMING})"), "alias": _ALIAS}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
+_NO_RARE: frozenset[str] = frozenset()
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
     """The names found in each sentence (one list per sentence), aliases merged."""
-    # the patterns few sentences match, looked for once in the whole text: a sentence runs
-    # only those its text has (each is found in a sentence only if it is in the text)
     text = "\n".join(sentences)
-    rare = frozenset(name for name, pattern in _RARE_PATTERNS.items() if pattern.search(text))
-    found = [_sentence_names(s, rare) for s in sentences]
-    aliases = _explicit_aliases(sentences, found) if "alias" in rare else {}
+    rare = _rare_patterns(sentences, text)
+    found = [_sentence_names(s, rare.get(i, _NO_RARE), spans)
+             for i, (s, spans) in enumerate(zip(sentences, _tagged_sentences(sentences, text)))]
+    aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
     kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
     for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
         present = {n for n, _ in names_here}
@@ -88,6 +90,17 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     for names_here in found:
         result.append([(aliases.get(name, name), kind) for name, kind in names_here])
     return result
+
+
+def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
+    """The _RARE_PATTERNS each sentence has, by its index (none: not there), looked for once in
+    text (the sentences joined by "\n"): a sentence runs only the finders whose pattern it has."""
+    starts = list(accumulate((len(s) + 1 for s in sentences), initial=0))
+    found: dict[int, set[str]] = {}
+    for name, pattern in _RARE_PATTERNS.items():
+        for match in pattern.finditer(text):
+            found.setdefault(bisect_right(starts, match.start()) - 1, set()).add(name)
+    return found
 
 
 def _tagged(sentence: str) -> list[tuple[int, str, str]]:
@@ -102,15 +115,46 @@ def _tagged(sentence: str) -> list[tuple[int, str, str]]:
     return list(zip(accumulate(map(len, words), initial=0), words, flags))
 
 
+def _tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, str, str]]]:
+    """_tagged of each sentence, from one rjieba call on text (the sentences joined by "\n").
+    jieba cuts a text into runs of CJK characters, letters and digits and tags each run alone,
+    so a "\n" between stripped sentences is a word of its own and each sentence gets the words
+    and flags it gets alone; should a word ever straddle a "\n", each sentence is tagged alone."""
+    import rjieba
+
+    tags = rjieba.tag(text)
+    if not tags:
+        return [[] for _ in sentences]
+    words, flags = zip(*tags)
+    starts = list(accumulate(map(len, words), initial=0))  # each word's start, and the text's end
+    result, start, end = [], 0, -1
+    for sentence in sentences:
+        first = end + 1  # the word after the last sentence's "\n"
+        end = bisect_left(starts, start + len(sentence), first)
+        if first >= len(starts) or starts[first] != start or starts[end] != start + len(sentence) \
+                or (end < len(words) and words[end] != "\n"):
+            return [_tagged(s) for s in sentences]
+        these = words[first:end]
+        result.append(list(zip(accumulate(map(len, these), initial=0), these, flags[first:end])))
+        start += len(sentence) + 1
+    return result
+
+
 def _flags(spans: list[tuple[int, str, str]]) -> tuple[str, ...]:
     """The spans' part-of-speech flags, in order."""
     return tuple(zip(*spans))[2] if spans else ()
 
 
-def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE) -> list[Name]:
+def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE,
+                    spans: list[tuple[int, str, str]] | None = None) -> list[Name]:
     """The names of one sentence; rare: the names of the _RARE_PATTERNS its text may match
-    (the others are not looked for)."""
-    spans = _tagged(sentence)
+    (the others are not looked for); spans: its _tagged words if known."""
+    spans = _tagged(sentence) if spans is None else spans
+    flags = _flags(spans)
+    kinds = list(map(_TAG_TYPES.get, flags))
+    titled = _ANY_TITLE.search(sentence)  # a word ends with a title only in a sentence that has one
+    if not (rare or titled or any(kinds) or "《" in sentence or "“" in sentence or "「" in sentence):
+        return []  # no word tagged as a name (nor a compound's first word), no pattern that finds one
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     if "《" in sentence:
@@ -137,14 +181,13 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE) -> list[Nam
         if not overlaps(start, start + len(name)):
             names.append((start, name, _named_type(name, spans)))
             covered.append((start, start + len(name)))
-    for start, name, kind in _titled(spans) if _ANY_TITLE.search(sentence) else ():
+    for start, name, kind in _titled(spans) if titled else ():
         if not overlaps(start, start + len(name)):
             names.append((start, name, kind))
             covered.append((start, start + len(name)))
     subject = _SUBJECT.match(sentence) if "subject" in rare else None
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
-    kinds = list(map(_TAG_TYPES.get, _flags(spans)))
     for index in compress(range(len(spans)), kinds):  # the words tagged as names
         start, word, flag = spans[index]
         kind = kinds[index]
@@ -154,7 +197,7 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE) -> list[Nam
             if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
                 kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
             names.append((start, word, kind))
-    names.extend(_compounds(spans))
+    names.extend(_compounds(spans, flags))
     seen, result = set(), []
     for _, name, kind in sorted(names, key=lambda n: (n[0], -len(n[1]))):
         if name not in seen:
@@ -353,15 +396,15 @@ def _ordinary(word: str, flag: str) -> bool:
     return word in _FUNCTION_CHARS or (len(word) >= 2 and flag not in _NAME_FLAGS)
 
 
-def _compounds(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+def _compounds(spans: list[tuple[int, str, str]], flags: tuple[str, ...]) -> list[tuple[int, str, str]]:
     """A name and nouns headed by an institution or place noun: 台湾电视公司, 北京国家体育馆.
 
     Leftmost-longest and not overlapping; the last word must be a common noun (the head),
     so two place names in a row (中华人民共和国北京市) are no compound, and the first may
-    not be an organization itself (上市公司 + 北京首钢股份有限公司).
+    not be an organization itself (上市公司 + 北京首钢股份有限公司). flags: _flags(spans).
     """
     found, after = [], 0  # (a compound's words start no other)
-    for i in compress(range(len(spans)), map(_COMPOUND_START.__contains__, _flags(spans))):
+    for i in compress(range(len(spans)), map(_COMPOUND_START.__contains__, flags)):
         start, word, flag = spans[i]
         if i < after or len(word) < 2 or _type_by_suffix(word) == "organization":
             continue
