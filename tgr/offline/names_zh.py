@@ -80,17 +80,23 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     found = [_sentence_names(s, rare.get(i, _NO_RARE), tags)
              for i, (s, tags) in enumerate(zip(sentences, _tagged_sentences(sentences, text)))]
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
-    kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
-    for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
-        present = {n for n, _ in names_here}
-        names_here.extend((long, kinds.get(long, "concept")) for short, long in sorted(aliases.items())
-                          if short in sentence and short not in present and long not in present)
+    if aliases:  # "首钢" wherever the text uses the short form
+        _add_long_forms(sentences, found, aliases)
     names = {name for names in found for name, _ in names}
     aliases.update(chinese_short_forms(names - set(aliases)))
-    result = []
-    for names_here in found:
-        result.append([(aliases.get(name, name), kind) for name, kind in names_here])
-    return result
+    if not aliases:
+        return found
+    return [[(aliases.get(name, name), kind) for name, kind in names_here] for names_here in found]
+
+
+def _add_long_forms(sentences: list[str], found: list[list[Name]], aliases: dict[str, str]) -> None:
+    """Add to the names of each sentence that uses a short form (aliases: short -> long) its long form."""
+    kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
+    pairs = sorted(aliases.items())
+    for sentence, names_here in zip(sentences, found):
+        present = {n for n, _ in names_here}
+        names_here.extend((long, kinds.get(long, "concept")) for short, long in pairs
+                          if short in sentence and short not in present and long not in present)
 
 
 def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
