@@ -10,8 +10,9 @@ Pass 0 is the books as written. In pass k >= 1:
   name, new in every pass.
 - Chinese: a word rjieba tags as a person (nr, nrt, nrfg) or a place (ns) becomes another word
   jieba's dictionary tags the same way, of the same length where the dictionary has enough,
-  never used by the books or an earlier pass (孙悟空 -> 章学诚 in one pass, -> 李泰清 in the next):
-  still a name the dictionary knows, so the offline name finder finds it.
+  never used by the books or an earlier pass (孙悟空 -> 章学诚 in one pass, -> 李泰清 in the next;
+  once the dictionary's places are used up, places get person names, and once those are,
+  two two-character person names joined): names the offline name finder finds.
 Everything else (sentences, their order within a paragraph, the common words) is the books'.
 Used by flat_cost.py (issue 27 item 4). Standard library, rjieba and jieba's dict.txt only.
 """
@@ -76,16 +77,27 @@ class Renamer:
         for words in self.pools.values():
             rng.shuffle(words)
         self.passes: dict[int, dict[str, str]] = {}
+        self.two, self.joined = dictionary_names()[(PERSON, 2)], 0  # most frequent first
 
     def _fresh(self, kind: str, length: int) -> str:
-        for size in (length, 3, 2, 4):  # the same length first, then the largest pools
-            pool = self.pools.get((kind, size), [])
-            while pool:
-                word = pool.pop()
-                if word not in self.used:
-                    self.used.add(word)
-                    return word
-        raise SystemExit(f"jieba's dictionary has no more {kind} names for another pass")
+        # the same kind and length first, then the largest pools; places run out first
+        # (~17,000 in the dictionary), then become person names, still names to the finder
+        for pool_kind in (kind, PERSON):
+            for size in (length, 3, 2, 4):
+                pool = self.pools.get((pool_kind, size), [])
+                while pool:
+                    word = pool.pop()
+                    if word not in self.used:
+                        self.used.add(word)
+                        return word
+        # then two two-character person words joined (宋江 + 林冲): names the finder still finds
+        while True:
+            first, second = divmod(self.joined, len(self.two))
+            self.joined += 1
+            word = self.two[first % len(self.two)] + self.two[second]
+            if word not in self.used:
+                self.used.add(word)
+                return word
 
     def mapping(self, k: int) -> dict[str, str]:
         if k not in self.passes:
