@@ -41,9 +41,9 @@ def posseg_tagged(sentence: str) -> list[tuple[int, str, str]]:
     return spans
 
 
-def posseg_tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, str, str]]]:
-    """names_zh._tagged_sentences on jieba.posseg: each sentence alone."""
-    return [posseg_tagged(s) for s in sentences]
+def posseg_tagged_sentences(sentences: list[str], text: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """names_zh._tagged_sentences on jieba.posseg: each sentence's words and flags, alone."""
+    return [tuple(zip(*[s[1:] for s in posseg_tagged(x)])) or ((), ()) for x in sentences]
 
 
 def entities_with(tagger, texts: list[str]) -> tuple[float, list[list[str]]]:

@@ -305,8 +305,8 @@ def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
     sentences = ["孙悟空住在花果山。", "Bee Gees 在1967年到了伦敦，  唱了「Massachusetts」", "他说：\n“唐僧 在长安”",
                  "东胜神洲傲来国", "3.5%的A-1人", "菩提祖师道：“你姓甚么？”"]
     tagged = names_zh._tagged_sentences(sentences, "\n".join(sentences))
-    assert tagged == [names_zh._tagged(s) for s in sentences]
-    assert [w for _, w, _ in tagged[0]][:2] == ["孙悟空", "住"]
+    assert tagged == [names_zh._tags(s) for s in sentences]
+    assert tagged[0][0][:2] == ("孙悟空", "住") and tagged[0][1][0] == "nr"
 
 
 def test_patterns_looked_for_once_per_chunk_find_names_in_the_sentence_that_has_them():

@@ -19,6 +19,7 @@ import re
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from itertools import accumulate, compress
+from operator import itemgetter
 
 from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
     chinese_short_forms
@@ -76,20 +77,26 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     """The names found in each sentence (one list per sentence), aliases merged."""
     text = "\n".join(sentences)
     rare = _rare_patterns(sentences, text)
-    found = [_sentence_names(s, rare.get(i, _NO_RARE), spans)
-             for i, (s, spans) in enumerate(zip(sentences, _tagged_sentences(sentences, text)))]
+    found = [_sentence_names(s, rare.get(i, _NO_RARE), tags)
+             for i, (s, tags) in enumerate(zip(sentences, _tagged_sentences(sentences, text)))]
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
-    kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
-    for sentence, names_here in zip(sentences, found):  # "首钢" wherever the text uses the short form
-        present = {n for n, _ in names_here}
-        names_here.extend((long, kinds.get(long, "concept")) for short, long in sorted(aliases.items())
-                          if short in sentence and short not in present and long not in present)
+    if aliases:  # "首钢" wherever the text uses the short form
+        _add_long_forms(sentences, found, aliases)
     names = {name for names in found for name, _ in names}
     aliases.update(chinese_short_forms(names - set(aliases)))
-    result = []
-    for names_here in found:
-        result.append([(aliases.get(name, name), kind) for name, kind in names_here])
-    return result
+    if not aliases:
+        return found
+    return [[(aliases.get(name, name), kind) for name, kind in names_here] for names_here in found]
+
+
+def _add_long_forms(sentences: list[str], found: list[list[Name]], aliases: dict[str, str]) -> None:
+    """Add to the names of each sentence that uses a short form (aliases: short -> long) its long form."""
+    kinds = {n: k for names_there in found for n, k in names_there}  # (what an added long form repeats)
+    pairs = sorted(aliases.items())
+    for sentence, names_here in zip(sentences, found):
+        present = {n for n, _ in names_here}
+        names_here.extend((long, kinds.get(long, "concept")) for short, long in pairs
+                          if short in sentence and short not in present and long not in present)
 
 
 def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
@@ -103,20 +110,25 @@ def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
     return found
 
 
-def _tagged(sentence: str) -> list[tuple[int, str, str]]:
-    """(start, word, flag) of each word: jieba's dictionary and part-of-speech tags, by rjieba
-    (jieba in Rust: jieba.posseg's pure-Python HMM was most of a Chinese offline build)."""
+Tags = tuple[tuple[str, ...], tuple[str, ...]]  # a sentence's words, and their part-of-speech flags
+
+
+def _tags(sentence: str) -> Tags:
+    """The words of a sentence and their flags: jieba's dictionary and part-of-speech tags, by
+    rjieba (jieba in Rust: jieba.posseg's pure-Python HMM was most of a Chinese offline build)."""
     import rjieba
 
     tags = rjieba.tag(sentence)
-    if not tags:
-        return []
-    words, flags = zip(*tags)
+    return tuple(zip(*tags)) if tags else ((), ())
+
+
+def _spans(words: tuple[str, ...], flags: tuple[str, ...]) -> list[tuple[int, str, str]]:
+    """(start, word, flag) of each word."""
     return list(zip(accumulate(map(len, words), initial=0), words, flags))
 
 
-def _tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, str, str]]]:
-    """_tagged of each sentence, from one rjieba call on text (the sentences joined by "\n").
+def _tagged_sentences(sentences: list[str], text: str) -> list[Tags]:
+    """_tags of each sentence, from one rjieba call on text (the sentences joined by "\n").
     jieba cuts a text into runs of CJK characters, letters and digits and tags each run alone,
     so a "\n" between stripped sentences is a word of its own and each sentence gets the words
     and flags it gets alone; should a word ever straddle a "\n", each sentence is tagged alone."""
@@ -124,8 +136,8 @@ def _tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, s
 
     tags = rjieba.tag(text)
     if not tags:
-        return [[] for _ in sentences]
-    words, flags = zip(*tags)
+        return [((), ()) for _ in sentences]
+    words, flags = tuple(map(itemgetter(0), tags)), tuple(map(itemgetter(1), tags))  # (zip(*tags): 2x dearer)
     starts = list(accumulate(map(len, words), initial=0))  # each word's start, and the text's end
     result, start, end = [], 0, -1
     for sentence in sentences:
@@ -133,28 +145,21 @@ def _tagged_sentences(sentences: list[str], text: str) -> list[list[tuple[int, s
         end = bisect_left(starts, start + len(sentence), first)
         if first >= len(starts) or starts[first] != start or starts[end] != start + len(sentence) \
                 or (end < len(words) and words[end] != "\n"):
-            return [_tagged(s) for s in sentences]
-        these = words[first:end]
-        result.append(list(zip(accumulate(map(len, these), initial=0), these, flags[first:end])))
+            return [_tags(s) for s in sentences]
+        result.append((words[first:end], flags[first:end]))
         start += len(sentence) + 1
     return result
 
 
-def _flags(spans: list[tuple[int, str, str]]) -> tuple[str, ...]:
-    """The spans' part-of-speech flags, in order."""
-    return tuple(zip(*spans))[2] if spans else ()
-
-
-def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE,
-                    spans: list[tuple[int, str, str]] | None = None) -> list[Name]:
+def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags | None = None) -> list[Name]:
     """The names of one sentence; rare: the names of the _RARE_PATTERNS its text may match
-    (the others are not looked for); spans: its _tagged words if known."""
-    spans = _tagged(sentence) if spans is None else spans
-    flags = _flags(spans)
+    (the others are not looked for); tags: its _tags if known."""
+    words, flags = _tags(sentence) if tags is None else tags
     kinds = list(map(_TAG_TYPES.get, flags))
     titled = _ANY_TITLE.search(sentence)  # a word ends with a title only in a sentence that has one
     if not (rare or titled or any(kinds) or "《" in sentence or "“" in sentence or "「" in sentence):
         return []  # no word tagged as a name (nor a compound's first word), no pattern that finds one
+    spans = _spans(words, flags)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     if "《" in sentence:
@@ -401,7 +406,7 @@ def _compounds(spans: list[tuple[int, str, str]], flags: tuple[str, ...]) -> lis
 
     Leftmost-longest and not overlapping; the last word must be a common noun (the head),
     so two place names in a row (中华人民共和国北京市) are no compound, and the first may
-    not be an organization itself (上市公司 + 北京首钢股份有限公司). flags: _flags(spans).
+    not be an organization itself (上市公司 + 北京首钢股份有限公司). flags: the spans' flags.
     """
     found, after = [], 0  # (a compound's words start no other)
     for i in compress(range(len(spans)), map(_COMPOUND_START.__contains__, flags)):
