@@ -53,7 +53,7 @@ class HashEmbedder:
     def _features(self, text: str) -> Counter:
         """Feature counts, in the order first seen: words ("w:", 1 each) with their
         character trigrams ("t:", 1/4 each), then CJK bigrams ("b:", 1/2 each)."""
-        counts = Counter(chain.from_iterable(map(_term_features, search_terms(text))))
+        counts = _word_features(text)
         bigrams: list[str] = []
         for run in CJK_RUN.findall(text):
             bigrams += ["b:" + run[i:i + 2] for i in range(len(run) - 1)]
@@ -83,8 +83,8 @@ _BATCH_CHARS = 2000  # texts of this many characters in all are embedded togethe
 
 
 def _word_features(text: str) -> Counter:
-    """The words and trigrams of _features: its counts without the bigrams (the same result
-    as search_terms and _term_features, sooner: one look-up per word of a Chinese cut)."""
+    """The words and trigrams of a text, counted in the order first seen: search_terms'
+    words with _term_features' trigrams, one look-up per word of a Chinese cut."""
     if has_cjk(text):
         import rjieba
 
