@@ -42,6 +42,7 @@ _ORGANIZATION_ENDS = ("公司", "集团", "大学", "学院", "中学", "小学"
                       "图书馆", "博物馆", "体育馆", "俱乐部", "基金会", "联盟", "党", "军", "队")
 _LOCATION_ENDS = ("省", "市", "县", "镇", "乡", "村", "区", "州", "国", "山", "河", "江", "湖", "岛",
                   "港", "站", "机场", "公园", "寺", "宫", "桥", "街", "路", "湾", "峡", "洲")
+_PLACE_ENDS = _ORGANIZATION_ENDS + _LOCATION_ENDS
 _COMPOUND_START = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}
 _COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
 _HEADS = {"n", "l"}
@@ -64,21 +65,31 @@ _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区
                      "巴士 公交 地铁 的士 线路".split())
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
 _MONTHS = MONTHS | MONTH_ABBREVIATIONS
+_TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
+_ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a sentence that has one
+_TITLE_LAST = frozenset(t[-1] for t in _TITLES)
 # patterns that no sentence of most texts matches, by what they find; each matches wherever
 # that finder's own pattern does, never across a "\n" (chinese_names looks for them once in
-# the whole text, the sentences joined by "\n", and runs a finder only where its pattern is)
+# the whole text, the sentences joined by "\n", and runs a finder only where its pattern is;
+# a sentence with none of them can have only tagged names and compounds)
 _RARE_PATTERNS = {"dotted": re.compile("[·・•‧]+"), "latin": re.compile("[A-Za-z]+"),
-                  "named": _NAMED, "subject": re.compile(rf"[（(]|[，,](?:{_NAMING})"), "alias": _ALIAS}
+                  "named": _NAMED, "subject": re.compile(rf"[（(]|[，,](?:{_NAMING})"), "alias": _ALIAS,
+                  "title": _TITLE, "quoted": _QUOTED, "titled": _ANY_TITLE}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
     """The names found in each sentence (one list per sentence), aliases merged."""
+    if not sentences:
+        return []
     text = "\n".join(sentences)
     rare = _rare_patterns(sentences, text)
-    found = [_sentence_names(s, rare.get(i, _NO_RARE), tags)
-             for i, (s, tags) in enumerate(zip(sentences, _tagged_sentences(sentences, text)))]
+    tagged = _chunk_tags(sentences, text)
+    if tagged is None:  # a word straddles a "\n": each sentence tagged alone
+        found = [_sentence_names(s, rare.get(i, _NO_RARE)) for i, s in enumerate(sentences)]
+    else:
+        found = _chunk_names(sentences, rare, *tagged)
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
     if aliases:  # "首钢" wherever the text uses the short form
         _add_long_forms(sentences, found, aliases)
@@ -87,6 +98,40 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     if not aliases:
         return found
     return [[(aliases.get(name, name), kind) for name, kind in names_here] for names_here in found]
+
+
+def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[str, ...],
+                 flags: tuple[str, ...], starts: list[int], ends: list[int]) -> list[list[Name]]:
+    """_sentence_names of each sentence from the chunk's _chunk_tags. A sentence with a rare
+    pattern goes through _sentence_names; the others (most) can have only tagged names and
+    compounds, found here for the whole chunk at once: a "\n" (flag x) stops a compound and,
+    as a sentence's edge does, a glued rare name."""
+    found: list[list[Name]] = [[] for _ in sentences]
+    for index in sorted(rare):
+        first, end = ends[index - 1] + 1 if index else 0, ends[index]
+        found[index] = _sentence_names(sentences[index], rare[index], (words[first:end], flags[first:end]))
+    kinds = list(map(_TAG_TYPES.get, flags))
+    here: dict[int, list[tuple[int, int, str, str]]] = {}  # sentence -> (start, -length, name, type)
+    for index in compress(range(len(words)), kinds):  # the words tagged as names
+        sentence = bisect_left(ends, index)
+        if sentence not in rare:
+            kind = _tag_kind(words, flags, index, kinds[index])
+            if kind:
+                word = words[index]
+                here.setdefault(sentence, []).append((starts[index], -len(word), word, kind))
+    for index, start, name, kind in _compounds(words, flags, starts):
+        sentence = bisect_left(ends, index)
+        if sentence not in rare:
+            here.setdefault(sentence, []).append((start, -len(name), name, kind))
+    by_place = itemgetter(0, 1)
+    for sentence, names in here.items():
+        names.sort(key=by_place)
+        seen, result = set(), found[sentence]
+        for _, _, name, kind in names:
+            if name not in seen:
+                seen.add(name)
+                result.append((name, kind))
+    return found
 
 
 def _add_long_forms(sentences: list[str], found: list[list[Name]], aliases: dict[str, str]) -> None:
@@ -127,28 +172,37 @@ def _spans(words: tuple[str, ...], flags: tuple[str, ...]) -> list[tuple[int, st
     return list(zip(accumulate(map(len, words), initial=0), words, flags))
 
 
-def _tagged_sentences(sentences: list[str], text: str) -> list[Tags]:
-    """_tags of each sentence, from one rjieba call on text (the sentences joined by "\n").
+def _chunk_tags(sentences: list[str], text: str) -> tuple[tuple[str, ...], tuple[str, ...], list[int], list[int]] | None:
+    """The words and flags of text (the sentences joined by "\n") from one rjieba call, each
+    word's start (and the text's end), and the index of the "\n" word after each sentence's
+    words (the number of words after the last).
     jieba cuts a text into runs of CJK characters, letters and digits and tags each run alone,
     so a "\n" between stripped sentences is a word of its own and each sentence gets the words
-    and flags it gets alone; should a word ever straddle a "\n", each sentence is tagged alone."""
+    and flags it gets alone; should a word ever straddle a "\n": None (tag each alone)."""
     import rjieba
 
     tags = rjieba.tag(text)
-    if not tags:
-        return [((), ()) for _ in sentences]
     words, flags = tuple(map(itemgetter(0), tags)), tuple(map(itemgetter(1), tags))  # (zip(*tags): 2x dearer)
     starts = list(accumulate(map(len, words), initial=0))  # each word's start, and the text's end
-    result, start, end = [], 0, -1
-    for sentence in sentences:
-        first = end + 1  # the word after the last sentence's "\n"
-        end = bisect_left(starts, start + len(sentence), first)
-        if first >= len(starts) or starts[first] != start or starts[end] != start + len(sentence) \
-                or (end < len(words) and words[end] != "\n"):
-            return [_tags(s) for s in sentences]
-        result.append((words[first:end], flags[first:end]))
-        start += len(sentence) + 1
-    return result
+    breaks = list(accumulate((len(s) + 1 for s in sentences[:-1]), initial=-1))[1:]  # the "\n"s between
+    ends = list(compress(range(len(words)), map("\n".__eq__, words)))
+    if list(map(starts.__getitem__, ends)) != breaks:  # a "\n" within a sentence, or a word across one
+        index_at = dict(zip(starts, range(len(words))))
+        ends = list(map(index_at.get, breaks))
+        if None in ends or any(words[end] != "\n" for end in ends):
+            return None
+    ends.append(len(words))
+    return words, flags, starts, ends
+
+
+def _tagged_sentences(sentences: list[str], text: str) -> list[Tags]:
+    """_tags of each sentence, from _chunk_tags (one rjieba call on text, the sentences joined by "\n")."""
+    tagged = _chunk_tags(sentences, text)
+    if tagged is None:
+        return [_tags(s) for s in sentences]
+    words, flags, _, ends = tagged
+    firsts = [0, *(end + 1 for end in ends[:-1])]
+    return [(words[first:end], flags[first:end]) for first, end in zip(firsts, ends)]
 
 
 def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags | None = None) -> list[Name]:
@@ -194,21 +248,30 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
     for index in compress(range(len(spans)), kinds):  # the words tagged as names
-        start, word, flag = spans[index]
-        kind = kinds[index]
-        if len(word) >= 2 and not overlaps(start, start + len(word)) and word not in _GENERIC \
-                and not _guessed_fragment(word, flag) and not _glued_rare_name(spans, index) \
-                and not _glued_address(word, flag):
-            if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
-                kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
-            names.append((start, word, kind))
-    names.extend(_compounds(spans, flags))
+        start, word, _ = spans[index]
+        if not overlaps(start, start + len(word)):
+            kind = _tag_kind(words, flags, index, kinds[index])
+            if kind:
+                names.append((start, word, kind))
+    names.extend(c[1:] for c in _compounds(words, flags, [s for s, _, _ in spans] + [len(sentence)]))
     seen, result = set(), []
     for _, name, kind in sorted(names, key=lambda n: (n[0], -len(n[1]))):
         if name not in seen:
             seen.add(name)
             result.append((name, kind))
     return result
+
+
+def _tag_kind(words: tuple[str, ...], flags: tuple[str, ...], index: int, kind: str) -> str | None:
+    """The type of the word at index, tagged as a name of that kind; None when it is no name
+    (too short, generic, a fragment the tagger made up, a verb glued to an address word)."""
+    word, flag = words[index], flags[index]
+    if len(word) < 2 or word in _GENERIC or _guessed_fragment(word, flag) or _glued_rare_name(words, flags, index) \
+            or _glued_address(word, flag):
+        return None
+    if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
+        return _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
+    return kind
 
 
 def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
@@ -248,8 +311,6 @@ def _named_type(name: str, spans: list[tuple[int, str, str]]) -> str:
     return "concept"
 
 
-_TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
-_ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a sentence that has one
 
 
 def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
@@ -258,7 +319,7 @@ def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     least two characters of nouns or names (not 大法师's 大), at most _TITLE_STEM."""
     found = []
     for index, (start, word, _) in enumerate(spans):
-        if not word.endswith(_TITLES):  # one C call: most words end with no title
+        if word[-1] not in _TITLE_LAST or not word.endswith(_TITLES):  # most words end with no title
             continue
         title = next(t for t in _TITLES if word.endswith(t))
         first = index
@@ -375,18 +436,18 @@ def _jieba_dictionary() -> str:
 _CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
 
 
-def _glued_rare_name(spans: list[tuple[int, str, str]], index: int) -> bool:
+def _glued_rare_name(words: tuple[str, ...], flags: tuple[str, ...], index: int) -> bool:
     """A person name jieba's dictionary barely knows, glued on both sides: after another name
     and before a lone character or a word the dictionary lacks (东胜 + 神洲傲 + 来国 in
     东胜神洲傲来国: the tagger's hidden Markov model joins the leftover characters). That
     is a wrong cut through a run of names, not a third name between two."""
-    _, word, flag = spans[index]
+    word, flag = words[index], flags[index]
     if not flag.startswith("nr") or word not in _rare_names():
         return False  # a name the tagger guessed (not in the dictionary) is judged elsewhere
-    if index == 0 or index + 1 == len(spans):
+    if index == 0 or index + 1 == len(words):
         return False
-    _, before, before_flag = spans[index - 1]
-    _, after, after_flag = spans[index + 1]
+    before, before_flag = words[index - 1], flags[index - 1]
+    after, after_flag = words[index + 1], flags[index + 1]
     if len(before) < 2 or before_flag not in _COMPOUND_START:
         return False
     import rjieba
@@ -401,39 +462,45 @@ def _ordinary(word: str, flag: str) -> bool:
     return word in _FUNCTION_CHARS or (len(word) >= 2 and flag not in _NAME_FLAGS)
 
 
-def _compounds(spans: list[tuple[int, str, str]], flags: tuple[str, ...]) -> list[tuple[int, str, str]]:
-    """A name and nouns headed by an institution or place noun: 台湾电视公司, 北京国家体育馆.
+def _compounds(words: tuple[str, ...], flags: tuple[str, ...], starts: list[int]) -> list[tuple[int, int, str, str]]:
+    """(index of the last word, start, compound, type) of each name and nouns headed by an
+    institution or place noun: 台湾电视公司, 北京国家体育馆. starts: each word's start.
 
     Leftmost-longest and not overlapping; the last word must be a common noun (the head),
     so two place names in a row (中华人民共和国北京市) are no compound, and the first may
-    not be an organization itself (上市公司 + 北京首钢股份有限公司). flags: the spans' flags.
+    not be an organization itself (上市公司 + 北京首钢股份有限公司).
     """
-    found, after = [], 0  # (a compound's words start no other)
-    for i in compress(range(len(spans)), map(_COMPOUND_START.__contains__, flags)):
-        start, word, flag = spans[i]
-        if i < after or len(word) < 2 or _type_by_suffix(word) == "organization":
+    found, after, count = [], 0, len(words)  # (a compound's words start no other)
+    for i in compress(range(count), map(_COMPOUND_START.__contains__, flags)):
+        if i < after or i + 1 == count or flags[i + 1] not in _COMPOUND_PART:
+            continue  # (most names: no noun after them)
+        word = words[i]
+        if len(word) < 2 or _type_by_suffix(word) == "organization":
             continue
         best, text = None, word
-        for k in range(i + 1, min(len(spans), i + 6)):
-            _, nxt, nflag = spans[k]
+        for k in range(i + 1, min(count, i + 6)):
+            nflag = flags[k]
             if nflag not in _COMPOUND_PART:
                 break
-            text += nxt
+            text += words[k]
             if len(text) > 14:
                 break
-            kind = _type_by_suffix(text)
-            if nflag in _HEADS and kind != "concept":
-                best = (start, text, kind, k)
+            if nflag in _HEADS:
+                kind = _type_by_suffix(text)
+                if kind != "concept":
+                    best = (k, starts[i], text, kind)
             if nflag == "l":
                 break  # an idiom-like word only ends a compound (淡江大学)
-        if best and len(best[1]) >= 4:
-            found.append(best[:3])
-            after = best[3] + 1
+        if best and len(best[2]) >= 4:
+            found.append(best)
+            after = best[0] + 1
     return found
 
 
 def _type_by_suffix(name: str) -> str:
     """organization / location / concept by the name's last word (大学, 市 ...)."""
+    if not name.endswith(_PLACE_ENDS):
+        return "concept"  # (most names: one C call)
     if name.endswith(("线路", "道路", "公路网")):
         return "concept"  # 巴士线路: a route, not a road of that name
     if name.endswith(_ORGANIZATION_ENDS):
