@@ -20,10 +20,12 @@ All of it is deterministic. It is lower quality than an LLM, and `tgr info` says
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from collections import Counter
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import itemgetter
 from typing import Sequence
 
 from ..parsing import RawEntity, RawRelation
@@ -129,39 +131,33 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     """Entities and co-occurrence relationships from one chunk, with no model."""
     sentences = [text[a:b].strip() for a, b in chunk_sentence_spans(text)]
     sentences = [s for s in sentences if s]
-    chinese = [_mostly_cjk(s) for s in sentences]
-    from .names_en import english_names  # their word lists load with the first extraction
-    from .names_zh import chinese_names
-
-    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
-    zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
-    found = [next(zh_names) if zh else next(english) for zh in chinese]
-    counts: Counter = Counter()
-    types: dict[str, str] = {}
-    first_seen: dict[str, int] = {}
-    for index, names in enumerate(found):
-        for name, kind in names:
-            counts[name] += 1
-            first_seen.setdefault(name, index)
-            if kind != "concept" or name not in types:
-                types[name] = kind
+    found = _sentence_names(sentences, text)
+    flat = list(chain.from_iterable(found))  # (name, type) in order
+    counts = Counter(map(itemgetter(0), flat))
+    # each name's first sentence (the last of a reversed walk wins)
+    first_seen = dict(zip(map(itemgetter(0), reversed(flat)),
+                          reversed(list(chain.from_iterable(repeat(i, len(n)) for i, n in enumerate(found))))))
+    types = dict(compress(flat, map("concept".__ne__, map(itemgetter(1), flat))))  # the last type not a concept
     keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
     keep_set = set(keep)
+    named = [[n for n, _ in names if n in keep_set] if names else [] for names in found]  # kept, per sentence
     where: dict[str, list[str]] = {name: [] for name in keep}  # the sentences naming each, in order
-    for sentence, names in zip(sentences, found):
-        for name in dict.fromkeys(n for n, _ in names if n in keep_set):
+    for sentence, names in zip(sentences, named):
+        for name in dict.fromkeys(names) if names else ():
             where[name].append(sentence)
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
         evidence = where[name]
         evidence.sort(key=lambda s: name not in s)  # first where it is named in full (not an alias)
         description = shorten(" ".join(evidence[:2]), 300)
-        entities.append(RawEntity(name=name, type=types[name], description=description))
+        entities.append(RawEntity(name=name, type=types.get(name, "concept"), description=description))
     relations = []
     seen_pairs: set[tuple[str, str]] = set()
-    for sentence, names in zip(sentences, found):
+    for sentence, names in zip(sentences, named):
+        if len(names) < 2:
+            continue  # no pair
         # by position, then name: "长安" and "长安大唐国" start at the same place
-        present = sorted({n for n, _ in names if n in keep_set}, key=lambda n: (sentence.find(n), n))
+        present = sorted(set(names), key=lambda n: (sentence.find(n), n))
         for i, source in enumerate(present):
             for target in present[i + 1:]:
                 pair = (source, target)
@@ -172,25 +168,38 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
                     source=source, target=target,
                     predicate=_between(sentence, source, target),
                     description=shorten(sentence, 240), strength=1.0))
-    relations += _neighbours(sentences, found, keep_set, seen_pairs)
+    relations += _neighbours(sentences, named, seen_pairs)
     return entities, relations
+
+
+def _sentence_names(sentences: list[str], text: str) -> list[list[tuple[str, str]]]:
+    """The (name, type)s of each sentence, by tgr.offline.names_zh or names_en as it is mostly
+    Chinese or not (_mostly_cjk)."""
+    from .names_en import english_names  # their word lists load with the first extraction
+    from .names_zh import chinese_names
+
+    if text.isascii():
+        return english_names(sentences, text)
+    chinese = list(map(_mostly_cjk, sentences))
+    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text)
+                   if not all(chinese) else ())
+    zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
+    return [next(zh_names) if zh else next(english) for zh in chinese]
 
 
 NEAR = 2  # sentences before or after that a name alone in its sentences is linked across
 
 
-def _neighbours(sentences: list[str], found: list[list[tuple[str, str]]], keep: set[str],
-                seen_pairs: set[tuple[str, str]]) -> list[RawRelation]:
+def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tuple[str, str]]) -> list[RawRelation]:
     """A name that shares no sentence with another name of the chunk is linked to the names of
     the nearest sentence (at most NEAR away) that has some: "Ghost of Christmas Present"
     alone in its sentence, "Scrooge" in the next. A name with none near stays an island, as
-    in the text."""
+    in the text. named: the names kept of each sentence."""
     # a title alone (祖师) may name no one the document knows (tgr.build.resolve drops it): no link
     linked = {name for pair in seen_pairs if not CHINESE_TITLES.intersection(pair) for name in pair}
-    named = [[n for n, _ in names if n in keep] for names in found]
     relations = []
     for index, names in enumerate(named):
-        for name in dict.fromkeys(n for n in names if n not in linked):
+        for name in dict.fromkeys(n for n in names if n not in linked) if names else ():
             near = next((other for distance in range(1, NEAR + 1) for other in
                          (index - distance, index + distance)
                          if 0 <= other < len(named) and set(named[other]) - {name} - CHINESE_TITLES), None)
@@ -210,10 +219,16 @@ def _neighbours(sentences: list[str], found: list[list[tuple[str, str]]], keep: 
 
 def _mostly_cjk(sentence: str) -> bool:
     """Chinese by weight: a CJK character counts as much as four Latin letters."""
-    cjk = sum(map(len, CJK_RUN.findall(sentence)))
+    cjk = sum(map(len, _cjk_runs().findall(sentence)))
     if 5 * cjk >= len(sentence) > 0:
         return True  # letters are at most the whole sentence: no need to count them
     return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
+
+
+@lru_cache(maxsize=1)
+def _cjk_runs() -> re.Pattern:
+    """CJK_RUN's full pattern (its plain one is for ASCII, which _sentence_names never asks it about)."""
+    return re.compile(CJK_RUN.pattern)
 
 
 def _between(sentence: str, source: str, target: str) -> str:
