@@ -110,14 +110,13 @@ def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[s
     for index in sorted(rare):
         first, end = ends[index - 1] + 1 if index else 0, ends[index]
         found[index] = _sentence_names(sentences[index], rare[index], (words[first:end], flags[first:end]))
-    kinds = list(map(_TAG_TYPES.get, flags))
     here: dict[int, list[tuple[int, int, str, str]]] = {}  # sentence -> (start, -length, name, type)
-    for index in compress(range(len(words)), kinds):  # the words tagged as names
+    for index in compress(range(len(words)), map(_TAG_TYPES.__contains__, flags)):  # the words tagged as names
         sentence = bisect_left(ends, index)
         if sentence not in rare:
-            kind = _tag_kind(words, flags, index, kinds[index])
-            if kind:
-                word = words[index]
+            word = words[index]
+            kind, glued = _word_kind(word, flags[index])  # (_tag_kind, one call fewer)
+            if kind and not (glued and _glued_rare_name(words, flags, index)):
                 here.setdefault(sentence, []).append((starts[index], -len(word), word, kind))
     for index, start, name, kind in _compounds(words, flags, starts):
         sentence = bisect_left(ends, index)
@@ -250,7 +249,7 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     for index in compress(range(len(spans)), kinds):  # the words tagged as names
         start, word, _ = spans[index]
         if not overlaps(start, start + len(word)):
-            kind = _tag_kind(words, flags, index, kinds[index])
+            kind = _tag_kind(words, flags, index)
             if kind:
                 names.append((start, word, kind))
     names.extend(c[1:] for c in _compounds(words, flags, [s for s, _, _ in spans] + [len(sentence)]))
@@ -262,16 +261,24 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     return result
 
 
-def _tag_kind(words: tuple[str, ...], flags: tuple[str, ...], index: int, kind: str) -> str | None:
-    """The type of the word at index, tagged as a name of that kind; None when it is no name
-    (too short, generic, a fragment the tagger made up, a verb glued to an address word)."""
-    word, flag = words[index], flags[index]
-    if len(word) < 2 or word in _GENERIC or _guessed_fragment(word, flag) or _glued_rare_name(words, flags, index) \
-            or _glued_address(word, flag):
-        return None
+def _tag_kind(words: tuple[str, ...], flags: tuple[str, ...], index: int) -> str | None:
+    """The type of the word at index, tagged as a name; None when it is no name (too short,
+    generic, a fragment the tagger made up, a verb glued to an address word, a rare name glued
+    into a run of names)."""
+    kind, glued = _word_kind(words[index], flags[index])
+    return None if glued and _glued_rare_name(words, flags, index) else kind
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_kind(word: str, flag: str) -> tuple[str | None, bool]:
+    """_tag_kind of a word tagged as a name by what it is alone, and whether _glued_rare_name
+    must still look at its neighbours."""
+    if len(word) < 2 or word in _GENERIC or _guessed_fragment(word, flag) or _glued_address(word, flag):
+        return None, False
+    kind = _TAG_TYPES[flag]
     if kind == "concept" or (kind == "person" and len(word) >= 3 and _type_by_suffix(word) == "location"):
-        return _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
-    return kind
+        kind = _type_by_suffix(word)  # 花果山 is a mountain whatever the tagger guessed
+    return kind, flag.startswith("nr") and word in _rare_names()
 
 
 def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
