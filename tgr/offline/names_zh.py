@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_left, bisect_right
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import accumulate, compress
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 
 from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
     chinese_short_forms
@@ -77,6 +77,7 @@ _RARE_PATTERNS = {"dotted": re.compile("[·・•‧]+"), "latin": re.compile("[
                   "title": _TITLE, "quoted": _QUOTED, "titled": _ANY_TITLE}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
+_START = methodcaller("start")
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
@@ -146,11 +147,11 @@ def _add_long_forms(sentences: list[str], found: list[list[Name]], aliases: dict
 def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
     """The _RARE_PATTERNS each sentence has, by its index (none: not there), looked for once in
     text (the sentences joined by "\n"): a sentence runs only the finders whose pattern it has."""
-    starts = list(accumulate((len(s) + 1 for s in sentences), initial=0))
+    after = partial(bisect_right, list(accumulate((len(s) + 1 for s in sentences), initial=0)))
     found: dict[int, set[str]] = {}
     for name, pattern in _RARE_PATTERNS.items():
-        for match in pattern.finditer(text):
-            found.setdefault(bisect_right(starts, match.start()) - 1, set()).add(name)
+        for index in set(map(after, map(_START, pattern.finditer(text)))):  # (the sentence's index + 1)
+            found.setdefault(index - 1, set()).add(name)
     return found
 
 
@@ -184,7 +185,13 @@ def _chunk_tags(sentences: list[str], text: str) -> tuple[tuple[str, ...], tuple
     words, flags = tuple(map(itemgetter(0), tags)), tuple(map(itemgetter(1), tags))  # (zip(*tags): 2x dearer)
     starts = list(accumulate(map(len, words), initial=0))  # each word's start, and the text's end
     breaks = list(accumulate((len(s) + 1 for s in sentences[:-1]), initial=-1))[1:]  # the "\n"s between
-    ends = list(compress(range(len(words)), map("\n".__eq__, words)))
+    ends, end, find = [], -1, words.index
+    try:
+        for _ in breaks:  # (one C scan per sentence beats a comparison per word)
+            end = find("\n", end + 1)
+            ends.append(end)
+    except ValueError:
+        pass
     if list(map(starts.__getitem__, ends)) != breaks:  # a "\n" within a sentence, or a word across one
         index_at = dict(zip(starts, range(len(words))))
         ends = list(map(index_at.get, breaks))
