@@ -68,6 +68,7 @@ _MONTHS = MONTHS | MONTH_ABBREVIATIONS
 _TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
 _ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a sentence that has one
 _TITLE_LAST = frozenset(t[-1] for t in _TITLES)
+_TITLE_LENGTHS = sorted({len(t) for t in _TITLES}, reverse=True)
 # patterns that no sentence of most texts matches, by what they find; each matches wherever
 # that finder's own pattern does, never across a "\n" (chinese_names looks for them once in
 # the whole text, the sentences joined by "\n", and runs a finder only where its pattern is;
@@ -216,17 +217,17 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     (the others are not looked for); tags: its _tags if known."""
     words, flags = _tags(sentence) if tags is None else tags
     kinds = list(map(_TAG_TYPES.get, flags))
-    titled = _ANY_TITLE.search(sentence)  # a word ends with a title only in a sentence that has one
-    if not (rare or titled or any(kinds) or "《" in sentence or "“" in sentence or "「" in sentence):
+    if not (rare or any(kinds)):
         return []  # no word tagged as a name (nor a compound's first word), no pattern that finds one
+    titled = "titled" in rare and _ANY_TITLE.search(sentence)  # a word ends with a title only where one is
     spans = _spans(words, flags)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
-    if "《" in sentence:
+    if "title" in rare:
         for match in _TITLE.finditer(sentence):
             names.append((match.start(), match.group(1).strip(), "concept"))
             covered.append(match.span())
-    if "“" in sentence or "「" in sentence:
+    if "quoted" in rare:
         for match in _QUOTED.finditer(sentence):
             names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
             covered.append(match.span())
@@ -325,17 +326,17 @@ def _named_type(name: str, spans: list[tuple[int, str, str]]) -> str:
     return "concept"
 
 
-
-
 def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     """A name and the title after it (菩提 + 祖师, 镇 + 元大仙, 观音菩萨): a person; a title alone
     (祖师道) too, for tgr.build.resolve to join to its bearer. The name before the title is at
     least two characters of nouns or names (not 大法师's 大), at most _TITLE_STEM."""
     found = []
     for index, (start, word, _) in enumerate(spans):
-        if word[-1] not in _TITLE_LAST or not word.endswith(_TITLES):  # most words end with no title
+        if word[-1] not in _TITLE_LAST:
+            continue  # (most words)
+        title = next((word[-n:] for n in _TITLE_LENGTHS if word[-n:] in CHINESE_TITLES), None)  # the longest
+        if title is None:
             continue
-        title = next(t for t in _TITLES if word.endswith(t))
         first = index
         while len(word) - len(title) < 2 and first > 0 and _title_stem(*spans[first - 1][1:]) \
                 and len(word) - len(title) + start - spans[first - 1][0] <= _TITLE_STEM \
