@@ -136,15 +136,18 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     counts = Counter(map(itemgetter(0), flat))
     # each name's first sentence (the last of a reversed walk wins)
     first_seen = dict(zip(map(itemgetter(0), reversed(flat)),
-                          reversed(list(chain.from_iterable(repeat(i, len(n)) for i, n in enumerate(found))))))
+                          reversed(list(chain.from_iterable(map(repeat, range(len(found)), map(len, found)))))))
     types = dict(compress(flat, map("concept".__ne__, map(itemgetter(1), flat))))  # the last type not a concept
     keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
     keep_set = set(keep)
     named = [[n for n, _ in names if n in keep_set] if names else [] for names in found]  # kept, per sentence
     where: dict[str, list[str]] = {name: [] for name in keep}  # the sentences naming each, in order
     for sentence, names in zip(sentences, named):
-        for name in dict.fromkeys(names) if names else ():
-            where[name].append(sentence)
+        if len(names) == 1:
+            where[names[0]].append(sentence)
+        elif names:
+            for name in dict.fromkeys(names):
+                where[name].append(sentence)
     entities = []
     for name in sorted(keep, key=lambda n: (first_seen[n], n)):
         evidence = where[name]
@@ -199,7 +202,9 @@ def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tu
     linked = {name for pair in seen_pairs if not CHINESE_TITLES.intersection(pair) for name in pair}
     relations = []
     for index, names in enumerate(named):
-        for name in dict.fromkeys(n for n in names if n not in linked) if names else ():
+        if linked.issuperset(names):
+            continue  # (most sentences)
+        for name in dict.fromkeys(n for n in names if n not in linked):
             near = next((other for distance in range(1, NEAR + 1) for other in
                          (index - distance, index + distance)
                          if 0 <= other < len(named) and set(named[other]) - {name} - CHINESE_TITLES), None)
