@@ -70,11 +70,14 @@ _ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a
 _TITLE_LAST = frozenset(t[-1] for t in _TITLES)
 _TITLE_LENGTHS = sorted({len(t) for t in _TITLES}, reverse=True)
 # patterns that no sentence of most texts matches, by what they find; each matches wherever
-# that finder's own pattern does, never across a "\n" (chinese_names looks for them once in
-# the whole text, the sentences joined by "\n", and runs a finder only where its pattern is;
-# a sentence with none of them can have only tagged names and compounds)
-_RARE_PATTERNS = {"dotted": re.compile("[·・•‧]+"), "latin": re.compile("[A-Za-z]+"),
-                  "named": _NAMED, "subject": re.compile(rf"[（(]|[，,](?:{_NAMING})"), "alias": _ALIAS,
+# that finder's own pattern does (or more widely), never across a "\n" (chinese_names looks
+# for them once in the whole text, the sentences joined by "\n", and runs a finder only where
+# its pattern is; a sentence with none of them can have only tagged names and compounds)
+_DOTS = "·・•‧"
+_NAMING_CHARS = "[{}][{}]".format(*("".join(sorted({w[i] for w in _NAMING.split("|")})) for i in (0, 1)))
+_RARE_PATTERNS = {"dotted": re.compile(f"[{_DOTS}]+"), "latin": re.compile("[A-Za-z]+"), "named": _NAMED,
+                  "subject": re.compile(f"[（(]|[，,]{_NAMING_CHARS}"),  # (a naming word's two characters:
+                  "alias": re.compile(rf"[，,（(]\s*{_NAMING_CHARS}"),  # one look, not eleven, after a comma)
                   "title": _TITLE, "quoted": _QUOTED, "titled": _ANY_TITLE}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
@@ -149,8 +152,12 @@ def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
     """The _RARE_PATTERNS each sentence has, by its index (none: not there), looked for once in
     text (the sentences joined by "\n"): a sentence runs only the finders whose pattern it has."""
     after = partial(bisect_right, list(accumulate((len(s) + 1 for s in sentences), initial=0)))
+    letters = text.encode("ascii", "ignore")
+    absent = {"dotted": not any(dot in text for dot in _DOTS), "latin": letters.lower() == letters.upper()}
     found: dict[int, set[str]] = {}
     for name, pattern in _RARE_PATTERNS.items():
+        if absent.get(name):
+            continue  # (a scan for one character beats a regex's over a character class)
         for index in set(map(after, map(_START, pattern.finditer(text)))):  # (the sentence's index + 1)
             found.setdefault(index - 1, set()).add(name)
     return found
