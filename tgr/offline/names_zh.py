@@ -123,13 +123,19 @@ def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[s
             kind, glued = _word_kind(word, flags[index])  # (_tag_kind, one call fewer)
             if kind and not (glued and _glued_rare_name(words, flags, index)):
                 here.setdefault(sentence, []).append((starts[index], -len(word), word, kind))
+    compounded = set()  # the sentences with a compound (the others' names are in order)
     for index, start, name, kind in _compounds(words, flags, starts):
         sentence = bisect_left(ends, index)
         if sentence not in rare:
             here.setdefault(sentence, []).append((start, -len(name), name, kind))
+            compounded.add(sentence)
     by_place = itemgetter(0, 1)
     for sentence, names in here.items():
-        names.sort(key=by_place)
+        if len(names) == 1:
+            found[sentence].append(names[0][2:])
+            continue
+        if sentence in compounded:
+            names.sort(key=by_place)
         seen, result = set(), found[sentence]
         for _, _, name, kind in names:
             if name not in seen:
