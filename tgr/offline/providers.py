@@ -161,6 +161,7 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
             continue  # no pair
         # by position, then name: "长安" and "长安大唐国" start at the same place
         present = sorted(set(names), key=lambda n: (sentence.find(n), n))
+        description = shorten(sentence, 240)
         for i, source in enumerate(present):
             for target in present[i + 1:]:
                 pair = (source, target)
@@ -170,7 +171,7 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
                 relations.append(RawRelation(
                     source=source, target=target,
                     predicate=_between(sentence, source, target),
-                    description=shorten(sentence, 240), strength=1.0))
+                    description=description, strength=1.0))
     relations += _neighbours(sentences, named, seen_pairs)
     return entities, relations
 
@@ -210,14 +211,14 @@ def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tu
                          if 0 <= other < len(named) and set(named[other]) - {name} - CHINESE_TITLES), None)
             if near is None:
                 continue
+            context = " ".join(sentences[min(index, near):max(index, near) + 1])
+            predicate, description = "同段出现" if has_cjk(context) else "appears near", shorten(context, 240)
             for target in dict.fromkeys(n for n in named[near] if n != name):
                 if (name, target) in seen_pairs or (target, name) in seen_pairs:
                     continue
                 seen_pairs.add((name, target))
-                context = " ".join(sentences[min(index, near):max(index, near) + 1])
-                relations.append(RawRelation(source=name, target=target,
-                                             predicate="同段出现" if has_cjk(context) else "appears near",
-                                             description=shorten(context, 240), strength=0.5))
+                relations.append(RawRelation(source=name, target=target, predicate=predicate,
+                                             description=description, strength=0.5))
             linked.add(name)
     return relations
 
