@@ -72,6 +72,7 @@ _GENERIC = frozenset("""now like well just even still yet never ever always upon
 # ("HOST:", "Maria Lopez:"), a heading line ("# Episode 12", "CHAPTER IV"), a file's name
 _FORM = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)"
                    r"|\b[\w.-]+\.(?:txt|md|pdf|docx?|html?|jsonl?|csv|srt|vtt)\b")
+_FORM_CHARS = re.compile(r"[#A-Za-z0-9]")  # a text without any of these holds no _FORM
 
 
 @dataclass
@@ -104,18 +105,23 @@ def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
     alone. unique: each word once per text (in the order first said)."""
     import rjieba
 
-    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
+    runs = "\0".join("\n".join(_cjk_run().findall(text)) for text in texts)  # "\n": runs apart
+    cut = rjieba.cut(runs)
+    # the words kept, each distinct one once, interned (its one string): a word of one
+    # character is a character of the runs
+    kept = set(cut).difference(runs, CHINESE_FUNCTION_WORDS, ("",))
+    kept = dict(zip(kept, map(sys.intern, kept)))
     words, start = [], 0
     for _ in range(len(texts) - 1):
         end = cut.index("\0", start)
-        words.append(_kept(cut[start:end], unique))
+        words.append(_kept(cut[start:end], unique, kept))
         start = end + 1
-    words.append(_kept(cut[start:], unique))
+    words.append(_kept(cut[start:], unique, kept))
     return words
 
 
-def _kept(words: list[str], unique: bool) -> list[str]:
-    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
+def _kept(words: list[str], unique: bool, kept: dict) -> list[str]:
+    return list(map(kept.__getitem__, filter(kept.__contains__, dict.fromkeys(words) if unique else words)))
 
 
 def latin_terms(text: str, terms: list[str]) -> list[str]:
@@ -259,16 +265,22 @@ def chunk_sentences(text: str) -> list[Sentence]:
     """The sentences of a chunk, analysed (the Chinese words of all of them in one cut)."""
     spans = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
+    formed = _FORM_CHARS.search(text) is not None  # else no sentence has a label, heading or file name
+    latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
+    cjk_run = _cjk_run()
     for a, b in chunk_sentence_spans(text):
         parts = text[a:b].split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and _cjk_run().search(sentence) is not None
-            said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
+            cjk = chinese and cjk_run.search(sentence) is not None
+            said = _FORM.sub(" . ", text[a:b]) if formed else text[a:b]  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
     sentences = []
     for sentence, cjk, said, count in spans:
+        if cjk and not latin:  # the Chinese words (each once, interned) are all its terms
+            sentences.append(Sentence(sentence, tuple(next(words)), count))
+            continue
         terms = latin_terms(said, next(words) if cjk else [])
         # interned: the same word in thousands of kept chunks is one string
         sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
