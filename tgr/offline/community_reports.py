@@ -105,23 +105,18 @@ def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
     alone. unique: each word once per text (in the order first said)."""
     import rjieba
 
-    runs = "\0".join("\n".join(_cjk_run().findall(text)) for text in texts)  # "\n": runs apart
-    cut = rjieba.cut(runs)
-    # the words kept, each distinct one once, interned (its one string): a word of one
-    # character is a character of the runs
-    kept = set(cut).difference(runs, CHINESE_FUNCTION_WORDS, ("",))
-    kept = dict(zip(kept, map(sys.intern, kept)))
+    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
     words, start = [], 0
     for _ in range(len(texts) - 1):
         end = cut.index("\0", start)
-        words.append(_kept(cut[start:end], unique, kept))
+        words.append(_kept(cut[start:end], unique))
         start = end + 1
-    words.append(_kept(cut[start:], unique, kept))
+    words.append(_kept(cut[start:], unique))
     return words
 
 
-def _kept(words: list[str], unique: bool, kept: dict) -> list[str]:
-    return list(map(kept.__getitem__, filter(kept.__contains__, dict.fromkeys(words) if unique else words)))
+def _kept(words: list[str], unique: bool) -> list[str]:
+    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
 
 
 def latin_terms(text: str, terms: list[str]) -> list[str]:
@@ -278,11 +273,11 @@ def chunk_sentences(text: str) -> list[Sentence]:
     words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
     sentences = []
     for sentence, cjk, said, count in spans:
-        if cjk and not latin:  # the Chinese words (each once, interned) are all its terms
-            sentences.append(Sentence(sentence, tuple(next(words)), count))
+        # interned: the same word in thousands of kept chunks is one string
+        if cjk and not latin:  # its Chinese words (each once) are all its terms
+            sentences.append(Sentence(sentence, tuple(map(sys.intern, next(words))), count))
             continue
         terms = latin_terms(said, next(words) if cjk else [])
-        # interned: the same word in thousands of kept chunks is one string
         sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
 
@@ -344,16 +339,21 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
     the key phrase weights and name the central members; one per chunk, ties to the earlier
     chunk and sentence."""
     name_terms = [n for n in map(name_words, names) if n]
+    weighted = list(weights.items())
     scored = []
     for order, (chunk_id, chunk, members) in enumerate(chunks):
+        candidates = members & chunk.quotable
+        if not candidates:
+            continue
         where = chunk.where
-        masks = [(where.get(t, 0), w) for t, w in weights.items()]
-        named = [_holding(where, [n]) for n in name_terms]
+        # only the masks of a candidate sentence count (each in the weights' order)
+        masks = [(m, w) for t, w in weighted if where.get(t, 0) & candidates and (m := where[t])]
+        named = [m for m in (_holding(where, [n]) for n in name_terms) if m & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
         for mask in chain((m for m, _ in masks), named):
             said |= mask
         best = None
-        for position in _positions(members & said & chunk.quotable):
+        for position in _positions(candidates & said):
             sentence = chunk.sentences[position]
             score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
             score += sum(1.0 for m in named if m >> position & 1)
@@ -495,10 +495,8 @@ class ProfileReportWriter:
         # a chunk's sentences are matched only against the members it mentions
         chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
                   for cid, members in read if cid in analysed]
-        class_counts: Counter = Counter()
-        for _, chunk, members in chunks:
-            for position in _positions(members):
-                class_counts.update(chunk.sentences[position].phrases)
+        class_counts = Counter(chain.from_iterable(chunk.sentences[position].phrases for _, chunk, members in chunks
+                                                   for position in _positions(members)))
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
