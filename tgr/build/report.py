@@ -67,10 +67,17 @@ class _Graph:
                       for r in conn.execute("SELECT id, source_id, target_id, description, weight FROM relationships"
                                             + ("" if only is None else f" WHERE source_id {_IN} AND target_id {_IN}")
                                             + " ORDER BY id", args * 2).fetchall()]
-        self.edges_of: dict[str, list[dict]] = {}
-        for edge in self.edges:
-            self.edges_of.setdefault(edge["source"], []).append(edge)
-            self.edges_of.setdefault(edge["target"], []).append(edge)
+        # material's orders, sorted once: entities by degree (then id), relationships by the
+        # combined degree of their ends (then weight, id); a community's is a subset of each
+        degree = lambda i: self.entities[i]["degree"] if i in self.entities else 0  # noqa: E731
+        self._ranked_entities = sorted(self.entities.values(), key=lambda e: (-e["degree"], e["id"]))
+        self._entity_rank = {e["id"]: n for n, e in enumerate(self._ranked_entities)}
+        self._ranked_edges = sorted(self.edges, key=lambda e: (-(degree(e["source"]) + degree(e["target"])),
+                                                               -e["weight"], e["id"]))
+        self.edges_of: dict[str, list[tuple[int, str, str]]] = {}  # entity id -> (rank, source, target)
+        for n, edge in enumerate(self._ranked_edges):
+            self.edges_of.setdefault(edge["source"], []).append((n, edge["source"], edge["target"]))
+            self.edges_of.setdefault(edge["target"], []).append((n, edge["source"], edge["target"]))
         # a row is made once for all the contexts it is in (a member is in one community per level)
         self._entity_rows: dict[str, tuple[str, int]] = {}
         self._edge_rows: dict[str, tuple[str, int]] = {}
@@ -107,18 +114,11 @@ class _Graph:
         return row
 
     def _material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
-        inside = set(members)
-        entities = sorted((self.entities[m] for m in members if m in self.entities),
-                          key=lambda e: (-e["degree"], e["id"]))
-        seen, edges = set(), []
-        for member in members:
-            for edge in self.edges_of.get(member, []):
-                if edge["id"] not in seen and edge["source"] in inside and edge["target"] in inside:
-                    seen.add(edge["id"])
-                    edges.append(edge)
-        degree = lambda e: self.entities[e["source"]]["degree"] + self.entities[e["target"]]["degree"]
-        edges.sort(key=lambda e: (-degree(e), -e["weight"], e["id"]))
-        return entities, edges
+        inside, rank = set(members), self._entity_rank
+        entities = [self._ranked_entities[n] for n in sorted(rank[m] for m in members if m in rank)]
+        internal = {n for m in members for n, source, target in self.edges_of.get(m, ())
+                    if source in inside and target in inside}
+        return entities, [self._ranked_edges[n] for n in sorted(internal)]
 
 
 MATERIALS_KEPT = 128  # communities whose material a report stage keeps at hand (more than are handed on at once)
@@ -183,12 +183,11 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     children = sorted((c for c in community.children if c in child_reports),
                       key=lambda c: (-len(child_reports[c][1]), c))
     covered: set[str] = set()
-    used_reports: list[str] = []
+    report_rows: list[tuple[str, int]] = []
     for child in children:
-        used_reports.append(child)
+        report_rows.append(_counted(f"{child}|{shorten(child_reports[child][0], 1500)}"))
         covered.update(child_reports[child][1])
         remaining = [m for m in community.members if m not in covered]
-        report_rows = [_counted(f"{c}|{shorten(child_reports[c][0], 1500)}") for c in used_reports]
         rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
         rest, fits = raw_context(graph, remaining, max(0, budget - used))
         if fits or child == children[-1]:
