@@ -419,6 +419,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         return 0
     existing, graph = _material(conn, communities, None if everything else todo)
     getattr(writer, "begin", lambda: None)()  # a writer that reads the store itself: read it as it is now
+    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.members])
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     template, written, checked = writer.prompt, 0, 0

@@ -282,17 +282,37 @@ def chunk_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
+_NAME_PHRASES: dict[str, tuple] = {}  # name -> its phrase_terms (see learn_names)
+NAMES_KEPT = 65536
+
+
+def learn_names(names) -> None:
+    """Find the phrase terms of the names not known yet, the Chinese words of them all in one
+    cut (each name is cut as it is alone: see chinese_words), not one cut per name."""
+    missing = [n for n in dict.fromkeys(names) if n not in _NAME_PHRASES]
+    if not missing:
+        return
+    if len(_NAME_PHRASES) + len(missing) > NAMES_KEPT:
+        _NAME_PHRASES.clear()
+    chinese = [n for n in missing if has_cjk(n)]
+    words = dict(zip(chinese, chinese_words(chinese))) if chinese else {}
+    for name in missing:
+        _NAME_PHRASES[name] = tuple(latin_terms(name, words.get(name, [])))
+
+
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> frozenset:
     """The content words of a name, as sentences are matched against them (empty for a name
     of short words or stopwords only: it matches no sentence). Remembered: a member's name is
     matched in every community above it."""
-    return frozenset(t for t in phrase_terms(name) if " " not in t)
+    return frozenset(t for t in _name_terms(name) if " " not in t)
 
 
 @lru_cache(maxsize=65536)
 def _name_terms(name: str) -> tuple:
-    return tuple(phrase_terms(name))
+    """phrase_terms of a name."""
+    learn_names([name])
+    return _NAME_PHRASES[name]
 
 
 def postings(sentences: list[Sentence]) -> dict[str, int]:
@@ -461,6 +481,11 @@ class ProfileReportWriter:
         """A report stage starts (tgr.build.report): the graph may have changed since the last."""
         self._mentions = _Mentions(self.conn)
 
+    def expect(self, members: list[str]) -> None:
+        """The members of the communities this stage will write (tgr.build.report): where they
+        are mentioned is read at once, not in a query per community."""
+        self._mentions.read(members)
+
     @property
     def repeated(self) -> frozenset:
         """The store's words that every document repeats (see repeated_words), read once."""
@@ -491,6 +516,7 @@ class ProfileReportWriter:
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
         read = mentioned[:MAX_CLASS_CHUNKS]
         analysed = self._analysed([cid for cid, _ in read])
+        learn_names(e["name"] for e in entities)
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
         chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
