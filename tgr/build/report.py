@@ -375,25 +375,33 @@ class _Saving:
 
     def flush(self) -> None:
         if self.rows:
-            with transaction(self.conn):
-                for row in self.rows:
-                    _save(self.conn, *row)
+            with transaction(self.conn):  # (one statement for the batch's rows)
+                self.conn.executemany(_SAVE, [_report_row(*row) for row in self.rows])
             self.rows.clear()
 
 
-def _save(conn: Connection, community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> None:
-    """One report's row (inside the caller's transaction)."""
-    conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
-        "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
-        "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(community_id) DO UPDATE SET "
-        "title = excluded.title, summary = excluded.summary, "
-        "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
-        "findings = excluded.findings, full_text = excluded.full_text, "
-        "generator = excluded.generator, context_hash = excluded.context_hash",
-        (community_id, parsed["title"], parsed["summary"], parsed["rating"],
-         parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-         full, generator, context_hash))
+# the vector is redone only if the embedded text changed (schema.sql's trigger)
+_SAVE = ("INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
+         "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+         "ON CONFLICT(community_id) DO UPDATE SET "
+         "title = excluded.title, summary = excluded.summary, "
+         "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
+         "findings = excluded.findings, full_text = excluded.full_text, "
+         "generator = excluded.generator, context_hash = excluded.context_hash")
+
+
+def _report_row(community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> tuple:
+    """One report's row, as _SAVE takes it."""
+    return (community_id, parsed["title"], parsed["summary"], parsed["rating"],
+            parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
+            full, generator, context_hash)
+
+
+def _begin(writer, todo: list[_Community]) -> None:
+    """Tell a writer that reads the store itself that a stage starts (read it as it is now) and
+    which communities' members it will be asked about (read where they are mentioned at once)."""
+    getattr(writer, "begin", lambda: None)()
+    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.members])
 
 
 def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
@@ -418,8 +426,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     if not todo:
         return 0
     existing, graph = _material(conn, communities, None if everything else todo)
-    getattr(writer, "begin", lambda: None)()  # a writer that reads the store itself: read it as it is now
-    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.members])
+    _begin(writer, todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     template, written, checked = writer.prompt, 0, 0

@@ -367,8 +367,8 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
             continue
         where = chunk.where
         # only the masks of a candidate sentence count (each in the weights' order)
-        masks = [(m, w) for t, w in weighted if where.get(t, 0) & candidates and (m := where[t])]
-        named = [m for m in (_holding(where, [n]) for n in name_terms) if m & candidates]
+        masks = [(m, w) for t, w in weighted if (m := where.get(t, 0)) & candidates]
+        named = [m for n in name_terms if (m := _holding(where, [n])) & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
         for mask in chain((m for m, _ in masks), named):
             said |= mask
