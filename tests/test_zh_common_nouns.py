@@ -43,3 +43,20 @@ def test_an_offline_store_keeps_the_name_and_drops_the_common_nouns(tmp_path):
         aliases = {a for (a,) in kb.conn.execute("SELECT alias FROM entity_aliases")}
     assert names.get("唐僧") == "person"
     assert "和尚" not in names and "言语" not in names and not {"和尚", "言语"} & aliases
+
+
+def test_occurrences_step_as_a_find_loop_for_any_word_length_and_character():
+    from tgr.build.zh_common_nouns import _occurrences
+
+    def find_loop(text, word):
+        found, position = [], text.find(word)
+        while position >= 0:
+            found.append(position)
+            position = text.find(word, position + len(word))
+        return found
+
+    text = "哈哈哈们😀师兄弟😀师兄弟们a师兄弟子\n哈兄"
+    words = ["哈哈", "😀师", "师兄弟", "师兄弟子", "兄", "们a师兄弟", "无", "a"]
+    assert _occurrences(text, words) == {w: find_loop(text, w) for w in words}
+    assert _occurrences(text, words)["哈哈"] == [0]  # not overlapping itself
+    assert _occurrences("哈", ["哈哈"]) == {"哈哈": []}

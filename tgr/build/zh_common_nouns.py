@@ -76,19 +76,60 @@ def words_used_as_common(text: str, words) -> set[str]:
 def _occurrences(text: str, words) -> dict[str, list[int]]:
     """Where each word starts in text, left to right and not overlapping itself (as a
     str.find loop steps); the words may overlap each other (师兄, 兄弟 in 师兄弟)."""
-    by_length: dict[int, set[str]] = defaultdict(set)
-    for word in words:
-        by_length[len(word)].add(word)
-    starts = {word: [] for word in words}
-    if not starts:
-        return starts
-    ends = dict.fromkeys(starts, 0)
-    first = re.compile("[" + re.escape("".join(sorted({w[0] for w in starts}))) + "]")
-    for match in first.finditer(text):
-        position = match.start()
-        for length, group in by_length.items():
+    starts: dict[str, list[int]] = {word: [] for word in words}
+    by_length: dict[int, list[str]] = defaultdict(list)
+    for word in starts:
+        by_length[len(word)].append(word)
+    codes = None
+    for length, group in by_length.items():
+        if length > _PACKED:
+            for word in group:
+                position = text.find(word)
+                while position >= 0:
+                    starts[word].append(position)
+                    position = text.find(word, position + length)
+            continue
+        codes = _code_points(text) if codes is None else codes
+        ends = dict.fromkeys(group, 0)
+        for position in _where_any(codes, group):
             word = text[position:position + length]
-            if word in group and position >= ends[word]:
+            if position >= ends[word]:
                 starts[word].append(position)
                 ends[word] = position + length
     return starts
+
+
+_PACKED = 3  # the most characters of a word _where_any packs into one 64-bit integer (21 bits each)
+
+
+def _code_points(text: str):
+    import numpy as np
+
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+
+
+def _where_any(codes, group: list[str]) -> list[int]:
+    """The positions, in order, where one of group (words of one length, at most _PACKED) starts
+    in a text of these code points: every character one a word has there, then the whole word
+    (its code points packed into one integer) among the group's (a scan per candidate word was
+    most of the time)."""
+    import numpy as np
+
+    length = len(group[0])
+    count = len(codes) - length + 1
+    if count <= 0:
+        return []
+    top = max(int(codes.max()), *(ord(c) for word in group for c in word)) + 1
+    maybe = np.ones(count, dtype=bool)
+    for offset in range(length):
+        allowed = np.zeros(top, dtype=bool)
+        allowed[[ord(word[offset]) for word in group]] = True
+        maybe &= allowed[codes[offset:offset + count]]
+    candidates = np.flatnonzero(maybe)
+    keys = np.zeros(len(candidates), dtype=np.int64)
+    for offset in range(length):
+        keys = (keys << 21) | codes[candidates + offset]
+    wanted = np.unique(np.array([sum(ord(c) << 21 * (length - 1 - i) for i, c in enumerate(word)) for word in group],
+                                dtype=np.int64))
+    nearest = wanted[np.minimum(np.searchsorted(wanted, keys), len(wanted) - 1)]
+    return candidates[nearest == keys].tolist()
