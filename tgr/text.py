@@ -330,7 +330,7 @@ def shorten(text: str, max_chars: int) -> str:
 
 def fit_tokens(text: str, max_tokens: int) -> str:
     """Trim text so that estimate_tokens(text) <= max_tokens (roughly)."""
-    if estimate_tokens(text) <= max_tokens:
+    if len(text) <= max_tokens or estimate_tokens(text) <= max_tokens:  # (never more tokens than characters)
         return text
     ratio = max_tokens / max(1, estimate_tokens(text))
     return shorten(text, max(1, int(len(text) * ratio) - 1))
