@@ -1,10 +1,11 @@
 """CPU seconds of an offline build, checkouts taking turns (a busy machine slows each alike).
 
-    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2 ...] [--before-calls] CORPUS...
+    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2[=PYTHON] ...] [--before-calls] CORPUS...
 
 For each corpus, each run, each --tree in turn: a fresh `python -m tgr.cli index STORE CORPUS
 --offline --embed-model tgr:hash-384 -q` in its own process (PYTHONPATH=the tree, run from a
-temporary directory), timed by the kernel (user + system CPU of the process and its threads)
+temporary directory; DIR=PYTHON runs that tree on another interpreter, e.g. a venv
+with other versions of the dependencies), timed by the kernel (user + system CPU of the process and its threads)
 and by the wall clock. Prints each tree's median and least CPU and wall, and each median CPU
 as a multiple of the first tree's (issue 16: an offline build at most 1.3 times the CPU of
 9659030's on Moby-Dick and 西游记).
@@ -37,10 +38,10 @@ with tgr.open(sys.argv[1], embedder=HashEmbedder()) as kb:
 """
 
 
-def command_for(corpus: Path, store: Path, before_calls: bool) -> list[str]:
+def command_for(corpus: Path, store: Path, before_calls: bool, python: str = sys.executable) -> list[str]:
     if before_calls:
-        return [sys.executable, "-c", BEFORE_CALLS, str(store), str(corpus)]
-    return [sys.executable, "-m", "tgr.cli", "index", str(store), str(corpus),
+        return [python, "-c", BEFORE_CALLS, str(store), str(corpus)]
+    return [python, "-m", "tgr.cli", "index", str(store), str(corpus),
             "--offline", "--embed-model", "tgr:hash-384", "-q"]
 
 
@@ -50,9 +51,10 @@ def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> di
     with tempfile.TemporaryDirectory(prefix="tgr-index-cpu-") as work:
         for run in range(runs):
             for number, tree in enumerate(trees):
-                env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+                path, _, python = tree.partition("=")
+                env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
                 store = Path(work) / f"run{run}-tree{number}.db"
-                wall, cpu, rss = run_once(command_for(corpus, store, before_calls), work, env)
+                wall, cpu, rss = run_once(command_for(corpus, store, before_calls, python or sys.executable), work, env)
                 results[tree][0].append(wall)
                 results[tree][1].append(cpu)
                 results[tree][2].append(rss)
@@ -65,7 +67,7 @@ def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> di
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="+", help="files to index (one build each)")
-    parser.add_argument("--tree", action="append", default=[], help="a checkout to measure (repeatable)")
+    parser.add_argument("--tree", action="append", default=[], help="a checkout to measure (repeatable); DIR=PYTHON: with that interpreter")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before-calls", action="store_true", help="only read, chunk and store")
     args = parser.parse_args(argv)

@@ -241,6 +241,9 @@ def test_cluster_writes_tables_consistent_with_the_result(store):
     assert conn.execute("SELECT count(*) FROM communities WHERE parent_id IS NOT NULL AND parent_id "
                         "NOT IN (SELECT id FROM communities)").fetchone()[0] == 0
     assert store.meta["max_cluster_size"] == "4"
+    # which Leiden produced them: releases of leidenalg split the same graph differently
+    from importlib.metadata import version
+    assert store.meta["cluster_library"] == f"leidenalg {version('leidenalg')}"
 
 
 def test_cluster_again_is_unchanged(store):

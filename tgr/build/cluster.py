@@ -326,7 +326,7 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
         conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
         # what produced the stored communities, for people reading meta with sqlite3
         set_meta(conn, max_cluster_size=settings["max_cluster_size"], cluster_seed=settings["seed"],
-                 cluster_resolution=settings["resolution"],
+                 cluster_resolution=settings["resolution"], cluster_library=_leiden_library(),
                  community_ids_used=json.dumps({str(k): v for k, v in sorted(used.items())}))
         freshness.record(conn, "cluster", inputs)
     levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level").fetchall())
@@ -334,6 +334,13 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
     return {"communities": sum(levels.values()), "levels": levels,
             "changed": bool(changed_rows or changed_members or gone),
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _leiden_library() -> str:
+    """The Leiden implementation and its version (communities differ between releases)."""
+    from importlib.metadata import version
+
+    return f"leidenalg {version('leidenalg')}"
 
 
 def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:

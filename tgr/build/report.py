@@ -14,6 +14,7 @@ behind the ReportWriter interface.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from itertools import chain
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,7 +26,7 @@ from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
 from ..parsing import parse_report
 from ..prompts import Prompts
-from ..text import ContextTable, cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
+from ..text import cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
 
 Progress = Callable[[str, int, int], None]
 
@@ -66,54 +67,93 @@ class _Graph:
                       for r in conn.execute("SELECT id, source_id, target_id, description, weight FROM relationships"
                                             + ("" if only is None else f" WHERE source_id {_IN} AND target_id {_IN}")
                                             + " ORDER BY id", args * 2).fetchall()]
-        self.edges_of: dict[str, list[dict]] = {}
-        for edge in self.edges:
-            self.edges_of.setdefault(edge["source"], []).append(edge)
-            self.edges_of.setdefault(edge["target"], []).append(edge)
+        # material's orders, sorted once: entities by degree (then id), relationships by the
+        # combined degree of their ends (then weight, id); a community's is a subset of each
+        degree = lambda i: self.entities[i]["degree"] if i in self.entities else 0  # noqa: E731
+        self._ranked_entities = sorted(self.entities.values(), key=lambda e: (-e["degree"], e["id"]))
+        self._entity_rank = {e["id"]: n for n, e in enumerate(self._ranked_entities)}
+        self._ranked_edges = sorted(self.edges, key=lambda e: (-(degree(e["source"]) + degree(e["target"])),
+                                                               -e["weight"], e["id"]))
+        self.edges_of: dict[str, list[tuple[int, str, str]]] = {}  # entity id -> (rank, source, target)
+        for n, edge in enumerate(self._ranked_edges):
+            self.edges_of.setdefault(edge["source"], []).append((n, edge["source"], edge["target"]))
+            self.edges_of.setdefault(edge["target"], []).append((n, edge["source"], edge["target"]))
+        # a row is made once for all the contexts it is in (a member is in one community per level)
+        self._entity_rows: dict[str, tuple[str, int]] = {}
+        self._edge_rows: dict[str, tuple[str, int]] = {}
+        self._materials: OrderedDict[tuple, tuple[list[dict], list[dict]]] = OrderedDict()
 
     def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
-        """Entities by degree, internal edges by combined degree (then weight)."""
-        inside = set(members)
-        entities = sorted((self.entities[m] for m in members if m in self.entities),
-                          key=lambda e: (-e["degree"], e["id"]))
-        seen, edges = set(), []
-        for member in members:
-            for edge in self.edges_of.get(member, []):
-                if edge["id"] not in seen and edge["source"] in inside and edge["target"] in inside:
-                    seen.add(edge["id"])
-                    edges.append(edge)
-        degree = lambda e: self.entities[e["source"]]["degree"] + self.entities[e["target"]]["degree"]
-        edges.sort(key=lambda e: (-degree(e), -e["weight"], e["id"]))
-        return entities, edges
+        """Entities by degree, internal edges by combined degree (then weight). Remembered for
+        the last communities asked: a report's context and its writer read the same."""
+        key = tuple(members)
+        found = self._materials.get(key)
+        if found is None:
+            found = self._materials[key] = self._material(members)
+            if len(self._materials) > MATERIALS_KEPT:
+                self._materials.popitem(last=False)
+        else:
+            self._materials.move_to_end(key)
+        return list(found[0]), list(found[1])  # (lists the caller may change)
+
+    def entity_row(self, entity: dict) -> tuple[str, int]:
+        """An entity's context row, and the CJK characters in it."""
+        row = self._entity_rows.get(entity["id"])
+        if row is None:
+            row = self._entity_rows[entity["id"]] = _counted(
+                f"{entity['name']}|{entity['type']}|{shorten(entity['description'], 600)}|{entity['degree']}")
+        return row
+
+    def edge_row(self, edge: dict) -> tuple[str, int]:
+        """A relationship's context row, and the CJK characters in it."""
+        row = self._edge_rows.get(edge["id"])
+        if row is None:
+            name = lambda i: self.entities[i]["name"]  # noqa: E731
+            row = self._edge_rows[edge["id"]] = _counted(
+                f"{name(edge['source'])}|{name(edge['target'])}|{shorten(edge['description'], 400)}|{edge['weight']:g}")
+        return row
+
+    def _material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
+        inside, rank = set(members), self._entity_rank
+        entities = [self._ranked_entities[n] for n in sorted(rank[m] for m in members if m in rank)]
+        internal = {n for m in members for n, source, target in self.edges_of.get(m, ())
+                    if source in inside and target in inside}
+        return entities, [self._ranked_edges[n] for n in sorted(internal)]
 
 
-def _entity_rows(entities: list[dict]) -> list[str]:
-    return [f"{e['name']}|{e['type']}|{shorten(e['description'], 600)}|{e['degree']}" for e in entities]
+MATERIALS_KEPT = 128  # communities whose material a report stage keeps at hand (more than are handed on at once)
+_HEADINGS = len("-----Entities-----") + 1 + len("-----Relationships-----")  # joined by a newline
 
 
-def _edge_rows(graph: _Graph, edges: list[dict]) -> list[str]:
-    name = lambda i: graph.entities[i]["name"]
-    return [f"{name(e['source'])}|{name(e['target'])}|{shorten(e['description'], 400)}|{e['weight']:g}"
-            for e in edges]
+def _counted(row: str) -> tuple[str, int]:
+    return row, cjk_counts(row, [0])[0]
 
 
-def _table(title: str, header: str, rows: list[str], budget: int) -> tuple[str, int]:
-    """A numbered table with as many rows as fit in budget tokens, and the tokens it used."""
-    table = ContextTable(title, "id|" + header, budget)
-    for n, row in enumerate(rows, 1):
-        if not table.add(f"{n}|{row}"):
+def _table(title: str, header: str, rows, budget: int) -> tuple[str, int]:
+    """A numbered table with as many rows ((text, its CJK characters), taken one by one) as fit
+    in budget tokens, and the tokens it used: tgr.text.ContextTable's rows and count, from
+    counts made once per row."""
+    lines = [f"-----{title}-----", "id|" + header]
+    used = estimate_tokens("\n".join(lines))
+    for n, (row, cjk) in enumerate(rows, 1):
+        cost = tokens_of(len(row) + len(str(n)) + 1, cjk) + 1  # estimate_tokens(f"{n}|{row}") + 1
+        if used + cost > budget:
             break
-    return (table.text(), table.used) if table.rows else ("", 0)
+        lines.append(f"{n}|{row}")
+        used += cost
+    return ("\n".join(lines), used) if len(lines) > 2 else ("", 0)
 
 
 def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
     """raw_context's second value, without making its tables: the token estimate of its
     full text grows with every row, so the rows stop at the first that passes the budget."""
     entities, edges = graph.material(members)
-    rows = chain(_entity_rows(entities), _edge_rows(graph, edges))
-    length, cjk, count = len("-----Entities-----") + 1 + len("-----Relationships-----"), 0, 0
-    for row in rows:  # the text joins both headings and every row with newlines
-        length, cjk, count = length + len(row) + 1, cjk + cjk_counts(row, [0])[0], count + 1
+    if 2 * (len(entities) + len(edges)) + 20 > budget:
+        return False  # (each row costs two tokens or more besides its text)
+    rows = chain(map(graph.entity_row, entities), map(graph.edge_row, edges))
+    length, cjk, count = _HEADINGS, 0, 0
+    for row, row_cjk in rows:  # the text joins both headings and every row with newlines
+        length, cjk, count = length + len(row) + 1, cjk + row_cjk, count + 1
         if tokens_of(length, cjk) + 2 * count + 20 > budget:
             return False
     return tokens_of(length, cjk) + 2 * count + 20 <= budget
@@ -122,12 +162,15 @@ def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
     """The community's own material under budget; second value: did all of it fit?"""
     entities, edges = graph.material(members)
-    # a table holds at most `budget` rows (each costs a token or more): the rows past those are
-    # never formatted (a top-level community's material is most of the graph)
-    entity_rows, edge_rows = _entity_rows(entities[:budget + 1]), _edge_rows(graph, edges[:budget + 1])
-    room = budget - 2 * (len(entities) + len(edges)) - 20  # (room >= 0: every row was formatted)
-    fits = room >= 0 and estimate_tokens(
-        "\n".join(["-----Entities-----", *entity_rows, "-----Relationships-----", *edge_rows])) <= room
+    # rows are made as the tables take them: those past the first that does not fit are never
+    # made (a top-level community's material is most of the graph)
+    entity_rows, edge_rows = map(graph.entity_row, entities), map(graph.edge_row, edges)
+    room = budget - 2 * (len(entities) + len(edges)) - 20
+    fits = False
+    if room >= 0:  # (every row is needed: count the whole text, both headings and every row on a line)
+        entity_rows, edge_rows = list(entity_rows), list(edge_rows)
+        rows = entity_rows + edge_rows
+        fits = tokens_of(_HEADINGS + sum(len(r) + 1 for r, _ in rows), sum(c for _, c in rows)) <= room
     # entities get up to half the budget; relationships take the rest
     ent_text, used = _table("Entities", "entity|type|description|degree", entity_rows, budget // 2)
     rel_text, _ = _table("Relationships", "source|target|description|weight", edge_rows, budget - used)
@@ -140,12 +183,11 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     children = sorted((c for c in community.children if c in child_reports),
                       key=lambda c: (-len(child_reports[c][1]), c))
     covered: set[str] = set()
-    used_reports: list[str] = []
+    report_rows: list[tuple[str, int]] = []
     for child in children:
-        used_reports.append(child)
+        report_rows.append(_counted(f"{child}|{shorten(child_reports[child][0], 1500)}"))
         covered.update(child_reports[child][1])
         remaining = [m for m in community.members if m not in covered]
-        report_rows = [f"{c}|{shorten(child_reports[c][0], 1500)}" for c in used_reports]
         rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
         rest, fits = raw_context(graph, remaining, max(0, budget - used))
         if fits or child == children[-1]:
@@ -333,25 +375,33 @@ class _Saving:
 
     def flush(self) -> None:
         if self.rows:
-            with transaction(self.conn):
-                for row in self.rows:
-                    _save(self.conn, *row)
+            with transaction(self.conn):  # (one statement for the batch's rows)
+                self.conn.executemany(_SAVE, [_report_row(*row) for row in self.rows])
             self.rows.clear()
 
 
-def _save(conn: Connection, community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> None:
-    """One report's row (inside the caller's transaction)."""
-    conn.execute(  # the vector is redone only if the embedded text changed (schema.sql's trigger)
-        "INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
-        "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(community_id) DO UPDATE SET "
-        "title = excluded.title, summary = excluded.summary, "
-        "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
-        "findings = excluded.findings, full_text = excluded.full_text, "
-        "generator = excluded.generator, context_hash = excluded.context_hash",
-        (community_id, parsed["title"], parsed["summary"], parsed["rating"],
-         parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
-         full, generator, context_hash))
+# the vector is redone only if the embedded text changed (schema.sql's trigger)
+_SAVE = ("INSERT INTO reports(community_id, title, summary, rating, rating_explanation, "
+         "findings, full_text, generator, context_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+         "ON CONFLICT(community_id) DO UPDATE SET "
+         "title = excluded.title, summary = excluded.summary, "
+         "rating = excluded.rating, rating_explanation = excluded.rating_explanation, "
+         "findings = excluded.findings, full_text = excluded.full_text, "
+         "generator = excluded.generator, context_hash = excluded.context_hash")
+
+
+def _report_row(community_id: str, parsed: dict, full: str, generator: str, context_hash: str) -> tuple:
+    """One report's row, as _SAVE takes it."""
+    return (community_id, parsed["title"], parsed["summary"], parsed["rating"],
+            parsed["rating_explanation"], json.dumps(parsed["findings"], ensure_ascii=False),
+            full, generator, context_hash)
+
+
+def _begin(writer, todo: list[_Community]) -> None:
+    """Tell a writer that reads the store itself that a stage starts (read it as it is now) and
+    which communities' members it will be asked about (read where they are mentioned at once)."""
+    getattr(writer, "begin", lambda: None)()
+    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.members])
 
 
 def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
@@ -376,7 +426,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     if not todo:
         return 0
     existing, graph = _material(conn, communities, None if everything else todo)
-    getattr(writer, "begin", lambda: None)()  # a writer that reads the store itself: read it as it is now
+    _begin(writer, todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
     template, written, checked = writer.prompt, 0, 0

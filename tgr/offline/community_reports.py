@@ -72,6 +72,7 @@ _GENERIC = frozenset("""now like well just even still yet never ever always upon
 # ("HOST:", "Maria Lopez:"), a heading line ("# Episode 12", "CHAPTER IV"), a file's name
 _FORM = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)"
                    r"|\b[\w.-]+\.(?:txt|md|pdf|docx?|html?|jsonl?|csv|srt|vtt)\b")
+_FORM_CHARS = re.compile(r"[#A-Za-z0-9]")  # a text without any of these holds no _FORM
 
 
 @dataclass
@@ -259,20 +260,44 @@ def chunk_sentences(text: str) -> list[Sentence]:
     """The sentences of a chunk, analysed (the Chinese words of all of them in one cut)."""
     spans = []
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
+    formed = _FORM_CHARS.search(text) is not None  # else no sentence has a label, heading or file name
+    latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
+    cjk_run = _cjk_run()
     for a, b in chunk_sentence_spans(text):
         parts = text[a:b].split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and _cjk_run().search(sentence) is not None
-            said = _FORM.sub(" . ", text[a:b])  # labels, headings and file names say no topic
+            cjk = chinese and cjk_run.search(sentence) is not None
+            said = _FORM.sub(" . ", text[a:b]) if formed else text[a:b]  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
     sentences = []
     for sentence, cjk, said, count in spans:
-        terms = latin_terms(said, next(words) if cjk else [])
         # interned: the same word in thousands of kept chunks is one string
+        if cjk and not latin:  # its Chinese words (each once) are all its terms
+            sentences.append(Sentence(sentence, tuple(map(sys.intern, next(words))), count))
+            continue
+        terms = latin_terms(said, next(words) if cjk else [])
         sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
+
+
+_NAME_PHRASES: dict[str, tuple] = {}  # name -> its phrase_terms (see learn_names)
+NAMES_KEPT = 65536
+
+
+def learn_names(names) -> None:
+    """Find the phrase terms of the names not known yet, the Chinese words of them all in one
+    cut (each name is cut as it is alone: see chinese_words), not one cut per name."""
+    missing = [n for n in dict.fromkeys(names) if n not in _NAME_PHRASES]
+    if not missing:
+        return
+    if len(_NAME_PHRASES) + len(missing) > NAMES_KEPT:
+        _NAME_PHRASES.clear()
+    chinese = [n for n in missing if has_cjk(n)]
+    words = dict(zip(chinese, chinese_words(chinese))) if chinese else {}
+    for name in missing:
+        _NAME_PHRASES[name] = tuple(latin_terms(name, words.get(name, [])))
 
 
 @lru_cache(maxsize=65536)
@@ -280,12 +305,14 @@ def name_words(name: str) -> frozenset:
     """The content words of a name, as sentences are matched against them (empty for a name
     of short words or stopwords only: it matches no sentence). Remembered: a member's name is
     matched in every community above it."""
-    return frozenset(t for t in phrase_terms(name) if " " not in t)
+    return frozenset(t for t in _name_terms(name) if " " not in t)
 
 
 @lru_cache(maxsize=65536)
 def _name_terms(name: str) -> tuple:
-    return tuple(phrase_terms(name))
+    """phrase_terms of a name."""
+    learn_names([name])
+    return _NAME_PHRASES[name]
 
 
 def postings(sentences: list[Sentence]) -> dict[str, int]:
@@ -332,16 +359,21 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
     the key phrase weights and name the central members; one per chunk, ties to the earlier
     chunk and sentence."""
     name_terms = [n for n in map(name_words, names) if n]
+    weighted = list(weights.items())
     scored = []
     for order, (chunk_id, chunk, members) in enumerate(chunks):
+        candidates = members & chunk.quotable
+        if not candidates:
+            continue
         where = chunk.where
-        masks = [(where.get(t, 0), w) for t, w in weights.items()]
-        named = [_holding(where, [n]) for n in name_terms]
+        # only the masks of a candidate sentence count (each in the weights' order)
+        masks = [(m, w) for t, w in weighted if (m := where.get(t, 0)) & candidates]
+        named = [m for n in name_terms if (m := _holding(where, [n])) & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
         for mask in chain((m for m, _ in masks), named):
             said |= mask
         best = None
-        for position in _positions(members & said & chunk.quotable):
+        for position in _positions(candidates & said):
             sentence = chunk.sentences[position]
             score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
             score += sum(1.0 for m in named if m >> position & 1)
@@ -449,6 +481,11 @@ class ProfileReportWriter:
         """A report stage starts (tgr.build.report): the graph may have changed since the last."""
         self._mentions = _Mentions(self.conn)
 
+    def expect(self, members: list[str]) -> None:
+        """The members of the communities this stage will write (tgr.build.report): where they
+        are mentioned is read at once, not in a query per community."""
+        self._mentions.read(members)
+
     @property
     def repeated(self) -> frozenset:
         """The store's words that every document repeats (see repeated_words), read once."""
@@ -479,14 +516,13 @@ class ProfileReportWriter:
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
         read = mentioned[:MAX_CLASS_CHUNKS]
         analysed = self._analysed([cid for cid, _ in read])
+        learn_names(e["name"] for e in entities)
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
         chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
                   for cid, members in read if cid in analysed]
-        class_counts: Counter = Counter()
-        for _, chunk, members in chunks:
-            for position in _positions(members):
-                class_counts.update(chunk.sentences[position].phrases)
+        class_counts = Counter(chain.from_iterable(chunk.sentences[position].phrases for _, chunk, members in chunks
+                                                   for position in _positions(members)))
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}

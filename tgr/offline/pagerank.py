@@ -3,10 +3,11 @@
 Both paths add every node's incoming shares in the order of the edge list, so they give
 bit-identical results and the choice between them is only a matter of speed. Importing numpy
 costs a cold `tgr ask` (one walk) more than the walk over a small graph, so plain Python runs
-unless numpy is already loaded (a local embedder imports it), the graph is large, or the caller
-asks for numpy: a long-lived process (an eval, a server, a notebook), where the import (~0.1 s,
-once) soon costs less than the plain-Python walks it replaces (~3-5 ms each against ~1 ms on
-the dev-set stores).
+unless numpy is already loaded (a local embedder imports it) and the graph is not tiny (most
+of a report stage's communities are: there numpy's calls cost more than the walk), the graph is
+large, or the caller asks for numpy: a long-lived process (an eval, a server, a notebook), where
+the import (~0.1 s, once) soon costs less than the plain-Python walks it replaces (~3-5 ms each
+against ~1 ms on the dev-set stores).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import math
 import sys
 
 SMALL_GRAPH_EDGES = 2000  # a larger graph is worth importing numpy for (~10k nodes, ~30k edges: a few ms)
+TINY_GRAPH_EDGES = 20     # up to this many edges plain Python walks faster than numpy's calls (~40 us against ~100)
 
 
 def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[float],
@@ -28,7 +30,7 @@ def personalized_pagerank(n: int, edges: list[tuple[int, int]], weights: list[fl
     if not all(0 < w < math.inf for w in weights):  # a store made elsewhere may hold anything
         kept = [(e, w) for e, w in zip(edges, weights) if 0 < w < math.inf]
         edges, weights = [e for e, _ in kept], [w for _, w in kept]
-    if numpy or len(edges) > SMALL_GRAPH_EDGES or "numpy" in sys.modules:
+    if numpy or len(edges) > SMALL_GRAPH_EDGES or ("numpy" in sys.modules and len(edges) > TINY_GRAPH_EDGES):
         return _pagerank_numpy(n, edges, weights, r, damping, iterations)
     return _pagerank_python(n, edges, weights, r, damping, iterations)
 
