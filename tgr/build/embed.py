@@ -73,10 +73,13 @@ def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
     return reset
 
 
-def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str) -> None:
+def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str,
+           replacing: bool = True) -> None:
+    """Store a batch's vectors; replacing=False: the vec table holds none of its rows yet."""
     vec_table, table, key, _ = TARGETS[kind]
     with transaction(conn):
-        conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
+        if replacing:
+            conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", [(rid,) for rid, _, _ in batch])
         conn.executemany(f"INSERT INTO {vec_table}(id, embedding) VALUES (?, {vec_param(vtype)})",
                          [(rid, serialize(v, vtype)) for (rid, _, _), v in zip(batch, vectors)])
         conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
@@ -93,12 +96,14 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress)
         return 0
     with transaction(conn):  # vectors of rows that no longer exist
         conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
+    # an empty vec table (a first build) has no old vector to delete before each insert
+    replacing = conn.execute(f"SELECT 1 FROM {vec_table} LIMIT 1").fetchone() is not None
     stage = f"embed-{kind}"
     report(stage, 0, len(todo))
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
         _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
-               vector_type(gateway.embedder))
+               vector_type(gateway.embedder), replacing)
         report(stage, min(len(todo), start + BATCH), len(todo))
     return len(todo)
 

@@ -305,7 +305,8 @@ class Gateway:
         if not texts:
             return []
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
-        if len(batches) == 1 or self.concurrency == 1:
+        # an embedder computed under the GIL gains nothing from threads, only their hand-offs
+        if len(batches) == 1 or self.concurrency == 1 or getattr(self.embedder, "in_caller_thread", False):
             return [v for b in batches for v in self._embed_batch(stage, b)]
         results: dict[int, list[list[float]]] = {}
         workers = self._pool()

@@ -41,6 +41,8 @@ OFFLINE_WRITER = "offline-extractive"
 class HashEmbedder:
     """Deterministic local embeddings by signed feature hashing (no model weights)."""
 
+    in_caller_thread = True  # Python work under the GIL: the Gateway's threads would only add hand-offs
+
     def __init__(self, dim: int = 384):
         self.dim = dim
         self.name = f"tgr:hash-{dim}"
