@@ -41,14 +41,27 @@ def posseg_tagged(sentence: str) -> list[tuple[int, str, str]]:
     return spans
 
 
-def posseg_tagged_sentences(sentences: list[str], text: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """names_zh._tagged_sentences on jieba.posseg: each sentence's words and flags, alone."""
-    return [tuple(zip(*[s[1:] for s in posseg_tagged(x)])) or ((), ()) for x in sentences]
+def posseg_chunk_tags(sentences: list[str], text: str):
+    """names_zh._chunk_tags on jieba.posseg: each sentence's words and flags, alone, joined by a
+    "\n" word (flag x); each word's start; the index of the "\n" after each sentence."""
+    words, flags, ends = [], [], []
+    for sentence in sentences:
+        for _, word, flag in posseg_tagged(sentence):
+            words.append(word)
+            flags.append(flag)
+        ends.append(len(words))
+        words.append("\n")
+        flags.append("x")
+    words, flags = tuple(words[:-1]), tuple(flags[:-1])
+    starts = [0]
+    for word in words:
+        starts.append(starts[-1] + len(word))
+    return words, flags, starts, ends
 
 
 def entities_with(tagger, texts: list[str]) -> tuple[float, list[list[str]]]:
     """CPU seconds and the entity names of each chunk with this tagger in names_zh."""
-    names_zh._tagged_sentences = tagger
+    names_zh._chunk_tags = tagger
     tagger(["预热"], "预热")  # load the dictionary before the clock starts
     started = time.process_time()
     found = [[e.name for e in extract_heuristic(text)[0]] for text in texts]
@@ -65,10 +78,10 @@ def main(argv=None) -> int:
     chunks = [c.text for c in chunk_text(text, "d", 1200, 100)]
     if args.chunks:
         chunks = random.Random(args.seed).sample(chunks, min(args.chunks, len(chunks)))
-    fast = names_zh._tagged_sentences
-    slow_cpu, slow = entities_with(posseg_tagged_sentences, chunks)
+    fast = names_zh._chunk_tags
+    slow_cpu, slow = entities_with(posseg_chunk_tags, chunks)
     fast_cpu, quick = entities_with(fast, chunks)
-    names_zh._tagged_sentences = fast
+    names_zh._chunk_tags = fast
     chars = sum(map(len, chunks))
     print(f"{len(chunks)} chunks, {chars:,} characters of {Path(args.corpus).name}")
     print(f"extraction CPU: jieba.posseg {slow_cpu:.2f} s, rjieba.tag {fast_cpu:.2f} s "
