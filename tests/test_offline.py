@@ -304,7 +304,9 @@ def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
 
     sentences = ["孙悟空住在花果山。", "Bee Gees 在1967年到了伦敦，  唱了「Massachusetts」", "他说：\n“唐僧 在长安”",
                  "东胜神洲傲来国", "3.5%的A-1人", "菩提祖师道：“你姓甚么？”"]
-    tagged = names_zh._tagged_sentences(sentences, "\n".join(sentences))
+    words, flags, _, ends = names_zh._chunk_tags(sentences, "\n".join(sentences))  # (None: tagged alone)
+    firsts = [0, *(end + 1 for end in ends[:-1])]  # each sentence's words run up to its "\n"
+    tagged = [(words[first:end], flags[first:end]) for first, end in zip(firsts, ends)]
     assert tagged == [names_zh._tags(s) for s in sentences]
     assert tagged[0][0][:2] == ("孙悟空", "住") and tagged[0][1][0] == "nr"
 

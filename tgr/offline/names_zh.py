@@ -119,10 +119,9 @@ def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[s
     for index in compress(range(len(words)), map(_TAG_TYPES.__contains__, flags)):  # the words tagged as names
         sentence = bisect_left(ends, index)
         if sentence not in rare:
-            word = words[index]
-            kind, glued = _word_kind(word, flags[index])  # (_tag_kind, one call fewer)
-            if kind and not (glued and _glued_rare_name(words, flags, index)):
-                here.setdefault(sentence, []).append((starts[index], -len(word), word, kind))
+            kind = _tag_kind(words, flags, index)
+            if kind:
+                here.setdefault(sentence, []).append((starts[index], -len(words[index]), words[index], kind))
     compounded = set()  # the sentences with a compound (the others' names are in order)
     for index, start, name, kind in _compounds(words, flags, starts):
         sentence = bisect_left(ends, index)
@@ -213,16 +212,6 @@ def _chunk_tags(sentences: list[str], text: str) -> tuple[tuple[str, ...], tuple
             return None
     ends.append(len(words))
     return words, flags, starts, ends
-
-
-def _tagged_sentences(sentences: list[str], text: str) -> list[Tags]:
-    """_tags of each sentence, from _chunk_tags (one rjieba call on text, the sentences joined by "\n")."""
-    tagged = _chunk_tags(sentences, text)
-    if tagged is None:
-        return [_tags(s) for s in sentences]
-    words, flags, _, ends = tagged
-    firsts = [0, *(end + 1 for end in ends[:-1])]
-    return [(words[first:end], flags[first:end]) for first, end in zip(firsts, ends)]
 
 
 def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags | None = None) -> list[Name]:
