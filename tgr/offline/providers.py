@@ -24,7 +24,7 @@ import re
 import zlib
 from collections import Counter
 from functools import lru_cache
-from itertools import chain, compress, repeat
+from itertools import chain
 from operator import itemgetter
 from typing import Sequence
 
@@ -136,10 +136,11 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
     found = _sentence_names(sentences, text)
     flat = list(chain.from_iterable(found))  # (name, type) in order
     counts = Counter(map(itemgetter(0), flat))
-    # each name's first sentence (the last of a reversed walk wins)
-    first_seen = dict(zip(map(itemgetter(0), reversed(flat)),
-                          reversed(list(chain.from_iterable(map(repeat, range(len(found)), map(len, found)))))))
-    types = dict(compress(flat, map("concept".__ne__, map(itemgetter(1), flat))))  # the last type not a concept
+    first_seen: dict[str, int] = {}  # each name's first sentence
+    for index, names in enumerate(found):
+        for name, _ in names:
+            first_seen.setdefault(name, index)
+    types = {name: kind for name, kind in flat if kind != "concept"}  # the last type not a concept
     keep = sorted(counts, key=lambda n: (-counts[n], first_seen[n], n))[:max_entities]
     keep_set = set(keep)
     named = [[n for n, _ in names if n in keep_set] if names else [] for names in found]  # kept, per sentence
