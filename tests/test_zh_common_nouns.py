@@ -60,3 +60,20 @@ def test_occurrences_step_as_a_find_loop_for_any_word_length_and_character():
     assert _occurrences(text, words) == {w: find_loop(text, w) for w in words}
     assert _occurrences(text, words)["哈哈"] == [0]  # not overlapping itself
     assert _occurrences("哈", ["哈哈"]) == {"哈哈": []}
+
+
+def test_the_dictionary_read_in_one_pass_gives_what_its_patterns_give():
+    # dictionary_person_words and the finder's rare and everyday words come from one numpy pass over
+    # dict.txt; the regular expressions say what they mean, for the real dictionary and small ones
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    from tgr.offline.names_zh import _dictionary_lines, _dictionary_patterns
+
+    data = (Path(find_spec("jieba").submodule_search_locations[0]) / "dict.txt").read_bytes()
+    assert _dictionary_lines(data) == _dictionary_patterns(data.decode("utf-8"))
+    small = "宋江 2862 nr\n和尚 3959 nr\n罕见 7 nrt\n零 0 nr\n零七 07 nr\n地方 52641 n\n利用 5000 v\n观音 763 nr\n"
+    assert _dictionary_lines(small.encode()) == _dictionary_patterns(small)
+    assert _dictionary_lines(small.encode())[1] == {"罕见"}
+    for odd in ("宋江 2862 nr", "宋江 2862\n", "宋江  2862 nr\n", "宋江 28x2 nr\n", "宋江 2862 nr\r\n"):
+        assert _dictionary_lines(odd.encode()) is None  # the patterns' way instead
