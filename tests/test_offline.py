@@ -628,3 +628,15 @@ def test_a_name_broken_by_a_hard_wrapped_line_is_one_name():
     assert names[0] == ["Christmas Eve", "Scrooge"]
     assert names[1] == ["Jacob Marley", "Bob Cratchit"]
     assert "Tiny Tim London" not in names[2] and "Tiny Tim" in names[2]  # a blank line ends a name
+
+
+@pytest.mark.parametrize("text", ["孙悟空住在花果山。唐僧问道：“第Ⅳ回？”2024年，〇号。……",
+                                  "孙悟空住在花果山。Journey to the West。ＡＢＣ公司。",
+                                  "ひらがなの文。한국어 문장。孙悟空。", "一二三。", "——。"])
+def test_a_chunks_sentences_are_chinese_as_each_is_mostly_cjk(text):
+    # (a chunk without letters but CJK's is judged in one look, not a count per sentence)
+    from tgr.offline.providers import _chinese_sentences, _mostly_cjk
+    from tgr.text import split_sentences
+
+    sentences = [text[a:b] for a, b in split_sentences(text)]
+    assert _chinese_sentences(sentences, text) == list(map(_mostly_cjk, sentences))

@@ -187,7 +187,7 @@ def _sentence_names(sentences: list[str], text: str) -> list[list[tuple[str, str
 
     if text.isascii():
         return english_names(sentences, text)
-    chinese = list(map(_mostly_cjk, sentences))
+    chinese = _chinese_sentences(sentences, text)
     english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text)
                    if not all(chinese) else ())
     zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
@@ -226,12 +226,25 @@ def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tu
     return relations
 
 
+def _chinese_sentences(sentences: list[str], text: str) -> list[bool]:
+    """_mostly_cjk of each sentence (of text). Where text has no letter but CJK's (most Chinese
+    chunks), that is whether the sentence has a CJK character: one look at the text instead of
+    counting each sentence's characters."""
+    runs = _cjk_runs()
+    if _LETTER.search(runs.sub("", text)) is None:
+        return [runs.search(s) is not None for s in sentences]
+    return list(map(_mostly_cjk, sentences))
+
+
 def _mostly_cjk(sentence: str) -> bool:
     """Chinese by weight: a CJK character counts as much as four Latin letters."""
     cjk = sum(map(len, _cjk_runs().findall(sentence)))
     if 5 * cjk >= len(sentence) > 0:
         return True  # letters are at most the whole sentence: no need to count them
     return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
+
+
+_LETTER = re.compile(r"[^\W\d_]")  # a letter (str.isalpha), or a number that is no digit (Ⅳ, 〇)
 
 
 @lru_cache(maxsize=1)
