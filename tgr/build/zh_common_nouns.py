@@ -31,11 +31,13 @@ _NAMED_BY = re.compile(f"(?:{NAMING_VERBS})[：:]?[“「‘]?$")
 def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]]) -> dict[str, set[str]]:
     """document -> the person names it gives (names: document -> name -> Counter of types) that
     are a dictionary's person word the document writes as a common noun or a verb."""
-    people = dictionary_person_words()
-    candidates = {document: {n for n, kinds in found.items() if _WORD.fullmatch(n) and n in people
+    candidates = {document: {n for n, kinds in found.items() if _WORD.fullmatch(n)
                              and kinds.most_common(1)[0][0] == "person"}
                   for document, found in names.items()}
-    candidates = {d: c for d, c in candidates.items() if c}
+    if not any(candidates.values()):
+        return {}  # (no Chinese person name: no dictionary to read)
+    people = dictionary_person_words()
+    candidates = {d: c for d, c in ((d, c & people) for d, c in candidates.items()) if c}
     if not candidates:
         return {}
     texts: dict[str, list[str]] = defaultdict(list)
