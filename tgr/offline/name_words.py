@@ -41,17 +41,22 @@ def chinese_given_name(name: str) -> str | None:
     return name[1:] if len(name) == 3 and name[0] in CHINESE_SURNAMES else None
 
 
+_HAN = re.compile(f"[{CJK_CHARS}]+")
+
+
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     """香港特区 -> 香港特别行政区: a short form and the one longer name with the same first and
     last character and the rest in order. Only when exactly one longer name fits, so an
     ambiguous short form stays itself; names under min_length characters are left alone."""
-    han = re.compile(f"[{CJK_CHARS}]+")
+    han = _HAN.fullmatch
     by_ends: dict[tuple[str, str], list[str]] = {}  # a short form meets only the names of its ends
     for name in names:
-        if han.fullmatch(name):
+        if han(name):
             by_ends.setdefault((name[0], name[-1]), []).append(name)
     joined = {}
     for group in by_ends.values():
+        if len(group) < 2:
+            continue  # (most names: alone with their ends)
         for short in group:
             if len(short) < min_length:
                 continue

@@ -76,11 +76,12 @@ _TITLE_LENGTHS = sorted({len(t) for t in _TITLES}, reverse=True)
 _DOTS = "·・•‧"
 _NAMING_CHARS = "[{}][{}]".format(*("".join(sorted({w[i] for w in _NAMING.split("|")})) for i in (0, 1)))
 _RARE_PATTERNS = {"dotted": re.compile(f"[{_DOTS}]+"), "latin": re.compile("[A-Za-z]+"), "named": _NAMED,
-                  "subject": re.compile(f"[（(]|[，,]{_NAMING_CHARS}"),  # (a naming word's two characters:
+                  "subject": re.compile(f"[（(，,](?:(?<=[（(])|{_NAMING_CHARS})"),  # (a naming word's two characters:
                   "alias": re.compile(rf"[，,（(]\s*{_NAMING_CHARS}"),  # one look, not eleven, after a comma)
                   "title": _TITLE, "quoted": _QUOTED, "titled": _ANY_TITLE}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
+_TITLED_ONLY = {"titled"}
 _START = methodcaller("start")
 
 
@@ -110,26 +111,36 @@ def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[s
     """_sentence_names of each sentence from the chunk's _chunk_tags. A sentence with a rare
     pattern goes through _sentence_names; the others (most) can have only tagged names and
     compounds, found here for the whole chunk at once: a "\n" (flag x) stops a compound and,
-    as a sentence's edge does, a glued rare name."""
+    as a sentence's edge does, a glued rare name. A sentence whose only rare pattern is a
+    title also has its titled names (_titled_names), and none of its tagged names within them."""
     found: list[list[Name]] = [[] for _ in sentences]
+    here: dict[int, list[tuple[int, int, str, str]]] = {}  # sentence -> (start, -length, name, type)
+    covered: dict[int, list[tuple[int, int]]] = {}  # sentence -> the spans of its titled names
     for index in sorted(rare):
         first, end = ends[index - 1] + 1 if index else 0, ends[index]
+        if rare[index] == _TITLED_ONLY:  # (most rare sentences in a story: 大圣, 长老, 菩萨)
+            here[index], covered[index] = _titled_names(list(zip(starts[first:end], words[first:end], flags[first:end])))
+            continue
         found[index] = _sentence_names(sentences[index], rare[index], (words[first:end], flags[first:end]))
-    here: dict[int, list[tuple[int, int, str, str]]] = {}  # sentence -> (start, -length, name, type)
     for index in compress(range(len(words)), map(_TAG_TYPES.__contains__, flags)):  # the words tagged as names
         sentence = bisect_left(ends, index)
-        if sentence not in rare:
+        if sentence not in rare or sentence in covered:
+            start, word = starts[index], words[index]
+            if sentence in covered and any(start < e and s < start + len(word) for s, e in covered[sentence]):
+                continue  # (part of a titled name)
             kind = _tag_kind(words, flags, index)
             if kind:
-                here.setdefault(sentence, []).append((starts[index], -len(words[index]), words[index], kind))
-    compounded = set()  # the sentences with a compound (the others' names are in order)
+                here.setdefault(sentence, []).append((start, -len(word), word, kind))
+    compounded = set(covered)  # the sentences with a compound or a titled name (the others' names are in order)
     for index, start, name, kind in _compounds(words, flags, starts):
         sentence = bisect_left(ends, index)
-        if sentence not in rare:
+        if sentence not in rare or sentence in covered:
             here.setdefault(sentence, []).append((start, -len(name), name, kind))
             compounded.add(sentence)
     by_place = itemgetter(0, 1)
     for sentence, names in here.items():
+        if not names:
+            continue
         if len(names) == 1:
             found[sentence].append(names[0][2:])
             continue
@@ -141,6 +152,18 @@ def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[s
                 seen.add(name)
                 result.append((name, kind))
     return found
+
+
+def _titled_names(spans: list[tuple[int, str, str]]) -> tuple[list[tuple[int, int, str, str]], list[tuple[int, int]]]:
+    """_sentence_names' titled names of a sentence whose only rare pattern is a title, as
+    _chunk_names keeps them ((start, -length, name, type)), and the spans they cover."""
+    names, covered = [], []
+    for start, name, kind in _titled(spans):
+        end = start + len(name)
+        if not any(start < e and s < end for s, e in covered):
+            names.append((start, -len(name), name, kind))
+            covered.append((start, end))
+    return names, covered
 
 
 def _add_long_forms(sentences: list[str], found: list[list[Name]], aliases: dict[str, str]) -> None:
