@@ -58,7 +58,7 @@ class _Graph:
     """Entities and relationships of the store (or of the given entities and the
     relationships among them), loaded once for all reports."""
 
-    def __init__(self, conn: Connection, only: set[str] | None = None):
+    def __init__(self, conn: Connection, only: set[str] | None = None, rows_kept: int | None = None):
         args = () if only is None else (json.dumps(sorted(only)),)
         self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
                          for r in conn.execute("SELECT id, name, type, description, degree FROM entities"
@@ -78,9 +78,12 @@ class _Graph:
         for n, edge in enumerate(self._ranked_edges):
             self.edges_of.setdefault(edge["source"], []).append((n, edge["source"], edge["target"]))
             self.edges_of.setdefault(edge["target"], []).append((n, edge["source"], edge["target"]))
-        # a row is made once for all the contexts it is in (a member is in one community per level)
-        self._entity_rows: dict[str, tuple[str, int]] = {}
-        self._edge_rows: dict[str, tuple[str, int]] = {}
+        # a row's length and CJK characters are counted once for all the contexts it is in (a
+        # member is in one community per level); its text is kept only for the last rows made
+        self._entity_sizes: dict[str, int] = {}  # entity id -> length << 32 | CJK characters
+        self._edge_sizes: dict[str, int] = {}    # relationship id -> the same
+        self._texts: OrderedDict[tuple[bool, str], str] = OrderedDict()  # (is an edge, id) -> text
+        self._rows_kept = ROWS_KEPT if rows_kept is None else rows_kept
         self._materials: OrderedDict[tuple, tuple[list[dict], list[dict]]] = OrderedDict()
 
     def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
@@ -98,20 +101,50 @@ class _Graph:
 
     def entity_row(self, entity: dict) -> tuple[str, int]:
         """An entity's context row, and the CJK characters in it."""
-        row = self._entity_rows.get(entity["id"])
-        if row is None:
-            row = self._entity_rows[entity["id"]] = _counted(
-                f"{entity['name']}|{entity['type']}|{shorten(entity['description'], 600)}|{entity['degree']}")
-        return row
+        text = self._text(False, entity)
+        return text, self._size(self._entity_sizes, entity["id"], text) & _CJK
 
     def edge_row(self, edge: dict) -> tuple[str, int]:
         """A relationship's context row, and the CJK characters in it."""
-        row = self._edge_rows.get(edge["id"])
-        if row is None:
+        text = self._text(True, edge)
+        return text, self._size(self._edge_sizes, edge["id"], text) & _CJK
+
+    def entity_size(self, entity: dict) -> tuple[int, int]:
+        """The length of an entity's context row and the CJK characters in it."""
+        size = self._entity_sizes.get(entity["id"])
+        return divmod(size if size is not None else self._size(self._entity_sizes, entity["id"],
+                                                                 self._text(False, entity)), _CJK + 1)
+
+    def edge_size(self, edge: dict) -> tuple[int, int]:
+        """The length of a relationship's context row and the CJK characters in it."""
+        size = self._edge_sizes.get(edge["id"])
+        return divmod(size if size is not None else self._size(self._edge_sizes, edge["id"],
+                                                                 self._text(True, edge)), _CJK + 1)
+
+    @staticmethod
+    def _size(sizes: dict[str, int], key: str, text: str) -> int:
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = len(text) << 32 | cjk_counts(text, [0])[0]
+        return size
+
+    def _text(self, is_edge: bool, element: dict) -> str:
+        key = (is_edge, element["id"])
+        text = self._texts.get(key)
+        if text is not None:
+            self._texts.move_to_end(key)
+            return text
+        if is_edge:
             name = lambda i: self.entities[i]["name"]  # noqa: E731
-            row = self._edge_rows[edge["id"]] = _counted(
-                f"{name(edge['source'])}|{name(edge['target'])}|{shorten(edge['description'], 400)}|{edge['weight']:g}")
-        return row
+            text = (f"{name(element['source'])}|{name(element['target'])}|"
+                    f"{shorten(element['description'], 400)}|{element['weight']:g}")
+        else:
+            text = (f"{element['name']}|{element['type']}|"
+                    f"{shorten(element['description'], 600)}|{element['degree']}")
+        self._texts[key] = text
+        if len(self._texts) > self._rows_kept:
+            self._texts.popitem(last=False)
+        return text
 
     def _material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
         inside, rank = set(members), self._entity_rank
@@ -122,6 +155,8 @@ class _Graph:
 
 
 MATERIALS_KEPT = 128  # communities whose material a report stage keeps at hand (more than are handed on at once)
+ROWS_KEPT = 4096     # row texts a report stage keeps (the last made: a parent reads its children's soon after)
+_CJK = (1 << 32) - 1  # the CJK characters' part of a packed row size
 _HEADINGS = len("-----Entities-----") + 1 + len("-----Relationships-----")  # joined by a newline
 
 
@@ -150,10 +185,10 @@ def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
     entities, edges = graph.material(members)
     if 2 * (len(entities) + len(edges)) + 20 > budget:
         return False  # (each row costs two tokens or more besides its text)
-    rows = chain(map(graph.entity_row, entities), map(graph.edge_row, edges))
+    sizes = chain(map(graph.entity_size, entities), map(graph.edge_size, edges))
     length, cjk, count = _HEADINGS, 0, 0
-    for row, row_cjk in rows:  # the text joins both headings and every row with newlines
-        length, cjk, count = length + len(row) + 1, cjk + row_cjk, count + 1
+    for row_length, row_cjk in sizes:  # the text joins both headings and every row with newlines
+        length, cjk, count = length + row_length + 1, cjk + row_cjk, count + 1
         if tokens_of(length, cjk) + 2 * count + 20 > budget:
             return False
     return tokens_of(length, cjk) + 2 * count + 20 <= budget
@@ -167,10 +202,9 @@ def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bo
     entity_rows, edge_rows = map(graph.entity_row, entities), map(graph.edge_row, edges)
     room = budget - 2 * (len(entities) + len(edges)) - 20
     fits = False
-    if room >= 0:  # (every row is needed: count the whole text, both headings and every row on a line)
-        entity_rows, edge_rows = list(entity_rows), list(edge_rows)
-        rows = entity_rows + edge_rows
-        fits = tokens_of(_HEADINGS + sum(len(r) + 1 for r, _ in rows), sum(c for _, c in rows)) <= room
+    if room >= 0:  # (count the whole text, both headings and every row on a line)
+        sizes = list(chain(map(graph.entity_size, entities), map(graph.edge_size, edges)))
+        fits = tokens_of(_HEADINGS + sum(n + 1 for n, _ in sizes), sum(c for _, c in sizes)) <= room
     # entities get up to half the budget; relationships take the rest
     ent_text, used = _table("Entities", "entity|type|description|degree", entity_rows, budget // 2)
     rel_text, _ = _table("Relationships", "source|target|description|weight", edge_rows, budget - used)
