@@ -103,20 +103,29 @@ def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
     from one cut of them all: jieba cuts each run of Han characters on its own, so runs cut
     together, kept apart by a character it returns as a word of its own, are cut as they are
     alone. unique: each word once per text (in the order first said)."""
+    return [list(dict.fromkeys(words)) if unique else words for words in _cut_apart(texts)]
+
+
+def _cut_apart(texts: list[str]) -> list[list[str]]:
+    """Each text's kept Chinese words (see chinese_words), from one cut of all their CJK runs:
+    the runs of a text joined by "\n", the texts by "\0"."""
     import rjieba
 
-    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
+    joined = "\0".join(texts)
+    if joined.count("\0") == len(texts) - 1:  # (else a text holds a NUL: find its runs one by one)
+        # every stretch between CJK runs becomes one "\n", and none is left at a text's ends
+        runs = _not_cjk().sub("\n", joined).replace("\n\0", "\0").replace("\0\n", "\0").strip("\n")
+    else:
+        runs = "\0".join("\n".join(_cjk_run().findall(text)) for text in texts)
+    function_words = CHINESE_FUNCTION_WORDS
+    kept = [w for w in rjieba.cut(runs) if len(w) > 1 and w not in function_words or w == "\0"]
     words, start = [], 0
     for _ in range(len(texts) - 1):
-        end = cut.index("\0", start)
-        words.append(_kept(cut[start:end], unique))
+        end = kept.index("\0", start)
+        words.append(kept[start:end])
         start = end + 1
-    words.append(_kept(cut[start:], unique))
+    words.append(kept[start:])
     return words
-
-
-def _kept(words: list[str], unique: bool) -> list[str]:
-    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
 
 
 def latin_terms(text: str, terms: list[str]) -> list[str]:
@@ -143,6 +152,12 @@ def latin_terms(text: str, terms: list[str]) -> list[str]:
 def _cjk_run() -> re.Pattern:
     """CJK_RUN's full pattern (it finds the same runs in any text), compiled when first needed."""
     return re.compile(f"[{CJK_RANGES}]+")
+
+
+@lru_cache(maxsize=1)
+def _not_cjk() -> re.Pattern:
+    """What lies between CJK runs (and NULs), compiled when first needed."""
+    return re.compile(f"[^{CJK_RANGES}\0]+")
 
 
 @lru_cache(maxsize=65536)
@@ -270,14 +285,15 @@ def chunk_sentences(text: str) -> list[Sentence]:
             cjk = chinese and cjk_run.search(sentence) is not None
             said = _FORM.sub(" . ", text[a:b]) if formed else text[a:b]  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
-    words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
+    words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
+    intern = sys.intern
     for sentence, cjk, said, count in spans:
         # interned: the same word in thousands of kept chunks is one string
         if cjk and not latin:  # its Chinese words (each once) are all its terms
-            sentences.append(Sentence(sentence, tuple(map(sys.intern, next(words))), count))
+            sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
-        terms = latin_terms(said, next(words) if cjk else [])
+        terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
         sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
 
