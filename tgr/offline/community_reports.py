@@ -30,7 +30,7 @@ import tempfile
 from collections import Counter, OrderedDict
 from itertools import chain
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 from .name_words import CHINESE_FUNCTION_WORDS
@@ -352,11 +352,12 @@ def _holding(where: dict[str, int], names: list[frozenset]) -> int:
     """The sentences (a bit mask, from a chunk's postings) that hold every word of one of the names."""
     hits = 0
     for name in names:
-        found = [where.get(word, 0) for word in name]
-        if found and all(found):
-            common = found[0]
-            for mask in found[1:]:
-                common &= mask
+        if name:
+            common = -1  # (every bit, until a word's sentences take some away)
+            for word in name:
+                common &= where.get(word, 0)
+                if not common:
+                    break
             hits |= common
     return hits
 
@@ -384,9 +385,11 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
         where = chunk.where
         # only the masks of a candidate sentence count (each in the weights' order)
         masks = [(m, w) for t, w in weighted if (m := where.get(t, 0)) & candidates]
-        named = [m for n in name_terms if (m := _holding(where, [n])) & candidates]
+        named = [m for n in name_terms if (m := _holding(where, (n,))) & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
-        for mask in chain((m for m, _ in masks), named):
+        for mask, _ in masks:
+            said |= mask
+        for mask in named:
             said |= mask
         best = None
         for position in _positions(candidates & said):
@@ -448,10 +451,12 @@ class _Mentions:
         for eid in missing:
             self._chunks[eid] = []
         args = (json.dumps(missing),)
-        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args))
-        for eid, cid, document, ordinal in self.conn.execute(
-                "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
-                f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args):
+        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
+        rows = self.conn.execute(
+            "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+            f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args)
+        # (fetched a few thousand at a time: a row at a time is a watched call each)
+        for eid, cid, document, ordinal in chain.from_iterable(iter(partial(rows.fetchmany, 4096), [])):
             number = self._numbers.get(cid)
             if number is None:
                 number = self._numbers[cid] = len(self._chunk_ids)
@@ -561,7 +566,8 @@ class ProfileReportWriter:
         found = {c: self._sentences.get(c) for c in chunk_ids}
         missing = [c for c, analysed in found.items() if analysed is None]
         if missing:
-            for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
+            for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}",
+                                               (json.dumps(missing),)).fetchall():
                 found[cid] = self._sentences.put(cid, analyse_chunk(text))
         return {c: found[c] for c in chunk_ids if found[c] is not None}
 
