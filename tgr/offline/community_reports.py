@@ -29,6 +29,7 @@ import sys
 import tempfile
 from collections import Counter, OrderedDict
 from itertools import chain
+from operator import attrgetter
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import NamedTuple
@@ -362,6 +363,28 @@ def _holding(where: dict[str, int], names: list[frozenset]) -> int:
     return hits
 
 
+def _member_chunks(read: list[tuple[str, list[str]]], analysed: dict[str, ChunkText],
+                   names: dict[str, frozenset]) -> tuple[list[tuple[str, ChunkText, int]], list[tuple]]:
+    """(chunk id, chunk, its member sentences' mask) of the chunks read (each matched only against
+    the members it mentions), and the terms of every member sentence, chunk by chunk."""
+    chunks, said = [], []
+    for cid, members in read:
+        chunk = analysed.get(cid)
+        if chunk is None:
+            continue
+        sentences = chunk.sentences
+        mask = member_sentences(chunk, [names[m] for m in members if m in names])
+        chunks.append((cid, chunk, mask))
+        if mask == (1 << len(sentences)) - 1:
+            said.extend(map(_PHRASES, sentences))
+        else:
+            said.extend(sentences[position].phrases for position in _positions(mask))
+    return chunks, said
+
+
+_PHRASES = attrgetter("phrases")
+
+
 def _positions(mask: int):
     """The set bits of a mask, lowest first."""
     while mask:
@@ -385,19 +408,28 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
         where = chunk.where
         # only the masks of a candidate sentence count (each in the weights' order)
         masks = [(m, w) for t, w in weighted if (m := where.get(t, 0)) & candidates]
-        named = [m for n in name_terms if (m := _holding(where, (n,))) & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
         for mask, _ in masks:
             said |= mask
-        for mask in named:
-            said |= mask
+        named = []
+        for name in name_terms:
+            common = _holding(where, (name,))
+            if common & candidates:
+                named.append(common)
+                said |= common
+        said &= candidates
         best = None
-        for position in _positions(candidates & said):
-            sentence = chunk.sentences[position]
-            score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
-            score += sum(1.0 for m in named if m >> position & 1)
+        sentences, cut = chunk.sentences, chunk.cut
+        while said:  # each sentence that scores, first to last
+            bit = said & -said
+            said ^= bit
+            score = sum([w for m, w in masks if m & bit])  # (summed in the weights' order)
+            if named:
+                score += sum([1.0 for m in named if m & bit])
+            position = bit.bit_length() - 1
+            sentence = sentences[position]
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
-            if chunk.cut >> position & 1:
+            if cut & bit:
                 score /= 2  # the tail of a sentence cut at the chunk's start
             if score > 0 and (best is None or score > best[0]):
                 best = (score, order, position, sentence.text, chunk_id)
@@ -540,10 +572,8 @@ class ProfileReportWriter:
         learn_names(e["name"] for e in entities)
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
-        chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
-                  for cid, members in read if cid in analysed]
-        class_counts = Counter(chain.from_iterable(chunk.sentences[position].phrases for _, chunk, members in chunks
-                                                   for position in _positions(members)))
+        chunks, said = _member_chunks(read, analysed, names)
+        class_counts = Counter(chain.from_iterable(said))
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
