@@ -268,7 +268,10 @@ def analyse_chunk(text: str) -> ChunkText:
     quotable = cut = 0
     for position, sentence in enumerate(sentences):
         quotable |= (8 <= sentence.words <= 80) << position
-        cut |= next((c for c in sentence.text if c.isalpha()), "").islower() << position
+        first = sentence.text[0]  # (a sentence is never empty; its first letter is most often its first character)
+        if not first.isalpha():
+            first = next((c for c in sentence.text if c.isalpha()), "")
+        cut |= first.islower() << position
     return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences), quotable, cut)
 
 
@@ -280,11 +283,12 @@ def chunk_sentences(text: str) -> list[Sentence]:
     latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
     cjk_run = _cjk_run()
     for a, b in chunk_sentence_spans(text):
-        parts = text[a:b].split()
+        piece = text[a:b]
+        parts = piece.split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and cjk_run.search(sentence) is not None
-            said = _FORM.sub(" . ", text[a:b]) if formed else text[a:b]  # labels, headings and file names say no topic
+            cjk = chinese and cjk_run.search(piece) is not None
+            said = _FORM.sub(" . ", piece) if formed else piece  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
