@@ -165,4 +165,4 @@ def test_contexts_do_not_depend_on_how_many_rows_are_kept(db_path):
         contexts = [[raw_context(graph, m, budget) for budget in (150, 1200) for m in members.values()]
                     for graph in (small, large)]
         assert contexts[0] == contexts[1] and any(text for text, _ in contexts[0])
-        assert len(small._texts) == 3 < len(large._texts)
+        assert len(small._entity_texts) + len(small._edge_texts) <= 6 < len(large._entity_texts)
