@@ -194,6 +194,11 @@ class Background:
         seen = max(class_count, self.frequency.get(term, 0))
         return class_count * math.log(1 + self.average_words / seen)
 
+    def weights(self, counted: list[tuple[str, int]]) -> list[float]:
+        """weight() of each (term, class_count)."""
+        frequency, average, log = self.frequency, self.average_words, math.log
+        return [n * log(1 + average / max(n, frequency.get(t, 0))) for t, n in counted]
+
 
 # --- the parts of a profile ------------------------------------------------------------
 
@@ -228,8 +233,8 @@ def key_phrases(class_counts: Counter, background: Background, exclude: set[str]
     """The community's most distinctive terms by c-TF-IDF; a phrase hides the words it is made
     of, a word already said in the title is left out, and a phrase must occur twice."""
     # ties (a community read from one sentence) go to the term said first
-    scored = sorted(((background.weight(t, n), order, t) for order, (t, n) in enumerate(class_counts.items())
-                     if not (" " in t and n < 2)), key=lambda s: (-s[0], s[1]))
+    kept = [(t, n) for t, n in class_counts.items() if n > 1 or " " not in t]
+    scored = sorted(zip([-w for w in background.weights(kept)], range(len(kept)), [t for t, _ in kept]))
     chosen: list[str] = []
     for _, _, term in scored:
         words = set(term.split())
