@@ -471,18 +471,18 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
                      if cid in communities}
     template, written, checked = writer.prompt, 0, 0
 
-    def unchanged(community: _Community, context: str) -> bool:
+    def unchanged(community: _Community, context_hash: str) -> bool:
         nonlocal checked
-        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer.name, template, context)
+        same = not force and existing.get(community.id, (None, None))[1] == context_hash
         if same:
             checked += 1
             report("report", written + checked, total)
         return same
 
-    def save(community: _Community, parsed: dict, generator: str, context: str) -> None:
+    def save(community: _Community, parsed: dict, generator: str, context_hash: str) -> None:
         nonlocal written
         full = report_text(parsed)
-        saving.add(community.id, parsed, full, generator, content_hash(writer.name, template, context))
+        saving.add(community.id, parsed, full, generator, context_hash)
         child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)
@@ -496,10 +496,10 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
         fresh = []
         for community, context in batch:
-            if unchanged(community, context):
+            if unchanged(community, context_hash := content_hash(writer.name, template, context)):  # (hashed once)
                 order.done(community.id)
             else:
-                fresh.append(ReportItem((community, context), context, partial(graph.material, community.members)))
+                fresh.append(ReportItem((community, context_hash), context, partial(graph.material, community.members)))
         return fresh
 
     handed = 0  # items handed to the writer: those not written yet are queued or in flight
@@ -520,7 +520,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
 
     with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
         while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
-            for (community, context), parsed, generator in writer.write(batch, idle, more=released):
-                save(community, parsed, generator, context)
+            for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
+                save(community, parsed, generator, context_hash)
                 order.done(community.id)
     return written
