@@ -27,6 +27,7 @@ import pickle
 import re
 import sys
 import tempfile
+from array import array
 from collections import Counter, OrderedDict
 from itertools import chain
 from operator import attrgetter
@@ -479,7 +480,7 @@ class _Mentions:
     def __init__(self, conn):
         self.conn = conn
         self.mentions: dict[str, object] = {}           # entity id -> entities.mentions
-        self._chunks: dict[str, list[int]] = {}         # entity id -> chunk numbers
+        self._chunks: dict[str, array] = {}             # entity id -> chunk numbers (4 bytes each, not ~36)
         self._numbers: dict[str, int] = {}              # chunk id -> number
         self._chunk_ids: list[str] = []                 # by number
         self._places: list[tuple | None] = []           # (document id, ordinal) by number (None: no such chunk)
@@ -490,7 +491,7 @@ class _Mentions:
         if not missing:
             return
         for eid in missing:
-            self._chunks[eid] = []
+            self._chunks[eid] = array("i")
         args = (json.dumps(missing),)
         self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
         rows = self.conn.execute(
