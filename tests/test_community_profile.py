@@ -272,6 +272,8 @@ def test_a_chunks_chinese_words_cut_at_once_are_each_sentences_own():
         assert sentence.phrases == tuple(dict.fromkeys(phrase_terms(sentence.text)))
     texts = [s.text for s in chunk.sentences]
     assert chinese_words(texts) == [chinese_words([t])[0] for t in texts]
+    odd = ["孙悟空\0唐僧", "", "abc", " 猪八戒 ", "沙僧"]  # a NUL inside, nothing Chinese, spaces around
+    assert chinese_words(odd) == [chinese_words([t])[0] for t in odd] == [["孙悟空", "唐僧"], [], [], ["猪八戒"], ["沙僧"]]
     assert "龙王" in chunk.sentences[2].phrases and "dragon king" in chunk.sentences[2].phrases
 
 

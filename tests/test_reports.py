@@ -149,3 +149,20 @@ def test_material_fits_says_what_raw_context_says(db_path):
                    for budget in (60, 150, 400, 1200, 5000) for m in members.values()]
         assert {raw for raw, _ in answers} == {True, False}, "both answers occur"
         assert all(raw == fits for raw, fits in answers)
+
+
+def test_contexts_do_not_depend_on_how_many_rows_are_kept(db_path):
+    """A report stage keeps the texts of its last rows only (its peak memory must not grow with
+    the graph): the contexts come out the same with room for three rows as with room for all."""
+    from tgr.build.report import _Graph, raw_context
+
+    kb, _ = build(db_path, ZH_CORPUS, max_cluster_size=6)
+    with kb:
+        members: dict[str, list[str]] = {}
+        for cid, eid in kb.conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+            members.setdefault(cid, []).append(eid)
+        small, large = _Graph(kb.conn, rows_kept=3), _Graph(kb.conn, rows_kept=10**6)
+        contexts = [[raw_context(graph, m, budget) for budget in (150, 1200) for m in members.values()]
+                    for graph in (small, large)]
+        assert contexts[0] == contexts[1] and any(text for text, _ in contexts[0])
+        assert len(small._entity_texts) + len(small._edge_texts) <= 6 < len(large._entity_texts)

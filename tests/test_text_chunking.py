@@ -5,7 +5,7 @@ import pytest
 
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
 from tgr.ingest.chunking import chunk_text
-from tgr.text import CJK_RANGES, cjk_counts, estimate_tokens, normalise_name, split_sentences
+from tgr.text import CJK_RANGES, cjk_counts, content_hash, estimate_tokens, normalise_name, split_sentences
 
 CORPUS_FILES = sorted(EN_CORPUS.glob("*.txt")) + sorted(ZH_CORPUS.glob("*.txt"))
 
@@ -301,3 +301,13 @@ def test_fixture_corpora_consecutive_chunks_overlap(path):
     no_overlap = [(prev.ordinal, nxt.ordinal) for prev, nxt in zip(chunks, chunks[1:])
                   if not nxt.start < prev.end]
     assert not no_overlap, f"consecutive chunks sharing no text: {no_overlap}"
+
+
+@pytest.mark.parametrize("parts", [(), ("",), ("", ""), ("Scrooge",), ("孙悟空", "花果山\x1f水帘洞", "é" * 300)])
+def test_content_hash_is_the_sha256_of_each_part_followed_by_a_unit_separator(parts):
+    """Every stored id and input hash is one of these: the bytes hashed must never change."""
+    import hashlib
+
+    expected = hashlib.sha256(b"".join(p.encode("utf-8") + b"\x1f" for p in parts)).hexdigest()
+    assert content_hash(*parts) == expected[:16]
+    assert content_hash(*parts, length=32) == expected[:32]

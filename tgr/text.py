@@ -105,11 +105,9 @@ def content_hash(*parts: str, length: int = 16) -> str:
     """Stable short hex id for a piece of content."""
     import hashlib  # here: loading OpenSSL costs a cold `tgr ask` (which hashes nothing) ~4 ms
 
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8"))
-        h.update(b"\x1f")
-    return h.hexdigest()[:length]
+    # each part followed by a unit separator, hashed in one call (a merge hashes ~150,000 parts)
+    joined = "\x1f".join(parts) + "\x1f" if parts else ""
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:length]
 
 
 def has_cjk(text: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from itertools import chain
+from itertools import chain, compress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator, Protocol
@@ -58,7 +58,7 @@ class _Graph:
     """Entities and relationships of the store (or of the given entities and the
     relationships among them), loaded once for all reports."""
 
-    def __init__(self, conn: Connection, only: set[str] | None = None):
+    def __init__(self, conn: Connection, only: set[str] | None = None, rows_kept: int | None = None):
         args = () if only is None else (json.dumps(sorted(only)),)
         self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
                          for r in conn.execute("SELECT id, name, type, description, degree FROM entities"
@@ -74,13 +74,21 @@ class _Graph:
         self._entity_rank = {e["id"]: n for n, e in enumerate(self._ranked_entities)}
         self._ranked_edges = sorted(self.edges, key=lambda e: (-(degree(e["source"]) + degree(e["target"])),
                                                                -e["weight"], e["id"]))
-        self.edges_of: dict[str, list[tuple[int, str, str]]] = {}  # entity id -> (rank, source, target)
+        # entity id -> the ranks of its relationships and, in step, each one's other end (two flat
+        # lists, not a tuple per end: ~60 bytes a relationship instead of ~140)
+        self.edges_of: dict[str, tuple[list[int], list[str]]] = {}
         for n, edge in enumerate(self._ranked_edges):
-            self.edges_of.setdefault(edge["source"], []).append((n, edge["source"], edge["target"]))
-            self.edges_of.setdefault(edge["target"], []).append((n, edge["source"], edge["target"]))
-        # a row is made once for all the contexts it is in (a member is in one community per level)
-        self._entity_rows: dict[str, tuple[str, int]] = {}
-        self._edge_rows: dict[str, tuple[str, int]] = {}
+            for end, other in ((edge["source"], edge["target"]), (edge["target"], edge["source"])):
+                ranks, others = self.edges_of.get(end) or self.edges_of.setdefault(end, ([], []))
+                ranks.append(n)
+                others.append(other)
+        # a row's length and CJK characters are counted once for all the contexts it is in (a
+        # member is in one community per level); its text is kept only for the last rows made
+        self._entity_sizes: dict[str, int] = {}  # entity id -> length << 32 | CJK characters
+        self._edge_sizes: dict[str, int] = {}    # relationship id -> the same
+        self._entity_texts: OrderedDict[str, str] = OrderedDict()
+        self._edge_texts: OrderedDict[str, str] = OrderedDict()
+        self._rows_kept = ROWS_KEPT if rows_kept is None else rows_kept
         self._materials: OrderedDict[tuple, tuple[list[dict], list[dict]]] = OrderedDict()
 
     def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
@@ -98,31 +106,63 @@ class _Graph:
 
     def entity_row(self, entity: dict) -> tuple[str, int]:
         """An entity's context row, and the CJK characters in it."""
-        row = self._entity_rows.get(entity["id"])
-        if row is None:
-            row = self._entity_rows[entity["id"]] = _counted(
-                f"{entity['name']}|{entity['type']}|{shorten(entity['description'], 600)}|{entity['degree']}")
-        return row
+        return self._row(self._entity_texts, self._entity_sizes, entity, self._entity_text)
 
     def edge_row(self, edge: dict) -> tuple[str, int]:
         """A relationship's context row, and the CJK characters in it."""
-        row = self._edge_rows.get(edge["id"])
-        if row is None:
-            name = lambda i: self.entities[i]["name"]  # noqa: E731
-            row = self._edge_rows[edge["id"]] = _counted(
-                f"{name(edge['source'])}|{name(edge['target'])}|{shorten(edge['description'], 400)}|{edge['weight']:g}")
-        return row
+        return self._row(self._edge_texts, self._edge_sizes, edge, self._edge_text)
+
+    def entity_size(self, entity: dict) -> tuple[int, int]:
+        """The length of an entity's context row and the CJK characters in it."""
+        size = self._entity_sizes.get(entity["id"])
+        return (size >> 32, size & _CJK) if size is not None else _size_of(*self.entity_row(entity))
+
+    def edge_size(self, edge: dict) -> tuple[int, int]:
+        """The length of a relationship's context row and the CJK characters in it."""
+        size = self._edge_sizes.get(edge["id"])
+        return (size >> 32, size & _CJK) if size is not None else _size_of(*self.edge_row(edge))
+
+    def _row(self, texts: OrderedDict, sizes: dict[str, int], element: dict, make) -> tuple[str, int]:
+        key = element["id"]
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = make(element)
+            if len(texts) > self._rows_kept:
+                texts.popitem(last=False)
+        else:
+            texts.move_to_end(key)
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = len(text) << 32 | cjk_counts(text, [0])[0]
+        return text, size & _CJK
+
+    @staticmethod
+    def _entity_text(entity: dict) -> str:
+        return f"{entity['name']}|{entity['type']}|{shorten(entity['description'], 600)}|{entity['degree']}"
+
+    def _edge_text(self, edge: dict) -> str:
+        name = lambda i: self.entities[i]["name"]  # noqa: E731
+        return f"{name(edge['source'])}|{name(edge['target'])}|{shorten(edge['description'], 400)}|{edge['weight']:g}"
 
     def _material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
         inside, rank = set(members), self._entity_rank
         entities = [self._ranked_entities[n] for n in sorted(rank[m] for m in members if m in rank)]
-        internal = {n for m in members for n, source, target in self.edges_of.get(m, ())
-                    if source in inside and target in inside}
+        internal: set[int] = set()  # (a member's relationships are internal where their other end is a member)
+        for m in members:
+            found = self.edges_of.get(m)
+            if found:
+                internal.update(compress(found[0], map(inside.__contains__, found[1])))
         return entities, [self._ranked_edges[n] for n in sorted(internal)]
 
 
 MATERIALS_KEPT = 128  # communities whose material a report stage keeps at hand (more than are handed on at once)
+ROWS_KEPT = 4096     # row texts a report stage keeps (the last made: a parent reads its children's soon after)
+_CJK = (1 << 32) - 1  # the CJK characters' part of a packed row size
 _HEADINGS = len("-----Entities-----") + 1 + len("-----Relationships-----")  # joined by a newline
+
+
+def _size_of(row: str, cjk: int) -> tuple[int, int]:
+    return len(row), cjk
 
 
 def _counted(row: str) -> tuple[str, int]:
@@ -150,10 +190,10 @@ def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
     entities, edges = graph.material(members)
     if 2 * (len(entities) + len(edges)) + 20 > budget:
         return False  # (each row costs two tokens or more besides its text)
-    rows = chain(map(graph.entity_row, entities), map(graph.edge_row, edges))
+    sizes = chain(map(graph.entity_size, entities), map(graph.edge_size, edges))
     length, cjk, count = _HEADINGS, 0, 0
-    for row, row_cjk in rows:  # the text joins both headings and every row with newlines
-        length, cjk, count = length + len(row) + 1, cjk + row_cjk, count + 1
+    for row_length, row_cjk in sizes:  # the text joins both headings and every row with newlines
+        length, cjk, count = length + row_length + 1, cjk + row_cjk, count + 1
         if tokens_of(length, cjk) + 2 * count + 20 > budget:
             return False
     return tokens_of(length, cjk) + 2 * count + 20 <= budget
@@ -431,18 +471,18 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
                      if cid in communities}
     template, written, checked = writer.prompt, 0, 0
 
-    def unchanged(community: _Community, context: str) -> bool:
+    def unchanged(community: _Community, context_hash: str) -> bool:
         nonlocal checked
-        same = not force and existing.get(community.id, (None, None))[1] == content_hash(writer.name, template, context)
+        same = not force and existing.get(community.id, (None, None))[1] == context_hash
         if same:
             checked += 1
             report("report", written + checked, total)
         return same
 
-    def save(community: _Community, parsed: dict, generator: str, context: str) -> None:
+    def save(community: _Community, parsed: dict, generator: str, context_hash: str) -> None:
         nonlocal written
         full = report_text(parsed)
-        saving.add(community.id, parsed, full, generator, content_hash(writer.name, template, context))
+        saving.add(community.id, parsed, full, generator, context_hash)
         child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)
@@ -456,10 +496,10 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
         fresh = []
         for community, context in batch:
-            if unchanged(community, context):
+            if unchanged(community, context_hash := content_hash(writer.name, template, context)):  # (hashed once)
                 order.done(community.id)
             else:
-                fresh.append(ReportItem((community, context), context, partial(graph.material, community.members)))
+                fresh.append(ReportItem((community, context_hash), context, partial(graph.material, community.members)))
         return fresh
 
     handed = 0  # items handed to the writer: those not written yet are queued or in flight
@@ -480,7 +520,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
 
     with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
         while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
-            for (community, context), parsed, generator in writer.write(batch, idle, more=released):
-                save(community, parsed, generator, context)
+            for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
+                save(community, parsed, generator, context_hash)
                 order.done(community.id)
     return written

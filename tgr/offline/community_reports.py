@@ -27,10 +27,12 @@ import pickle
 import re
 import sys
 import tempfile
+from array import array
 from collections import Counter, OrderedDict
 from itertools import chain
+from operator import attrgetter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 from .name_words import CHINESE_FUNCTION_WORDS
@@ -103,20 +105,29 @@ def chinese_words(texts: list[str], unique: bool = False) -> list[list[str]]:
     from one cut of them all: jieba cuts each run of Han characters on its own, so runs cut
     together, kept apart by a character it returns as a word of its own, are cut as they are
     alone. unique: each word once per text (in the order first said)."""
+    return [list(dict.fromkeys(words)) if unique else words for words in _cut_apart(texts)]
+
+
+def _cut_apart(texts: list[str]) -> list[list[str]]:
+    """Each text's kept Chinese words (see chinese_words), from one cut of all their CJK runs:
+    the runs of a text joined by "\n", the texts by "\0"."""
     import rjieba
 
-    cut = rjieba.cut("\0".join("\n".join(_cjk_run().findall(text)) for text in texts))  # "\n": runs apart
+    joined = "\0".join(texts)
+    if joined.count("\0") == len(texts) - 1:  # (else a text holds a NUL: find its runs one by one)
+        # every stretch between CJK runs becomes one "\n", and none is left at a text's ends
+        runs = _not_cjk().sub("\n", joined).replace("\n\0", "\0").replace("\0\n", "\0").strip("\n")
+    else:
+        runs = "\0".join("\n".join(_cjk_run().findall(text)) for text in texts)
+    function_words = CHINESE_FUNCTION_WORDS
+    kept = [w for w in rjieba.cut(runs) if len(w) > 1 and w not in function_words or w == "\0"]
     words, start = [], 0
     for _ in range(len(texts) - 1):
-        end = cut.index("\0", start)
-        words.append(_kept(cut[start:end], unique))
+        end = kept.index("\0", start)
+        words.append(kept[start:end])
         start = end + 1
-    words.append(_kept(cut[start:], unique))
+    words.append(kept[start:])
     return words
-
-
-def _kept(words: list[str], unique: bool) -> list[str]:
-    return [w for w in (dict.fromkeys(words) if unique else words) if len(w) > 1 and w not in CHINESE_FUNCTION_WORDS]
 
 
 def latin_terms(text: str, terms: list[str]) -> list[str]:
@@ -143,6 +154,12 @@ def latin_terms(text: str, terms: list[str]) -> list[str]:
 def _cjk_run() -> re.Pattern:
     """CJK_RUN's full pattern (it finds the same runs in any text), compiled when first needed."""
     return re.compile(f"[{CJK_RANGES}]+")
+
+
+@lru_cache(maxsize=1)
+def _not_cjk() -> re.Pattern:
+    """What lies between CJK runs (and NULs), compiled when first needed."""
+    return re.compile(f"[^{CJK_RANGES}\0]+")
 
 
 @lru_cache(maxsize=65536)
@@ -178,6 +195,11 @@ class Background:
         seen = max(class_count, self.frequency.get(term, 0))
         return class_count * math.log(1 + self.average_words / seen)
 
+    def weights(self, counted: list[tuple[str, int]]) -> list[float]:
+        """weight() of each (term, class_count)."""
+        frequency, average, log = self.frequency, self.average_words, math.log
+        return [n * log(1 + average / max(n, frequency.get(t, 0))) for t, n in counted]
+
 
 # --- the parts of a profile ------------------------------------------------------------
 
@@ -212,8 +234,8 @@ def key_phrases(class_counts: Counter, background: Background, exclude: set[str]
     """The community's most distinctive terms by c-TF-IDF; a phrase hides the words it is made
     of, a word already said in the title is left out, and a phrase must occur twice."""
     # ties (a community read from one sentence) go to the term said first
-    scored = sorted(((background.weight(t, n), order, t) for order, (t, n) in enumerate(class_counts.items())
-                     if not (" " in t and n < 2)), key=lambda s: (-s[0], s[1]))
+    kept = [(t, n) for t, n in class_counts.items() if n > 1 or " " not in t]
+    scored = sorted(zip([-w for w in background.weights(kept)], range(len(kept)), [t for t, _ in kept]))
     chosen: list[str] = []
     for _, _, term in scored:
         words = set(term.split())
@@ -252,7 +274,10 @@ def analyse_chunk(text: str) -> ChunkText:
     quotable = cut = 0
     for position, sentence in enumerate(sentences):
         quotable |= (8 <= sentence.words <= 80) << position
-        cut |= next((c for c in sentence.text if c.isalpha()), "").islower() << position
+        first = sentence.text[0]  # (a sentence is never empty; its first letter is most often its first character)
+        if not first.isalpha():
+            first = next((c for c in sentence.text if c.isalpha()), "")
+        cut |= first.islower() << position
     return ChunkText(sentences, postings(sentences), sum(s.words for s in sentences), quotable, cut)
 
 
@@ -264,20 +289,22 @@ def chunk_sentences(text: str) -> list[Sentence]:
     latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
     cjk_run = _cjk_run()
     for a, b in chunk_sentence_spans(text):
-        parts = text[a:b].split()
+        piece = text[a:b]
+        parts = piece.split()
         if parts:
             sentence = " ".join(parts)
-            cjk = chinese and cjk_run.search(sentence) is not None
-            said = _FORM.sub(" . ", text[a:b]) if formed else text[a:b]  # labels, headings and file names say no topic
+            cjk = chinese and cjk_run.search(piece) is not None
+            said = _FORM.sub(" . ", piece) if formed else piece  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
-    words = iter(chinese_words([said for _, cjk, said, _ in spans if cjk], unique=True) if chinese else ())
+    words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
+    intern = sys.intern
     for sentence, cjk, said, count in spans:
         # interned: the same word in thousands of kept chunks is one string
         if cjk and not latin:  # its Chinese words (each once) are all its terms
-            sentences.append(Sentence(sentence, tuple(map(sys.intern, next(words))), count))
+            sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
-        terms = latin_terms(said, next(words) if cjk else [])
+        terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
         sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
     return sentences
 
@@ -336,13 +363,36 @@ def _holding(where: dict[str, int], names: list[frozenset]) -> int:
     """The sentences (a bit mask, from a chunk's postings) that hold every word of one of the names."""
     hits = 0
     for name in names:
-        found = [where.get(word, 0) for word in name]
-        if found and all(found):
-            common = found[0]
-            for mask in found[1:]:
-                common &= mask
+        if name:
+            common = -1  # (every bit, until a word's sentences take some away)
+            for word in name:
+                common &= where.get(word, 0)
+                if not common:
+                    break
             hits |= common
     return hits
+
+
+def _member_chunks(read: list[tuple[str, list[str]]], analysed: dict[str, ChunkText],
+                   names: dict[str, frozenset]) -> tuple[list[tuple[str, ChunkText, int]], list[tuple]]:
+    """(chunk id, chunk, its member sentences' mask) of the chunks read (each matched only against
+    the members it mentions), and the terms of every member sentence, chunk by chunk."""
+    chunks, said = [], []
+    for cid, members in read:
+        chunk = analysed.get(cid)
+        if chunk is None:
+            continue
+        sentences = chunk.sentences
+        mask = member_sentences(chunk, [names[m] for m in members if m in names])
+        chunks.append((cid, chunk, mask))
+        if mask == (1 << len(sentences)) - 1:
+            said.extend(map(_PHRASES, sentences))
+        else:
+            said.extend(sentences[position].phrases for position in _positions(mask))
+    return chunks, said
+
+
+_PHRASES = attrgetter("phrases")
 
 
 def _positions(mask: int):
@@ -368,17 +418,28 @@ def representative_sentences(chunks: list[tuple[str, ChunkText, int]], weights: 
         where = chunk.where
         # only the masks of a candidate sentence count (each in the weights' order)
         masks = [(m, w) for t, w in weighted if (m := where.get(t, 0)) & candidates]
-        named = [m for n in name_terms if (m := _holding(where, [n])) & candidates]
         said = 0  # the member sentences that score anything: a phrase or a name (the others score 0)
-        for mask in chain((m for m, _ in masks), named):
+        for mask, _ in masks:
             said |= mask
+        named = []
+        for name in name_terms:
+            common = _holding(where, (name,))
+            if common & candidates:
+                named.append(common)
+                said |= common
+        said &= candidates
         best = None
-        for position in _positions(candidates & said):
-            sentence = chunk.sentences[position]
-            score = sum(w for m, w in masks if m >> position & 1)  # (summed in the weights' order)
-            score += sum(1.0 for m in named if m >> position & 1)
+        sentences, cut = chunk.sentences, chunk.cut
+        while said:  # each sentence that scores, first to last
+            bit = said & -said
+            said ^= bit
+            score = sum([w for m, w in masks if m & bit])  # (summed in the weights' order)
+            if named:
+                score += sum([1.0 for m in named if m & bit])
+            position = bit.bit_length() - 1
+            sentence = sentences[position]
             score /= math.sqrt(sentence.words)  # a long sentence carries more terms; do not reward length alone
-            if chunk.cut >> position & 1:
+            if cut & bit:
                 score /= 2  # the tail of a sentence cut at the chunk's start
             if score > 0 and (best is None or score > best[0]):
                 best = (score, order, position, sentence.text, chunk_id)
@@ -419,7 +480,7 @@ class _Mentions:
     def __init__(self, conn):
         self.conn = conn
         self.mentions: dict[str, object] = {}           # entity id -> entities.mentions
-        self._chunks: dict[str, list[int]] = {}         # entity id -> chunk numbers
+        self._chunks: dict[str, array] = {}             # entity id -> chunk numbers (4 bytes each, not ~36)
         self._numbers: dict[str, int] = {}              # chunk id -> number
         self._chunk_ids: list[str] = []                 # by number
         self._places: list[tuple | None] = []           # (document id, ordinal) by number (None: no such chunk)
@@ -430,12 +491,14 @@ class _Mentions:
         if not missing:
             return
         for eid in missing:
-            self._chunks[eid] = []
+            self._chunks[eid] = array("i")
         args = (json.dumps(missing),)
-        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args))
-        for eid, cid, document, ordinal in self.conn.execute(
-                "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
-                f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args):
+        self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
+        rows = self.conn.execute(
+            "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+            f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args)
+        # (fetched a few thousand at a time: a row at a time is a watched call each)
+        for eid, cid, document, ordinal in chain.from_iterable(iter(partial(rows.fetchmany, 4096), [])):
             number = self._numbers.get(cid)
             if number is None:
                 number = self._numbers[cid] = len(self._chunk_ids)
@@ -519,10 +582,8 @@ class ProfileReportWriter:
         learn_names(e["name"] for e in entities)
         names = {e["id"]: name_words(e["name"]) for e in entities}
         # a chunk's sentences are matched only against the members it mentions
-        chunks = [(cid, analysed[cid], member_sentences(analysed[cid], [names[m] for m in members if m in names]))
-                  for cid, members in read if cid in analysed]
-        class_counts = Counter(chain.from_iterable(chunk.sentences[position].phrases for _, chunk, members in chunks
-                                                   for position in _positions(members)))
+        chunks, said = _member_chunks(read, analysed, names)
+        class_counts = Counter(chain.from_iterable(said))
         # the most frequent terms are the only ones c-TF-IDF can rank first (W grows with the
         # count); kept in the order they were first said, which breaks ties
         frequent = {t for t, _ in class_counts.most_common(CANDIDATES)}
@@ -545,7 +606,8 @@ class ProfileReportWriter:
         found = {c: self._sentences.get(c) for c in chunk_ids}
         missing = [c for c, analysed in found.items() if analysed is None]
         if missing:
-            for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}", (json.dumps(missing),)):
+            for cid, text in self.conn.execute(f"SELECT id, text FROM chunks WHERE id {_IN}",
+                                               (json.dumps(missing),)).fetchall():
                 found[cid] = self._sentences.put(cid, analyse_chunk(text))
         return {c: found[c] for c in chunk_ids if found[c] is not None}
 

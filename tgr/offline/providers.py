@@ -98,6 +98,8 @@ def _word_features(text: str) -> Counter:
 
 @lru_cache(maxsize=1 << 16)  # a long Chinese novel cuts into ~50,000 distinct words
 def _cut_word_features(word: str) -> tuple[str, ...]:
+    if CJK_RUN.fullmatch(word):  # most words of a Chinese cut: the word itself, no more look-ups
+        return ("w:" + word,)
     return tuple(chain.from_iterable(map(_term_features, jieba_word_terms(word))))
 
 
