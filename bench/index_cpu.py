@@ -1,6 +1,6 @@
 """CPU seconds of an offline build, checkouts taking turns (a busy machine slows each alike).
 
-    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2[=PYTHON] ...] [--before-calls] CORPUS...
+    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2[=PYTHON] ...] [--before-calls | --instructions] CORPUS...
 
 For each corpus, each run, each --tree in turn: a fresh `python -m tgr.cli index STORE CORPUS
 --offline --embed-model tgr:hash-384 -q` in its own process (PYTHONPATH=the tree, run from a
@@ -9,6 +9,12 @@ with other versions of the dependencies), timed by the kernel (user + system CPU
 and by the wall clock. Prints each tree's median and least CPU and wall, and each median CPU
 as a multiple of the first tree's (issue 16: an offline build at most 1.3 times the CPU of
 9659030's on Moby-Dick and 西游记).
+
+--instructions counts instead the instructions each build executes, under valgrind's callgrind
+(`apt install valgrind`; ~50 times slower, so one run each, the builds in parallel on every
+core, PYTHONHASHSEED=0): the same figure on a busy or idle machine, where CPU seconds drift by
+a third within minutes. Prints each build's instructions per M chars and, per tree, each
+corpus's per-char count as a multiple of the first corpus's (issue 27: Chinese ÷ English).
 
 --before-calls times only what an index run does before its first model call instead: read
 the file and store its document and chunks (chunking included) into a fresh store, the serial
@@ -19,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,14 +73,56 @@ def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> di
     return results
 
 
+def instructions(command: list[str], cwd: str, env: dict) -> int:
+    """Instructions one run of command executes (callgrind's total; a failure stops)."""
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], check=False, cwd=cwd,
+                         env={**env, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode != 0 or not found:
+        raise SystemExit(f"callgrind run failed ({run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
+    return int(found.group(1))
+
+
+def count_all(corpora: list[Path], trees: list[str]) -> dict[tuple[str, Path], int]:
+    """Instructions of a fresh offline build of each corpus by each tree, builds in parallel."""
+    with tempfile.TemporaryDirectory(prefix="tgr-index-instructions-") as work, \
+            ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        jobs = {}
+        for number, tree in enumerate(trees):
+            path, _, python = tree.partition("=")
+            env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
+            for corpus in corpora:
+                store = Path(work) / f"tree{number}-{corpus.stem}.db"
+                jobs[tree, corpus] = pool.submit(instructions, command_for(corpus, store, False, python or sys.executable),
+                                                 work, env)
+        return {key: job.result() for key, job in jobs.items()}
+
+
+def print_instructions(corpora: list[Path], trees: list[str]) -> None:
+    counts = count_all(corpora, trees)
+    millions = {c: len(c.read_text(encoding="utf-8", errors="replace")) / 1e6 for c in corpora}
+    for tree in trees:
+        first = counts[tree, corpora[0]] / millions[corpora[0]]
+        for corpus in corpora:
+            per_m = counts[tree, corpus] / millions[corpus]
+            print(f"{corpus.name} {tree}: {counts[tree, corpus] / 1e9:.2f} G instructions, {per_m / 1e9:.2f} G per M chars "
+                  f"({millions[corpus]:.3f} M), per char x {per_m / first:.3f} of {corpora[0].name}", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="+", help="files to index (one build each)")
     parser.add_argument("--tree", action="append", default=[], help="a checkout to measure (repeatable); DIR=PYTHON: with that interpreter")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before-calls", action="store_true", help="only read, chunk and store")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind's callgrind instead of timing (one run each)")
     args = parser.parse_args(argv)
     trees = args.tree or [str(ROOT)]
+    if args.instructions:
+        print_instructions([Path(c).resolve() for c in args.corpus], trees)
+        return 0
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     for corpus in map(Path, args.corpus):
         results = measure(corpus.resolve(), trees, args.runs, args.before_calls)
