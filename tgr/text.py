@@ -52,6 +52,11 @@ class _CjkPattern:
         pattern = self._for(text)
         return pattern.findall(text) if pattern else []
 
+    @property
+    def full(self) -> re.Pattern:
+        """The whole pattern, compiled once per process: for a loop over text known to need it."""
+        return _compiled(self.pattern)
+
     def __getattr__(self, name: str):  # any other method (finditer, sub, ...): the full pattern
         return getattr(_compiled(self.pattern), name)
 

@@ -38,7 +38,7 @@ from typing import NamedTuple
 from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
-from ..text import CJK_RANGES, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
+from ..text import CJK_RANGES, CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -118,7 +118,7 @@ def _cut_apart(texts: list[str]) -> list[list[str]]:
         # every stretch between CJK runs becomes one "\n", and none is left at a text's ends
         runs = _not_cjk().sub("\n", joined).replace("\n\0", "\0").replace("\0\n", "\0").strip("\n")
     else:
-        runs = "\0".join("\n".join(_cjk_run().findall(text)) for text in texts)
+        runs = "\0".join("\n".join(CJK_RUN.full.findall(text)) for text in texts)
     function_words = CHINESE_FUNCTION_WORDS
     kept = [w for w in rjieba.cut(runs) if len(w) > 1 and w not in function_words or w == "\0"]
     words, start = [], 0
@@ -148,12 +148,6 @@ def latin_terms(text: str, terms: list[str]) -> list[str]:
             terms.append(f"{previous} {word}")
         previous = word
     return terms
-
-
-@lru_cache(maxsize=1)
-def _cjk_run() -> re.Pattern:
-    """CJK_RUN's full pattern (it finds the same runs in any text), compiled when first needed."""
-    return re.compile(f"[{CJK_RANGES}]+")
 
 
 @lru_cache(maxsize=1)
@@ -287,7 +281,7 @@ def chunk_sentences(text: str) -> list[Sentence]:
     chinese = has_cjk(text)  # a sentence of a chunk without CJK has none either
     formed = _FORM_CHARS.search(text) is not None  # else no sentence has a label, heading or file name
     latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
-    cjk_run = _cjk_run()
+    cjk_run = CJK_RUN.full
     for a, b in chunk_sentence_spans(text):
         piece = text[a:b]
         parts = piece.split()

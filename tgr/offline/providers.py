@@ -232,7 +232,7 @@ def _chinese_sentences(sentences: list[str], text: str) -> list[bool]:
     """_mostly_cjk of each sentence (of text). Where text has no letter but CJK's (most Chinese
     chunks), that is whether the sentence has a CJK character: one look at the text instead of
     counting each sentence's characters."""
-    runs = _cjk_runs()
+    runs = CJK_RUN.full
     if _LETTER.search(runs.sub("", text)) is None:
         return [runs.search(s) is not None for s in sentences]
     return list(map(_mostly_cjk, sentences))
@@ -240,19 +240,13 @@ def _chinese_sentences(sentences: list[str], text: str) -> list[bool]:
 
 def _mostly_cjk(sentence: str) -> bool:
     """Chinese by weight: a CJK character counts as much as four Latin letters."""
-    cjk = sum(map(len, _cjk_runs().findall(sentence)))
+    cjk = sum(map(len, CJK_RUN.full.findall(sentence)))
     if 5 * cjk >= len(sentence) > 0:
         return True  # letters are at most the whole sentence: no need to count them
     return cjk > 0 and 4 * cjk >= sum(c.isalpha() for c in sentence) - cjk
 
 
 _LETTER = re.compile(r"[^\W\d_]")  # a letter (str.isalpha), or a number that is no digit (Ⅳ, 〇)
-
-
-@lru_cache(maxsize=1)
-def _cjk_runs() -> re.Pattern:
-    """CJK_RUN's full pattern (its plain one is for ASCII, which _sentence_names never asks it about)."""
-    return re.compile(CJK_RUN.pattern)
 
 
 def _between(sentence: str, source: str, target: str) -> str:
