@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import tgr
 from tgr.build.zh_common_nouns import used_as_common_word, words_used_as_common
-from tgr.offline.names_zh import dictionary_person_words
+from tgr.offline.jieba_words import dictionary_person_words
 
 STORY = ("唐僧骑马西行，路遇一个和尚。那和尚道：“长老从何处来？”唐僧道：“贫僧自东土大唐而来。”"
          "寺里的和尚都来相见，众和尚围着唐僧说话。唐僧对和尚们道：“我要往西天拜佛。”"
@@ -62,18 +62,18 @@ def test_occurrences_step_as_a_find_loop_for_any_word_length_and_character():
     assert _occurrences("哈", ["哈哈"]) == {"哈哈": []}
 
 
-def test_the_dictionary_read_in_one_pass_gives_what_its_patterns_give():
-    # dictionary_person_words and the finder's rare and everyday words come from one numpy pass over
-    # dict.txt; the regular expressions say what they mean, for the real dictionary and small ones
-    from importlib.util import find_spec
-    from pathlib import Path
+def test_the_shipped_dictionary_words_are_what_jiebas_dict_txt_gives(tmp_path):
+    # the person, rare and everyday words are shipped in tgr/offline/data/jieba_words.txt.gz, rewritten by
+    # write_jieba_words() whenever jieba's dict.txt changes; the patterns (the slow way) say what they mean
+    from tgr.offline import jieba_words
 
-    from tgr.offline.names_zh import _dictionary_lines, _dictionary_patterns
-
-    data = (Path(find_spec("jieba").submodule_search_locations[0]) / "dict.txt").read_bytes()
-    assert _dictionary_lines(data) == _dictionary_patterns(data.decode("utf-8"))
+    data = jieba_words.jieba_dictionary()
+    assert jieba_words.shipped_words(data) == jieba_words.parsed_words(data)
+    rewritten = tmp_path / "jieba_words.txt.gz"
+    jieba_words.write_jieba_words(rewritten)
+    assert rewritten.read_bytes() == jieba_words.JIEBA_WORDS_FILE.read_bytes()  # reproducible, byte for byte
+    assert jieba_words.shipped_words(data + "新词 3 nr\n".encode()) is None  # another dict.txt: parsed instead
     small = "宋江 2862 nr\n和尚 3959 nr\n罕见 7 nrt\n零 0 nr\n零七 07 nr\n地方 52641 n\n利用 5000 v\n观音 763 nr\n"
-    assert _dictionary_lines(small.encode()) == _dictionary_patterns(small)
-    assert _dictionary_lines(small.encode())[1] == {"罕见"}
-    for odd in ("宋江 2862 nr", "宋江 2862\n", "宋江  2862 nr\n", "宋江 28x2 nr\n", "宋江 2862 nr\r\n"):
-        assert _dictionary_lines(odd.encode()) is None  # the patterns' way instead
+    people, rare, everyday = jieba_words.parsed_words(small.encode())
+    assert people == {"宋江", "和尚", "罕见", "零", "零七", "观音"} and rare == {"罕见"}
+    assert everyday == {"地方", "利用"}

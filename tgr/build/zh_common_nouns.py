@@ -15,7 +15,8 @@ import re
 from collections import Counter, defaultdict
 
 from ..offline.name_words import CJK_CHARS
-from ..offline.names_zh import NAMING_VERBS, dictionary_person_words
+from ..offline.jieba_words import dictionary_person_words
+from ..offline.names_zh import NAMING_VERBS
 from ..store.db import Connection
 
 # what stands before a noun or a verb and never before a name: a measure word or plural

@@ -14,13 +14,13 @@ says so (X，简称Y) or when it keeps the long form's first and last characters
 """
 from __future__ import annotations
 
-import os
 import re
 from bisect import bisect_left, bisect_right
 from functools import lru_cache, partial
 from itertools import accumulate, compress
 from operator import itemgetter, methodcaller
 
+from .jieba_words import everyday_words as _everyday_words, rare_person_names as _rare_names
 from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
     chinese_short_forms
 
@@ -434,87 +434,6 @@ def _guessed_fragment(word: str, flag: str) -> bool:
     import rjieba
 
     return len(word) == 2 and flag == "ns" and not rjieba.has_word(word)
-
-
-_RARE = 10  # jieba's dictionary counts; its rarest person names are often segmentation debris
-_EVERYDAY = 5000  # jieba's dictionary counts: 地方 52,641, 利用 13,559; 南海 2,087, 观音 763, 菩提 185
-
-
-def _rare_names() -> frozenset[str]:
-    """The person names (nr...) jieba's dictionary counts fewer than _RARE times (63,018 of
-    its 349,046 words). rjieba has the same dictionary but does not tell a word's count, so
-    they are read from jieba's dict.txt (rjieba's own) without loading jieba."""
-    return _dictionary_words()[1]
-
-
-def _everyday_words() -> frozenset[str]:
-    """Words jieba's dictionary counts at least _EVERYDAY times: so common that before a title
-    they are the sentence's words, not its bearer's name (利用地方长老, not a person 地方长老)."""
-    return _dictionary_words()[2]
-
-
-def dictionary_person_words() -> frozenset[str]:
-    """The words jieba's dictionary tags as person names (nr, nrt, nrfg ...), common nouns
-    among them (和尚, 小姐): tgr.build.zh_common_nouns tells those apart by the text."""
-    return _dictionary_words()[0]
-
-
-@lru_cache(maxsize=1)
-def _dictionary_words() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """dictionary_person_words, _rare_names and _everyday_words from one read of jieba's dict.txt
-    (rjieba's own dictionary: "word count tag" a line), without loading jieba: one numpy pass
-    over its bytes (three regular-expression passes over its text took ~0.3 s a build)."""
-    from importlib.util import find_spec
-
-    folder = find_spec("jieba").submodule_search_locations[0]
-    with open(os.path.join(folder, "dict.txt"), "rb") as file:
-        data = file.read()
-    return _dictionary_lines(data) or _dictionary_patterns(data.decode("utf-8"))
-
-
-def _dictionary_lines(data: bytes) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
-    """_dictionary_words of a dictionary whose every line is "word count tag" (two spaces, an
-    ASCII count, a "\n" after each line); None for any other."""
-    import numpy as np
-
-    if b"\r" in data or b"\t" in data or not data.endswith(b"\n"):
-        return None
-    codes = np.frombuffer(data, dtype=np.uint8)
-    newlines, spaces = np.flatnonzero(codes == 10), np.flatnonzero(codes == 32)
-    if len(spaces) != 2 * len(newlines):
-        return None
-    starts = np.concatenate(([0], newlines[:-1] + 1))
-    first, second = spaces[0::2], spaces[1::2]  # the spaces before each line's count and its tag
-    digits = second - first - 1
-    if not ((starts < first) & (digits > 0) & (second + 1 < newlines)).all():
-        return None  # an empty field
-    counts = np.zeros(len(starts), dtype=np.int64)
-    for place in range(int(digits.max())):
-        within = digits > place
-        digit = codes[np.where(within, first + 1 + place, 0)].astype(np.int64) - ord("0")
-        if ((digit < 0) | (digit > 9))[within].any():
-            return None  # a count that is no number
-        counts = np.where(within, counts * 10 + digit, counts)
-    plain = (codes[first + 1] != ord("0")) | (digits == 1)  # (the patterns take no leading 0)
-    person = (codes[second + 1] == ord("n")) & (codes[second + 2] == ord("r"))
-
-    people = _words(data, starts[person], first[person])
-    rare = (plain & (counts >= 1) & (counts < _RARE))[person].tolist()
-    everyday = plain & (counts >= _EVERYDAY)
-    return frozenset(people), frozenset(compress(people, rare)), frozenset(_words(data, starts[everyday], first[everyday]))
-
-
-def _words(data: bytes, starts, ends) -> list[str]:
-    """The UTF-8 words at these (numpy) starts and ends of data."""
-    pieces = [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-    return b"\n".join(pieces).decode("utf-8").split("\n") if pieces else []
-
-
-def _dictionary_patterns(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """_dictionary_words of any dictionary text, by regular expressions (the slow way)."""
-    return (frozenset(re.findall(r"^(\S+) \d+ nr\w*[ \t]*$", text, re.M)),
-            frozenset(re.findall(rf"^(\S+) [1-{_RARE - 1}] nr\w*[ \t]*$", text, re.M)),
-            frozenset(re.findall(r"^(\S+) (?:[1-9]\d{4,}|[5-9]\d{3}) ", text, re.M)))
 
 
 _CONTENT_FLAGS = frozenset("v vg n ng a ag zg q".split())  # a lone character that is no particle
