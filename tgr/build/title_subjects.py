@@ -104,9 +104,9 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
 def _subject_type(name: str, sentences: list[str]) -> str:
     """By the defining sentence only: this runs while model answers are awaited, so nothing
     slow (the gazetteer types the entity at the merge)."""
-    from ..offline.names_en import defining_type
-
     if not has_cjk(name):
+        from ..offline.names_en import defining_type  # (its patterns: not for a Chinese title)
+
         for sentence in sentences[:1]:
             kind = defining_type(sentence)
             if kind:

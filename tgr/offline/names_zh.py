@@ -29,14 +29,14 @@ Name = tuple[str, str]  # (name, type)
 _CJK = CJK_CHARS
 _TAG_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
               "nt": "organization", "nz": "concept"}
-_TITLE = re.compile(r"《([^《》\n]{1,30})》")
-_QUOTED = re.compile(rf"[「“]([{_CJK}A-Za-z0-9·]{{2,10}})[」”]")
-_DOTTED = re.compile(rf"[{_CJK}]{{1,8}}(?:[·・•‧][{_CJK}]{{1,8}})+")
-_ALL_CJK = re.compile(f"[{_CJK}]+")
-_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9&'\-.]*(?: [A-Za-z0-9][A-Za-z0-9&'\-.]*)*")
+_TITLE = r"《([^《》\n]{1,30})》"  # (the patterns: compiled by _re when first needed)
+_QUOTED = rf"[「“]([{_CJK}A-Za-z0-9·]{{2,10}})[」”]"
+_DOTTED = rf"[{_CJK}]{{1,8}}(?:[·・•‧][{_CJK}]{{1,8}})+"
+_ALL_CJK = f"[{_CJK}]+"
+_LATIN = r"[A-Za-z][A-Za-z0-9&'\-.]*(?: [A-Za-z0-9][A-Za-z0-9&'\-.]*)*"
 _NAMING = "简称|又称|或称|又名|亦称|俗称|通称|别称|别名|全称|原名"
-_SUBJECT = re.compile(rf"([{_CJK}]{{2,16}})\s*(?:[（(]|[，,](?:{_NAMING}))")
-_ALIAS = re.compile(rf"[，,（(]\s*(?:{_NAMING})[：:“「]?([{_CJK}A-Za-z0-9·]{{2,12}})")
+_SUBJECT = rf"([{_CJK}]{{2,16}})\s*(?:[（(]|[，,](?:{_NAMING}))"
+_ALIAS = rf"[，,（(]\s*(?:{_NAMING})[：:“「]?([{_CJK}A-Za-z0-9·]{{2,12}})"
 _ORGANIZATION_ENDS = ("公司", "集团", "大学", "学院", "中学", "小学", "学校", "银行", "协会", "学会",
                       "委员会", "政府", "电视台", "电台", "报社", "出版社", "研究所", "研究院", "医院",
                       "图书馆", "博物馆", "体育馆", "俱乐部", "基金会", "联盟", "党", "军", "队")
@@ -48,7 +48,7 @@ _COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
 _HEADS = {"n", "l"}
 _NAME_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "x", "eng"}
 NAMING_VERBS = "称名|名叫|叫做|叫作|唤做|唤作|名唤|唤名|号为|名为|名曰|号曰|称为|法名|道号|人称|绰号|混名"
-_NAMED = re.compile(rf"(?:{NAMING_VERBS})[：:]?[“「‘]?")
+_NAMED = rf"(?:{NAMING_VERBS})[：:]?[“「‘]?"
 _NOT_IN_NAMED = {"x", "y", "uj", "ul", "ud", "uz", "uv", "ug", "p", "c", "d", "r", "m", "q", "zg", "e", "o"}
 _NOT_NAMED = {"i", "l", "v", "vn", "vd", "a", "ad", "an"}  # idioms, verbs, adjectives
 _NAMED_LENGTH = (2, 7)  # what a naming phrase names: 2 to 7 characters
@@ -66,7 +66,7 @@ _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区
 _NOT_LATIN_NAMES = frozenset("I A The An Of In On At To".split())
 _MONTHS = MONTHS | MONTH_ABBREVIATIONS
 _TITLES = tuple(sorted(CHINESE_TITLES, key=lambda t: (-len(t), t)))  # the longest title a word ends with first
-_ANY_TITLE = re.compile("|".join(_TITLES))  # a word ends with a title only in a sentence that has one
+_ANY_TITLE = "|".join(_TITLES)  # a word ends with a title only in a sentence that has one
 _TITLE_LAST = frozenset(t[-1] for t in _TITLES)
 _TITLE_LENGTHS = sorted({len(t) for t in _TITLES}, reverse=True)
 # patterns that no sentence of most texts matches, by what they find; each matches wherever
@@ -75,14 +75,21 @@ _TITLE_LENGTHS = sorted({len(t) for t in _TITLES}, reverse=True)
 # its pattern is; a sentence with none of them can have only tagged names and compounds)
 _DOTS = "·・•‧"
 _NAMING_CHARS = "[{}][{}]".format(*("".join(sorted({w[i] for w in _NAMING.split("|")})) for i in (0, 1)))
-_RARE_PATTERNS = {"dotted": re.compile(f"[{_DOTS}]+"), "latin": re.compile("[A-Za-z]+"), "named": _NAMED,
-                  "subject": re.compile(f"[（(，,](?:(?<=[（(])|{_NAMING_CHARS})"),  # (a naming word's two characters:
-                  "alias": re.compile(rf"[，,（(]\s*{_NAMING_CHARS}"),  # one look, not eleven, after a comma)
+_RARE_PATTERNS = {"dotted": f"[{_DOTS}]+", "latin": "[A-Za-z]+", "named": _NAMED,
+                  "subject": f"[（(，,](?:(?<=[（(])|{_NAMING_CHARS})",  # (a naming word's two characters:
+                  "alias": rf"[，,（(]\s*{_NAMING_CHARS}",  # one look, not eleven, after a comma)
                   "title": _TITLE, "quoted": _QUOTED, "titled": _ANY_TITLE}
 _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
 _TITLED_ONLY = {"titled"}
 _START = methodcaller("start")
+
+
+@lru_cache(maxsize=None)
+def _re(pattern: str) -> re.Pattern:
+    """A pattern above, compiled when first needed: compiling a CJK class walks its ~28,000
+    characters (~2 ms each), and an English build (which imports this module) needs none of them."""
+    return re.compile(pattern)
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
@@ -186,7 +193,7 @@ def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
     for name, pattern in _RARE_PATTERNS.items():
         if absent.get(name):
             continue  # (a scan for one character beats a regex's over a character class)
-        for index in set(map(after, map(_START, pattern.finditer(text)))):  # (the sentence's index + 1)
+        for index in set(map(after, map(_START, _re(pattern).finditer(text)))):  # (the sentence's index + 1)
             found.setdefault(index - 1, set()).add(name)
     return found
 
@@ -244,26 +251,26 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     kinds = list(map(_TAG_TYPES.get, flags))
     if not (rare or any(kinds)):
         return []  # no word tagged as a name (nor a compound's first word), no pattern that finds one
-    titled = "titled" in rare and _ANY_TITLE.search(sentence)  # a word ends with a title only where one is
+    titled = "titled" in rare and _re(_ANY_TITLE).search(sentence)  # a word ends with a title only where one is
     spans = _spans(words, flags)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     if "title" in rare:
-        for match in _TITLE.finditer(sentence):
+        for match in _re(_TITLE).finditer(sentence):
             names.append((match.start(), match.group(1).strip(), "concept"))
             covered.append(match.span())
     if "quoted" in rare:
-        for match in _QUOTED.finditer(sentence):
+        for match in _re(_QUOTED).finditer(sentence):
             names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
             covered.append(match.span())
     if "dotted" in rare:
-        for match in _DOTTED.finditer(sentence):
+        for match in _re(_DOTTED).finditer(sentence):
             a, b = _trim_dotted(match, spans)
             names.append((a, sentence[a:b], "person"))
             covered.append((a, b))
     inside = lambda a, b: any(s <= a and b <= e for s, e in covered)
     overlaps = lambda a, b: any(a < e and s < b for s, e in covered)
-    for match in _LATIN.finditer(sentence) if "latin" in rare else ():
+    for match in _re(_LATIN).finditer(sentence) if "latin" in rare else ():
         name = match.group().rstrip(".-'")
         if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
                 and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
@@ -276,7 +283,7 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
         if not overlaps(start, start + len(name)):
             names.append((start, name, kind))
             covered.append((start, start + len(name)))
-    subject = _SUBJECT.match(sentence) if "subject" in rare else None
+    subject = _re(_SUBJECT).match(sentence) if "subject" in rare else None
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
     for index in compress(range(len(spans)), kinds):  # the words tagged as names
@@ -318,7 +325,7 @@ def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tup
     """(start, name) of what a naming phrase names: "称名须菩提祖师", "叫做‘孙悟空’", "唤名烂桃山".
     The name runs from the phrase to the first punctuation or function word (孙悟空 of
     叫做孙悟空也), and starts where the tagger starts a word; a pronoun (唤做甚么) is none."""
-    matches = list(_NAMED.finditer(sentence))
+    matches = list(_re(_NAMED).finditer(sentence))
     if not matches:
         return []
     starts = {start: index for index, (start, _, _) in enumerate(spans)}
@@ -329,7 +336,7 @@ def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tup
             continue
         words = []
         for _, word, flag in spans[index:]:
-            if flag in _NOT_IN_NAMED or not _ALL_CJK.fullmatch(word) or word in CHINESE_FUNCTION_WORDS:
+            if flag in _NOT_IN_NAMED or not _re(_ALL_CJK).fullmatch(word) or word in CHINESE_FUNCTION_WORDS:
                 break
             if flag in _NOT_NAMED or not (flag[:2] in ("nr", "ns", "nz") or _known(word) or len(word) == 1):
                 words = []  # a saying (叫做将计就计), a verb, or a word the tagger made up: no name
@@ -379,7 +386,7 @@ def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
 def _title_stem(word: str, flag: str) -> bool:
     """A word that may stand before a title as (part of) its bearer's name: a noun or name
     of the dictionary (菩提, 泾河), not one the tagger guessed from a run of characters (即命道人)."""
-    return flag in _TITLE_STEM_FLAGS and _ALL_CJK.fullmatch(word) is not None \
+    return flag in _TITLE_STEM_FLAGS and _re(_ALL_CJK).fullmatch(word) is not None \
         and word not in CHINESE_FUNCTION_WORDS and (len(word) == 1 or _known(word) and word not in _everyday_words())
 
 
@@ -457,7 +464,7 @@ def _glued_rare_name(words: tuple[str, ...], flags: tuple[str, ...], index: int)
 
     if len(after) == 1:
         return after_flag in _CONTENT_FLAGS
-    return _ALL_CJK.fullmatch(after) is not None and not rjieba.has_word(after)
+    return _re(_ALL_CJK).fullmatch(after) is not None and not rjieba.has_word(after)
     # 来 or 来国 of 傲来国; not 完颜洪烈用计, 杜氏的
 
 
@@ -517,7 +524,7 @@ def _explicit_aliases(sentences: list[str], found: list[list[Name]]) -> dict[str
     """X，简称Y / X（又称Y）: Y is another name of the name that ends right before."""
     aliases = {}
     for sentence, names in zip(sentences, found):
-        for match in _ALIAS.finditer(sentence):
+        for match in _re(_ALIAS).finditer(sentence):
             before = sentence[:match.start()]
             long = max((n for n, _ in names if before.endswith(n)), key=len, default=None)
             short = match.group(1)

@@ -184,14 +184,18 @@ def extract_heuristic(text: str, max_entities: int = 20) -> tuple[list[RawEntity
 def _sentence_names(sentences: list[str], text: str) -> list[list[tuple[str, str]]]:
     """The (name, type)s of each sentence, by tgr.offline.names_zh or names_en as it is mostly
     Chinese or not (_mostly_cjk)."""
-    from .names_en import english_names  # their word lists load with the first extraction
+    if text.isascii():
+        from .names_en import english_names  # their word lists load with the first extraction
+
+        return english_names(sentences, text)
     from .names_zh import chinese_names
 
-    if text.isascii():
-        return english_names(sentences, text)
     chinese = _chinese_sentences(sentences, text)
-    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text)
-                   if not all(chinese) else ())
+    if all(chinese):
+        return chinese_names(sentences)  # (a Chinese text: names_en and its patterns not loaded)
+    from .names_en import english_names
+
+    english = iter(english_names([s for s, zh in zip(sentences, chinese) if not zh], text))
     zh_names = iter(chinese_names([s for s, zh in zip(sentences, chinese) if zh]))
     return [next(zh_names) if zh else next(english) for zh in chinese]
 
