@@ -74,6 +74,19 @@ def test_split_sentences_chinese_punctuation():
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("", []), ("\n", ["\n"]),
+    ("第一句。\n\n第二句\n\n第三句", ["第一句。\n\n", "第二句\n\n", "第三句"]),
+    ("他说：“走吧。”  然后……走了！？", ["他说：“走吧。”  ", "然后……", "走了！？"]),
+    ("一\n二\n\n\n三。", ["一\n二\n\n\n", "三。"]),
+])
+def test_split_sentences_of_text_without_latin_end_marks(text, expected):
+    # (where no Latin end mark is, every end mark or blank line ends a sentence: one pass, no checks)
+    assert sentences(text) == expected
+    before = max(len(expected) - 1, 0)  # the same cuts before the last where the checks run
+    assert sentences(text + " A.")[:before] == expected[:before]
+
+
+@pytest.mark.parametrize("text, expected", [
     ("Wait... what?! No.", ["Wait...", "what?!", "No."]),
     ("Really?! Yes.", ["Really?!", "Yes."]),
     ("就这样……好吧。", ["就这样……", "好吧。"]),

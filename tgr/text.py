@@ -9,6 +9,7 @@ import re
 import unicodedata
 from functools import lru_cache
 from itertools import chain
+from operator import methodcaller
 
 # the code points counted as CJK: Han (extension A, unified, compatibility), kana, Hangul
 _CJK_CODES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF))
@@ -68,6 +69,7 @@ CJK_RUN = _CjkPattern(f"[{_CJK}]+")
 # branches at every position
 _SENTENCE_END = re.compile(r"(?=[.!?;。！？；…．\n])(?:([.!?;。！？；…．]+[\"'”’」』)\]）]*)(\s*)|\n\s*\n)")
 _CJK_MARKS = frozenset("。！？；…．")
+_END = methodcaller("end")
 # a full stop after these never ends a sentence ("Mr. Scrooge", "St. Louis", "e.g. a cat")
 _TITLES = frozenset("mr mrs ms messrs dr prof rev fr st mt ft capt col gen lt sgt cpl maj adm "
                     "gov sen rep hon pres supt insp e.g i.e cf viz vs".split())
@@ -150,6 +152,11 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     "U.S.A" and "example.com" stay whole), and not after an abbreviation or an initial that
     the next word continues ("Mr. Scrooge", "G. Stanley Hall", "e.g. a cat", "U.S. Army").
     """
+    if not any(mark in text for mark in ".!?;"):  # (Chinese text: each match ends a sentence, none empty)
+        ends = list(map(_END, _SENTENCE_END.finditer(text)))
+        if len(text) > (ends[-1] if ends else 0):
+            ends.append(len(text))
+        return list(zip([0, *ends], ends))
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
         end = match.end()

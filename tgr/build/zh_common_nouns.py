@@ -25,16 +25,20 @@ _BEFORE = frozenset("个些群伙众诸各每的不没未休莫别便就又也�
 _AFTER = ("们", "了", "着", "过", "罢", "毕")  # a plural, or an aspect particle after a verb
 _SHARE = 0.15
 _LEAST = 2
-_WORD = re.compile(f"[{CJK_CHARS}]{{2,3}}")
-_NAMED_BY = re.compile(f"(?:{NAMING_VERBS})[：:]?[“「‘]?$")
+# (compiled where used, by re's cache: not on import, which every build does, English too)
+_WORD = f"[{CJK_CHARS}]{{2,3}}"
+_NAMED_BY = f"(?:{NAMING_VERBS})[：:]?[“「‘]?$"
 
 
 def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]]) -> dict[str, set[str]]:
     """document -> the person names it gives (names: document -> name -> Counter of types) that
     are a dictionary's person word the document writes as a common noun or a verb."""
-    candidates = {document: {n for n, kinds in found.items() if _WORD.fullmatch(n)
-                             and kinds.most_common(1)[0][0] == "person"}
-                  for document, found in names.items()}
+    chinese = {document: [n for n in found if not n.isascii()] for document, found in names.items()}
+    if not any(chinese.values()):
+        return {}  # (an English text: not even the pattern to compile)
+    word = re.compile(_WORD).fullmatch
+    candidates = {document: {n for n in found if word(n) and names[document][n].most_common(1)[0][0] == "person"}
+                  for document, found in chinese.items()}
     if not any(candidates.values()):
         return {}  # (no Chinese person name: no dictionary to read)
     people = dictionary_person_words()
@@ -63,11 +67,11 @@ def used_as_common_word(text: str, word: str) -> bool:
 def words_used_as_common(text: str, words) -> set[str]:
     """The words (of two or three characters) that used_as_common_word holds for, from one
     pass over the text (not a scan of the whole text per word)."""
-    common = set()
+    common, named_by = set(), re.compile(_NAMED_BY).search
     for word, starts in _occurrences(text, words).items():
         marked = 0
         for start in starts:
-            if _NAMED_BY.search(text, max(0, start - 4), start):
+            if named_by(text, max(0, start - 4), start):
                 break
             marked += text[start - 1:start] in _BEFORE or text.startswith(_AFTER, start + len(word))
         else:

@@ -209,7 +209,11 @@ def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tu
     alone in its sentence, "Scrooge" in the next. A name with none near stays an island, as
     in the text. named: the names kept of each sentence."""
     # a title alone (祖师) may name no one the document knows (tgr.build.resolve drops it): no link
-    linked = {name for pair in seen_pairs if not CHINESE_TITLES.intersection(pair) for name in pair}
+    titles, linked = CHINESE_TITLES, set()
+    for source, target in seen_pairs:
+        if source not in titles and target not in titles:
+            linked.add(source)
+            linked.add(target)
     relations = []
     for index, names in enumerate(named):
         if linked.issuperset(names):
@@ -217,7 +221,8 @@ def _neighbours(sentences: list[str], named: list[list[str]], seen_pairs: set[tu
         for name in dict.fromkeys(n for n in names if n not in linked):
             near = next((other for distance in range(1, NEAR + 1) for other in
                          (index - distance, index + distance)
-                         if 0 <= other < len(named) and set(named[other]) - {name} - CHINESE_TITLES), None)
+                         if 0 <= other < len(named) and any(n != name and n not in titles for n in named[other])),
+                        None)
             if near is None:
                 continue
             context = " ".join(sentences[min(index, near):max(index, near) + 1])
