@@ -155,8 +155,13 @@ def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, 
 
 
 def _kind(counter: Counter) -> str:
-    specific = Counter({t: n for t, n in counter.items() if t != "concept"})
-    return min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+    """The type most mentions give, other than "concept" (ties: the first by name); "concept"
+    when there is no other."""
+    best = None
+    for kind, count in counter.items():  # a loop, not a Counter per name: every merge asks for thousands
+        if kind != "concept" and (best is None or (-count, kind) < best):
+            best = (-count, kind)
+    return "concept" if best is None else best[1]
 
 
 def _latin_words(key: str) -> list[str] | None:
