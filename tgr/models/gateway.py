@@ -163,12 +163,12 @@ class _Workers:
 
     def submit(self, batch: int, fn, arg, urgent: bool = False) -> None:
         """Queue a task; an urgent one goes before every task not started yet."""
-        self._order += 1
-        self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
         if len(self.threads) < self.size:  # one more thread per task until the pool is full
             thread = threading.Thread(target=self._loop, daemon=True)
-            thread.start()
+            thread.start()  # waiting on the inbox before the task is in it, as a pool started ahead
             self.threads.append(thread)
+        self._order += 1
+        self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
 
     def next_result(self, batch: int, idle: Callable[[], bool] | None = None):
         """The next result of this batch; results of abandoned batches are dropped.
