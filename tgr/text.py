@@ -63,6 +63,7 @@ class _CjkPattern:
 
 _CJK_RE = _CjkPattern(f"[{_CJK}]")
 CJK_RUN = _CjkPattern(f"[{_CJK}]+")
+NOT_CJK = _CjkPattern(f"[^{_CJK}\0]+")  # what lies between CJK runs (and NULs)
 # a run of end marks and closing quotes/brackets (group 1), then space (group 2), or a blank
 # line; the lookahead lets re skip to the next candidate character instead of trying both
 # branches at every position
@@ -137,10 +138,14 @@ def cjk_counts(text: str, starts: list[int]) -> list[int]:
     the last to the end of the text): the lengths of its CJK runs, and nothing to count in a
     span with no character from U+3040. (Not numpy: importing it starts a BLAS thread, which
     may then take a Ctrl-C meant for the main thread while that one waits.)"""
-    if not starts or text.isascii():
+    if not starts or CJK_RUN._for(text) is None:  # (no character from U+3040)
         return [0] * len(starts)
     ends = list(starts[1:]) + [len(text)]
-    return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
+    if "\0" in text:  # (the separator below)
+        return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
+    # one pass, not a findall per span: the spans joined by NULs, all but their CJK characters removed
+    spans = "\0".join(map(text.__getitem__, map(slice, starts, ends)))
+    return list(map(len, NOT_CJK.full.sub("", spans).split("\0")))
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
