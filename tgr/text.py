@@ -63,7 +63,7 @@ class _CjkPattern:
 
 _CJK_RE = _CjkPattern(f"[{_CJK}]")
 CJK_RUN = _CjkPattern(f"[{_CJK}]+")
-NOT_CJK = _CjkPattern(f"[^{_CJK}\0]+")  # what lies between CJK runs (and NULs)
+CJK_OR_NUL = _CjkPattern(f"[{_CJK}\0]+")  # (a class to find, not one to skip: re scans for it fast)
 # a run of end marks and closing quotes/brackets (group 1), then space (group 2), or a blank
 # line; the lookahead lets re skip to the next candidate character instead of trying both
 # branches at every position
@@ -143,9 +143,9 @@ def cjk_counts(text: str, starts: list[int]) -> list[int]:
     ends = list(starts[1:]) + [len(text)]
     if "\0" in text:  # (the separator below)
         return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
-    # one pass, not a findall per span: the spans joined by NULs, all but their CJK characters removed
+    # one pass, not a findall per span: the spans joined by NULs, only their CJK characters kept
     spans = "\0".join(map(text.__getitem__, map(slice, starts, ends)))
-    return list(map(len, NOT_CJK.full.sub("", spans).split("\0")))
+    return list(map(len, "".join(CJK_OR_NUL.full.findall(spans)).split("\0")))
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
