@@ -143,9 +143,13 @@ def cjk_counts(text: str, starts: list[int]) -> list[int]:
     ends = list(starts[1:]) + [len(text)]
     if "\0" in text:  # (the separator below)
         return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
-    # one pass, not a findall per span: the spans joined by NULs, only their CJK characters kept
-    spans = "\0".join(map(text.__getitem__, map(slice, starts, ends)))
-    return list(map(len, "".join(CJK_OR_NUL.full.findall(spans)).split("\0")))
+    # a findall per batch of spans, not per span: the spans joined by NULs, only their CJK characters
+    # kept (batches: the runs of a whole book at once would be a list of ~17 bytes per character)
+    counts, batch = [], 1024
+    for i in range(0, len(starts), batch):
+        spans = "\0".join(map(text.__getitem__, map(slice, starts[i:i + batch], ends[i:i + batch])))
+        counts += map(len, "".join(CJK_OR_NUL.full.findall(spans)).split("\0"))
+    return counts
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
