@@ -140,6 +140,8 @@ def cjk_counts(text: str, starts: list[int]) -> list[int]:
     may then take a Ctrl-C meant for the main thread while that one waits.)"""
     if not starts or CJK_RUN._for(text) is None:  # (no character from U+3040)
         return [0] * len(starts)
+    if len(starts) == 1:  # (a report's context row: no spans to join)
+        return [len("".join(CJK_RUN.full.findall(text, starts[0])))]
     ends = list(starts[1:]) + [len(text)]
     if "\0" in text:  # (the separator below)
         return [sum(map(len, CJK_RUN.findall(text[a:b]))) for a, b in zip(starts, ends)]
