@@ -192,3 +192,22 @@ def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
         assert hits and hits == [r[0] for r in kb.conn.execute(
             "SELECT c.id FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
             "WHERE chunks_fts MATCH '\"花果 果山\" OR scrooge' ORDER BY c.id")]
+
+
+def test_a_chunks_fts_row_is_its_index_terms_joined_whatever_the_script():
+    """index_text writes a Chinese run's bigrams in one numpy pass instead of a string per
+    bigram: the row must still be index_terms joined by spaces, on real text and on odd
+    mixes (kana, Hangul, full-width letters, 〇, a lone surrogate, a character above the BMP)."""
+    import random
+
+    import numpy  # noqa: F401  (the one-pass path: taken once numpy is loaded)
+    from tgr.text import index_terms, index_text
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted(ZH_CORPUS.glob("*.txt"))]
+    texts.append(EN_CORPUS.read_text(encoding="utf-8") if EN_CORPUS.is_file() else "Marley was dead")
+    alphabet = "ab Zé中文字あア한글\n，。 1_-\ud800\U00020000ｱ〇ⅣＡ"
+    rng = random.Random(5)
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    assert sum(index_text(t) != " ".join(index_terms(t)) for t in texts) == 0
+    row = index_text("猴王大闹天宫")
+    assert row.startswith("猴王 王大 大闹 闹天 天宫 ") and row.endswith(" 大闹天宫")  # bigrams, then jieba's words

@@ -6,6 +6,7 @@ and other text as one token per four characters (the usual BPE average for Engli
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from functools import lru_cache
 from itertools import chain
@@ -283,6 +284,56 @@ def index_terms(text: str) -> list[str]:
 
         terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]
     return terms
+
+
+def index_text(text: str) -> str:
+    """A chunk's FTS5 row: index_terms joined by spaces, its Chinese runs' bigrams written in
+    one numpy pass over the text (a string per bigram, only to be joined, was a sixth of a
+    Chinese chunk's indexing)."""
+    runs = CJK_RUN.findall(text)
+    if not runs:
+        return " ".join(index_terms(text))
+    import rjieba
+
+    terms = [w.lower() for w in _INDEX_WORD.findall(text)]
+    terms.append(_run_bigrams_text(text))
+    terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]  # (as index_terms)
+    return " ".join(terms)
+
+
+def _run_bigrams_text(text: str) -> str:
+    """The matches of _RUN_BIGRAMS in text (each CJK run's bigrams in turn, a lone CJK
+    character itself) joined by spaces; text has at least one CJK character. With numpy
+    only once something else has loaded it (an offline Chinese build has, by its name
+    finder): imported here, during a --batch run's wait, it would start BLAS threads that a
+    Ctrl-C can land on (see cjk_counts)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return " ".join(_compiled(_RUN_BIGRAMS).findall(text))
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    cjk = cjk_table()[codes & 0xFFFF] & (codes <= 0xFFFF)  # (every CJK range is in the BMP)
+    after = np.append(cjk[1:], False)  # the next character is CJK too
+    before = np.insert(cjk[:-1], 0, False)
+    starts = np.flatnonzero(cjk & (after | ~before))  # each bigram's first character, each lone one
+    sizes = 1 + after[starts]
+    ends = np.cumsum(sizes + 1)  # each term's end in the output, with the space after it
+    out = np.full(int(ends[-1]) - 1, ord(" "), np.uint32)
+    places = ends - sizes - 1
+    out[places] = codes[starts]
+    pairs = sizes == 2
+    out[places[pairs] + 1] = codes[starts[pairs] + 1]
+    return out.tobytes().decode("utf-32-le", "surrogatepass")
+
+
+@lru_cache(maxsize=None)
+def cjk_table():
+    """A numpy table of every BMP code point: is it CJK (the _CJK_CODES ranges)?"""
+    import numpy as np
+
+    table = np.zeros(0x10000, bool)
+    for low, high in _CJK_CODES:
+        table[low:high + 1] = True
+    return table
 
 
 def query_terms(text: str) -> list[str]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .chunking import Chunk, chunk_text
 from ..store.db import Connection, has_table, transaction
 from .sources import Document
-from ..text import index_terms
+from ..text import index_text
 
 _BATCH = 256  # chunks per transaction of index_pending
 
@@ -51,7 +51,7 @@ def add_document(conn: Connection, doc: Document, chunks: list[Chunk], *, index:
     doc_id = doc.id
     added = 0
     for c in chunks:
-        terms = " ".join(index_terms(f"{doc.title}\n{c.text}")) if index else ""
+        terms = index_text(f"{doc.title}\n{c.text}") if index else ""
         cursor = conn.execute(
             "INSERT OR IGNORE INTO chunks(id, document_id, ordinal, text, char_start, char_end, tokens, terms) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -79,7 +79,7 @@ def index_pending(conn: Connection, limit: int | None = None) -> int:
             (size,)).fetchall()
         if not rows:
             break
-        terms = [(seq, " ".join(index_terms(f"{title}\n{text}"))) for seq, title, text in rows]
+        terms = [(seq, index_text(f"{title}\n{text}")) for seq, title, text in rows]
         with transaction(conn):
             for seq, text in terms:  # only chunks still listed (another writer may have got there first)
                 if conn.execute("DELETE FROM chunks_unindexed WHERE seq = ?", (seq,)).rowcount:

@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..text import CJK_CODE_RANGES
+from ..text import cjk_table
 
 
 def hashed_vectors(texts: Sequence[str], word_features: Callable[[str], Mapping[str, int]], dim: int,
@@ -133,7 +133,4 @@ def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for i in range(3):
         first ^= by_position[2 + i][utf8[i]]
         second ^= by_position[5 + i][utf8[i]]
-    is_cjk = np.zeros(0x10000, bool)
-    for low, high in CJK_CODE_RANGES:
-        is_cjk[low:high + 1] = True
-    return first, second, is_cjk
+    return first, second, cjk_table()

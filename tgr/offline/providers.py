@@ -92,13 +92,20 @@ def _word_features(text: str) -> Counter:
     if has_cjk(text):
         import rjieba
 
-        return Counter(chain.from_iterable(map(_cut_word_features, rjieba.cut_for_search(text))))
+        # a Chinese cut repeats its words: each distinct word's features looked up once, given
+        # its count (the features come out in the same order, first seen, with the same counts)
+        counts: dict[str, int] = {}
+        get = counts.get
+        for word, times in Counter(rjieba.cut_for_search(text)).items():
+            for feature in _cut_word_features(word):
+                counts[feature] = get(feature, 0) + times
+        return Counter(counts)
     return Counter(chain.from_iterable(map(_term_features, search_terms(text))))
 
 
 @lru_cache(maxsize=1 << 16)  # a long Chinese novel cuts into ~50,000 distinct words
 def _cut_word_features(word: str) -> tuple[str, ...]:
-    if CJK_RUN.fullmatch(word):  # most words of a Chinese cut: the word itself, no more look-ups
+    if CJK_RUN.full.fullmatch(word):  # most words of a Chinese cut: the word itself, no more look-ups
         return ("w:" + word,)
     return tuple(chain.from_iterable(map(_term_features, jieba_word_terms(word))))
 

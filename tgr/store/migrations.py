@@ -43,7 +43,7 @@ def _external_content_fts(conn: Connection) -> None:
     """4: an FTS index stock SQLite reads (external content over chunks.terms instead of
     contentless_delete, an SQLite >= 3.43 option), chunk seq numbers never reused, and
     entities that remember what they were merged from."""
-    from ..text import index_terms
+    from ..text import index_text
 
     conn.execute("DROP TABLE IF EXISTS chunks_fts")
     conn.execute("""CREATE TABLE chunks_v4 (
@@ -64,7 +64,7 @@ def _external_content_fts(conn: Connection) -> None:
     conn.execute("CREATE INDEX chunks_by_document ON chunks(document_id, ordinal)")
     rows = conn.execute("SELECT c.seq, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall()
     conn.executemany("UPDATE chunks SET terms = ? WHERE seq = ?",
-                     [(" ".join(index_terms(f"{title}\n{text}")), seq) for seq, title, text in rows])
+                     [(index_text(f"{title}\n{text}"), seq) for seq, title, text in rows])
     conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='chunks', content_rowid='seq')")
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
     if "input_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(entities)")}:
