@@ -436,6 +436,20 @@ def test_rpm_spaces_call_starts(db_path):
     assert elapsed >= 0.25
 
 
+def test_the_pool_starts_a_thread_per_task_up_to_the_concurrency(db_path):
+    conn = connect(db_path)
+    try:
+        chat = ScriptedChat(delay=0.05)
+        gateway = Gateway(conn, chat, ScriptedEmbedder(), concurrency=6)
+        assert len(list(gateway.chat_many("query", [ChatJob(i, f"few {i}") for i in range(2)]))) == 2
+        assert len(gateway._pool().threads) == 2  # two questions: two threads, not six
+        assert len(list(gateway.chat_many("query", [ChatJob(i, f"many {i}") for i in range(20)]))) == 20
+        assert len(gateway._pool().threads) == 6 and chat.max_in_flight == 6
+        gateway.close()
+    finally:
+        conn.close()
+
+
 def test_concurrent_embedding_keeps_order(db_path):
     conn = connect(db_path)
     try:

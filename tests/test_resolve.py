@@ -7,7 +7,9 @@ import tgr
 from conftest import EN_CORPUS, ZH_CORPUS
 from tgr.ingest.boilerplate import strip_boilerplate
 from tgr.query.lookup import find_entity
-from tgr.build.resolve import document_keys, name_key
+from tgr.build.extract import save_extraction
+from tgr.build.resolve import KeysAhead, assign_keys, document_keys, lower_words, name_key
+from tgr.parsing import RawEntity
 from tgr.build.title_subjects import subject_name
 
 
@@ -177,6 +179,37 @@ def test_fixture_corpora_resolve_names_and_keep_dotted_chinese_names_whole(tmp_p
         marley = kb.conn.execute("SELECT e.type FROM entities e JOIN entity_aliases a ON a.entity_id = e.id "
                                  "WHERE a.key = 'marley'").fetchone()
         assert marley == ("person",)
+
+
+def test_keys_worked_out_ahead_are_the_keys_assign_keys_gives_and_a_changed_document_is_done_again(tmp_path):
+    story = tmp_path / "story.txt"
+    story.write_text("The Counting House\n\nEbenezer Scrooge kept a counting-house in London. Mr. Scrooge said "
+                     "nothing. Scrooge was alone, and Scrooge counted coins.\nBob Cratchit worked for Scrooge.\n",
+                     encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt"), str(story)])
+        ahead = KeysAhead(kb.conn)  # as during an extraction wave, before the story's rows change
+        while ahead.step():
+            pass
+        assert ahead.lower_words and ahead.lower_words == lower_words(kb.conn, list(ahead.lower_words))
+        chunk, document = kb.conn.execute("SELECT c.id, c.document_id FROM chunks c JOIN documents d "
+                                          "ON d.id = c.document_id WHERE d.source LIKE '%story.txt'").fetchone()
+        assert kb.conn.execute("SELECT DISTINCT key FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id "
+                               "WHERE c.document_id = ? AND name = 'Scrooge'", (document,)).fetchall() \
+            == [("ebenezer scrooge",)]
+        # the story's rows change: "Scrooge" no longer has a full name there
+        save_extraction(kb.conn, chunk, "test", [RawEntity("Scrooge", "person", "A miser."),
+                                                 RawEntity("Counting", "concept", "A house.")], [])
+        fresh = tmp_path / "fresh.db"
+        kb.conn.execute("VACUUM INTO ?", (str(fresh),))
+        assign_keys(kb.conn, ahead)
+        with tgr.open(fresh, chat="offline", embedder="tgr:hash-384") as other:
+            assign_keys(other.conn)
+            state = ("SELECT rowid, key FROM extracted_entities UNION ALL SELECT rowid, source_key || '|' || "
+                     "target_key FROM extracted_relations UNION ALL SELECT 0, name FROM merge_pending ORDER BY 1, 2")
+            assert kb.conn.execute(state).fetchall() == other.conn.execute(state).fetchall()
+        assert kb.conn.execute("SELECT key FROM extracted_entities WHERE chunk_id = ? AND name = 'Scrooge'",
+                               (chunk,)).fetchone() == ("scrooge",)
 
 
 def test_migration_6_adds_aliases_and_gives_a_fresh_builds_graph(tmp_path):

@@ -330,3 +330,20 @@ def test_migration_3_adds_document_ids_and_metadata_to_a_version_2_store(db_path
         assert kb.conn.execute("SELECT metadata FROM documents WHERE external_id IS NULL").fetchall() == [("{}",)]
         assert kb.conn.execute("SELECT title, metadata FROM documents WHERE external_id = 'r1'").fetchone() == (
             "Marley", '{"url": "https://example.org/marley"}')
+
+
+def test_a_write_run_on_a_current_store_leaves_its_schema_alone(tmp_path):
+    """migrate() has nothing to do on a store of the current schema without portable vectors
+    (their vec0 tables exist only where a store keeps them): no view is dropped and made again."""
+    from tgr.store.migrations import schema_current
+
+    story = tmp_path / "story.txt"
+    story.write_text("Ebenezer Scrooge kept a counting-house in London with Bob Cratchit.\n", encoding="utf-8")
+    with tgr.open(tmp_path / "kb.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(story)])
+        assert schema_current(kb.conn)
+        assert not kb.conn.execute("SELECT 1 FROM sqlite_master WHERE name LIKE 'vec_portable%'").fetchone()
+    with tgr.open(tmp_path / "kb.db", chat="offline", embedder="tgr:hash-384") as kb:
+        before = kb.conn.execute("PRAGMA schema_version").fetchone()[0]
+        kb.index([str(story)])
+        assert kb.conn.execute("PRAGMA schema_version").fetchone()[0] == before

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # igraph and leidenalg are imported when clustering
@@ -336,8 +337,10 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
 
 
+@lru_cache(maxsize=1)
 def _leiden_library() -> str:
-    """The Leiden implementation and its version (communities differ between releases)."""
+    """The Leiden implementation and its version (communities differ between releases).
+    Once per process: importlib.metadata walks sys.path's installed packages for it."""
     from importlib.metadata import version
 
     return f"leidenalg {version('leidenalg')}"

@@ -6,7 +6,10 @@ was computed early for the stage that needs it:
 
 - during extraction: full-text terms of the chunks just stored, then chunk vectors, then
   the tables the merge types entities with (the gazetteer, first names: loaded once per
-  process, otherwise on the merge's path before the summary wave);
+  process, otherwise on the merge's path before the summary wave), then entity resolution's
+  work on the documents already extracted (tgr.build.resolve.KeysAhead: each one's own
+  keys and lower-case words, which assign_keys would otherwise redo for every document
+  when one is added);
 - during the description-summary wave: clustering of the graph the merge is about to
   store, a first clustering in a child process (tgr/build/cluster_ahead.py: Leiden holds the
   GIL; a small graph's as an idle step), an incremental one as an idle step (tgr.build.cluster.cluster_future_graph);
@@ -28,6 +31,7 @@ from .embed import EmbedWhileWaiting
 from ..offline.entity_types import census_first_names, place_kind
 from ..models.gateway import Gateway
 from .merge_graph import MergePlan
+from .resolve import KeysAhead
 
 Idle = Callable[[], bool]
 
@@ -41,12 +45,13 @@ class Overlap:
         self._ahead = ClusterAhead(self.cluster_settings, ahead_min_edges)
         self._started_ahead = False
         self._meanwhile: tuple[str, list[Community]] | None = None
+        self.keys_ahead = KeysAhead(conn)  # for needs_merge: what the extraction wave left time for
 
     def during_extraction(self) -> Idle:
         """Chunks were stored without their full-text terms: those, then chunk vectors, then
-        the merge's type tables."""
+        the merge's type tables, then entity resolution's per-document work."""
         return one_after_another(IndexWhileWaiting(self.conn), EmbedWhileWaiting(self.conn, self.gateway, ("chunks",)),
-                                 load_type_tables)
+                                 load_type_tables, self.keys_ahead.step)
 
     def during_summaries(self, plan: MergePlan, *, first_clustering: bool, incremental: bool) -> Idle:
         """Call just before the summary wave; its steps run only if there is a wave to wait

@@ -22,7 +22,7 @@ from ..parsing import parse_transformation
 from ..prompts import Prompts
 from ..offline.entity_types import entity_type
 from ..offline.name_words import CHINESE_TITLES
-from .resolve import assign_keys, write_aliases
+from .resolve import KeysAhead, assign_keys, write_aliases
 from .role_providers import summariser_for
 from ..text import content_hash, estimate_tokens, fit_tokens, normalise_name, split_sentences
 
@@ -119,11 +119,12 @@ def graph_state(conn: Connection, settings: str) -> str:
 
 
 def needs_merge(conn: Connection, gateway: Gateway, prompts: Prompts, summary_tokens: int,
-                disambiguate: bool) -> MergeInputs | None:
+                disambiguate: bool, keys_ahead: KeysAhead | None = None) -> MergeInputs | None:
     """What the merge must look at if its inputs changed since the last merge (extraction
     rows, settings, prompts), else None. Only names in merge_pending can have changed rows
-    while the settings are the same; other settings (or LLM disambiguation) look at every row."""
-    assign_keys(conn)  # which names are one entity: each row's key (tgr.build.resolve)
+    while the settings are the same; other settings (or LLM disambiguation) look at every row.
+    keys_ahead: see assign_keys."""
+    assign_keys(conn, keys_ahead)  # which names are one entity: each row's key (tgr.build.resolve)
     summariser = summariser_for(gateway, prompts)
     llm = summariser.asks_model  # LLM disambiguation asks the summariser's chat model too
     settings = merge_settings(prompts, summariser, summary_tokens, disambiguate and llm)

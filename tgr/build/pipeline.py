@@ -61,7 +61,7 @@ class Build:
         self.index_terms()
         reports_complete, report_key = self.reports_complete()
         merge_inputs = needs_merge(self.conn, self.gateway, self.prompts, self.settings.summary_tokens,
-                                   self.settings.disambiguate)
+                                   self.settings.disambiguate, self.overlap.keys_ahead)
         merged = force_merge or merge_inputs is not None
         # if the communities match the graph before the merge, the merge says what moved
         clustered_before = merged and not force_cluster and is_clustered(self.conn, **self.cluster_settings)

@@ -155,8 +155,13 @@ def _titles_kept(final: dict[str, str], names: dict[str, Counter]) -> dict[str, 
 
 
 def _kind(counter: Counter) -> str:
-    specific = Counter({t: n for t, n in counter.items() if t != "concept"})
-    return min(specific, key=lambda t: (-specific[t], t)) if specific else "concept"
+    """The type most mentions give, other than "concept" (ties: the first by name); "concept"
+    when there is no other."""
+    best = None
+    for kind, count in counter.items():  # a loop, not a Counter per name: every merge asks for thousands
+        if kind != "concept" and (best is None or (-count, kind) < best):
+            best = (-count, kind)
+    return "concept" if best is None else best[1]
 
 
 def _latin_words(key: str) -> list[str] | None:
@@ -229,24 +234,25 @@ def _final(joined: dict[str, str], key: str) -> str:
     return key
 
 
-def assign_keys(conn: Connection) -> None:
+def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
     """Give every extraction row the key of its entity (module docstring); rows whose key
-    changes, and the keys they leave and join, are marked for the merge (merge_pending)."""
+    changes, and the keys they leave and join, are marked for the merge (merge_pending).
+    ahead: the per-document work done while the extraction answers were awaited (the same
+    keys; only what it computed from exactly these rows and texts is taken)."""
     rows = conn.execute(
         "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
         "JOIN chunks c ON c.id = e.chunk_id").fetchall()
     relations = conn.execute(
         "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
         "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id").fetchall()
-    names: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for _, document, name, kind, _ in rows:
-        names[document][name][kind] += 1
-    resolved = {document: document_keys(found) for document, found in names.items()}
+    names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
+    ahead = ahead or KeysAhead(conn)
+    resolved = {document: ahead.document_keys(document, found) for document, found in names.items()}
     _across_documents(names, resolved)
     # names that share a sentence with another (the offline extractor's links across sentences are weaker)
     related = {(document, name) for _, document, source, target, _, _, strength in relations if strength >= 1
                for name in (source, target)}
-    for document, words in common_words(conn, names, related).items():
+    for document, words in common_words(conn, names, related, ahead.lower_words).items():
         for name in words:
             resolved[document][name] = ""  # no entity: a row without a key is merged into none
     for document, words in chinese_common_nouns(conn, names).items():
@@ -286,37 +292,118 @@ _PARENTHESISED = re.compile(r"\s*[(（][^()（）]*[)）]")
 
 
 def common_words(conn: Connection, names: dict[str, dict[str, Counter]],
-                 related: set[tuple[str, str]]) -> dict[str, set[str]]:
+                 related: set[tuple[str, str]], known: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     """document -> the names it gives that are only a common word capitalised, a sentence's
     first word or a personification ("the Poor", "Gain", "Doom", "the Porch"): a single word
     no mention types, that the same document also writes in lower case, or that is an English
     word no dictionary capitalises (tgr.offline.entity_types.common_words) and stands in no sentence
     with another name of the document (related: (document, name) of its relationship rows).
     A place the gazetteer knows, a census first name and the document's own title ("Gain
-    (album)") stay names."""
+    (album)") stay names. known: document -> its lower-case words (lower_words), where
+    already read."""
     from ..offline.entity_types import common_words as dictionary, place_kind
 
-    candidates = {document: {n for n, kinds in found.items() if _CAPITALISED_WORD.fullmatch(n)
-                             and _kind(kinds) == "concept" and n.lower() not in census_first_names()}
-                  for document, found in names.items()}
-    candidates = {d: c for d, c in candidates.items() if c}
+    candidates = {document: found for document, found in
+                  ((d, _candidates(found)) for d, found in names.items()) if found}
     if not candidates:
         return {}
     wanted = json.dumps(sorted(candidates))
     titles = {d: _PARENTHESISED.sub("", t or "").strip().lower() for d, t in conn.execute(
         "SELECT id, title FROM documents WHERE id IN (SELECT value FROM json_each(?))", (wanted,))}
-    texts: dict[str, list[str]] = defaultdict(list)
-    for document, text in conn.execute("SELECT document_id, text FROM chunks WHERE document_id IN "
-                                       "(SELECT value FROM json_each(?)) ORDER BY document_id, ordinal", (wanted,)):
-        texts[document].append(text)
+    known = dict(known or {})
+    known.update(lower_words(conn, [d for d in candidates if d not in known]))
     found = {}
     for document, words in candidates.items():
-        lower = set(_LOWER_WORD.findall("\n".join(texts[document])))
+        lower = known[document]
         common = {n for n in words if (n.lower() in lower or n.lower() in dictionary() and (document, n) not in related)
                   and n.lower() != titles.get(document) and not place_kind(n)}
         if common:
             found[document] = common
     return found
+
+
+def _candidates(found: dict[str, Counter]) -> set[str]:
+    """The names of one document that common_words looks at: a capitalised word no mention types."""
+    return {n for n, kinds in found.items() if _CAPITALISED_WORD.fullmatch(n)
+            and _kind(kinds) == "concept" and n.lower() not in census_first_names()}
+
+
+def lower_words(conn: Connection, documents: list[str], chunks: tuple[int, int] | None = None) -> dict[str, set[str]]:
+    """document -> the words its text writes in lower case (_LOWER_WORD); chunks: only the
+    chunks with ordinal in [start, end). A chunk ends at no word: the words of a whole text
+    are those of its chunks together."""
+    if not documents:
+        return {}
+    between = "" if chunks is None else " AND ordinal >= ? AND ordinal < ?"
+    texts: dict[str, list[str]] = defaultdict(list)
+    for document, text in conn.execute("SELECT document_id, text FROM chunks WHERE document_id IN "
+                                       f"(SELECT value FROM json_each(?)){between} ORDER BY document_id, ordinal",
+                                       (json.dumps(sorted(documents)), *(chunks or ()))):
+        texts[document].append(text)
+    return {document: set(_LOWER_WORD.findall("\n".join(texts.get(document, ())))) for document in documents}
+
+
+def _names_by_document(rows) -> dict[str, dict[str, Counter]]:
+    """document -> name -> Counter of the types its mentions give, from (document, name, type) rows."""
+    names: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for document, name, kind in rows:
+        names[document][name][kind] += 1
+    return names
+
+
+def _same(a: dict[str, Counter], b: dict[str, Counter]) -> bool:
+    """The same names with the same types, in the same order."""
+    return len(a) == len(b) and all(x == y and list(ca.items()) == list(cb.items())
+                                    for (x, ca), (y, cb) in zip(a.items(), b.items()))
+
+
+class KeysAhead:
+    """assign_keys' per-document work, done as an idle step while extraction answers are
+    awaited (tgr.build.idle_work): each stored document's own keys (document_keys) and its
+    lower-case words (for common_words). A document's keys are taken only if its rows are
+    exactly the ones they were computed from; its words depend on its text alone, which no
+    stage after ingestion changes."""
+
+    CHUNKS_PER_STEP = 64
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.lower_words: dict[str, set[str]] = {}  # only documents whose every chunk was read
+        self._partial: dict[str, set[str]] = {}
+        self._keys: dict[str, tuple[dict[str, Counter], dict[str, str]]] = {}
+        self._pending: list | None = None
+
+    def document_keys(self, document: str, names: dict[str, Counter]) -> dict[str, str]:
+        """document_keys(names) of the document (a copy: assign_keys changes it)."""
+        early = self._keys.get(document)
+        if early is not None and _same(early[0], names):
+            return dict(early[1])
+        return document_keys(names)
+
+    def step(self) -> bool:
+        """One piece of the work (an idle step: False when there is none left)."""
+        if self._pending is None:
+            names = _names_by_document(self.conn.execute(
+                "SELECT c.document_id, e.name, e.type FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id"))
+            last = dict(self.conn.execute("SELECT document_id, max(ordinal) FROM chunks GROUP BY document_id"))
+            self._pending = [("keys", d, found) for d, found in sorted(names.items())]
+            for document, found in sorted(names.items()):
+                if _candidates(found):  # only these documents' words are read (common_words)
+                    self._partial[document] = set()
+                    starts = range(0, last.get(document, -1) + 1, self.CHUNKS_PER_STEP)
+                    self._pending += [("words", document, (start, start + self.CHUNKS_PER_STEP)) for start in starts]
+                    self._pending.append(("done", document, None))
+            self._pending.reverse()
+            return bool(self._pending)
+        if self._pending:
+            what, document, arg = self._pending.pop()
+            if what == "keys":
+                self._keys[document] = (arg, document_keys(arg))
+            elif what == "words":
+                self._partial[document] |= lower_words(self.conn, [document], arg)[document]
+            else:  # every chunk read: the document's words are complete
+                self.lower_words[document] = self._partial.pop(document)
+        return bool(self._pending)
 
 
 def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:

@@ -138,16 +138,16 @@ class _UntilDone:
 
 
 class _Workers:
-    """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S)."""
+    """A small pool of daemon threads (exit never waits on them; see INTERRUPT_GRACE_S),
+    started as tasks come, up to size: a run that asks a few questions starts a few."""
 
     def __init__(self, size: int):
         self.inbox: queue.PriorityQueue = queue.PriorityQueue()  # (0 urgent / 1, order, task)
         self.outbox: queue.Queue = queue.Queue()
         self.batches = 0
+        self.size = size
         self._order = 0
-        self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(size)]
-        for thread in self.threads:
-            thread.start()
+        self.threads: list[threading.Thread] = []
 
     def _loop(self) -> None:
         while True:
@@ -163,6 +163,10 @@ class _Workers:
 
     def submit(self, batch: int, fn, arg, urgent: bool = False) -> None:
         """Queue a task; an urgent one goes before every task not started yet."""
+        if len(self.threads) < self.size:  # one more thread per task until the pool is full
+            thread = threading.Thread(target=self._loop, daemon=True)
+            thread.start()  # waiting on the inbox before the task is in it, as a pool started ahead
+            self.threads.append(thread)
         self._order += 1
         self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from . import schema_check as schemacheck
-from .db import SCHEMA_VERSION, VEC_TABLES, Connection, run_script, schema_sql, set_meta, transaction
+from .db import PORTABLE_TABLES, SCHEMA_VERSION, VEC_TABLES, Connection, run_script, schema_sql, set_meta, transaction
 from ..errors import StoreError
 
 # Numbered migrations: MIGRATIONS[n] upgrades a store from user_version n-1 to n.
@@ -147,10 +147,11 @@ def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
 
 def schema_current(conn: Connection) -> bool:
     """Does the store hold every object of schema.sql, with tgr's definition of each view
-    and trigger? (The vec0 tables are created in code.)"""
+    and trigger? (The vec0 tables are created in code; the portable ones only where a store
+    keeps portable vectors.)"""
     present = dict(conn.execute("SELECT name, sql FROM sqlite_master").fetchall())
     for name, want in schemacheck.expected_objects().items():
-        if name.startswith(VEC_TABLES):
+        if name.removeprefix("sqlite_autoindex_").startswith(VEC_TABLES + tuple(PORTABLE_TABLES.values())):
             continue
         if name not in present or (want.sql is not None and schemacheck.normal_sql(present[name]) != want.sql):
             return False
