@@ -35,6 +35,8 @@ def test_cjk_counts_count_each_span_like_a_regex_over_it():
     expected = [len(re.findall(f"[{CJK_RANGES}]", text[a:b])) for a, b in zip(bounds, bounds[1:])]
     assert cjk_counts(text, starts) == expected
     assert cjk_counts("plain ascii", [0, 5]) == [0, 0] and cjk_counts("汉", []) == []
+    assert cjk_counts("汉字\0かな。é한", [0, 1, 4, 7]) == [1, 2, 1, 1]  # a NUL in the text counts nothing
+    assert cjk_counts(text[:5000], [7]) == [len(re.findall(f"[{CJK_RANGES}]", text[7:5000]))]  # one span
 
 
 

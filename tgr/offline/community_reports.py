@@ -38,7 +38,7 @@ from typing import NamedTuple
 from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
-from ..text import CJK_RANGES, CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
+from ..text import CJK_OR_NUL, CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
 KEY_PHRASES = 8          # key phrases kept per community
@@ -116,7 +116,7 @@ def _cut_apart(texts: list[str]) -> list[list[str]]:
     joined = "\0".join(texts)
     if joined.count("\0") == len(texts) - 1:  # (else a text holds a NUL: find its runs one by one)
         # every stretch between CJK runs becomes one "\n", and none is left at a text's ends
-        runs = _not_cjk().sub("\n", joined).replace("\n\0", "\0").replace("\0\n", "\0").strip("\n")
+        runs = "\n".join(CJK_OR_NUL.full.findall(joined)).replace("\n\0", "\0").replace("\0\n", "\0")
     else:
         runs = "\0".join("\n".join(CJK_RUN.full.findall(text)) for text in texts)
     function_words = CHINESE_FUNCTION_WORDS
@@ -148,12 +148,6 @@ def latin_terms(text: str, terms: list[str]) -> list[str]:
             terms.append(f"{previous} {word}")
         previous = word
     return terms
-
-
-@lru_cache(maxsize=1)
-def _not_cjk() -> re.Pattern:
-    """What lies between CJK runs (and NULs), compiled when first needed."""
-    return re.compile(f"[^{CJK_RANGES}\0]+")
 
 
 @lru_cache(maxsize=65536)
