@@ -293,30 +293,30 @@ def index_terms(text: str) -> list[str]:
     return terms
 
 
-def index_text(text: str) -> str:
+def index_text(text: str, waiting: bool = False) -> str:
     """A chunk's FTS5 row: index_terms joined by spaces, its Chinese runs' bigrams written in
     one numpy pass over the text (a string per bigram, only to be joined, was a sixth of a
-    Chinese chunk's indexing)."""
+    Chinese chunk's indexing). waiting: while model answers are awaited numpy is not imported
+    here (its BLAS threads can take a Ctrl-C meant for the waiting main thread: see
+    cjk_counts); the bigrams are then found by a regular expression, unless it is loaded."""
     runs = CJK_RUN.findall(text)
     if not runs:
         return " ".join(index_terms(text))
     import rjieba
 
     terms = [w.lower() for w in _INDEX_WORD.findall(text)]
-    terms.append(_run_bigrams_text(text))
+    terms.append(_run_bigrams_text(text, waiting))
     terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]  # (as index_terms)
     return " ".join(terms)
 
 
-def _run_bigrams_text(text: str) -> str:
+def _run_bigrams_text(text: str, waiting: bool) -> str:
     """The matches of _RUN_BIGRAMS in text (each CJK run's bigrams in turn, a lone CJK
-    character itself) joined by spaces; text has at least one CJK character. With numpy
-    only once something else has loaded it (an offline Chinese build has, by its name
-    finder): imported here, during a --batch run's wait, it would start BLAS threads that a
-    Ctrl-C can land on (see cjk_counts)."""
-    np = sys.modules.get("numpy")
-    if np is None:
+    character itself) joined by spaces; text has at least one CJK character."""
+    if waiting and "numpy" not in sys.modules:
         return " ".join(_compiled(_RUN_BIGRAMS).findall(text))
+    import numpy as np
+
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     cjk = cjk_table()[codes & 0xFFFF] & (codes <= 0xFFFF)  # (every CJK range is in the BMP)
     after = np.append(cjk[1:], False)  # the next character is CJK too

@@ -65,9 +65,10 @@ def add_document(conn: Connection, doc: Document, chunks: list[Chunk], *, index:
     return added
 
 
-def index_pending(conn: Connection, limit: int | None = None) -> int:
+def index_pending(conn: Connection, limit: int | None = None, *, waiting: bool = False) -> int:
     """Compute the terms of up to limit chunks stored without them (all if None), store them
-    and add their FTS rows, a transaction per batch. Returns how many were indexed."""
+    and add their FTS rows, a transaction per batch. Returns how many were indexed.
+    waiting: called while model answers are awaited (see tgr.text.index_text)."""
     if not has_table(conn, "chunks_unindexed"):
         return 0
     done = 0
@@ -79,7 +80,7 @@ def index_pending(conn: Connection, limit: int | None = None) -> int:
             (size,)).fetchall()
         if not rows:
             break
-        terms = [(seq, index_text(f"{title}\n{text}")) for seq, title, text in rows]
+        terms = [(seq, index_text(f"{title}\n{text}", waiting=waiting)) for seq, title, text in rows]
         with transaction(conn):
             for seq, text in terms:  # only chunks still listed (another writer may have got there first)
                 if conn.execute("DELETE FROM chunks_unindexed WHERE seq = ?", (seq,)).rowcount:
@@ -106,7 +107,7 @@ class IndexWhileWaiting:
         self.conn = conn
 
     def __call__(self) -> bool:
-        return index_pending(self.conn, self.STEP) > 0
+        return index_pending(self.conn, self.STEP, waiting=True) > 0
 
 
 def delete_documents(conn: Connection, doc_ids: list[str]) -> int:
