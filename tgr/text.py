@@ -284,13 +284,18 @@ def index_terms(text: str) -> list[str]:
     runs = CJK_RUN.findall(text)
     if runs:
         terms += _compiled(_RUN_BIGRAMS).findall(text)  # as each run's bigrams in turn (a lone character: itself)
-        # rjieba: jieba's dictionary and algorithm in Rust, the same words (2 of 112,089 runs
-        # of 西游记 differ) about 15 times faster; this cut was most of a Chinese ingest. One
-        # call for all runs: a line break separates them as the text between them did
-        import rjieba
-
-        terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]
+        terms += _jieba_run_words(runs)
     return terms
+
+
+def _jieba_run_words(runs: list[str]) -> list[str]:
+    """jieba's search-engine words of CJK runs, of two characters or more. rjieba: jieba's
+    dictionary and algorithm in Rust, the same words (2 of 112,089 runs of 西游记 differ) about
+    15 times faster. One call for all runs: a line break separates them as the text between
+    them did."""
+    import rjieba
+
+    return [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]
 
 
 def index_text(text: str, waiting: bool = False) -> str:
@@ -302,11 +307,9 @@ def index_text(text: str, waiting: bool = False) -> str:
     runs = CJK_RUN.findall(text)
     if not runs:
         return " ".join(index_terms(text))
-    import rjieba
-
     terms = [w.lower() for w in _INDEX_WORD.findall(text)]
     terms.append(_run_bigrams_text(text, waiting))
-    terms += [w for w in rjieba.cut_for_search("\n".join(runs)) if len(w) > 1]  # (as index_terms)
+    terms += _jieba_run_words(runs)
     return " ".join(terms)
 
 
