@@ -21,7 +21,9 @@ _NOT_BELOW_CJK = r"[^\x00-\u303f]"  # a character from U+3040, where the lowest 
 
 
 @lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
+def compiled(pattern: str) -> re.Pattern:
+    """re.compile(pattern), once per process, when first needed: compiling a CJK class walks
+    every character of its ranges (milliseconds), which a cold `tgr ask` should not pay."""
     return re.compile(pattern)
 
 
@@ -38,9 +40,9 @@ class _CjkPattern:
         self.plain = re.compile(plain) if plain is not None else None
 
     def _for(self, text: str) -> re.Pattern | None:
-        if text.isascii() or _compiled(_NOT_BELOW_CJK).search(text) is None:
+        if text.isascii() or compiled(_NOT_BELOW_CJK).search(text) is None:
             return self.plain
-        return _compiled(self.pattern)
+        return compiled(self.pattern)
 
     def search(self, text: str) -> re.Match | None:
         pattern = self._for(text)
@@ -57,10 +59,10 @@ class _CjkPattern:
     @property
     def full(self) -> re.Pattern:
         """The whole pattern, compiled once per process: for a loop over text known to need it."""
-        return _compiled(self.pattern)
+        return compiled(self.pattern)
 
     def __getattr__(self, name: str):  # any other method (finditer, sub, ...): the full pattern
-        return getattr(_compiled(self.pattern), name)
+        return getattr(compiled(self.pattern), name)
 
 
 _CJK_RE = _CjkPattern(f"[{_CJK}]")
@@ -265,7 +267,7 @@ def jieba_word_terms(word: str) -> tuple[str, ...]:
     word = word if lowered == word else lowered  # (the cut's own string when it is the same: kept once)
     if not word or word in STOPWORDS:
         return ()
-    if _compiled(f"[{_CJK}]").search(word) or _WORD_RE.fullmatch(word):
+    if compiled(f"[{_CJK}]").search(word) or _WORD_RE.fullmatch(word):
         return (word,)
     return tuple(w for w in _WORD_RE.findall(word) if w not in STOPWORDS)
 
@@ -283,7 +285,7 @@ def index_terms(text: str) -> list[str]:
     terms = [w.lower() for w in _INDEX_WORD.findall(text)]
     runs = CJK_RUN.findall(text)
     if runs:
-        terms += _compiled(_RUN_BIGRAMS).findall(text)  # as each run's bigrams in turn (a lone character: itself)
+        terms += compiled(_RUN_BIGRAMS).findall(text)  # as each run's bigrams in turn (a lone character: itself)
         terms += _jieba_run_words(runs)
     return terms
 
@@ -317,7 +319,7 @@ def _run_bigrams_text(text: str, waiting: bool) -> str:
     """The matches of _RUN_BIGRAMS in text (each CJK run's bigrams in turn, a lone CJK
     character itself) joined by spaces; text has at least one CJK character."""
     if waiting and "numpy" not in sys.modules:
-        return " ".join(_compiled(_RUN_BIGRAMS).findall(text))
+        return " ".join(compiled(_RUN_BIGRAMS).findall(text))
     import numpy as np
 
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)

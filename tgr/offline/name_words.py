@@ -2,8 +2,7 @@
 Chinese short-form rule, kept once so the finders cannot drift apart."""
 from __future__ import annotations
 
-import re
-from functools import lru_cache
+from ..text import compiled
 
 CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # for a character class: Han ideographs
 
@@ -42,17 +41,11 @@ def chinese_given_name(name: str) -> str | None:
     return name[1:] if len(name) == 3 and name[0] in CHINESE_SURNAMES else None
 
 
-@lru_cache(maxsize=1)
-def _han() -> re.Pattern:
-    """A run of Han characters, compiled when first needed (not by every `tgr ask` that imports this)."""
-    return re.compile(f"[{CJK_CHARS}]+")
-
-
 def chinese_short_forms(names, *, min_length: int = 2) -> dict[str, str]:
     """香港特区 -> 香港特别行政区: a short form and the one longer name with the same first and
     last character and the rest in order. Only when exactly one longer name fits, so an
     ambiguous short form stays itself; names under min_length characters are left alone."""
-    han = _han().fullmatch
+    han = compiled(f"[{CJK_CHARS}]+").fullmatch  # (when first needed, not by every `tgr ask` importing this)
     by_ends: dict[tuple[str, str], list[str]] = {}  # a short form meets only the names of its ends
     for name in names:
         if han(name):

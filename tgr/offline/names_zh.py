@@ -20,6 +20,7 @@ from functools import lru_cache, partial
 from itertools import accumulate, compress
 from operator import itemgetter, methodcaller
 
+from ..text import compiled
 from .jieba_words import everyday_words as _everyday_words, rare_person_names as _rare_names
 from .name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, CJK_CHARS, MONTH_ABBREVIATIONS, MONTHS, \
     chinese_short_forms
@@ -29,7 +30,7 @@ Name = tuple[str, str]  # (name, type)
 _CJK = CJK_CHARS
 _TAG_TYPES = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "location",
               "nt": "organization", "nz": "concept"}
-_TITLE = r"《([^《》\n]{1,30})》"  # (the patterns: compiled by _re when first needed)
+_TITLE = r"《([^《》\n]{1,30})》"  # (the patterns: compiled when first needed, by text.compiled)
 _QUOTED = rf"[「“]([{_CJK}A-Za-z0-9·]{{2,10}})[」”]"
 _DOTTED = rf"[{_CJK}]{{1,8}}(?:[·・•‧][{_CJK}]{{1,8}})+"
 _ALL_CJK = f"[{_CJK}]+"
@@ -83,13 +84,6 @@ _ALL_RARE = frozenset(_RARE_PATTERNS)
 _NO_RARE: frozenset[str] = frozenset()
 _TITLED_ONLY = {"titled"}
 _START = methodcaller("start")
-
-
-@lru_cache(maxsize=None)
-def _re(pattern: str) -> re.Pattern:
-    """A pattern above, compiled when first needed: compiling a CJK class walks its ~28,000
-    characters (~2 ms each), and an English build (which imports this module) needs none of them."""
-    return re.compile(pattern)
 
 
 def chinese_names(sentences: list[str]) -> list[list[Name]]:
@@ -193,7 +187,7 @@ def _rare_patterns(sentences: list[str], text: str) -> dict[int, set[str]]:
     for name, pattern in _RARE_PATTERNS.items():
         if absent.get(name):
             continue  # (a scan for one character beats a regex's over a character class)
-        for index in set(map(after, map(_START, _re(pattern).finditer(text)))):  # (the sentence's index + 1)
+        for index in set(map(after, map(_START, compiled(pattern).finditer(text)))):  # (the sentence's index + 1)
             found.setdefault(index - 1, set()).add(name)
     return found
 
@@ -251,26 +245,26 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
     kinds = list(map(_TAG_TYPES.get, flags))
     if not (rare or any(kinds)):
         return []  # no word tagged as a name (nor a compound's first word), no pattern that finds one
-    titled = "titled" in rare and _re(_ANY_TITLE).search(sentence)  # a word ends with a title only where one is
+    titled = "titled" in rare and compiled(_ANY_TITLE).search(sentence)  # a word ends with a title only where one is
     spans = _spans(words, flags)
     names: list[tuple[int, str, str]] = []  # (position, name, type)
     covered: list[tuple[int, int]] = []
     if "title" in rare:
-        for match in _re(_TITLE).finditer(sentence):
+        for match in compiled(_TITLE).finditer(sentence):
             names.append((match.start(), match.group(1).strip(), "concept"))
             covered.append(match.span())
     if "quoted" in rare:
-        for match in _re(_QUOTED).finditer(sentence):
+        for match in compiled(_QUOTED).finditer(sentence):
             names.append((match.start(), match.group(1), _type_by_suffix(match.group(1))))
             covered.append(match.span())
     if "dotted" in rare:
-        for match in _re(_DOTTED).finditer(sentence):
+        for match in compiled(_DOTTED).finditer(sentence):
             a, b = _trim_dotted(match, spans)
             names.append((a, sentence[a:b], "person"))
             covered.append((a, b))
     inside = lambda a, b: any(s <= a and b <= e for s, e in covered)
     overlaps = lambda a, b: any(a < e and s < b for s, e in covered)
-    for match in _re(_LATIN).finditer(sentence) if "latin" in rare else ():
+    for match in compiled(_LATIN).finditer(sentence) if "latin" in rare else ():
         name = match.group().rstrip(".-'")
         if not inside(*match.span()) and any(c.isupper() for c in name) and len(name) >= 2 \
                 and name not in _NOT_LATIN_NAMES and name.split()[0].lower().rstrip(".") not in _MONTHS:
@@ -283,7 +277,7 @@ def _sentence_names(sentence: str, rare: frozenset[str] = _ALL_RARE, tags: Tags 
         if not overlaps(start, start + len(name)):
             names.append((start, name, kind))
             covered.append((start, start + len(name)))
-    subject = _re(_SUBJECT).match(sentence) if "subject" in rare else None
+    subject = compiled(_SUBJECT).match(sentence) if "subject" in rare else None
     if subject:
         names.append((0, subject.group(1), _type_by_suffix(subject.group(1))))
     for index in compress(range(len(spans)), kinds):  # the words tagged as names
@@ -325,7 +319,7 @@ def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tup
     """(start, name) of what a naming phrase names: "称名须菩提祖师", "叫做‘孙悟空’", "唤名烂桃山".
     The name runs from the phrase to the first punctuation or function word (孙悟空 of
     叫做孙悟空也), and starts where the tagger starts a word; a pronoun (唤做甚么) is none."""
-    matches = list(_re(_NAMED).finditer(sentence))
+    matches = list(compiled(_NAMED).finditer(sentence))
     if not matches:
         return []
     starts = {start: index for index, (start, _, _) in enumerate(spans)}
@@ -336,7 +330,7 @@ def _named_phrases(sentence: str, spans: list[tuple[int, str, str]]) -> list[tup
             continue
         words = []
         for _, word, flag in spans[index:]:
-            if flag in _NOT_IN_NAMED or not _re(_ALL_CJK).fullmatch(word) or word in CHINESE_FUNCTION_WORDS:
+            if flag in _NOT_IN_NAMED or not compiled(_ALL_CJK).fullmatch(word) or word in CHINESE_FUNCTION_WORDS:
                 break
             if flag in _NOT_NAMED or not (flag[:2] in ("nr", "ns", "nz") or _known(word) or len(word) == 1):
                 words = []  # a saying (叫做将计就计), a verb, or a word the tagger made up: no name
@@ -386,7 +380,7 @@ def _titled(spans: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
 def _title_stem(word: str, flag: str) -> bool:
     """A word that may stand before a title as (part of) its bearer's name: a noun or name
     of the dictionary (菩提, 泾河), not one the tagger guessed from a run of characters (即命道人)."""
-    return flag in _TITLE_STEM_FLAGS and _re(_ALL_CJK).fullmatch(word) is not None \
+    return flag in _TITLE_STEM_FLAGS and compiled(_ALL_CJK).fullmatch(word) is not None \
         and word not in CHINESE_FUNCTION_WORDS and (len(word) == 1 or _known(word) and word not in _everyday_words())
 
 
@@ -464,7 +458,7 @@ def _glued_rare_name(words: tuple[str, ...], flags: tuple[str, ...], index: int)
 
     if len(after) == 1:
         return after_flag in _CONTENT_FLAGS
-    return _re(_ALL_CJK).fullmatch(after) is not None and not rjieba.has_word(after)
+    return compiled(_ALL_CJK).fullmatch(after) is not None and not rjieba.has_word(after)
     # 来 or 来国 of 傲来国; not 完颜洪烈用计, 杜氏的
 
 
@@ -524,7 +518,7 @@ def _explicit_aliases(sentences: list[str], found: list[list[Name]]) -> dict[str
     """X，简称Y / X（又称Y）: Y is another name of the name that ends right before."""
     aliases = {}
     for sentence, names in zip(sentences, found):
-        for match in _re(_ALIAS).finditer(sentence):
+        for match in compiled(_ALIAS).finditer(sentence):
             before = sentence[:match.start()]
             long = max((n for n, _ in names if before.endswith(n)), key=len, default=None)
             short = match.group(1)
