@@ -6,9 +6,12 @@ For each corpus, each run, each --tree in turn: a fresh `python -m tgr.cli index
 --offline --embed-model tgr:hash-384 -q` in its own process (PYTHONPATH=the tree, run from a
 temporary directory; DIR=PYTHON runs that tree on another interpreter, e.g. a venv
 with other versions of the dependencies), timed by the kernel (user + system CPU of the process and its threads)
-and by the wall clock. Prints each tree's median and least CPU and wall, and each median CPU
-as a multiple of the first tree's (issue 16: an offline build at most 1.3 times the CPU of
-9659030's on Moby-Dick and 西游记).
+and by the wall clock. Each run builds every corpus with every tree back to back, so a machine
+whose speed drifts over minutes (this one's does, by ±15 %) slows the builds of one round alike.
+Prints each tree's median and least CPU and wall, each median CPU as a multiple of the first
+tree's (issue 16: an offline build at most 1.3 times the CPU of 9659030's on Moby-Dick and
+西游记), and, with several corpora, the median over rounds of each corpus's CPU per char as a
+multiple of the first corpus's in the same round (issue 27: Chinese ÷ English).
 
 --instructions counts instead the instructions each build executes, under valgrind's callgrind
 (`apt install valgrind`; ~50 times slower, so one run each, the builds in parallel on every
@@ -54,22 +57,23 @@ def command_for(corpus: Path, store: Path, before_calls: bool, python: str = sys
             "--offline", "--embed-model", "tgr:hash-384", "-q"]
 
 
-def measure(corpus: Path, trees: list[str], runs: int, before_calls: bool) -> dict[str, tuple[list, list, list]]:
-    """Per tree: the wall and CPU seconds and peak RSS of each run, trees taking turns."""
-    results: dict[str, tuple[list, list, list]] = {tree: ([], [], []) for tree in trees}
+def measure(corpora: list[Path], trees: list[str], runs: int, before_calls: bool) -> dict[tuple[str, Path], tuple[list, list, list]]:
+    """Per (tree, corpus): the wall and CPU seconds and peak RSS of each run; each run builds
+    every corpus with every tree in turn."""
+    results: dict[tuple[str, Path], tuple[list, list, list]] = {(t, c): ([], [], []) for t in trees for c in corpora}
     with tempfile.TemporaryDirectory(prefix="tgr-index-cpu-") as work:
         for run in range(runs):
-            for number, tree in enumerate(trees):
-                path, _, python = tree.partition("=")
-                env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
-                store = Path(work) / f"run{run}-tree{number}.db"
-                wall, cpu, rss = run_once(command_for(corpus, store, before_calls, python or sys.executable), work, env)
-                results[tree][0].append(wall)
-                results[tree][1].append(cpu)
-                results[tree][2].append(rss)
-                print(f"  {corpus.name} run {run + 1} {tree}: CPU {cpu:.2f} s, wall {wall:.2f} s, "
-                      f"peak RSS {rss:.0f} MB", flush=True)
-                store.unlink()
+            for corpus in corpora:
+                for number, tree in enumerate(trees):
+                    path, _, python = tree.partition("=")
+                    env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
+                    store = Path(work) / f"run{run}-tree{number}.db"
+                    wall, cpu, rss = run_once(command_for(corpus, store, before_calls, python or sys.executable), work, env)
+                    for values, value in zip(results[tree, corpus], (wall, cpu, rss)):
+                        values.append(value)
+                    print(f"  {corpus.name} run {run + 1} {tree}: CPU {cpu:.2f} s, wall {wall:.2f} s, "
+                          f"peak RSS {rss:.0f} MB", flush=True)
+                    store.unlink()
     return results
 
 
@@ -124,16 +128,24 @@ def main(argv=None) -> int:
         print_instructions([Path(c).resolve() for c in args.corpus], trees)
         return 0
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    for corpus in map(Path, args.corpus):
-        results = measure(corpus.resolve(), trees, args.runs, args.before_calls)
-        first = statistics.median(results[trees[0]][1])
-        millions = len(corpus.read_text(encoding="utf-8", errors="replace")) / 1e6
-        for tree, (walls, cpus, rss) in results.items():
+    corpora = [Path(c).resolve() for c in args.corpus]
+    results = measure(corpora, trees, args.runs, args.before_calls)
+    millions = {c: len(c.read_text(encoding="utf-8", errors="replace")) / 1e6 for c in corpora}
+    for corpus in corpora:
+        first = statistics.median(results[trees[0], corpus][1])
+        for tree in trees:
+            walls, cpus, rss = results[tree, corpus]
             cpu = statistics.median(cpus)
             print(f"{corpus.name} {tree}: CPU median {cpu:.2f} s (least {min(cpus):.2f}), "
-                  f"{cpu / millions:.2f} CPU-s per M chars ({millions:.3f} M), "
+                  f"{cpu / millions[corpus]:.2f} CPU-s per M chars ({millions[corpus]:.3f} M), "
                   f"wall median {statistics.median(walls):.2f} s, peak RSS median {statistics.median(rss):.0f} MB, "
                   f"CPU x {cpu / first:.3f}", flush=True)
+    for tree in trees:
+        base = [cpu / millions[corpora[0]] for cpu in results[tree, corpora[0]][1]]
+        for corpus in corpora[1:]:
+            ratios = [per_m / (cpu / millions[corpus]) for per_m, cpu in zip(base, results[tree, corpus][1])]
+            print(f"{tree}: {corpora[0].name} ÷ {corpus.name} CPU per char, median of {len(ratios)} rounds "
+                  f"{statistics.median(ratios):.3f} (each round: {' '.join(f'{r:.2f}' for r in ratios)})", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     return 0
 
