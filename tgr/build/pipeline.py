@@ -7,7 +7,9 @@ Imported only by the commands that build: a question never loads the stages.
 """
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from typing import Callable, Iterable
 
 from . import stage_inputs as freshness
@@ -249,6 +251,23 @@ def run_ledgered(store, command: str, settings: IndexSettings, body) -> IndexSum
     return _run(store, command, settings, body)
 
 
+@contextmanager
+def _fewer_collections(young: int = 10_000):
+    """Python's cyclic garbage collector run every `young` allocations, not every 700, while a
+    build runs. A build allocates millions of short-lived objects and few cycles; at 700 the
+    collector traverses its ever larger heap again and again (building 西游记: 7 full
+    collections, a third of the build's L2 cache misses, 0.3-0.5 CPU-s; at 10,000: none, the
+    same peak memory). The thresholds are put back afterwards; a collector turned off stays off."""
+    thresholds = gc.get_threshold()
+    if 0 < thresholds[0] < young:
+        gc.set_threshold(young, *thresholds[1:])
+    try:
+        yield
+    finally:
+        if gc.get_threshold()[0] == young:  # (unless changed meanwhile)
+            gc.set_threshold(*thresholds)
+
+
 def _run(store, command: str, settings: IndexSettings, body, batch=None, progress=None) -> IndexSummary:
     """One ledgered run: lock and migrate, check the models, body(gateway, summary), then
     record the run's status and counts and fold the WAL in, whatever happened. batch: see
@@ -269,7 +288,8 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     try:
         record_dimension(store.conn, gateway)  # the embedder's probe, if it needs one: retried
         gateway.batch = runner_for(store.conn, chat, batch, progress)
-        body(gateway, summary)
+        with _fewer_collections():
+            body(gateway, summary)
         if gateway.batch:
             gateway.batch.abandon_stale()
         status = "done"
