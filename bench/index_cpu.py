@@ -1,6 +1,6 @@
 """CPU seconds of an offline build, checkouts taking turns (a busy machine slows each alike).
 
-    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2[=PYTHON] ...] [--before-calls | --instructions] CORPUS...
+    python bench/index_cpu.py [--runs 3] [--tree DIR --tree DIR2[=PYTHON] ...] [--before-calls | --instructions [--cache-misses]] CORPUS...
 
 For each corpus, each run, each --tree in turn: a fresh `python -m tgr.cli index STORE CORPUS
 --offline --embed-model tgr:hash-384 -q` in its own process (PYTHONPATH=the tree, run from a
@@ -18,6 +18,12 @@ multiple of the first corpus's in the same round (issue 27: Chinese ÷ English).
 core, PYTHONHASHSEED=0): the same figure on a busy or idle machine, where CPU seconds drift by
 a third within minutes. Prints each build's instructions per M chars and, per tree, each
 corpus's per-char count as a multiple of the first corpus's (issue 27: Chinese ÷ English).
+
+--cache-misses (with --instructions) runs valgrind's cachegrind instead, simulating a 2 MB
+last-level cache (this machine's per-core L2; its 300 MB L3 is shared with other machines'
+work, so how much of it a build gets varies): it prints the instructions and the first-level
+and 2 MB-level data cache misses per M chars. Chinese builds miss the cache more per
+instruction than English ones, which is why their CPU-seconds ratio exceeds the instructions'.
 
 --before-calls times only what an index run does before its first model call instead: read
 the file and store its document and chunks (chunking included) into a fresh store, the serial
@@ -77,18 +83,24 @@ def measure(corpora: list[Path], trees: list[str], runs: int, before_calls: bool
     return results
 
 
-def instructions(command: list[str], cwd: str, env: dict) -> int:
-    """Instructions one run of command executes (callgrind's total; a failure stops)."""
-    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], check=False, cwd=cwd,
+def instructions(command: list[str], cwd: str, env: dict, cache: bool = False) -> dict[str, int]:
+    """What one run of command executes: {"Ir": instructions} (callgrind's total), or with
+    cache also {"D1": first-level data misses, "LL": 2 MB-level misses} (cachegrind's);
+    a failure stops."""
+    tool = (["--tool=cachegrind", "--cache-sim=yes", "--LL=2097152,16,64", "--cachegrind-out-file=/dev/null"] if cache
+            else ["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+    run = subprocess.run(["valgrind", *tool, *command], check=False, cwd=cwd,
                          env={**env, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
-    found = re.search(r"Collected : (\d+)", run.stderr)
-    if run.returncode != 0 or not found:
-        raise SystemExit(f"callgrind run failed ({run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
-    return int(found.group(1))
+    patterns = ({"Ir": r"I\s+refs:\s+([\d,]+)", "D1": r"D1\s+misses:\s+([\d,]+)", "LL": r"LL misses:\s+([\d,]+)"} if cache
+                else {"Ir": r"Collected : (\d+)"})
+    found = {key: re.search(pattern, run.stderr) for key, pattern in patterns.items()}
+    if run.returncode != 0 or not all(found.values()):
+        raise SystemExit(f"valgrind run failed ({run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
+    return {key: int(match.group(1).replace(",", "")) for key, match in found.items()}
 
 
-def count_all(corpora: list[Path], trees: list[str]) -> dict[tuple[str, Path], int]:
+def count_all(corpora: list[Path], trees: list[str], cache: bool) -> dict[tuple[str, Path], dict[str, int]]:
     """Instructions of a fresh offline build of each corpus by each tree, builds in parallel."""
     with tempfile.TemporaryDirectory(prefix="tgr-index-instructions-") as work, \
             ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -99,19 +111,23 @@ def count_all(corpora: list[Path], trees: list[str]) -> dict[tuple[str, Path], i
             for corpus in corpora:
                 store = Path(work) / f"tree{number}-{corpus.stem}.db"
                 jobs[tree, corpus] = pool.submit(instructions, command_for(corpus, store, False, python or sys.executable),
-                                                 work, env)
+                                                 work, env, cache)
         return {key: job.result() for key, job in jobs.items()}
 
 
-def print_instructions(corpora: list[Path], trees: list[str]) -> None:
-    counts = count_all(corpora, trees)
+def print_instructions(corpora: list[Path], trees: list[str], cache: bool) -> None:
+    counts = count_all(corpora, trees, cache)
     millions = {c: len(c.read_text(encoding="utf-8", errors="replace")) / 1e6 for c in corpora}
     for tree in trees:
-        first = counts[tree, corpora[0]] / millions[corpora[0]]
+        first = {key: value / millions[corpora[0]] for key, value in counts[tree, corpora[0]].items()}
         for corpus in corpora:
-            per_m = counts[tree, corpus] / millions[corpus]
-            print(f"{corpus.name} {tree}: {counts[tree, corpus] / 1e9:.2f} G instructions, {per_m / 1e9:.2f} G per M chars "
-                  f"({millions[corpus]:.3f} M), per char x {per_m / first:.3f} of {corpora[0].name}", flush=True)
+            per_m = {key: value / millions[corpus] for key, value in counts[tree, corpus].items()}
+            line = (f"{corpus.name} {tree}: {counts[tree, corpus]['Ir'] / 1e9:.2f} G instructions, {per_m['Ir'] / 1e9:.2f} G per M chars "
+                    f"({millions[corpus]:.3f} M), per char x {per_m['Ir'] / first['Ir']:.3f} of {corpora[0].name}")
+            if cache:
+                line += "".join(f"; {key} misses {counts[tree, corpus][key] / 1e6:.1f} M, {per_m[key] / 1e6:.1f} M per M chars, "
+                                f"per char x {per_m[key] / first[key]:.3f}" for key in ("D1", "LL"))
+            print(line, flush=True)
 
 
 def main(argv=None) -> int:
@@ -122,10 +138,12 @@ def main(argv=None) -> int:
     parser.add_argument("--before-calls", action="store_true", help="only read, chunk and store")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind's callgrind instead of timing (one run each)")
+    parser.add_argument("--cache-misses", action="store_true",
+                        help="with --instructions: under cachegrind, with the data cache misses of a 2 MB last level")
     args = parser.parse_args(argv)
     trees = args.tree or [str(ROOT)]
     if args.instructions:
-        print_instructions([Path(c).resolve() for c in args.corpus], trees)
+        print_instructions([Path(c).resolve() for c in args.corpus], trees, args.cache_misses)
         return 0
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     corpora = [Path(c).resolve() for c in args.corpus]
