@@ -21,8 +21,8 @@ corpus's per-char count as a multiple of the first corpus's (issue 27: Chinese Ã
 
 --cache-misses (with --instructions) runs valgrind's cachegrind instead, simulating a 2 MB
 last-level cache (this machine's per-core L2; its 300 MB L3 is shared with other machines'
-work, so how much of it a build gets varies): it prints the instructions and the first-level
-and 2 MB-level data cache misses per M chars. Chinese builds miss the cache more per
+work, so how much of it a build gets varies): it prints the instructions, the first-level
+data cache misses and the 2 MB level's misses (data and instructions) per M chars. Chinese builds miss the cache more per
 instruction than English ones, which is why their CPU-seconds ratio exceeds the instructions'.
 
 --before-calls times only what an index run does before its first model call instead: read
@@ -85,8 +85,8 @@ def measure(corpora: list[Path], trees: list[str], runs: int, before_calls: bool
 
 def instructions(command: list[str], cwd: str, env: dict, cache: bool = False) -> dict[str, int]:
     """What one run of command executes: {"Ir": instructions} (callgrind's total), or with
-    cache also {"D1": first-level data misses, "LL": 2 MB-level misses} (cachegrind's);
-    a failure stops."""
+    cache also {"D1": first-level data misses, "LL": the 2 MB level's misses, data and
+    instructions} (cachegrind's); a failure stops."""
     tool = (["--tool=cachegrind", "--cache-sim=yes", "--LL=2097152,16,64", "--cachegrind-out-file=/dev/null"] if cache
             else ["--tool=callgrind", "--callgrind-out-file=/dev/null"])
     run = subprocess.run(["valgrind", *tool, *command], check=False, cwd=cwd,
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind's callgrind instead of timing (one run each)")
     parser.add_argument("--cache-misses", action="store_true",
-                        help="with --instructions: under cachegrind, with the data cache misses of a 2 MB last level")
+                        help="with --instructions: under cachegrind, with the cache misses of a 2 MB last level")
     args = parser.parse_args(argv)
     trees = args.tree or [str(ROOT)]
     if args.instructions:
