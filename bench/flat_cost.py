@@ -1,7 +1,7 @@
 """Offline cost per million characters at 1, 4 and 13 M chars: is the curve flat? (issue 27, part 4)
 
     python bench/flat_cost.py [--sizes 1,4,13] [--langs en,zh,mixed] [--corpora distinct|shuffled]
-                              [--out DIR] [--nice 10] [--stages]
+                              [--out DIR] [--nice 10] [--stages] [--runs 3]
 
 For each language and size: about that many million characters of the books' paragraphs, every
 pass over them in a new seeded order and (--corpora distinct, the default) with every proper name
@@ -13,6 +13,10 @@ user + system CPU and peak RSS of the process and its threads) and by the wall c
 Languages: en (Moby-Dick + the Carol), zh (西游记), mixed (all three). Prints wall, CPU and
 peak RSS with each per M chars (--stages: each stage's wall too, from tgr's progress lines),
 and per language the largest CPU per M chars ÷ the smallest (target: ≤ 1.3 from 1 to 13 M). --out keeps the corpora and stores (else a temporary directory).
+--runs N builds every size N times, in rounds (each round every language and size in turn, so
+a machine whose speed drifts over minutes slows one round's builds alike: this one's CPU
+seconds for one build vary by a third within minutes), and prints each round's ratio and the
+median of the rounds' ratios, which is the figure to compare with the target.
 Only the standard library and tgr are needed.
 """
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -104,6 +109,27 @@ def print_ratios(rows: list[dict]) -> bool:
     return flat
 
 
+def print_median_ratios(rounds: list[list[dict]]) -> bool:
+    """Per language: each size's median CPU per M chars, and the median over rounds of each
+    round's largest ÷ smallest CPU per M chars; True if every median ratio is ≤ target."""
+    flat = True
+    print("medians over the rounds:", flush=True)
+    for lang in dict.fromkeys(r["lang"] for r in rounds[0]):
+        per_size = zip(*([r["cpu"] / r["millions"] for r in rows if r["lang"] == lang] for rows in rounds))
+        sizes = [f"{r['millions']:.2f} M {statistics.median(cpu):.2f}"
+                 for r, cpu in zip((r for r in rounds[0] if r["lang"] == lang), per_size)]
+        ratios = [max(cpu) / min(cpu) for cpu in
+                  ([r["cpu"] / r["millions"] for r in rows if r["lang"] == lang] for rows in rounds) if len(cpu) > 1]
+        if not ratios:
+            continue
+        ratio = statistics.median(ratios)
+        flat &= ratio <= TARGET_RATIO
+        print(f"{lang}: CPU s per M chars {', '.join(sizes)}; largest ÷ smallest, median of {len(ratios)} rounds "
+              f"{ratio:.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)}): "
+              f"{'flat' if ratio <= TARGET_RATIO else 'NOT flat'} within {TARGET_RATIO}", flush=True)
+    return flat
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4,13", help="million chars, comma-separated (default 1,4,13)")
@@ -114,34 +140,43 @@ def main(argv=None) -> int:
     parser.add_argument("--nice", type=int, default=0, help="run each build at this niceness increment")
     parser.add_argument("--stages", action="store_true",
                         help="also print each stage's wall seconds (from tgr's progress lines) per M chars")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="rounds of builds (every language and size each round); prints the median ratio")
     args = parser.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
     langs = [lang for lang in args.langs.split(",") if lang]
     unknown = [lang for lang in langs if lang not in BOOKS]
-    if unknown or not sizes or min(sizes) <= 0:
-        parser.error(f"--langs takes {', '.join(BOOKS)}; --sizes positive numbers")
+    if unknown or not sizes or min(sizes) <= 0 or args.runs < 1:
+        parser.error(f"--langs takes {', '.join(BOOKS)}; --sizes positive numbers; --runs at least 1")
     with tempfile.TemporaryDirectory(prefix="tgr-flat-cost-") as temp:
         out = args.out or Path(temp)
         out.mkdir(parents=True, exist_ok=True)
         print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores", flush=True)
         print("| corpus | M chars | wall s | CPU s | peak RSS MB | wall s / M | CPU s / M | RSS MB / M | load |")
         print("|---|---|---|---|---|---|---|---|---|", flush=True)
-        rows = []
-        for lang in langs:
-            for millions in sizes:
-                corpus, chars = write_corpus(lang, millions, out, args.corpora)
-                load = os.getloadavg()[0]
-                wall, cpu, rss, stages = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out,
-                                                    args.nice, args.stages)
-                rows.append({"lang": lang, "millions": chars / 1e6, "wall": wall, "cpu": cpu, "rss": rss,
-                             "load": (load + os.getloadavg()[0]) / 2})
-                print_row(rows[-1])
-                if stages:
-                    print("  stage wall s per M chars: " + ", ".join(
-                        f"{name} {s / rows[-1]['millions']:.2f}" for name, s in stages.items()), flush=True)
-                if not args.out:
-                    (out / f"{corpus.stem}.db").unlink()
-        flat = print_ratios(rows)
+        rounds = []
+        for run in range(args.runs):
+            if args.runs > 1:
+                print(f"round {run + 1} of {args.runs}", flush=True)
+            rows = []
+            for lang in langs:
+                for millions in sizes:
+                    corpus, chars = write_corpus(lang, millions, out, args.corpora)
+                    load = os.getloadavg()[0]
+                    wall, cpu, rss, stages = index_once(corpus.resolve(), (out / f"{corpus.stem}.db").resolve(), out,
+                                                        args.nice, args.stages)
+                    rows.append({"lang": lang, "millions": chars / 1e6, "wall": wall, "cpu": cpu, "rss": rss,
+                                 "load": (load + os.getloadavg()[0]) / 2})
+                    print_row(rows[-1])
+                    if stages:
+                        print("  stage wall s per M chars: " + ", ".join(
+                            f"{name} {s / rows[-1]['millions']:.2f}" for name, s in stages.items()), flush=True)
+                    if not args.out:
+                        (out / f"{corpus.stem}.db").unlink()
+            rounds.append(rows)
+            flat = print_ratios(rows)
+        if args.runs > 1:
+            flat = print_median_ratios(rounds)
         print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     return 0 if flat else 1
 
