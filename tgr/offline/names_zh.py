@@ -60,6 +60,9 @@ _ADDRESS_WORDS = frozenset("""师父 师傅 师兄 师弟 老爷 大哥 哥哥 �
     兄弟 姐姐 妹妹 徒弟 老儿 太太 爷爷 奶奶 娘娘 菩萨""".split())
 _VERB_LIKE = ("v", "d", "p", "c", "r", "u", "m")
 _AFTER_SPEAKER = frozenset("道笑斗何闻听见问叫喝怒看说骂答")  # 大圣笑道, 大圣何在
+# what follows a speaker and no place: 道 opening a quotation (not 山道, a mountain road), or a
+# verb of speech ending in 道
+_SPEECH = ("道：", "道:", "道“", "道「", "笑道", "问道", "说道", "叫道", "喝道", "答道", "骂道", "言道")
 _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
@@ -100,11 +103,24 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
     if aliases:  # "首钢" wherever the text uses the short form
         _add_long_forms(sentences, found, aliases)
+    speakers = _speaking_places(text, found)
+    if speakers:  # 三藏道：“…” — jieba's dictionary tags 三藏 ns, but a place does not speak
+        found = [[(name, "person" if name in speakers else kind) for name, kind in names_here] for names_here in found]
     names = {name for names in found for name, _ in names}
     aliases.update(chinese_short_forms(names - set(aliases)))
     if not aliases:
         return found
     return [[(aliases.get(name, name), kind) for name, kind in names_here] for names_here in found]
+
+
+def _speaking_places(text: str, found: list[list[Name]]) -> set[str]:
+    """The names typed location that the text has speak (三藏道：, 三藏笑道): a person's name
+    jieba's dictionary tags as a place. Each chunk decides for itself, and the entity takes
+    its chunks' most frequent type, so an object before a subject-less 道 (按落云头道：) in a
+    chunk or two does not make 云头 a person."""
+    places = {name for names_here in found for name, kind in names_here if kind == "location"}
+    marks = [mark for mark in _SPEECH if mark in text] if places else []  # (most chunks: none)
+    return {name for name in places if any(name + mark in text for mark in marks)}
 
 
 def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[str, ...],
