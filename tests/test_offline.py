@@ -299,6 +299,17 @@ def test_chinese_names_and_cooccurrence():
     assert frozenset(("花果山", "唐僧")) not in pairs
 
 
+def test_a_dictionary_place_that_speaks_is_a_person_and_a_place_stays_a_place():
+    # jieba's dictionary tags 三藏 ns (a place); the chunk has him speak
+    found = by_name("三藏到了花果山。三藏道：“徒弟，此山甚险。”")
+    assert found["三藏"].type == "person" and found["花果山"].type == "location"
+    found = by_name("三藏到了花果山，见了长老。")  # no speech: the tagger's type stands
+    assert found["三藏"].type == "location"
+    # an object before a subject-less 道 is no speaker unless it is typed a place and right before it
+    found = by_name("行者按落云头，道：“师父，前面有山。”")
+    assert found.get("云头") is None or found["云头"].type == "location"
+
+
 def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
     from tgr.offline import names_zh
 
