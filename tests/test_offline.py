@@ -305,7 +305,7 @@ def test_a_dictionary_place_that_speaks_is_a_person_and_a_place_stays_a_place():
     assert found["三藏"].type == "person" and found["花果山"].type == "location"
     found = by_name("三藏到了花果山，见了长老。")  # no speech: the tagger's type stands
     assert found["三藏"].type == "location"
-    # an object before a subject-less 道 is no speaker unless it is typed a place and right before it
+    # 道 after a comma has its subject further back (行者): the place before the comma does not speak
     found = by_name("行者按落云头，道：“师父，前面有山。”")
     assert found.get("云头") is None or found["云头"].type == "location"
 
