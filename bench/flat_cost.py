@@ -126,11 +126,10 @@ def print_median_ratios(rounds: list[list[dict]]) -> bool:
     flat = True
     print("medians over the rounds:", flush=True)
     for lang in dict.fromkeys(r["lang"] for r in rounds[0]):
-        per_size = zip(*([r["cpu"] / r["millions"] for r in rows if r["lang"] == lang] for rows in rounds))
+        per_round = [[r["cpu"] / r["millions"] for r in rows if r["lang"] == lang] for rows in rounds]
         sizes = [f"{r['millions']:.2f} M {statistics.median(cpu):.2f}"
-                 for r, cpu in zip((r for r in rounds[0] if r["lang"] == lang), per_size)]
-        ratios = [max(cpu) / min(cpu) for cpu in
-                  ([r["cpu"] / r["millions"] for r in rows if r["lang"] == lang] for rows in rounds) if len(cpu) > 1]
+                 for r, cpu in zip((r for r in rounds[0] if r["lang"] == lang), zip(*per_round))]
+        ratios = [max(cpu) / min(cpu) for cpu in per_round if len(cpu) > 1]
         if not ratios:
             continue
         ratio = statistics.median(ratios)
