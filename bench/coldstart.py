@@ -31,16 +31,26 @@ EN_QUESTION = "Who is Marley?"
 ZH_QUESTION = "石猴是谁？"
 
 
-def run_once(command: list[str], cwd: str, env: dict) -> tuple[float, float, float]:
-    """Wall and CPU seconds and peak RSS (MB) of one run of command (output discarded; a failure stops)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
+def run_child(command: list[str], cwd: str | Path, env: dict, nice: int = 0) -> tuple[float, float, float, str]:
+    """Wall and CPU seconds (user + system, the child's threads included), peak RSS (MB) and
+    output (stdout and stderr) of one run of command at the given niceness; a failure stops.
+    The output goes to a file, not a pipe: a chatty child must never block on a full pipe."""
+    with tempfile.TemporaryFile(dir=cwd) as log:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        log.seek(0)
+        output = log.read().decode(errors="replace")
     if status != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{child.stderr.read().decode(errors='replace')}")
-    child.stderr.close()
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        sys.exit(f"failed: {' '.join(map(str, command))}\n{output}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
+
+
+def run_once(command: list[str], cwd: str | Path, env: dict) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MB) of one run of command (output discarded; a failure stops)."""
+    return run_child(command, cwd, env)[:3]
 
 
 def measure(command: list[str], runs: int, cwd: str, envs: dict[str, dict]) -> dict[str, tuple[list, list]]:

@@ -28,7 +28,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,6 +38,7 @@ if str(HERE) not in sys.path:
 from distinct_corpus import distinct_corpus  # noqa: E402
 from run import CORPORA, CORPORA_DIR, shuffled_corpus  # noqa: E402
 from index_cpu import command_for  # noqa: E402
+from coldstart import run_child  # noqa: E402
 
 BOOKS = {"en": ("en", "carol"), "zh": ("zh",), "mixed": ("en", "zh", "carol")}
 TARGET_RATIO = 1.3
@@ -75,26 +75,14 @@ PROGRESS = re.compile(r"^(\S+)\s+\d+/\d+ \(\d+%\) ([\d.]+) s$")
 def index_once(corpus: Path, store: Path, cwd: Path, nice: int, stages: bool) -> tuple[float, float, float, dict]:
     """Wall and CPU seconds, peak RSS (MB) and (with stages) each stage's last progress seconds
     of one offline `tgr index` (a failure stops)."""
-    import subprocess
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = command_for(corpus, store, False)
     if stages:
         command.remove("-q")
     if store.exists():
         store.unlink()
-    with tempfile.TemporaryFile(dir=cwd) as log:  # a file, not a pipe: progress must never block the child
-        start = time.perf_counter()
-        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 preexec_fn=(lambda: os.nice(nice)) if nice else None)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        log.seek(0)
-        output = log.read().decode(errors="replace")
-    if status != 0:
-        sys.exit(f"failed: tgr index {store} {corpus}\n{output}")
+    wall, cpu, rss, output = run_child(command, cwd, dict(os.environ, PYTHONPATH=str(ROOT)), nice)
     seconds = {m[1]: float(m[2]) for m in map(PROGRESS.match, output.splitlines()) if m}
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, seconds
+    return wall, cpu, rss, seconds
 
 
 def print_row(row: dict) -> None:
