@@ -243,6 +243,20 @@ def test_several_stores_rank_their_themes_together(tmp_path, carol, two_topics):
     assert main.answer.startswith("The main themes of these stores")
 
 
+def test_several_stores_answer_a_global_follow_up_from_their_themes(carol, two_topics):
+    with tgr.open_many([carol, two_topics]) as stores:
+        chat = stores.chat("global")
+        chat.ask("Who sharpened the harpoon?")
+        answer = chat.ask("What else is said about him?")
+        alone = stores.ask("What else is said about him?", mode="global")
+    # the themes of the name the conversation spoke of, not passages that lack the question's words
+    lines = answer.answer.splitlines()
+    assert lines[0].startswith('The themes about "else", "ahab"') and lines[1].startswith("1. Ahab")
+    assert answer.question == "What else is said about him?" and answer.sources
+    assert answer.reports[0].startswith(f"{two_topics}: ")
+    assert "ahab" not in alone.answer.splitlines()[0]  # the same question on its own has no name to carry
+
+
 def test_analysed_chunks_beyond_the_memory_limit_come_back_from_disk_unchanged():
     """The report writer keeps a bounded number of analysed chunks in memory; the others are
     read back from its temporary file as they were analysed (Chinese and English alike)."""

@@ -97,6 +97,49 @@ def test_several_stores_stream_the_reduce_with_their_citations_named(two_halves,
     assert answer.sources == whole.sources and answer.sources
 
 
+def test_a_global_follow_up_over_several_stores_is_mapped_and_reduced_after_the_conversation(two_halves,
+                                                                                              fake_server):
+    first, second = two_halves
+    with tgr.open_many(two_halves, chat="openai:fake-chat", base_url=fake_server.url) as stores:
+        chat = stores.chat("global")
+        chat.ask("What is said about Scrooge and Marley?")
+        before = dict(fake_server.stats.calls_by_kind)
+        answer = chat.ask("And what became of him?")
+    kinds = fake_server.stats.calls_by_kind
+    # a map over both stores' reports and a reduce, not an answer from fused passages
+    assert kinds["map_points"] > before.get("map_points", 0) and kinds["reduce"] == before["reduce"] + 1
+    assert kinds["answer"] == before.get("answer", 0)
+    assert {r.split(": ")[0] for r in answer.reports} == {str(first), str(second)}
+    assert answer.question == "And what became of him?" and answer.sources
+    maps = [m for m in fake_server.conversations if "And what became of him?" in m[-1]["content"]]
+    # the map reads the question resolved against the conversation (the names it spoke of) ...
+    asked = {line for m in maps for line in m[-1]["content"].splitlines() if line.startswith("And what became")}
+    assert any("Scrooge" in line and "Marley" in line for line in asked)
+    # ... and the reduce reads the conversation's turns
+    reduce = next(m for m in maps if len(m) > 1)
+    assert any(t["role"] == "user" and "Scrooge and Marley" in t["content"] for t in reduce[:-1])
+
+
+def test_a_first_store_without_a_chat_model_answers_a_global_question_from_every_stores_themes(
+        two_halves, fake_server, monkeypatch, tmp_path):
+    """The first store's models write the answer: offline, its themes and those of a store
+    that has a chat model of its own are ranked together, and that model is not asked."""
+    built = CliRunner().invoke(main, ["index", str(tmp_path / "api.db"), str(sorted(EN_CORPUS.glob("*.txt"))[1]),
+                                      "--base-url", fake_server.url, "--chat-model", "openai:fake-chat",
+                                      "--embed-model", "tgr:hash-384", "--chunk-size", "300",
+                                      "--chunk-overlap", "40", "-q"])
+    assert built.exit_code == 0, built.output
+    monkeypatch.setenv("TGR_BASE_URL", fake_server.url)  # the second store reaches its chat model
+    calls = fake_server.stats.chat_calls
+    with tgr.open_many([two_halves[0], tmp_path / "api.db"]) as stores:
+        answer = stores.ask("What are the main themes?", "global")
+        local = stores.ask("Who is Marley?", "local")
+    assert answer.answer.startswith("The main themes of these stores") and answer.model == "offline-extractive"
+    assert {r.split(": ")[0] for r in answer.reports} == {str(two_halves[0]), str(tmp_path / "api.db")}
+    assert {s["store"] for s in answer.sources} == {str(two_halves[0]), str(tmp_path / "api.db")}
+    assert local.model == "offline-extractive" and fake_server.stats.chat_calls == calls
+
+
 def test_relabelling_holds_back_a_citation_split_between_pieces():
     names = {"1-0.2": "a.db: 0.2", "2-0.1": "b.db: 0.1"}
     assert relabel("x [Reports: 1-0.2, 2-0.1] y [Sources: 1]", names) == "x [Reports: a.db: 0.2; b.db: 0.1] y [Sources: 1]"

@@ -202,28 +202,42 @@ class KnowledgeBase:
                                     query_settings=query_settings, history=history, stream=stream)
         return steps if stream else final_answer(steps)
 
-    def themes(self, question: str, *, warn: Warn | None = None, **query_settings) -> tuple[list, bool] | None:
+    def searched(self, question: str, history: Sequence[dict] | None = None) -> str:
+        """What retrieval searches this store for: the question, and after a conversation
+        (history) that names no entity of the store, the ones its last turn named."""
+        return reading.searched(self._store, question, history)
+
+    def themes(self, question: str, *, warn: Warn | None = None, history: Sequence[dict] | None = None,
+               always: bool = False, **query_settings) -> tuple[list, bool] | None:
         """The themes (tgr.offline.global_answer.Theme) an offline global answer lists for the
-        question, with their passages, and whether they match it; None where the store's
-        chat model writes global answers. Several stores' themes are ranked together (tgr.multi_store)."""
-        return reading.themes(self._store, question, warn=warn, query_settings=query_settings)
+        question (resolved against the conversation, history, if any), with their passages, and
+        whether they match it; None where the store's chat model writes global answers, unless
+        always. Several stores' themes are ranked together (tgr.multi_store)."""
+        return reading.themes(self._store, question, warn=warn, query_settings=query_settings,
+                              history=history, always=always)
 
-    def global_reports(self, question: str, *, warn: Warn | None = None, **query_settings) -> list[tuple]:
+    def global_reports(self, question: str, *, warn: Warn | None = None, history: Sequence[dict] | None = None,
+                       **query_settings) -> list[tuple]:
         """(community id, title, full text, rating) of the reports global search reads for the
-        question, best first (several stores' reports are ranked together, tgr.multi_store)."""
-        return reading.global_reports(self._store, question, warn=warn, query_settings=query_settings)
+        question (resolved against the conversation, if any), best first (several stores'
+        reports are ranked together, tgr.multi_store)."""
+        return reading.global_reports(self._store, question, warn=warn, query_settings=query_settings,
+                                      history=history)
 
-    def report_passages(self, community_ids: list[str], question: str) -> list[Passage]:
+    def report_passages(self, community_ids: list[str], question: str,
+                        history: Sequence[dict] | None = None) -> list[Passage]:
         """The passages behind the given community reports, best first."""
-        return reading.report_passages(self._store, community_ids, question)
+        return reading.report_passages(self._store, community_ids, question, history)
 
     def answer_reports(self, question: str, reports: list[tuple], names: dict[str, str], *,
-                       warn: Warn | None = None, stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
+                       warn: Warn | None = None, history: Sequence[dict] | None = None, stream: bool = False,
+                       **query_settings) -> Answer | Iterator[str | Answer]:
         """A global answer by this store's chat model over given reports, best first, whose ids
         are labels (names: label -> how the answer cites it): several stores' reports map-reduced
-        together (tgr.multi_store). The Answer's reports are the cited labels; it has no sources."""
+        together (tgr.multi_store), after the conversation (history), if any. The Answer's
+        reports are the cited labels; it has no sources."""
         steps = reading.answer_reports(self._store, question, reports, names, warn=warn,
-                                       query_settings=query_settings, stream=stream)
+                                       query_settings=query_settings, history=history, stream=stream)
         return steps if stream else final_answer(steps)
 
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:

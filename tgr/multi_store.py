@@ -122,14 +122,13 @@ class Stores:
             warn: Warn | None = None, history: Sequence[dict] | None = None, stream: bool = False,
             **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from the best k of the fused ranking of every store's sources in this mode
-        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES); history
-        and stream as for KnowledgeBase.ask."""
+        (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES); in global
+        mode, from every store's reports (see _global) unless context_only; history and stream
+        as for KnowledgeBase.ask."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        if mode == "global" and not context_only and not history:
-            answer = self._global(question, warn, query_settings, stream)
-            if answer is not None:
-                return answer
+        if mode == "global" and not context_only:
+            return self._global(question, warn, query_settings, stream, history)
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
         rankings = self._each("retrieve", question, mode, k, warn=warn, history=history)
@@ -147,24 +146,34 @@ class Stores:
 
         return Chat(self, mode, **options)
 
-    def _global(self, question: str, warn: Warn | None, query_settings: dict,
-                stream: bool) -> Answer | Iterator[str | Answer] | None:
-        """The global answer over every store: offline, their themes ranked together (see
-        _themes); where the first store has a chat model (whose models write the answer), its
-        map and reduce over every store's reports ranked together (see _reports). None where only
-        another store has one (then the fused passages are answered from, as in the other modes)."""
-        found = self._each("themes", question, warn=warn, **query_settings)
-        if all(f is not None for f in found):
-            answer = self._themes(question, found)  # written whole: streamed, its one piece and then itself
-            return iter([answer.answer, answer]) if stream else answer
+    def _global(self, question: str, warn: Warn | None, query_settings: dict, stream: bool,
+                history: Sequence[dict] | None = None) -> Answer | Iterator[str | Answer]:
+        """The global answer over every store, written with the first store's models: offline,
+        their themes ranked together (see _themes; a store with a chat model of its own gives
+        its themes too); with a chat model, its map and reduce over every store's reports ranked
+        together (see _reports). After a conversation (history), each store ranks for the
+        question resolved against it, and the chat model reads its latest turns."""
+        found = self._each("themes", question, warn=warn, history=history, **query_settings)
         if found[0] is None:
-            steps = self._reports(question, warn, query_settings, stream)
+            steps = self._reports(question, warn, query_settings, stream, history)
             return steps if stream else final_answer(steps)
-        return None
+        if None in found:  # (notes were said by the first round)
+            found = self._each("themes", question, history=history, always=True, **query_settings)
+        answer = self._themes(question, self._searched(question, history) if history else question, found)
+        return iter([answer.answer, answer]) if stream else answer  # written whole: its one piece, then itself
 
-    def _themes(self, question: str, found: list[tuple[list, bool]]) -> Answer:
+    def _searched(self, question: str, history: Sequence[dict]) -> str:
+        """The question and the names each store carries over from the conversation (see
+        KnowledgeBase.searched), each once, in the stores' order."""
+        asked = question.strip()
+        carried = [s[len(asked):].strip() for s in self._each("searched", question, history)]
+        return " ".join(dict.fromkeys([asked, *filter(None, carried)]))
+
+    def _themes(self, question: str, searched: str, found: list[tuple[list, bool]]) -> Answer:
         """The offline global answer over every store: their themes ranked together (those
-        that match the question first, as one store ranks them), each cited with its store."""
+        that match the question first, as one store ranks them), each cited with its store;
+        searched: the question resolved against the conversation (see _searched), which the
+        answer's first line names the topic of, as one store's answer does."""
         started = time.perf_counter()
         matched = any(m for _, m in found)
         every = [replace(t, store=name) for name, (themes, m) in zip(self.names, found) for t in themes
@@ -174,7 +183,7 @@ class Stores:
         first = [] if matched else list({t.store: t for t in reversed(ranked)}.values())[:COMMUNITIES]
         chosen = sorted(first + [t for t in ranked if t not in first][:COMMUNITIES - len(first)],
                         key=ranked.index)
-        written = render(question, chosen, matched, many=True)
+        written = render(searched, chosen, matched, many=True)
         sources, seen = [], set()
         for theme in chosen:
             by_id = {p.chunk_id: p for p in theme.passages}
@@ -188,26 +197,26 @@ class Stores:
                       reports=[f"{t.store}: {t.community}" for t in chosen],
                       timings={"total_s": round(time.perf_counter() - started, 4)})
 
-    def _reports(self, question: str, warn: Warn | None, query_settings: dict,
-                 stream: bool) -> Iterator[str | Answer]:
+    def _reports(self, question: str, warn: Warn | None, query_settings: dict, stream: bool,
+                 history: Sequence[dict] | None = None) -> Iterator[str | Answer]:
         """The first store's chat model maps every store's candidate reports, ranked together
         by rank (RRF, as passages are), and reduces their key points; each report is cited with
         its store, and the sources are the passages behind the cited reports, fused by rank.
         The answer's pieces as the reduce call writes them, then the Answer."""
         started = time.perf_counter()
-        listed = self._each("global_reports", question, **query_settings)  # notes: said by themes
+        listed = self._each("global_reports", question, history=history, **query_settings)  # notes: said by themes
         ranked = reciprocal_rank(listed, lambda report: report[0])
         top = ranked[:query_settings.get("global_top", QuerySettings.global_top)]
         labels = {f"{n + 1}-{report[0]}": (n, report[0]) for _, n, report in top}
         names = {label: f"{self.names[n]}: {cid}" for label, (n, cid) in labels.items()}
         reports = [(f"{n + 1}-{report[0]}", *report[1:]) for _, n, report in top]
         written = self.stores[0].answer_reports(question, reports, names, warn=_named(warn, self.names[0]),
-                                                stream=stream, **query_settings)
+                                                history=history, stream=stream, **query_settings)
         for answer in written if stream else [written]:
             if not isinstance(answer, Answer):
                 yield answer
         cited = [labels[label] for label in answer.reports]
-        calls = [(([cid for m, cid in cited if m == n], question), {}) for n in range(len(self.names))]
+        calls = [(([cid for m, cid in cited if m == n], question, history), {}) for n in range(len(self.names))]
         passages = fuse(self._each_own("report_passages", calls), self.names)
         answer.reports = [names[label] for label, *_ in reports]  # the reports read, as one store's answer lists them
         answer.sources = [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]

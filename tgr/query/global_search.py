@@ -54,7 +54,7 @@ def over_reports(searcher, question: str, reports: list[Report],
     s = searcher.settings
     result = Answer(question, "global", "", _context(batches(reports, s.map_tokens)),
                     searcher._model_name(False), reports=[], timings={})
-    cited = yield from _map_reduce(searcher, question, question, reports, result, names)
+    cited = yield from _map_reduce(searcher, question, searcher.searched(question), reports, result, names)
     result.reports = cited
     return result
 

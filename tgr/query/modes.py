@@ -281,14 +281,16 @@ class Searcher:
         self.follow(history, stream)
         return self._measured(over_reports(self, question, reports, names))
 
-    def themes(self, question: str) -> tuple[list, bool] | None:
+    def themes(self, question: str, history: Sequence[dict] = (), always: bool = False) -> tuple[list, bool] | None:
         """The themes an offline global answer lists (tgr.offline.global_answer.Theme, each with its
-        cited passages) and whether they match the question; None where a chat model writes
-        global answers instead."""
-        if not isinstance(self.answerer, OfflineAnswerer):
+        cited passages) and whether they match the question (resolved against the conversation,
+        if any); None where a chat model writes global answers instead, unless always."""
+        if not (always or isinstance(self.answerer, OfflineAnswerer)):
             return None
-        reports = self.candidate_reports(question, self.settings.level)
-        chosen, matched = offline_themes(self.conn, self.retriever, question, [r[0] for r in reports])
+        self.follow(history)
+        searched = self.searched(question)
+        reports = self.candidate_reports(searched, self.settings.level)
+        chosen, matched = offline_themes(self.conn, self.retriever, searched, [r[0] for r in reports])
         for theme in chosen:
             theme.passages = self.retriever.passages([(cid, 1.0) for cid in theme.chunks])
         return chosen, matched

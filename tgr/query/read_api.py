@@ -55,27 +55,42 @@ def answer_from(store, question: str, passages: list[Passage], mode: str, *, con
     return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
 
 
-def themes(store, question: str, *, warn, query_settings: dict) -> tuple[list, bool] | None:
+def searched(store, question: str, history=None) -> str:
+    """The question resolved against the conversation (see Searcher.searched)."""
+    found = searcher(store, question, QuerySettings())
+    found.follow(_checked(history))
+    return found.searched(question.strip())
+
+
+def themes(store, question: str, *, warn, query_settings: dict, history=None,
+           always: bool = False) -> tuple[list, bool] | None:
     """The themes of an offline global answer (see Searcher.themes), for several stores'
-    global answer (tgr.multi_store)."""
+    global answer (tgr.multi_store); after a conversation (history), of the question resolved
+    against it."""
     found = searcher(store, question, QuerySettings(**query_settings))
     store.models.asking.say(store.models.asking.notes_for(False), warn)
-    return found.themes(question.strip())
+    return found.themes(question.strip(), _checked(history), always=always)
 
 
-def global_reports(store, question: str, *, warn, query_settings: dict) -> list[tuple[str, str, str, float]]:
+def global_reports(store, question: str, *, warn, query_settings: dict,
+                   history=None) -> list[tuple[str, str, str, float]]:
     """(community id, title, full text, rating) of the reports global search reads for the
-    question, best first, for several stores' global answer (tgr.multi_store)."""
+    question (resolved against the conversation, if any), best first, for several stores'
+    global answer (tgr.multi_store)."""
     found = searcher(store, question, QuerySettings(**query_settings))
     store.models.asking.say(store.models.asking.notes_for(context_only=True), warn)
-    return found.candidate_reports(question.strip(), found.settings.level)
+    found.follow(_checked(history))
+    return found.candidate_reports(found.searched(question.strip()), found.settings.level)
 
 
-def report_passages(store, community_ids: list[str], question: str) -> list[Passage]:
-    """The passages behind the given reports, best first."""
+def report_passages(store, community_ids: list[str], question: str, history=None) -> list[Passage]:
+    """The passages behind the given reports, best first (for the question resolved against
+    the conversation, if any)."""
     from .global_search import report_sources
 
-    return report_sources(searcher(store, question, QuerySettings()), community_ids, question.strip())
+    found = searcher(store, question, QuerySettings())
+    found.follow(_checked(history))
+    return report_sources(found, community_ids, found.searched(question.strip()))
 
 
 def answer_reports(store, question: str, reports: list[tuple], names: dict[str, str], *, warn,
