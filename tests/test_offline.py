@@ -310,6 +310,17 @@ def test_a_dictionary_place_that_speaks_is_a_person_and_a_place_stays_a_place():
     assert found.get("云头") is None or found["云头"].type == "location"
 
 
+def test_a_noun_that_speaks_is_a_person_and_a_manner_of_speaking_or_a_group_is_not():
+    # jieba's dictionary knows 八戒 and 行者 only as common nouns (n); the chunk has them speak
+    found = by_name("八戒道：“哥哥，你去那里？”行者笑道：“呆子，我去化斋。”那八戒听说，又道：“我也去。”"
+                    "行者合掌道：“师父放心。”众人道：“好！”众人又道：“妙！”")
+    assert found["八戒"].type == "person" and found["行者"].type == "person"
+    # a noun between a name and 道 says how one spoke; a group is no one
+    assert "合掌" not in found and "众人" not in found
+    # one line of speech by a noun named nowhere else in the text: too little to call it a name
+    assert "行者" not in by_name("行者道：“师父，前面有山。”")
+
+
 def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
     from tgr.offline import names_zh
 

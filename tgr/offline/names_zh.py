@@ -63,6 +63,11 @@ _AFTER_SPEAKER = frozenset("道笑斗何闻听见问叫喝怒看说骂答")  # �
 # what follows a speaker and no place: 道 opening a quotation (not 山道, a mountain road), or a
 # verb of speech ending in 道
 _SPEECH = ("道：", "道:", "道“", "道「", "笑道", "问道", "说道", "叫道", "喝道", "答道", "骂道", "言道")
+# what may stand before a speaker: the end of a clause (行者道) or a demonstrative (那八戒道);
+# a noun right after a name before 道 says how it spoke (行者合掌道, 八戒暗想道)
+_BEFORE_SPEAKER = frozenset("，,。！？；：:”」’\n 　、…—")
+_POINTERS = frozenset(("那", "这"))
+_COLLECTIVE_FIRST = frozenset("众诸各二两三四五六七")  # 众人道, 二老道: no one character (八戒 starts with 八)
 _FUNCTION_CHARS = frozenset("是的在和与为于了及等曾将被也")
 # words jieba's dictionary tags as place names that name no place
 _GENERIC = frozenset("城市 城镇 古城 市区 郊区 地区 湖畔 老城区 首都 国家 全国 各国 中外 海外 国内 国外 "
@@ -99,7 +104,11 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
     if tagged is None:  # a word straddles a "\n": each sentence tagged alone
         found = [_sentence_names(s, rare.get(i, _NO_RARE)) for i, s in enumerate(sentences)]
     else:
-        found = _chunk_names(sentences, rare, *tagged)
+        words, flags, starts, ends = tagged
+        speakers = _speaking_nouns(text, words, flags, starts)
+        if speakers:  # 行者道：“…” — jieba's dictionary knows 行者 and 八戒 only as nouns
+            flags = tuple("nr" if flag == "n" and word in speakers else flag for word, flag in zip(words, flags))
+        found = _chunk_names(sentences, rare, words, flags, starts, ends)
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
     if aliases:  # "首钢" wherever the text uses the short form
         _add_long_forms(sentences, found, aliases)
@@ -121,6 +130,26 @@ def _speaking_places(text: str, found: list[list[Name]]) -> set[str]:
     places = {name for names_here in found for name, kind in names_here if kind == "location"}
     marks = [mark for mark in _SPEECH if mark in text] if places else []  # (most chunks: none)
     return {name for name in places if any(name + mark in text for mark in marks)}
+
+
+def _speaking_nouns(text: str, words: tuple[str, ...], flags: tuple[str, ...], starts: list[int]) -> set[str]:
+    """The common nouns of two characters or more that the text has speak, as persons'
+    names there: a character jieba's dictionary knows only as a noun (行者, 八戒, 菩萨, 国王).
+    A speaker starts a clause or follows 那/这, and speaks twice in the text or is named in it
+    again: a noun between a name and 道 (行者合掌道, 八戒暗想道) says how one spoke, and a
+    group (众人道, 二老道) is no one."""
+    said: dict[str, int] = {}
+    for mark in _SPEECH:
+        at = text.find(mark)
+        while at >= 0:  # (a chunk of a story: a few dozen marks; most other texts: none)
+            index = bisect_left(starts, at) - 1  # the word before the mark, if the mark starts a word
+            if index >= 0 and starts[index + 1] == at and flags[index] == "n":
+                word, start = words[index], starts[index]
+                if len(word) >= 2 and word[0] not in _COLLECTIVE_FIRST and (
+                        start == 0 or text[start - 1] in _BEFORE_SPEAKER or words[index - 1] in _POINTERS):
+                    said[word] = said.get(word, 0) + 1
+            at = text.find(mark, at + 2)
+    return {word for word, times in said.items() if times >= 2 or text.count(word) >= 2}
 
 
 def _chunk_names(sentences: list[str], rare: dict[int, set[str]], words: tuple[str, ...],
