@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import tgr
-from tgr.build.zh_common_nouns import used_as_common_word, words_used_as_common
+from tgr.build.zh_common_nouns import used_as_common_word, words_never_places, words_used_as_common
 from tgr.offline.jieba_words import dictionary_person_words
 
 STORY = ("唐僧骑马西行，路遇一个和尚。那和尚道：“长老从何处来？”唐僧道：“贫僧自东土大唐而来。”"
@@ -43,6 +43,29 @@ def test_an_offline_store_keeps_the_name_and_drops_the_common_nouns(tmp_path):
         aliases = {a for (a,) in kb.conn.execute("SELECT alias FROM entity_aliases")}
     assert names.get("唐僧") == "person"
     assert "和尚" not in names and "言语" not in names and not {"和尚", "言语"} & aliases
+
+
+JOURNEY = "".join(["行者道：“哥哥，你看那山。”八戒道：“哥哥莫怕。”" * 13,
+                   "三藏到了花果山，又在花果山上歇马。八戒上马，便往灵山去。那灵山下有一座寺，众人在灵山拜佛。" * 13,
+                   "行者叫声哥哥，八戒上马，沙僧也上马。" * 6, "众人都说哈尔滨市好，哈尔滨冬天冷，哈尔滨有冰灯。" * 9])
+
+
+def test_a_word_typed_place_that_the_text_never_writes_as_a_place_is_none():
+    never = words_never_places(JOURNEY, ["哥哥", "上马", "灵山", "哈尔滨"])
+    # 哥哥 (32 times) and 上马 (25) never follow 到/在/往 nor stand before 上/下/市 ...
+    assert never == {"哥哥", "上马"}
+    # 灵山: 往灵山, 灵山下, 在灵山; 哈尔滨 (27): 哈尔滨市 once in three, a town's name
+    assert words_never_places("八戒上马。" * 24, ["上马"]) == set()  # 24 times: too few to judge
+    assert words_never_places("八戒上马。" * 25, ["上马"]) == {"上马"}
+
+
+def test_an_offline_store_drops_the_places_its_text_never_writes_as_places(tmp_path):
+    (tmp_path / "journey.txt").write_text(JOURNEY, encoding="utf-8")
+    with tgr.open(tmp_path / "j.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / "journey.txt")])
+        names = dict(kb.conn.execute("SELECT name, type FROM entities"))
+    assert names.get("花果山") == "location" and names.get("灵山") == "location" and names.get("哈尔滨") == "location"
+    assert "哥哥" not in names and "上马" not in names
 
 
 def test_occurrences_step_as_a_find_loop_for_any_word_length_and_character():

@@ -1,5 +1,6 @@
 """Chinese words jieba's dictionary tags as person names that a document uses as common nouns
-or verbs (和尚, 言语, 师兄, 胡说): no entity in that document.
+or verbs (和尚, 言语, 师兄, 胡说), and words it tags as place names that a document never writes
+as a place (哥哥, 上马, 且莫): no entity in that document.
 
 jieba's dictionary tags many common words nr ("和尚 3959 nr", "言语 2335 nr"), and its counts
 cannot tell them from names ("宋江 2862 nr"). The text can: a name takes no measure word, no
@@ -7,6 +8,14 @@ plural and no adverb, so "一个和尚", "众师兄", "的和尚", "和尚们", 
 say the word is a noun or a verb. A dictionary person word the document writes so at least
 _LEAST times and in at least _SHARE of its occurrences is no name there, unless the document
 names it with a naming phrase (法名玄奘, 称名须菩提祖师).
+
+A place is where one goes, is, comes from, or something is on, in or before, or the name
+of a town, province or island: "到了花果山", "在灵山", "往西天", "山坡下", "哈尔滨市", "西西里岛".
+A word typed location (of two or three characters, not ending in a place word such as 山, 河,
+寺, 海) that a document writes at least _PLACE_LEAST times and with such company in under
+_PLACE_SHARE of them is no place there: in 西游记 "哥哥" 196 times, once so, "上马" 63 times,
+twice; "花果山" and "南海" two times in five. (A short text seldom says a word 25 times: news
+and encyclopedia articles keep their places.)
 """
 from __future__ import annotations
 
@@ -16,7 +25,7 @@ from collections import Counter, defaultdict
 
 from ..offline.name_words import CJK_CHARS
 from ..offline.jieba_words import dictionary_person_words
-from ..offline.names_zh import NAMING_VERBS
+from ..offline.names_zh import NAMING_VERBS, PLACE_ENDS
 from ..store.db import Connection
 
 # what stands before a noun or a verb and never before a name: a measure word or plural
@@ -25,6 +34,15 @@ _BEFORE = frozenset("个些群伙众诸各每的不没未休莫别便就又也�
 _AFTER = ("们", "了", "着", "过", "罢", "毕")  # a plural, or an aspect particle after a verb
 _SHARE = 0.15
 _LEAST = 2
+# what stands before a place (到 在 往 至 ..., also with 了/那/这 between) or after one (上 下 里 ...)
+_TO_PLACE = frozenset("在到往至向回去来从于入进出离过住望奔赴近")
+_BETWEEN = frozenset("了那这")
+_AT_PLACE = frozenset("上下里中内外前后边旁间省市县镇乡村区州国岛港湾洲")  # (哈尔滨市, 西西里岛)
+_PLACE_WORDS = ("海", "洋", "洞", "府", "殿", "门", "关", "城", "庙", "庄", "峰", "岭", "涧", "林", "坡", "池",
+                "泉", "阁", "楼", "台", "园", "营", "塔", "院", "堂", "亭", "界", "域", "方", "处", "地", "天")
+_PLACE_ENDS = PLACE_ENDS + _PLACE_WORDS  # a name that ends in one is a place whatever its company
+_PLACE_LEAST = 25
+_PLACE_SHARE = 0.05
 # (compiled where used, by re's cache: not on import, which every build does, English too)
 _WORD = f"[{CJK_CHARS}]{{2,3}}"
 _NAMED_BY = f"(?:{NAMING_VERBS})[：:]?[“「‘]?$"
@@ -32,30 +50,51 @@ _NAMED_BY = f"(?:{NAMING_VERBS})[：:]?[“「‘]?$"
 
 def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]]) -> dict[str, set[str]]:
     """document -> the person names it gives (names: document -> name -> Counter of types) that
-    are a dictionary's person word the document writes as a common noun or a verb."""
+    are a dictionary's person word the document writes as a common noun or a verb, and the
+    place names it gives that it never writes as a place (module docstring)."""
     chinese = {document: [n for n in found if not n.isascii()] for document, found in names.items()}
     if not any(chinese.values()):
         return {}  # (an English text: not even the pattern to compile)
     word = re.compile(_WORD).fullmatch
-    candidates = {document: {n for n in found if word(n) and names[document][n].most_common(1)[0][0] == "person"}
-                  for document, found in chinese.items()}
-    if not any(candidates.values()):
-        return {}  # (no Chinese person name: no dictionary to read)
-    people = dictionary_person_words()
-    candidates = {d: c for d, c in ((d, c & people) for d, c in candidates.items()) if c}
-    if not candidates:
+    typed = {document: [(n, names[document][n].most_common(1)[0][0]) for n in found if word(n)]
+             for document, found in chinese.items()}
+    persons = {document: {n for n, kind in found if kind == "person"} for document, found in typed.items()}
+    if any(persons.values()):  # (no Chinese person name: no dictionary to read)
+        people = dictionary_person_words()
+        persons = {d: c & people for d, c in persons.items()}
+    places = {document: {n for n, kind in found if kind == "location" and not n.endswith(_PLACE_ENDS)}
+              for document, found in typed.items()}
+    wanted = sorted(d for d in chinese if persons.get(d) or places.get(d))
+    if not wanted:
         return {}
     texts: dict[str, list[str]] = defaultdict(list)
     for document, text in conn.execute(
             "SELECT document_id, text FROM chunks WHERE document_id IN (SELECT value FROM json_each(?)) "
-            "ORDER BY document_id, ordinal", (json.dumps(sorted(candidates)),)):
+            "ORDER BY document_id, ordinal", (json.dumps(wanted),)):
         texts[document].append(text)
     found = {}
-    for document, words in candidates.items():
-        common = words_used_as_common("\n".join(texts[document]), words)
+    for document in wanted:
+        text = "\n".join(texts[document])
+        common = words_used_as_common(text, persons.get(document, ())) | words_never_places(text, places[document])
         if common:
             found[document] = common
     return found
+
+
+def words_never_places(text: str, words) -> set[str]:
+    """The words the text writes at least _PLACE_LEAST times, under _PLACE_SHARE of them with a
+    place's company (module docstring)."""
+    never = set()
+    often = [word for word in words if text.count(word) >= _PLACE_LEAST]  # (most: a few times, or none)
+    for word, starts in _occurrences(text, often).items() if often else ():
+        if len(starts) < _PLACE_LEAST:
+            continue
+        placed = sum(text[start - 1:start] in _TO_PLACE
+                     or text[start - 1:start] in _BETWEEN and text[start - 2:start - 1] in _TO_PLACE
+                     or text[start + len(word):start + len(word) + 1] in _AT_PLACE for start in starts)
+        if placed < _PLACE_SHARE * len(starts):
+            never.add(word)
+    return never
 
 
 def used_as_common_word(text: str, word: str) -> bool:

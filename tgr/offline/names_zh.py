@@ -44,6 +44,7 @@ _ORGANIZATION_ENDS = ("公司", "集团", "大学", "学院", "中学", "小学"
 _LOCATION_ENDS = ("省", "市", "县", "镇", "乡", "村", "区", "州", "国", "山", "河", "江", "湖", "岛",
                   "港", "站", "机场", "公园", "寺", "宫", "桥", "街", "路", "湾", "峡", "洲")
 _PLACE_ENDS = _ORGANIZATION_ENDS + _LOCATION_ENDS
+PLACE_ENDS = _PLACE_ENDS  # (tgr.build.zh_common_nouns: a name ending in one is a place or a body)
 _COMPOUND_START = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}
 _COMPOUND_PART = {"n", "nz", "nt", "ns", "nr", "nrt", "l"}
 _HEADS = {"n", "l"}
