@@ -321,6 +321,15 @@ def test_a_noun_that_speaks_is_a_person_and_a_manner_of_speaking_or_a_group_is_n
     assert "行者" not in by_name("行者道：“师父，前面有山。”")
 
 
+def test_a_demonstrative_or_a_verb_the_tagger_glued_to_a_name_is_left_out_of_it():
+    found = by_name("那道士笑道：“好。”唐僧见了行者。唐僧道：“徒弟。”沙僧笑道：“是。”沙僧也来了。"
+                    "大王子道：“父王。”大王来了。")
+    assert "道士" in found and "那道士" not in found        # 那 + a word of the dictionary
+    assert {"唐僧", "沙僧"} <= set(found) and not {"唐僧见", "沙僧笑"} & set(found)  # + 见, 笑 (verbs)
+    assert "大王子" in found and "大王" in found             # + 子 (a noun): another person
+    assert "那不勒斯" in by_name("那不勒斯是意大利城市。")     # 不勒斯 is no word: a name of its own
+
+
 def test_one_tagger_call_per_chunk_tags_each_sentence_as_alone():
     from tgr.offline import names_zh
 
