@@ -2,6 +2,7 @@
 
     python bench/graph_quality.py                       # everything (~10 min on 2 loaded cores)
     python bench/graph_quality.py --only titles --only carol
+    python bench/graph_quality.py --only characters     # 西游记's pilgrims and the words that name no one
 
 - titles: title-entity recall on ../shared/eval/hotpotqa and cmrc2018_trial, each indexed as
   its corpus.jsonl rows and as one .txt file per row (title on the first line; written under
@@ -16,6 +17,12 @@
 - boilerplate: entities that are Project Gutenberg / proofreading / licence / contents /
   illustration-list boilerplate or chapter headings, on the three corpora and on the Carol
   flattened onto one line (target 0), with each book's offline index wall time.
+- characters: on 西游记, the pilgrims as the offline graph has them (each one's type and the
+  chunks that mention it; target: all typed person), the ten most mentioned entities, and which
+  of the words jieba's dictionary tags as names but that name no one and nowhere in the book
+  (哥哥 "elder brother", 云头 "cloud", 上马 "mount a horse", 且莫 "do not", 宝贝 "treasure", 拜佛
+  "worship", 化斋 "beg for food", 施礼 "salute", 王道 of 国王道, 古人云 "the ancients said") are
+  entities (target none).
 
 Every store is built offline (`--offline --embed-model tgr:hash-384`) in --work (default a
 temporary directory) with the tgr of this checkout.
@@ -127,12 +134,31 @@ def boilerplate(work: Path) -> None:
               f"(of {total}; offline index {seconds:.1f} s)")
 
 
+PILGRIMS = ("行者", "孙悟空", "八戒", "沙僧", "唐僧", "三藏", "观音菩萨", "白马")
+NOT_NAMES = ("哥哥", "云头", "上马", "且莫", "宝贝", "拜佛", "化斋", "施礼", "王道", "古人云")
+
+
+def characters(work: Path) -> None:
+    store = work / "zh_xiyouji.db"
+    if not store.exists():
+        index(store, [SHARED / "corpora" / "zh_xiyouji.txt"])
+    conn = sqlite3.connect(store)
+    typed = {n: (t, m) for n, t, m in conn.execute("SELECT name, type, mentions FROM entities")}
+    top = conn.execute("SELECT name, type, mentions FROM entities ORDER BY mentions DESC, name LIMIT 10").fetchall()
+    conn.close()
+    pilgrims = ", ".join(f"{n} {typed[n][0]} {typed[n][1]}" if n in typed else f"{n} (none)" for n in PILGRIMS)
+    print(f"西游记 pilgrims (type, chunks): {pilgrims}  (target: each a person)")
+    print("西游记 most mentioned: " + ", ".join(f"{n} {t} {m}" for n, t, m in top))
+    present = [f"{n} {typed[n][0]} {typed[n][1]}" for n in NOT_NAMES if n in typed]
+    print(f"西游记 words that name no one as entities: {len(present)} of {len(NOT_NAMES)} {present}  (target 0)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", action="append", choices=["titles", "carol", "boilerplate"])
+    parser.add_argument("--only", action="append", choices=["titles", "carol", "boilerplate", "characters"])
     parser.add_argument("--work", type=Path, help="where to build the stores (default: a temporary directory)")
     args = parser.parse_args()
-    parts = args.only or ["titles", "carol", "boilerplate"]
+    parts = args.only or ["titles", "carol", "boilerplate", "characters"]
     with tempfile.TemporaryDirectory() as temporary:
         work = args.work or Path(temporary)
         work.mkdir(parents=True, exist_ok=True)
@@ -150,6 +176,8 @@ def main() -> None:
                   f"Marley typed {marley} (target person)")
         if "boilerplate" in parts:
             boilerplate(work)
+        if "characters" in parts:  # (the boilerplate part's 西游记 store, when it ran)
+            characters(work)
 
 
 if __name__ == "__main__":
