@@ -13,7 +13,7 @@ A place is where one goes, is, comes from, or something is on, in or before, or 
 of a town, province or island: "到了花果山", "在灵山", "往西天", "山坡下", "哈尔滨市", "西西里岛".
 A word typed location (of two or three characters, not ending in a place word such as 山, 河,
 寺, 海) that a document writes at least _PLACE_LEAST times and with such company in under
-_PLACE_SHARE of them is no place there: in 西游记 "哥哥" 196 times, once so, "上马" 63 times,
+_PLACE_SHARE of them is no place there: in 西游记's chunks "哥哥" 196 times, once so, "上马" 63 times,
 twice; "花果山" and "南海" two times in five. (A short text seldom says a word 25 times: news
 and encyclopedia articles keep their places.)
 """
