@@ -60,6 +60,7 @@ _TITLE_STEM = 4      # the most characters of a name before its title (观世音
 _ADDRESS_WORDS = frozenset("""师父 师傅 师兄 师弟 老爷 大哥 哥哥 大人 先生 夫人 娘子 小姐 公子 长老 大王 贤弟
     兄弟 姐姐 妹妹 徒弟 老儿 太太 爷爷 奶奶 娘娘 菩萨""".split())
 _VERB_LIKE = ("v", "d", "p", "c", "r", "u", "m")
+_GLUED_AFTER = _VERB_LIKE + ("y",)  # the tags of a character glued after a name (唐僧见, 唐僧哩)
 _AFTER_SPEAKER = frozenset("道笑斗何闻听见问叫喝怒看说骂答")  # 大圣笑道, 大圣何在
 # what follows a speaker and no place: 道 opening a quotation (not 山道, a mountain road), or a
 # verb of speech ending in 道
@@ -131,16 +132,11 @@ def _glued_after(found: list[list[Name]], aliases: dict[str, str]) -> dict[str, 
     """唐僧见 -> 唐僧, 沙僧笑 -> 沙僧: a three-character person the tagger glued from a person the
     text names on its own and the verb, adverb or particle after it (not 大王子, 佩洛西: a noun or
     a direction ends it)."""
-    persons = {name for names_here in found for name, kind in names_here if kind == "person"}
-    glued = {}
-    for name in persons:
-        if len(name) == 3 and name[:2] in persons and name not in aliases:
-            import rjieba
+    import rjieba
 
-            flag = rjieba.tag(name[2])[0][1]
-            if flag.startswith(_VERB_LIKE + ("y",)):
-                glued[name] = name[:2]
-    return glued
+    persons = {name for names_here in found for name, kind in names_here if kind == "person"}
+    return {name: name[:2] for name in persons if len(name) == 3 and name[:2] in persons and name not in aliases
+            and rjieba.tag(name[2])[0][1].startswith(_GLUED_AFTER)}
 
 
 def _speaking_places(text: str, found: list[list[Name]]) -> set[str]:
