@@ -75,7 +75,10 @@ def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]])
     found = {}
     for document in wanted:
         text = "\n".join(texts[document])
-        common = words_used_as_common(text, persons.get(document, ())) | words_never_places(text, places[document])
+        people, spots = persons.get(document, set()), places[document]
+        occurrences = _occurrences(text, people | spots)  # (one pass over the text for both)
+        common = _common_words(text, {w: occurrences[w] for w in people}) | \
+            _never_places(text, {w: occurrences[w] for w in spots})
         if common:
             found[document] = common
     return found
@@ -84,11 +87,15 @@ def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]])
 def words_never_places(text: str, words) -> set[str]:
     """The words the text writes at least _PLACE_LEAST times, under _PLACE_SHARE of them with a
     place's company (module docstring)."""
+    return _never_places(text, _occurrences(text, words))
+
+
+def _never_places(text: str, occurrences: dict[str, list[int]]) -> set[str]:
+    """words_never_places, given where each word is in the text."""
     never = set()
-    often = [word for word in words if text.count(word) >= _PLACE_LEAST]  # (most: a few times, or none)
-    for word, starts in _occurrences(text, often).items() if often else ():
+    for word, starts in occurrences.items():
         if len(starts) < _PLACE_LEAST:
-            continue
+            continue  # (most words)
         placed = sum(text[start - 1:start] in _TO_PLACE
                      or text[start - 1:start] in _BETWEEN and text[start - 2:start - 1] in _TO_PLACE
                      or text[start + len(word):start + len(word) + 1] in _AT_PLACE for start in starts)
@@ -106,8 +113,13 @@ def used_as_common_word(text: str, word: str) -> bool:
 def words_used_as_common(text: str, words) -> set[str]:
     """The words (of two or three characters) that used_as_common_word holds for, from one
     pass over the text (not a scan of the whole text per word)."""
+    return _common_words(text, _occurrences(text, words))
+
+
+def _common_words(text: str, occurrences: dict[str, list[int]]) -> set[str]:
+    """words_used_as_common, given where each word is in the text."""
     common, named_by = set(), re.compile(_NAMED_BY).search
-    for word, starts in _occurrences(text, words).items():
+    for word, starts in occurrences.items():
         marked = 0
         for start in starts:
             if named_by(text, max(0, start - 4), start):
