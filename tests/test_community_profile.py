@@ -257,6 +257,20 @@ def test_several_stores_answer_a_global_follow_up_from_their_themes(carol, two_t
     assert "ahab" not in alone.answer.splitlines()[0]  # the same question on its own has no name to carry
 
 
+def test_several_stores_give_a_global_questions_context_as_their_reports(carol, two_topics):
+    with tgr.open_many([carol, two_topics]) as stores:
+        context = stores.ask("What are the main themes?", mode="global", context_only=True)
+        one = tgr.open(carol, readonly=True)
+        alone = one.ask("What are the main themes?", mode="global", context_only=True)
+        one.close()
+    # the reports global search would read, each headed by its store, as one store gives its own
+    assert context.answer == "" and context.model == alone.model == "none (context only)"
+    assert f"----- Report {carol}: " in context.context and f"----- Report {two_topics}: " in context.context
+    assert {r.split(": ")[0] for r in context.reports} == {str(carol), str(two_topics)}
+    assert context.sources and {s["store"] for s in context.sources} <= {str(carol), str(two_topics)}
+    assert alone.context.startswith("----- Report ")
+
+
 def test_analysed_chunks_beyond_the_memory_limit_come_back_from_disk_unchanged():
     """The report writer keeps a bounded number of analysed chunks in memory; the others are
     read back from its temporary file as they were analysed (Chinese and English alike)."""

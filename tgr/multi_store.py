@@ -24,7 +24,8 @@ from typing import Callable, Iterator, Sequence
 
 from .offline.global_answer import COMMUNITIES, render
 from .offline.providers import OFFLINE_WRITER
-from .query.modes import LOCAL_PASSAGES, Answer, QuerySettings, final_answer
+from .query.global_search import batches
+from .query.modes import CONTEXT_ONLY, LOCAL_PASSAGES, Answer, QuerySettings, final_answer
 from .query.retrieve import MODES, Passage
 
 RRF_K = 60  # the usual constant: the top ranks of every list count, none dominates
@@ -123,11 +124,14 @@ class Stores:
             **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from the best k of the fused ranking of every store's sources in this mode
         (k as one store's ask ranks: top_k, or in local mode at least LOCAL_PASSAGES); in global
-        mode, from every store's reports (see _global) unless context_only; history and stream
-        as for KnowledgeBase.ask."""
+        mode, from every store's reports (see _global; context_only: the reports themselves, see
+        _global_context); history and stream as for KnowledgeBase.ask."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        if mode == "global" and not context_only:
+        if mode == "global" and context_only:
+            answer = self._global_context(question, warn, query_settings, history)
+            return iter([answer]) if stream else answer
+        if mode == "global":
             return self._global(question, warn, query_settings, stream, history)
         top_k = query_settings.get("top_k", QuerySettings.top_k)
         k = max(LOCAL_PASSAGES, top_k) if mode == "local" else top_k  # as one store's ask ranks
@@ -161,6 +165,31 @@ class Stores:
             found = self._each("themes", question, history=history, always=True, **query_settings)
         answer = self._themes(question, self._searched(question, history) if history else question, found)
         return iter([answer.answer, answer]) if stream else answer  # written whole: its one piece, then itself
+
+    def _ranked_reports(self, question: str, warn: Warn | None, query_settings: dict,
+                        history: Sequence[dict] | None) -> list[tuple[int, tuple]]:
+        """(store index, report) of the best global_top of every store's candidate reports for
+        the question, ranked together by rank (RRF, as passages are)."""
+        listed = self._each("global_reports", question, warn=warn, history=history, **query_settings)
+        ranked = reciprocal_rank(listed, lambda report: report[0])
+        return [(n, report) for _, n, report in ranked[:query_settings.get("global_top", QuerySettings.global_top)]]
+
+    def _global_context(self, question: str, warn: Warn | None, query_settings: dict,
+                        history: Sequence[dict] | None) -> Answer:
+        """A global question's context over every store, as one store gives it: the reports
+        its map would read, each headed by its store and community ("b.db: 0.3"), and the
+        passages behind the best five as the sources, fused by rank. No model is asked."""
+        started = time.perf_counter()
+        top = self._ranked_reports(question, warn, query_settings, history)
+        reports = [(f"{self.names[n]}: {report[0]}", *report[1:]) for n, report in top]
+        map_tokens = query_settings.get("map_tokens", QuerySettings.map_tokens)
+        context = "\n\n".join(r.block for batch in batches(reports, map_tokens) for r in batch)
+        calls = [(([report[0] for m, report in top[:5] if m == n], question, history), {})
+                 for n in range(len(self.names))]
+        passages = fuse(self._each_own("report_passages", calls), self.names)
+        return Answer(question, "global", "", context, CONTEXT_ONLY, reports=[cid for cid, *_ in reports],
+                      sources=[{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)],
+                      timings={"total_s": round(time.perf_counter() - started, 4)})
 
     def _searched(self, question: str, history: Sequence[dict]) -> str:
         """The question and the names each store carries over from the conversation (see
@@ -204,12 +233,10 @@ class Stores:
         its store, and the sources are the passages behind the cited reports, fused by rank.
         The answer's pieces as the reduce call writes them, then the Answer."""
         started = time.perf_counter()
-        listed = self._each("global_reports", question, history=history, **query_settings)  # notes: said by themes
-        ranked = reciprocal_rank(listed, lambda report: report[0])
-        top = ranked[:query_settings.get("global_top", QuerySettings.global_top)]
-        labels = {f"{n + 1}-{report[0]}": (n, report[0]) for _, n, report in top}
+        top = self._ranked_reports(question, None, query_settings, history)  # (notes: said by themes)
+        labels = {f"{n + 1}-{report[0]}": (n, report[0]) for n, report in top}
         names = {label: f"{self.names[n]}: {cid}" for label, (n, cid) in labels.items()}
-        reports = [(f"{n + 1}-{report[0]}", *report[1:]) for _, n, report in top]
+        reports = [(f"{n + 1}-{report[0]}", *report[1:]) for n, report in top]
         written = self.stores[0].answer_reports(question, reports, names, warn=_named(warn, self.names[0]),
                                                 history=history, stream=stream, **query_settings)
         for answer in written if stream else [written]:

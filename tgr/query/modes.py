@@ -36,6 +36,9 @@ LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps th
 RESPONSE_TYPE = "a few concise paragraphs"
 
 
+CONTEXT_ONLY = "none (context only)"  # an Answer's model when no model wrote it (context_only)
+
+
 @dataclass
 class QuerySettings:
     top_k: int = 10                 # entities (local) or chunks (naive) retrieved
@@ -152,7 +155,7 @@ class Searcher:
         return self.gateway.embed("query", [text])[0]
 
     def _model_name(self, context_only: bool) -> str:
-        return "none (context only)" if context_only else self.answerer.name
+        return CONTEXT_ONLY if context_only else self.answerer.name
 
     @staticmethod
     def _sources(passages: list[Passage]) -> list[dict]:
