@@ -21,7 +21,7 @@
   chunks that mention it; target: all typed person), the ten most mentioned entities, and which
   of the words jieba's dictionary tags as names but that name no one and nowhere in the book
   (哥哥 "elder brother", 云头 "cloud", 上马 "mount a horse", 且莫 "do not", 宝贝 "treasure", 拜佛
-  "worship", 化斋 "beg for food", 施礼 "salute", 王道 of 国王道, 古人云 "the ancients said") are
+  "worship", 化斋 "beg for food", 施礼 "salute", 王道 of 国王道：, 古人云 "the ancients said") are
   entities (target none).
 
 Every store is built offline (`--offline --embed-model tgr:hash-384`) in --work (default a
