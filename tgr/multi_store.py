@@ -184,12 +184,17 @@ class Stores:
         reports = [(f"{self.names[n]}: {report[0]}", *report[1:]) for n, report in top]
         map_tokens = query_settings.get("map_tokens", QuerySettings.map_tokens)
         context = "\n\n".join(r.block for batch in batches(reports, map_tokens) for r in batch)
-        calls = [(([report[0] for m, report in top[:5] if m == n], question, history), {})
-                 for n in range(len(self.names))]
-        passages = fuse(self._each_own("report_passages", calls), self.names)
+        sources = self._sources_behind([(n, report[0]) for n, report in top[:5]], question, history)
         return Answer(question, "global", "", context, CONTEXT_ONLY, reports=[cid for cid, *_ in reports],
-                      sources=[{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)],
-                      timings={"total_s": round(time.perf_counter() - started, 4)})
+                      sources=sources, timings={"total_s": round(time.perf_counter() - started, 4)})
+
+    def _sources_behind(self, reports: list[tuple[int, str]], question: str,
+                        history: Sequence[dict] | None) -> list[dict]:
+        """The numbered source records of the passages behind reports ((store index, community
+        id) each), every store asked for its own, fused by rank."""
+        calls = [(([cid for m, cid in reports if m == n], question, history), {}) for n in range(len(self.names))]
+        passages = fuse(self._each_own("report_passages", calls), self.names)
+        return [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]
 
     def _searched(self, question: str, history: Sequence[dict]) -> str:
         """The question and the names each store carries over from the conversation (see
@@ -242,11 +247,8 @@ class Stores:
         for answer in written if stream else [written]:
             if not isinstance(answer, Answer):
                 yield answer
-        cited = [labels[label] for label in answer.reports]
-        calls = [(([cid for m, cid in cited if m == n], question, history), {}) for n in range(len(self.names))]
-        passages = fuse(self._each_own("report_passages", calls), self.names)
+        answer.sources = self._sources_behind([labels[label] for label in answer.reports], question, history)
         answer.reports = [names[label] for label, *_ in reports]  # the reports read, as one store's answer lists them
-        answer.sources = [{"ref": ref, **p.to_dict()} for ref, p in enumerate(passages, 1)]
         answer.timings["total_s"] = round(time.perf_counter() - started, 4)
         yield answer
 
