@@ -107,16 +107,16 @@ def chinese_names(sentences: list[str]) -> list[list[Name]]:
         found = [_sentence_names(s, rare.get(i, _NO_RARE)) for i, s in enumerate(sentences)]
     else:
         words, flags, starts, ends = tagged
-        speakers = _speaking_nouns(text, words, flags, starts)
-        if speakers:  # 行者道：“…” — jieba's dictionary knows 行者 and 八戒 only as nouns
-            flags = tuple("nr" if flag == "n" and word in speakers else flag for word, flag in zip(words, flags))
+        nouns = _speaking_nouns(text, words, flags, starts)
+        if nouns:  # 行者道：“…” — jieba's dictionary knows 行者 and 八戒 only as nouns
+            flags = tuple("nr" if flag == "n" and word in nouns else flag for word, flag in zip(words, flags))
         found = _chunk_names(sentences, rare, words, flags, starts, ends)
     aliases = _explicit_aliases(sentences, found) if any("alias" in r for r in rare.values()) else {}
     if aliases:  # "首钢" wherever the text uses the short form
         _add_long_forms(sentences, found, aliases)
-    speakers = _speaking_places(text, found)
-    if speakers:  # 三藏道：“…” — jieba's dictionary tags 三藏 ns, but a place does not speak
-        found = [[(name, "person" if name in speakers else kind) for name, kind in names_here] for names_here in found]
+    places = _speaking_places(text, found)
+    if places:  # 三藏道：“…” — jieba's dictionary tags 三藏 ns, but a place does not speak
+        found = [[(name, "person" if name in places else kind) for name, kind in names_here] for names_here in found]
     names = {name for names in found for name, _ in names}
     # 那唐僧, 那道士: the tagger glued a demonstrative to a word of the dictionary (not 那不勒斯)
     aliases.update({name: name[1:] for name in names if len(name) >= 3 and name[0] in _POINTERS
@@ -132,11 +132,9 @@ def _glued_after(found: list[list[Name]], aliases: dict[str, str]) -> dict[str, 
     """唐僧见 -> 唐僧, 沙僧笑 -> 沙僧: a three-character person the tagger glued from a person the
     text names on its own and the verb, adverb or particle after it (not 大王子, 佩洛西: a noun or
     a direction ends it)."""
-    import rjieba
-
     persons = {name for names_here in found for name, kind in names_here if kind == "person"}
     return {name: name[:2] for name in persons if len(name) == 3 and name[:2] in persons and name not in aliases
-            and rjieba.tag(name[2])[0][1].startswith(_GLUED_AFTER)}
+            and _lone_flag(name[2]).startswith(_GLUED_AFTER)}
 
 
 def _speaking_places(text: str, found: list[list[Name]]) -> set[str]:
@@ -451,11 +449,17 @@ def _glued_address(word: str, flag: str) -> bool:
     the tagger glued to an address word or a title and called a person. 唐长老 (唐 a name) stays one."""
     if not flag.startswith("nr") or len(word) != 3:
         return False
+    if word[1:] in _ADDRESS_WORDS | CHINESE_TITLES:
+        return _lone_flag(word[0]).startswith(_VERB_LIKE)
+    return word[:2] in CHINESE_TITLES and word[2] in _AFTER_SPEAKER  # not 罗汉松
+
+
+@lru_cache(maxsize=4096)
+def _lone_flag(character: str) -> str:
+    """The part-of-speech tag of one character standing alone (劳 of 劳师父, 见 of 唐僧见)."""
     import rjieba
 
-    if word[1:] in _ADDRESS_WORDS | CHINESE_TITLES:
-        return rjieba.tag(word[0])[0][1].startswith(_VERB_LIKE)
-    return word[:2] in CHINESE_TITLES and word[2] in _AFTER_SPEAKER  # not 罗汉松
+    return rjieba.tag(character)[0][1]
 
 
 def _trim_dotted(match: re.Match, spans: list[tuple[int, str, str]]) -> tuple[int, int]:
