@@ -22,8 +22,9 @@ corpus's per-char count as a multiple of the first corpus's (issue 27: Chinese Ã
 --cache-misses (with --instructions) runs valgrind's cachegrind instead, simulating a 2 MB
 last-level cache (this machine's per-core L2; its 300 MB L3 is shared with other machines'
 work, so how much of it a build gets varies): it prints the instructions, the first-level
-data cache misses and the 2 MB level's misses (data and instructions) per M chars. Chinese builds miss the cache more per
-instruction than English ones, which is why their CPU-seconds ratio exceeds the instructions'.
+data cache misses and the 2 MB level's misses (data and instructions) per M chars. Chinese
+builds miss the cache more per instruction than English ones, which is why their CPU-seconds
+ratio exceeds the instructions'.
 
 --before-calls times only what an index run does before its first model call instead: read
 the file and store its document and chunks (chunking included) into a fresh store, the serial
