@@ -46,6 +46,12 @@ def _model_options(fn):
     return fn
 
 
+def _context_option(fn):
+    return click.option("--context-tokens", type=click.IntRange(512, 10_000_000),
+                        help="The chat model's context window in tokens, where its server does not say "
+                             "(llama.cpp's /props and Ollama's /api/show do); recorded in the store.")(fn)
+
+
 def _prompt_options(fn):
     fn = click.option("--prompts", "prompts_file", type=_EXISTING_FILE,
                       help="JSON or TOML file of prompt templates (fields of tgr.Prompts); recorded in the store.")(fn)
@@ -66,13 +72,13 @@ def _open(path: str, *, create: bool, readonly=False, **options) -> KnowledgeBas
 
 
 def _store_options(*, chat_model=None, embed_model=None, base_url=None, offline=False, concurrency=8, rpm=None,
-                   timeout=120.0, retries=6, prompts_file=None) -> dict:
+                   timeout=120.0, retries=6, prompts_file=None, context_tokens=None) -> dict:
     """KnowledgeBase options from the command line's model options."""
     if offline:  # no chat model, no network: extractive answers, the store's local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
     prompts = load_prompts_file(prompts_file) if prompts_file else None
     return dict(chat=chat_model, embedder=embed_model, base_url=base_url, concurrency=concurrency, rpm=rpm,
-                timeout=timeout, max_retries=retries, prompts=prompts)
+                timeout=timeout, max_retries=retries, prompts=prompts, context_tokens=context_tokens)
 
 
 def _open_stores(paths: tuple[str, ...], **options):
@@ -229,6 +235,7 @@ def main() -> None:
 @click.option("--disambiguate", is_flag=True, default=None, help="Ask the LLM about same-name entities.")
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
+@_context_option
 @_prompt_options
 @click.option("--portable", is_flag=True,
               help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
@@ -246,8 +253,8 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
-          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
+          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, context_tokens, entity_types,
+          prompts_file, portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -264,7 +271,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
     with fresh, \
             _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                   offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-                  prompts_file=prompts_file) as kb:  # a failed first index leaves no file
+                  prompts_file=prompts_file, context_tokens=context_tokens) as kb:  # a failed first index leaves no file
         if estimate:
             result = kb.estimate(paths, batch=bool(batch), **settings)
             _print_mapping(result, as_json)
@@ -668,16 +675,17 @@ def serve(store, host, port, get_path):
 @click.option("--add", "add", metavar="LOCAL_MODEL",
               help="With 'embeddings': keep portable vectors of this local embedder (local:multilingual-e5-small) "
                    "beside the store's own, for recipients who cannot reach its embedder.")
+@_context_option
 @_prompt_options
 @click.option("-q", "--quiet", is_flag=True)
 def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
-            max_cluster_size, add, entity_types, prompts_file, quiet):
+            max_cluster_size, add, context_tokens, entity_types, prompts_file, quiet):
     """Rebuild one derived STAGE of STORE from what the file holds (with the prompts it records)."""
     if add is not None and (stage != "embeddings" or max_cluster_size or entity_types or embed_model):
         raise click.UsageError("--add goes with the embeddings stage alone (it adds portable vectors)")
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               prompts_file=prompts_file) as kb:
+               prompts_file=prompts_file, context_tokens=context_tokens) as kb:
         with _progress(quiet) as progress:
             if add is not None:
                 summary = kb.rebuild(stage, progress=progress, add=add)

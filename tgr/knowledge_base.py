@@ -39,10 +39,11 @@ class KnowledgeBase:
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
-                 create: bool | None = None, readonly: bool = False):
+                 create: bool | None = None, readonly: bool = False, context_tokens: int | None = None):
         self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
                                  embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
-                                 concurrency=concurrency, rpm=rpm, max_retries=max_retries)
+                                 concurrency=concurrency, rpm=rpm, max_retries=max_retries,
+                                 context_tokens=context_tokens)
 
     # -- lifecycle and state --------------------------------------------------------------
 

@@ -23,7 +23,8 @@ from .estimate import estimate_index
 from .extract import extract_chunks
 from ..models.gateway import Gateway
 from ..ingest.sources import read_documents
-from .ledger import fill_summary, finish_run, record_dimension, record_models, start_run, usage_before
+from .ledger import (fill_summary, finish_run, learn_chat_endpoint, record_dimension, record_models,
+                     remember_chat_endpoint, start_run, usage_before)
 from .merge_graph import needs_merge, plan_merge, store_merge, summarise
 from .idle_work import Overlap
 from .portable_vectors import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
@@ -50,6 +51,7 @@ class Build:
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
         self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
+        self._learnt = False
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
@@ -88,11 +90,21 @@ class Build:
                 self.conn, documents, chunk_size=self.settings.chunk_size,
                 chunk_overlap=self.settings.chunk_overlap, progress=self.progress, replaced=replaced)
 
+    def learn_endpoint(self) -> None:
+        """Before the first chat call that needs it: the chat endpoint's output form and context
+        window (tgr.build.ledger.learn_chat_endpoint), once a run."""
+        if not self._learnt:
+            self._learnt = True
+            learn_chat_endpoint(self.conn, self.gateway, self.store.models.context_tokens)
+
     def extract(self) -> None:
         settings = self.settings
+        if self.conn.execute("SELECT 1 FROM chunks c WHERE NOT EXISTS "
+                             "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id) LIMIT 1").fetchone():
+            self.learn_endpoint()
         with self.summary.timed("extract"):
             extractor = extractor_for(self.gateway, self.prompts, two_step=settings.two_step,
-                                      gleanings=settings.gleanings)
+                                      gleanings=settings.gleanings, warn=self.warn)
             self.summary.chunks_extracted = extract_chunks(
                 self.conn, extractor, progress=self.progress, idle=self.overlap.during_extraction())
 
@@ -130,6 +142,8 @@ class Build:
     def report(self, refresh: bool, force: bool, changed: set[str] | None, report_key: str) -> None:
         """Reports whose material changed are rewritten; only those are looked at."""
         s = self.settings
+        if refresh or force:
+            self.learn_endpoint()
         with self.summary.timed("report"):
             build_reports(self.conn, self.report_writer, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
@@ -305,6 +319,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
             gateway.batch.close()
             gateway.batch = None
         summary.wall_s = round(time.perf_counter() - started, 3)
+        remember_chat_endpoint(store.conn, chat)
         fill_summary(store.conn, summary, gateway, before)
         finish_run(store.conn, run_id, status, summary)
         complete = settle(store.conn)

@@ -211,8 +211,10 @@ def _fallback(meta: dict, reason: str, offline: bool) -> tuple[Embedder, str, st
 class ModelChoice:
     """The models of one open store. `store` has .conn, .meta and .path (tgr/session.py)."""
 
-    def __init__(self, store, *, chat, embedder, base_url, api_key, timeout, concurrency, rpm, max_retries):
+    def __init__(self, store, *, chat, embedder, base_url, api_key, timeout, concurrency, rpm, max_retries,
+                 context_tokens=None):
         self.store = store
+        self.context_tokens = context_tokens  # the chat model's context window, as the user gave it
         self.chat_spec = chat
         self.embed_spec = embedder
         self.model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
