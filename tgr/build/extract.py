@@ -19,6 +19,7 @@ from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..models.output_forms import extraction_schema, wants_json
 from ..offline.entity_types import common_words
+from ..offline.providers import FALLBACK
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
                       parse_extraction, says_none)
 from ..prompts import Prompts
@@ -56,7 +57,6 @@ class Extractor(Protocol):
 
 # Why a chunk was extracted offline instead of by the model: extractions.extractor holds
 # FALLBACK + the reason, and `tgr info` counts them.
-FALLBACK = "fallback: "
 LOOPING, CUT, EMPTY, TOO_LONG = ("looping answer", "answer cut at max_tokens", "no usable entities in the answer",
                                  "prompt over the context window")
 WEAK_AFTER = 4  # chunks answered before tgr says whether the model can do the format

@@ -35,7 +35,8 @@ class Completion:
     completion_tokens: int
     usage_source: str = "api"  # "api" when the provider reported usage, else "estimate"
     # why the answer ended: "stop", "length" (max_tokens), "loop" (tgr stopped an answer that
-    # repeated itself: tgr.models.repetition), None when the provider did not say
+    # repeated itself: tgr.models.repetition), "unfinished" (a stream that ended without saying
+    # why), None when the provider did not say
     finish_reason: str | None = None
 
     @property
@@ -413,6 +414,9 @@ class OpenAIChat(_OpenAIBase):
                 raise TransientModelError(f"{self.base_url}: the stream ended before the answer did")
         finally:
             pieces.close()  # a stopped loop: the connection closes, and the server stops writing
+        # an end with no reason: llama-cpp-python's server ends a stream so when another request
+        # waits (tgr.models.gateway narrows to one call at a time on seeing it)
+        finish = finish or "unfinished"
         prompt_tokens, completion_tokens, source = _usage(prompt, watch.text(), usage)
         return Completion(watch.kept(), prompt_tokens, completion_tokens, source, finish_reason=finish)
 

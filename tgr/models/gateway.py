@@ -427,14 +427,16 @@ class Gateway:
             try:
                 return call(), attempt
             except StreamBroken as exc:
-                if self.in_flight > 1 and self._slots.narrow():
-                    self.note("the endpoint serves one request at a time (it dropped an answer to start "
-                              "another): chat calls are now sent one at a time")
-                    attempt -= 1  # not the answer's fault: asked again, and not counted
-                    continue
+                if self._slots.busy > 1:
+                    raise  # another call at the server broke it: _run_chat asks again, one at a time
                 time.sleep(retry_delay(self, exc, attempt))
             except TransientModelError as exc:
                 time.sleep(retry_delay(self, exc, attempt))
+
+    def _one_at_a_time(self) -> None:
+        if self._slots.narrow():
+            self.note("the endpoint serves one request at a time (it ended an answer early to start "
+                      "another): chat calls are now sent one at a time")
 
     def note(self, message: str) -> None:
         """Keep a message for the run to say once (tgr.build.pipeline prints gateway.notices)."""
@@ -453,13 +455,26 @@ class Gateway:
         self._enter()
         try:
             tries, spent_prompt, spent_completion = 0, 0, 0
+            crowded = 0  # answers another call at a one-slot server cut short
             while True:
                 params = dict(job.params)
                 if tries:  # a rejected answer: ask again with a little sampling
                     params["temperature"] = 0.3
-                with self._slots:
-                    completion, attempts = self.retried(
-                        functools.partial(self.chat_model.complete, job.prompt, **params))
+                wide = self._slots.size > 1
+                try:
+                    with self._slots:
+                        completion, attempts = self.retried(
+                            functools.partial(self.chat_model.complete, job.prompt, **params))
+                except StreamBroken:
+                    if crowded > 20:
+                        raise
+                    crowded += 1
+                    self._one_at_a_time()
+                    continue
+                if completion.finish_reason == "unfinished" and wide and crowded <= 20:
+                    crowded += 1  # the server ended it early to start another call: asked again, alone
+                    self._one_at_a_time()
+                    continue
                 outcome.attempts += attempts
                 spent_prompt += completion.prompt_tokens
                 spent_completion += completion.completion_tokens
