@@ -90,6 +90,36 @@ def _open_stores(paths: tuple[str, ...], **options):
     return open_many(list(paths), **_store_options(**options))
 
 
+class _Pace:
+    """How fast a stage goes: the model's generated tokens per second in it (when the run
+    gives its usage: watch_usage) and the time left at the pace of the items done so far."""
+
+    def __init__(self):
+        self.usage = None
+        self.tokens_at_start = 0
+        self.done_at_start = 0
+
+    def start(self, done: int) -> None:
+        self.done_at_start = done
+        self.tokens_at_start = self._tokens()
+
+    def _tokens(self) -> int:
+        return self.usage().completion_tokens if self.usage is not None else 0
+
+    def tokens_per_second(self, elapsed: float) -> str:
+        made = self._tokens() - self.tokens_at_start
+        return f"{made / elapsed:.1f} tokens/s" if made > 0 and elapsed > 0 else ""
+
+    def describe(self, done: int, total: int, elapsed: float) -> str:
+        """" · 14.2 tokens/s · about 3 min left" (the parts known so far), or ""."""
+        parts = [self.tokens_per_second(elapsed)]
+        finished = done - self.done_at_start
+        if 0 < finished and done < total and elapsed >= 1:
+            left = elapsed / finished * (total - done)
+            parts.append(f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left")
+        return "".join(f" · {part}" for part in parts if part)
+
+
 class _Bars:
     """One progress bar per stage, drawn on stderr."""
 
@@ -98,6 +128,12 @@ class _Bars:
         self.stage = None
         self.bar = None
         self.done = 0
+        self.pace = _Pace()
+        self.started = 0.0
+
+    def watch_usage(self, usage) -> None:
+        """usage(): the run's model usage so far (tgr.models.gateway.Usage), for tokens per second."""
+        self.pace.usage = usage
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.quiet:
@@ -106,13 +142,17 @@ class _Bars:
             self.close()
             if total == 0:
                 return
-            self.stage, self.done = stage, 0
+            self.stage, self.done, self.started = stage, 0, time.monotonic()
+            self.pace.start(0)
             self.bar = click.progressbar(length=total, label=f"{stage:<17}", file=sys.stderr,
-                                         show_pos=True, width=30)
+                                         show_pos=True, width=30, item_show_func=lambda _: self._rate())
             self.bar.__enter__()
         if self.bar is not None and done > self.done:
             self.bar.update(done - self.done)
             self.done = done
+
+    def _rate(self) -> str | None:
+        return self.pace.tokens_per_second(time.monotonic() - self.started) or None
 
     def close(self) -> None:
         if self.bar is not None:
@@ -127,6 +167,7 @@ class _Lines:
     def __init__(self, interval: float = 5.0, clock=time.monotonic):
         self.interval, self.clock = interval, clock
         self.stage, self.started, self.last, self.state, self.shown = None, 0.0, 0.0, (0, 0), None
+        self.pace = _Pace()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
@@ -135,6 +176,7 @@ class _Lines:
                 return
             self.close()
             self.stage, self.started = stage, now
+            self.pace.start(done)
             self._line(done, total, now)
             return
         self.state = (done, total)
@@ -145,7 +187,12 @@ class _Lines:
         self.state = self.shown = (done, total)
         self.last = now
         percent = 100 * done // total if total else 100
-        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s"
+                   f"{self.pace.describe(done, total, now - self.started)}", err=True)
+
+    def watch_usage(self, usage) -> None:
+        """usage(): the run's model usage so far (tgr.models.gateway.Usage), for tokens per second."""
+        self.pace.usage = usage
 
     def close(self) -> None:
         if self.stage is not None and self.state != self.shown:
@@ -304,6 +351,14 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
             click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}{local}")
             click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+            if summary.retries or summary.answers_cut:
+                click.echo(f"answers        {summary.answers_cut} stopped (looping or at max_tokens); "
+                           f"{summary.retries} retries")
+            if summary.extracted_by and "fallback" in summary.extracted_by:
+                click.echo(f"extracted      {summary.extracted_by}")
+            if summary.reports_by.get("fallback"):
+                said = ", ".join(f"{n} by {g}" for g, n in summary.reports_by.items())
+                click.echo(f"reports by     {said} (fallback: the model's answer was unusable)")
             if summary.batch_calls:
                 click.echo(f"batch          {summary.batch_calls} calls at half price; billed as "
                            f"{summary.billed_tokens} tokens")

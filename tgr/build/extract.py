@@ -19,7 +19,7 @@ from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..models.output_forms import extraction_schema, wants_json
 from ..offline.entity_types import common_words
-from ..offline.providers import FALLBACK
+from ..store.extractors import FALLBACK
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
                       parse_extraction, says_none)
 from ..prompts import Prompts

@@ -10,6 +10,7 @@ from ..store.db import Connection, get_meta, set_meta, transaction
 from ..models.gateway import Gateway, Usage
 from ..models.clients import ChatModel, Embedder, vector_type
 from ..models.output_forms import ALL_FORMS
+from ..store.extractors import extracted_by
 from ..offline.providers import OFFLINE_EXTRACTOR
 from ..models.registry import chat_name, model_host
 from ..settings import IndexSettings, IndexSummary
@@ -58,6 +59,9 @@ def fill_summary(conn: Connection, summary: IndexSummary, gateway: Gateway, befo
     summary.prompt_chars = total.prompt_chars
     summary.batch_calls, summary.billed_tokens = total.batched, round(total.billed_tokens)
     summary.max_in_flight = gateway.max_in_flight
+    summary.answers_cut, summary.retries = total.cut, total.retried
+    summary.extracted_by = extracted_by(conn, str(get_meta(conn).get("extractor", "")))
+    summary.reports_by = dict(conn.execute("SELECT generator, count(*) FROM reports GROUP BY 1 ORDER BY 2 DESC"))
 
 
 def record_models(conn: Connection, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:

@@ -205,7 +205,7 @@ def rebuild(store, stage: str, *, progress: Progress | None, overrides: dict) ->
         Build(store, gateway, settings, summary, progress).derive(
             force_merge=stage == "graph", force_cluster=stage == "communities", force_reports=stage == "reports")
 
-    return _run(store, f"rebuild {stage}", settings, body)
+    return _run(store, f"rebuild {stage}", settings, body, progress=progress)
 
 
 def add_portable(store, spec: str, *, progress: Progress | None) -> IndexSummary:
@@ -298,6 +298,8 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     run_id = start_run(store.conn, command, settings)
     gateway = store.models.gateway(run_id)
     before = usage_before(gateway)
+    if callable(getattr(progress, "watch_usage", None)):  # the CLI's progress shows tokens per second
+        progress.watch_usage(gateway.total_usage)
     summary = IndexSummary()
     status = "failed"
     try:

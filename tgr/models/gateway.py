@@ -450,52 +450,7 @@ class Gateway:
         self._limiter.wait()
 
     def _run_chat(self, outcome: _Outcome) -> _Outcome:
-        job = outcome.job
-        start = time.perf_counter()
-        self._enter()
-        try:
-            tries, spent_prompt, spent_completion = 0, 0, 0
-            crowded = 0  # answers another call at a one-slot server cut short
-            while True:
-                params = dict(job.params)
-                if tries:  # a rejected answer: ask again with a little sampling
-                    params["temperature"] = 0.3
-                wide = self._slots.size > 1
-                try:
-                    with self._slots:
-                        completion, attempts = self.retried(
-                            functools.partial(self.chat_model.complete, job.prompt, **params))
-                except StreamBroken:
-                    if crowded > 20:
-                        raise
-                    crowded += 1
-                    self._one_at_a_time()
-                    continue
-                if completion.finish_reason == "unfinished" and wide and crowded <= 20:
-                    crowded += 1  # the server ended it early to start another call: asked again, alone
-                    self._one_at_a_time()
-                    continue
-                outcome.attempts += attempts
-                spent_prompt += completion.prompt_tokens
-                spent_completion += completion.completion_tokens
-                tries += 1
-                if completion.usage_source == "api" and prompt_was_cut(job.prompt, completion.prompt_tokens):
-                    self.note(f"{self.chat_model.name} read {completion.prompt_tokens} tokens of a prompt of "
-                              f"about {estimate_tokens(job.prompt)}: the server cut it to its context window; "
-                              "give the server a larger window (Ollama: use the ollama: provider, which sets "
-                              "num_ctx) or tell tgr its size with --context-tokens")
-                outcome.valid = job.validate is None or job.validate(completion.text)
-                # an answer cut at max_tokens or stopped looping would be cut again: not asked twice
-                if outcome.valid or tries > 2 or completion.cut:
-                    break
-            completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
-            outcome.completion = completion
-        except BaseException as exc:  # handed to the main thread, which re-raises it
-            outcome.error = exc
-        finally:
-            self._leave()
-            outcome.latency = time.perf_counter() - start
-        return outcome
+        return _run_chat(self, outcome)
 
     def _embed_call(self, stage: str):
         """Questions go to embed_query where the embedder has one (E5's "query: " prefix)."""
@@ -576,6 +531,59 @@ class Gateway:
 
 
 # --- chat_many's parts (module functions: the Gateway class stays short) ---------------
+
+def _run_chat(gateway: Gateway, outcome: _Outcome) -> _Outcome:
+    """One chat job on a worker thread: asked (retried, one at a time once the server needs it),
+    asked again once or twice with a little sampling if its answer is rejected, never when it
+    was cut; errors are handed to the main thread in outcome.error."""
+    job = outcome.job
+    start = time.perf_counter()
+    gateway._enter()
+    try:
+        tries, spent_prompt, spent_completion = 0, 0, 0
+        crowded = 0  # answers another call at a one-slot server cut short
+        while True:
+            params = dict(job.params)
+            if tries:  # a rejected answer: ask again with a little sampling
+                params["temperature"] = 0.3
+            wide = gateway._slots.size > 1
+            try:
+                with gateway._slots:
+                    completion, attempts = gateway.retried(
+                        functools.partial(gateway.chat_model.complete, job.prompt, **params))
+            except StreamBroken:
+                if crowded > 20:
+                    raise
+                crowded += 1
+                gateway._one_at_a_time()
+                continue
+            if completion.finish_reason == "unfinished" and wide and crowded <= 20:
+                crowded += 1  # the server ended it early to start another call: asked again, alone
+                gateway._one_at_a_time()
+                continue
+            outcome.attempts += attempts
+            spent_prompt += completion.prompt_tokens
+            spent_completion += completion.completion_tokens
+            tries += 1
+            if completion.usage_source == "api" and prompt_was_cut(job.prompt, completion.prompt_tokens):
+                gateway.note(f"{gateway.chat_model.name} read {completion.prompt_tokens} tokens of a prompt of "
+                          f"about {estimate_tokens(job.prompt)}: the server cut it to its context window; "
+                          "give the server a larger window (Ollama: use the ollama: provider, which sets "
+                          "num_ctx) or tell tgr its size with --context-tokens")
+            outcome.valid = job.validate is None or job.validate(completion.text)
+            # an answer cut at max_tokens or stopped looping would be cut again: not asked twice
+            if outcome.valid or tries > 2 or completion.cut:
+                break
+        completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
+        outcome.completion = completion
+    except BaseException as exc:  # handed to the main thread, which re-raises it
+        outcome.error = exc
+    finally:
+        gateway._leave()
+        outcome.latency = time.perf_counter() - start
+    return outcome
+
+
 
 def _cached(gateway: "Gateway", stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
     """Yield the jobs the cache answers; add the others to misses (by cache key)."""

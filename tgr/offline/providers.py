@@ -34,9 +34,6 @@ from .answer_sentences import answer_sentences
 from .name_words import CHINESE_TITLES
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
-# a chunk the chat model's answer could not give entities for, extracted offline instead:
-# extractions.extractor holds FALLBACK + the reason (tgr.build.extract)
-FALLBACK = "fallback: "
 OFFLINE_WRITER = "offline-extractive"
 
 

@@ -14,6 +14,7 @@ from ..errors import StoreError
 from ..models.registry import chat_name
 from .modes import Answer, QuerySettings, Searcher
 from .retrieve import Passage
+from ..store.extractors import extracted_by
 from ..store.untrusted_text import terminal_safe
 from ..settings import IndexSettings
 
@@ -184,7 +185,7 @@ def info(conn, path: Path, meta: dict) -> dict:
         "boilerplate_dropped": _boilerplate(conn),
         "chunks": count("SELECT count(*) FROM chunks"),
         "chunks_extracted": count("SELECT count(*) FROM extractions"),
-        "extracted_by": _extracted_by(conn, chat),
+        "extracted_by": extracted_by(conn, chat),
         "reports_by": {terminal_safe(str(g)): n for g, n in conn.execute(
             "SELECT generator, count(*) FROM reports GROUP BY generator ORDER BY count(*) DESC, generator")},
         "chat_output_form": meta.get("chat_output_form", "-"),
@@ -198,30 +199,6 @@ def info(conn, path: Path, meta: dict) -> dict:
         "settings": asdict(IndexSettings.from_meta(meta)),
         "prompts": _recorded_prompt_names(meta.get("prompts")),
     }
-
-
-def _extracted_by(conn, chat: str) -> str:
-    """Who extracted the chunks: "8 of 10 chunks by the model, 2 by the offline fallback
-    (2 looping answer)" (tgr.build.extract records a fallback's reason in extractions.extractor)."""
-    from ..offline.providers import FALLBACK
-
-    total = model = 0
-    reasons: dict[str, int] = {}
-    for extractor, n in conn.execute("SELECT extractor, count(*) FROM extractions GROUP BY 1"):
-        total += n
-        text = str(extractor)
-        if text.startswith(FALLBACK):
-            reason = terminal_safe(text[len(FALLBACK):])
-            reasons[reason] = reasons.get(reason, 0) + n
-        elif text == chat:
-            model += n
-    if not total or (not reasons and model == total):
-        return f"{total} chunks by {terminal_safe(chat)}" if total else "-"
-    fallback = sum(reasons.values())
-    said = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
-    other = total - model - fallback
-    return (f"{model} of {total} chunks by the model, {fallback} by the offline fallback ({said})"
-            + (f", {other} by other extractors" if other else ""))
 
 
 def _portable(conn, meta: dict) -> dict:
