@@ -49,8 +49,9 @@ def questions(n: int) -> list[str]:
 @contextmanager
 def fake_server(latency: float):
     """The URL of fixtures/fakellm.py serving on a free port, in a process of its own."""
-    process = subprocess.Popen([sys.executable, str(FIXTURES / "fakellm.py"), "--port", "0", "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)})
+    process = subprocess.Popen([sys.executable, str(FIXTURES / "fakellm.py"), "--port", "0", "--latency",
+                                str(latency)], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)})
     try:
         line = process.stdout.readline()  # "fake LLM serving at http://127.0.0.1:PORT/v1 (...)"
         yield re.search(r"(http://\S+/v1)", line).group(1)

@@ -47,6 +47,21 @@ def _reads(method):
     return call
 
 
+def _written(store: StoreAdmin, write: Callable[[], Iterator[str | Answer]],
+             stream: bool) -> Answer | Iterator[str | Answer]:
+    """The Answer of write()'s steps, or with stream the steps themselves; on a thread other
+    than the opening one, they hold the thread's connection until they end."""
+    if threading.get_ident() == store.home or store.threads.current() is not None:
+        steps = write()
+        return steps if stream else final_answer(steps)
+    with store.threads.lease() as conn:
+        steps = write()
+        if not stream:
+            return final_answer(steps)
+        store.threads.handed_over()
+        return store.threads.kept(steps, conn)
+
+
 def _writes(method):
     """The method, after this process's other writers, with a writable connection."""
     @functools.wraps(method)
@@ -200,9 +215,9 @@ class KnowledgeBase:
         here is left out (see tgr.models.selection) and said once through warn (and in
         model_note and the answer's notes).
         """
-        return self._written(lambda: reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
-                                                 query_settings=query_settings, history=history, stream=stream),
-                             stream)
+        return _written(self._store, lambda: reading.ask(
+            self._store, question, mode, context_only=context_only, warn=warn, query_settings=query_settings,
+            history=history, stream=stream), stream)
 
     def ask_stream(self, question: str, mode: str = "local", **options) -> Iterator[str | Answer]:
         """ask(), as it is written: the answer's text in pieces as the chat model writes them
@@ -232,7 +247,7 @@ class KnowledgeBase:
                     stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from given ranked passages (tgr.multi_store: several stores' fused ranking), with
         this store's models, as ask() would write it from them (history and stream as for ask)."""
-        return self._written(lambda: reading.answer_from(
+        return _written(self._store, lambda: reading.answer_from(
             self._store, question, passages, mode, context_only=context_only, warn=warn,
             query_settings=query_settings, history=history, stream=stream), stream)
 
@@ -274,23 +289,9 @@ class KnowledgeBase:
         are labels (names: label -> how the answer cites it): several stores' reports map-reduced
         together (tgr.multi_store), after the conversation (history), if any. The Answer's
         reports are the cited labels; it has no sources."""
-        return self._written(lambda: reading.answer_reports(
+        return _written(self._store, lambda: reading.answer_reports(
             self._store, question, reports, names, warn=warn, query_settings=query_settings, history=history,
             stream=stream), stream)
-
-    def _written(self, write: Callable[[], Iterator[str | Answer]], stream: bool) -> Answer | Iterator[str | Answer]:
-        """The Answer of write()'s steps, or with stream the steps themselves; on a thread other
-        than the opening one, they hold the thread's connection until they end."""
-        store = self._store
-        if threading.get_ident() == store.home or store.threads.current() is not None:
-            steps = write()
-            return steps if stream else final_answer(steps)
-        with store.threads.lease() as conn:
-            steps = write()
-            if not stream:
-                return final_answer(steps)
-            store.threads.handed_over()
-            return store.threads.kept(steps, conn)
 
     @_reads
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:

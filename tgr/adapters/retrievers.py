@@ -3,8 +3,8 @@ tgr[llamaindex]).
 
 Both run `KnowledgeBase.retrieve(question, mode, k)` on the store opened read-only, opened on the
 first query and shared by every later one, from whichever worker thread the framework calls it
-(a KnowledgeBase serves any number of threads, tgr/session.py). Given several stores (paths, or a tgr.open_many object: its
-paths and open options), each is asked in turn and the rankings are fused by rank as
+(a KnowledgeBase serves any number of threads, tgr/session.py). Given several stores (paths, or
+a tgr.open_many object: its paths and open options), each is asked in turn and the rankings are fused by rank as
 tgr.multi_store fuses them; each passage's metadata names its store. The frameworks are imported
 only when a retriever is made, so tgr imports without them.
 """

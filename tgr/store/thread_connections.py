@@ -221,4 +221,7 @@ class Kept:
             self._threads._give_back(self._conn)
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit the store may be gone already
+            pass
