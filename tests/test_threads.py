@@ -185,9 +185,11 @@ def test_every_read_method_from_other_threads(stores, server):
         assert kb._store.threads.leased == 0
 
 
-def test_a_write_while_other_threads_read(stores, server, tmp_path):
-    """Threads keep asking while another thread indexes: the index completes (its WAL is
-    folded back in: idle readers are closed first) and no question fails."""
+@pytest.mark.parametrize("writer", ["another thread", "the opening thread"])
+def test_a_write_while_other_threads_read(stores, server, tmp_path, writer):
+    """Threads keep asking while a thread indexes: the index completes (its WAL is folded back
+    in: idle readers are closed first, and no new question starts meanwhile), no question fails,
+    and every thread then sees the new document."""
     import shutil
 
     path = tmp_path / "store.db"
@@ -207,15 +209,26 @@ def test_a_write_while_other_threads_read(stores, server, tmp_path):
         readers = [threading.Thread(target=reader, args=(q,)) for q in questions(4)]
         for thread in readers:
             thread.start()
-        summary, failed, _ = in_threads(lambda doc: kb.index([doc], **SMALL), [other])
+        time.sleep(0.2)  # the readers are asking (and have connections, idle or not) before the write
+        during: list = []
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if not during:  # the run has begun (WAL): a question on a thread that then stays idle
+                during.append(in_threads(lambda q: kb.ask(q, warn=lambda note: None).answer, questions(1)))
+
+        index = lambda doc: kb.index([doc], progress=progress, **SMALL)  # noqa: E731
+        if writer == "another thread":
+            summary, failed, _ = in_threads(index, [other])
+        else:
+            summary, failed = [index(other)], []
         stop.set()
         for thread in readers:
             thread.join()
-        assert failed == [] and errors == []
-        assert summary[0].documents == 2 and asked
+        assert failed == [] and errors == [] and during[0][1] == []
+        assert summary[0].documents == 2 and len(asked) >= 4
         assert not Path(f"{path}-wal").exists()  # one complete file
         assert kb.info()["documents"] == 2  # seen from the opening thread ...
-        assert in_threads(lambda _: kb.info()["documents"], [0])[0] == [2]  # ... and from another
+        assert in_threads(lambda _: kb.info()["documents"], [0, 1, 2])[0] == [2, 2, 2]  # ... and from others
 
 
 def test_an_in_memory_store_serves_its_own_thread_only():
