@@ -237,3 +237,14 @@ def test_an_in_memory_store_serves_its_own_thread_only():
         _, errors, _ = in_threads(lambda _: kb.info(), [0])
         assert len(errors) == 1 and isinstance(errors[0], StoreError)
         assert "in-memory" in str(errors[0])
+
+
+def test_a_store_closes_from_any_thread(stores, server):
+    """A server may close the store on another thread than the one that opened it: every
+    connection closes, and a later call says the store is closed."""
+    kb = tgr.open(stores[0], **models(server))
+    assert in_threads(lambda q: len(kb.retrieve(q)), questions(3))[1] == []
+    assert in_threads(lambda _: kb.close(), [0])[1] == []
+    assert not kb._store.threads._all
+    _, errors, _ = in_threads(lambda q: kb.retrieve(q), questions(1))
+    assert len(errors) == 1 and "closed" in str(errors[0])

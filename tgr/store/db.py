@@ -75,7 +75,7 @@ def closed_on_failure(conn: Connection, path: Path):
 
 def raw_connection() -> Connection:
     """A scratch in-memory database with sqlite-vec and the same defences (tgr's own data)."""
-    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection)
+    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection, check_same_thread=False)
     hardening.harden(conn, MEMORY, trusted=True)
     _load_vec(conn)
     conn.execute("PRAGMA foreign_keys = ON")
