@@ -23,16 +23,20 @@ class StreamEnd:
 
 
 def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Exception],
-                  status_error: Callable[[object], Exception]) -> Iterator[str | StreamEnd]:
+                  status_error: Callable[[object], Exception],
+                  opened: Callable[[object], None] | None = None) -> Iterator[str | StreamEnd]:
     """Text pieces of one streamed /chat/completions request, then a StreamEnd.
 
     describe(exc) turns an httpx error into tgr's (without secrets); status_error(response)
-    turns an HTTP error answer into tgr's."""
+    turns an HTTP error answer into tgr's; opened(response), if given, is told the response
+    as soon as it starts (so that another thread can close it)."""
     import httpx
 
     request = {**body, "stream": True, "stream_options": {"include_usage": True}}
     try:
         with http.stream("POST", url, json=request) as response:
+            if opened is not None:
+                opened(response)
             if response.status_code >= 400:
                 response.read()
                 raise status_error(response)
@@ -57,7 +61,7 @@ def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Ex
             yield StreamEnd(usage, finish)
     except httpx.TimeoutException:
         raise TransientModelError(f"{url}: timed out: no answer, or no token of it, for {_read_timeout(http)}") from None
-    except httpx.RemoteProtocolError as exc:
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.StreamClosed) as exc:
         raise StreamBroken(str(describe(exc))) from None
     except httpx.HTTPError as exc:
         raise describe(exc) from None

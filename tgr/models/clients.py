@@ -9,6 +9,7 @@ environment or arguments and are never stored or printed.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
@@ -304,6 +305,26 @@ class _OpenAIBase:
         return ModelError(message)
 
 
+class _LiveStream:
+    """A streamed request in progress: its response (once open) and whether text has come."""
+
+    def __init__(self):
+        self.response = None
+        self.answering = False
+
+    def open(self, response) -> None:
+        self.response = response
+
+    def close(self) -> bool:
+        if self.response is None or self.answering:
+            return False
+        try:
+            self.response.close()
+        except Exception:  # closing from another thread: whatever state it is in, it is gone
+            pass
+        return True
+
+
 class FormRefused(ModelError):
     """The endpoint refused the request's response_format (tgr.models.output_forms)."""
 
@@ -323,6 +344,17 @@ class OpenAIChat(_OpenAIBase):
         super().__init__(model, base_url, **kwargs)
         self.name = f"openai:{model}"
         self.output_form: str | None = None  # unknown until probed, refused or recorded
+        self.context_tokens: int | None = None  # the context window, where known
+        self._live: set[_LiveStream] = set()
+        self._live_lock = threading.Lock()
+
+    def drop_waiting(self) -> int:
+        """Hang up the streamed requests that have no answer text yet (they wait at a
+        one-slot server, which skips a request whose client is gone); their callers see a
+        broken stream and ask again. Returns how many were dropped."""
+        with self._live_lock:
+            waiting = [live for live in self._live if not live.answering]
+        return sum(live.close() for live in waiting)
 
     def request_body(self, prompt: str, **params) -> dict:
         """The JSON body of one chat request (the same in a batch job's input file)."""
@@ -399,20 +431,26 @@ class OpenAIChat(_OpenAIBase):
 
         path = "/chat/completions"
         describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
+        live = _LiveStream()
         pieces = openai_pieces(self._http, f"{self.base_url}{path}", body, describe,
-                               lambda response: self._status_error(response, path, body))
+                               lambda response: self._status_error(response, path, body), opened=live.open)
         watch, usage, finish = RepetitionWatch(), None, None
+        with self._live_lock:
+            self._live.add(live)
         try:
             for item in pieces:
                 if isinstance(item, StreamEnd):
                     usage, finish = item.usage, item.finish_reason
                     break
+                live.answering = True
                 if watch.add(item):
                     finish = "loop"
                     break
             else:
                 raise TransientModelError(f"{self.base_url}: the stream ended before the answer did")
         finally:
+            with self._live_lock:
+                self._live.discard(live)
             pieces.close()  # a stopped loop: the connection closes, and the server stops writing
         # an end with no reason: llama-cpp-python's server ends a stream so when another request
         # waits (tgr.models.gateway narrows to one call at a time on seeing it)

@@ -435,6 +435,9 @@ class Gateway:
 
     def _one_at_a_time(self) -> None:
         if self._slots.narrow():
+            drop = getattr(self.chat_model, "drop_waiting", None)
+            if callable(drop):  # the others queued at the server would each be cut again
+                drop()
             self.note("the endpoint serves one request at a time (it ended an answer early to start "
                       "another): chat calls are now sent one at a time")
 
