@@ -3,6 +3,7 @@
     python bench/real_model.py                      # starts ../shared/real-llm/serve.sh (SmolLM2-135M)
     python bench/real_model.py --base-url http://127.0.0.1:8800/v1 --chat-model openai:smollm2
     python bench/real_model.py --corpus fixtures/corpus_en --question "Who is Jacob Marley?"
+    python bench/real_model.py --base-url http://127.0.0.1:8800/v1 --forms   # JSON under a schema vs tags
 
 Indexes the corpus into a new store in a temporary folder with the chat model (embeddings:
 tgr:hash-384, so that only the chat model is measured), then asks one local and one global
@@ -10,6 +11,11 @@ question through the same model, each in a new `tgr` process as a user would. Pr
 time, model calls, tokens, retries, answers cut (looping or at max_tokens), chunks extracted
 by the model and by the offline fallback, reports by generator, generated tokens per second,
 and both answers. CI never runs it (tests replay recorded answers of the same server).
+
+--forms instead asks the model to extract each chunk of the corpus twice, with the tag prompt
+and with the JSON prompt under the extraction schema (json_object+schema, as llama-cpp-python
+takes it), and prints per form: seconds, tokens, answers cut or looping, chunks with entities
+the text names, and those entities.
 """
 from __future__ import annotations
 
@@ -55,6 +61,7 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8800)
     parser.add_argument("--keep", help="copy the built store here")
     parser.add_argument("--extra", nargs="*", default=[], help="more `tgr index` options")
+    parser.add_argument("--forms", action="store_true", help="compare the tag and JSON extraction forms")
     args = parser.parse_args()
 
     server = None
@@ -69,6 +76,8 @@ def main() -> int:
             return 1
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
+        if args.forms:
+            return compare_forms(url, args.chat_model.split(":", 1)[-1], Path(args.corpus))
         with tempfile.TemporaryDirectory() as tmp:
             store = str(Path(tmp) / "demo.db")
             code, out, err, wall = tgr("index", store, args.corpus, "--base-url", url, "--chat-model", args.chat_model,
@@ -107,6 +116,44 @@ def main() -> int:
     finally:
         if server is not None:
             server.terminate()
+    return 0
+
+
+def compare_forms(url: str, model: str, corpus: Path) -> int:
+    """Each chunk extracted with the tag prompt and with JSON under the schema: what each keeps."""
+    sys.path.insert(0, str(ROOT))
+    from tgr.build.extract import extraction_budget
+    from tgr.ingest.chunking import chunk_text
+    from tgr.models.clients import OpenAIChat
+    from tgr.models.output_forms import JSON_OBJECT_SCHEMA, NONE, extraction_schema
+    from tgr.offline.entity_types import common_words
+    from tgr.parsing import grounded, parse_extraction
+    from tgr.prompts import DEFAULT_ENTITY_TYPES, Prompts
+    from tgr.text import estimate_tokens
+
+    chunks = [c.text for path in sorted(corpus.glob("*.txt"))
+              for c in chunk_text(path.read_text(encoding="utf-8"), path.stem)]
+    types = [t.strip() for t in DEFAULT_ENTITY_TYPES.split(",")]
+    chat = OpenAIChat(model, url, api_key="none", timeout=300)
+    for form in (JSON_OBJECT_SCHEMA, NONE):
+        chat.output_form = form
+        started, tokens, cut, with_entities, names = time.perf_counter(), 0, 0, 0, []
+        for text in chunks:
+            budget, items = extraction_budget(estimate_tokens(text))
+            if form == NONE:
+                answer = chat.complete(Prompts().extract.format(entity_types=DEFAULT_ENTITY_TYPES, text=text),
+                                       max_tokens=budget)
+            else:
+                answer = chat.complete(Prompts().extract_json.format(entity_types=", ".join(types), text=text),
+                                       max_tokens=budget,
+                                       schema={"name": "knowledge_graph", "schema": extraction_schema(types, items)})
+            tokens += answer.completion_tokens
+            cut += answer.cut
+            entities, _ = grounded(*parse_extraction(answer.text), text, common_words())
+            with_entities += bool(entities)
+            names.extend(e.name for e in entities)
+        print(f"{form:<20} {time.perf_counter() - started:6.0f} s  {tokens:6d} tokens  {cut} cut or looping  "
+              f"{with_entities}/{len(chunks)} chunks with entities the text names: {sorted(set(names))}")
     return 0
 
 

@@ -70,6 +70,16 @@ def extraction_budget(chunk_tokens: int) -> tuple[int, int]:
     return max(600, min(4096, 300 + int(1.5 * chunk_tokens))), items
 
 
+EXTRACT_PROMPT_TOKENS = 400  # the extraction prompt around its chunk, with the entity types
+
+
+def chunk_size_for(context_tokens: int) -> int:
+    """The largest chunk whose extraction prompt (estimated tokens, +15 % for tokenizers that
+    cut finer) and answer (extraction_budget) fit a context window of this many tokens."""
+    room = context_tokens - 1.15 * EXTRACT_PROMPT_TOKENS - 300
+    return max(64, int(room / (1.15 + 1.5)))
+
+
 class LLMExtractor:
     """Extraction by the chat model: one combined prompt per chunk, or the seed's two
     prompts with two_step, plus optional gleaning rounds; answers go through the gateway.
@@ -141,7 +151,8 @@ class LLMExtractor:
 
     def _save(self, state: _ChunkState, save: Save, reason: str | None = None) -> None:
         entities, relations = grounded(*_parsed(state), state.text, common_words())
-        reason = reason or state.cut or (None if entities else EMPTY)
+        # a cut answer keeps what it gave before the cut; with nothing usable, the cut is the reason
+        reason = reason or (None if entities else state.cut or EMPTY)
         if reason is None:
             self.by_model += 1
             save(state.id, entities, relations)

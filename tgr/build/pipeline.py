@@ -16,11 +16,11 @@ from . import stage_inputs as freshness
 from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
-from ..store.db import begin_writing, transaction, unfinished_message
+from ..store.db import begin_writing, set_meta, transaction, unfinished_message
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
-from .extract import extract_chunks
+from .extract import chunk_size_for, extract_chunks
 from ..models.gateway import Gateway
 from ..ingest.sources import read_documents
 from .ledger import (fill_summary, finish_run, learn_chat_endpoint, record_dimension, record_models,
@@ -56,6 +56,9 @@ class Build:
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
         self.store.record_prompts()
+        if documents:
+            self.learn_endpoint()
+            self.fit_chunks()
         self.store_documents(documents)
         self.extract()
         self.derive()
@@ -89,6 +92,21 @@ class Build:
             self.summary.documents_added = store_documents(
                 self.conn, documents, chunk_size=self.settings.chunk_size,
                 chunk_overlap=self.settings.chunk_overlap, progress=self.progress, replaced=replaced)
+
+    def fit_chunks(self) -> None:
+        """A new store's chunks, smaller where the chat model's context window (known) could not
+        hold an extraction prompt and its answer: smaller chunks rather than cut prompts."""
+        window = getattr(self.gateway.chat_model, "context_tokens", None)
+        size = self.settings.chunk_size
+        if not window or chunk_size_for(window) >= size or self.store.has_rows("chunks"):
+            return
+        fit = chunk_size_for(window)
+        self.settings.chunk_size = fit
+        self.settings.chunk_overlap = min(self.settings.chunk_overlap, fit // 10)
+        with transaction(self.conn):
+            set_meta(self.conn, **self.settings.to_meta())
+        self.warn(f"{self.gateway.chat_model.name} reads {window} tokens at most: chunks of {fit} tokens "
+                  f"instead of {size}, so that each extraction prompt and its answer fit")
 
     def learn_endpoint(self) -> None:
         """Before the first chat call that needs it: the chat endpoint's output form and context
