@@ -76,6 +76,19 @@ def cases(chat: OpenAIChat) -> dict[str, tuple[str, dict]]:
 
 
 def record(url: str, body: dict) -> dict:
+    """What the server answers a streamed request with this body (asked again, up to five
+    times, when another client's request ends the stream early)."""
+    for _ in range(5):
+        try:
+            answer = record_once(url, body)
+        except httpx.RemoteProtocolError:
+            continue
+        if "status" in answer or any('"finish_reason": "' in e or '"finish_reason":"' in e for e in answer["events"]):
+            return answer
+    raise SystemExit("the server kept ending the stream early: is another client using it?")
+
+
+def record_once(url: str, body: dict) -> dict:
     """What the server answers a streamed request with this body."""
     request = {**body, "stream": True, "stream_options": {"include_usage": True}}
     started = time.perf_counter()

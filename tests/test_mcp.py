@@ -217,4 +217,5 @@ def test_mcp_tools_run_at_once(tmp_path):
 
         answers, wall = anyio.run(run)
     assert all(a["answer"] and a["model"] == "openai:fake" for a in answers)
-    assert wall < len(asked) * LATENCY / 2, f"8 questions at once took {wall:.2f} s"
+    # one after another they take 4 s at the least; at once, well under that even on a loaded machine
+    assert wall < len(asked) * LATENCY * 0.75, f"8 questions at once took {wall:.2f} s"

@@ -17,7 +17,7 @@ from typing import Callable, Protocol
 
 from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
-from ..models.output_forms import extraction_schema, wants_json
+from ..models.output_forms import extraction_schema, output_form, wants_json
 from ..offline.entity_types import common_words
 from ..store.extractors import FALLBACK
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
@@ -97,7 +97,7 @@ class LLMExtractor:
         self.two_step, self.gleanings = two_step, gleanings
         self.name = gateway.chat_model.name
         self.warn = warn or (lambda message: None)
-        form = getattr(gateway.chat_model, "output_form", None)
+        form = output_form(gateway.chat_model)
         # a domain's own tag prompt is kept as written (a JSON twin of it is not ours to guess)
         self.json = wants_json(form) and not two_step and prompts.extract == Prompts().extract
         self.context_tokens = getattr(gateway.chat_model, "context_tokens", None)

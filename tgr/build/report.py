@@ -24,7 +24,7 @@ from . import stage_inputs as freshness
 from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
-from ..models.output_forms import report_schema, wants_json
+from ..models.output_forms import output_form, report_schema, wants_json
 from ..parsing import parse_report
 from ..prompts import Prompts
 from ..text import cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
@@ -337,7 +337,7 @@ def report_params(chat) -> dict:
     """The params of a report request: its token budget, and its JSON schema where the
     endpoint holds answers to one (tgr.models.output_forms)."""
     params = {"max_tokens": REPORT_MAX_TOKENS}
-    if wants_json(getattr(chat, "output_form", None)):
+    if wants_json(output_form(chat)):
         params["schema"] = {"name": "community_report", "schema": report_schema()}
     return params
 

@@ -371,11 +371,13 @@ class OpenAIChat(_OpenAIBase):
         while True:
             body = self.request_body(prompt, **params)
             try:
-                if self.stream_answers:
-                    return self._streamed(prompt, body)
-                return self._whole(prompt, body)
+                completion = self._streamed(prompt, body) if self.stream_answers else self._whole(prompt, body)
             except FormRefused:  # ask again in the next form (the last, none, is never refused)
                 self.output_form = next_form(self.output_form or OPENAI_FORMS[0])
+                continue
+            if "response_format" in body and self.output_form is None:
+                self.output_form = OPENAI_FORMS[0]  # taken: the store records it
+            return completion
 
     def probe_output_form(self) -> str:
         """Find the first structured-output form the endpoint takes, with one tiny request

@@ -56,8 +56,15 @@ def next_form(form: str, forms: tuple[str, ...] = OPENAI_FORMS) -> str:
 
 
 def wants_json(form: str | None) -> bool:
-    """Whether prompts in this form ask for JSON (else the portable tag prompts)."""
-    return form not in (None, NONE)
+    """Whether prompts in this form ask for JSON (else the portable tag prompts). None: a client
+    that takes forms but has not learnt its endpoint's yet (it starts with the first)."""
+    return form != NONE
+
+
+def output_form(chat) -> str:
+    """The chat model's output form; NONE for a model that takes no response_format (a
+    ChatModel of your own, without an `output_form` attribute)."""
+    return getattr(chat, "output_form", NONE) if chat is not None else NONE
 
 
 # --- the schemas tgr asks for ------------------------------------------------------------
