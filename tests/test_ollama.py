@@ -58,6 +58,8 @@ def test_a_store_built_with_ollama_sets_num_ctx_and_the_schema_and_resumes_with_
     extracting = [c for c in chats if prompt_kind(c["messages"][-1]["content"]) == "extract"]
     assert extracting and all(c["format"]["properties"]["entities"]["type"] == "array" for c in extracting)
     assert all(c["options"]["num_predict"] < 4096 for c in extracting)  # bounded by the chunk
+    reporting = [c for c in chats if prompt_kind(c["messages"][-1]["content"]) == "community_report"]
+    assert reporting and all("findings" in c["format"]["properties"] for c in reporting)
     assert ollama.requests["/api/show"][0] == {"model": MODEL}
 
     recorded = meta(db_path)
@@ -73,7 +75,12 @@ def test_a_store_built_with_ollama_sets_num_ctx_and_the_schema_and_resumes_with_
     assert by == {(True, "fallback: looping answer"), (False, f"ollama:{MODEL}")}
     assert rows(db_path, "SELECT count(*) FROM entities")[0][0] > 0
 
-    # resumed with no model options: the recorded models, at the server OLLAMA_HOST names
+    # resumed with no model options: the recorded models, at the server OLLAMA_HOST names; the
+    # output form another endpoint took (as if recorded there) is no use to Ollama's own API
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE meta SET value = 'json_schema' WHERE key = 'chat_output_form'")
+    conn.close()
     before = len(chats)
     host = ollama.url.removeprefix("http://")
     again = run("index", db_path, EN_CORPUS / "carol_stave1_part2.txt", *SMALL, env={"OLLAMA_HOST": host})
@@ -81,6 +88,8 @@ def test_a_store_built_with_ollama_sets_num_ctx_and_the_schema_and_resumes_with_
     later = ollama.requests["/api/chat"][before:]
     assert later and {c["model"] for c in later} == {MODEL}
     assert {c["options"]["num_ctx"] for c in later} == {DEFAULT_NUM_CTX}
+    assert all("format" in c for c in later if prompt_kind(c["messages"][-1]["content"]) == "extract")
+    assert meta(db_path)["chat_output_form"] == "ollama"
     answer = run("ask", db_path, "Who is Marley?", env={"OLLAMA_HOST": host})
     assert answer.exit_code == 0, answer.output
     assert ollama.requests["/api/chat"][-1]["model"] == MODEL and "warning" not in answer.output
