@@ -21,14 +21,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # both imported with the first request: a cold question needs neither
     import httpx
 
+    from .chat_stream import StreamEnd
+
 from ..errors import ModelError, StreamBroken, TransientModelError
-from .chat_stream import StreamEnd
 from .clients import (DEFAULT_TIMEOUT, EMBED_BATCH, Completion, _check_dims, _completion_of,
                       _is_transient_status, _retry_after, _usage, messages, redact)
 from .output_forms import OLLAMA, wants_json
@@ -149,6 +151,7 @@ class OllamaChat(_OllamaBase):
         self.name = f"ollama:{model}"
         self._length = _UNASKED
         self._num_ctx: int | None = None
+        self._fixing = threading.Lock()  # the first requests of a run come from several threads
         if context_tokens:
             self.context_tokens = context_tokens
 
@@ -157,7 +160,9 @@ class OllamaChat(_OllamaBase):
         """The context window every request asks for (num_ctx): as set, else the model's own
         length capped at DEFAULT_NUM_CTX; fixed once read."""
         if self._num_ctx is None:
-            self._num_ctx = self._fit(DEFAULT_NUM_CTX)
+            with self._fixing:
+                if self._num_ctx is None:
+                    self._num_ctx = self._fit(DEFAULT_NUM_CTX)
         return self._num_ctx
 
     @context_tokens.setter
@@ -203,6 +208,8 @@ class OllamaChat(_OllamaBase):
 
     def complete(self, prompt: str, **params) -> Completion:
         """One answer read as a stream, stopped when it loops (what came before is kept)."""
+        from .chat_stream import StreamEnd
+
         pieces = self._pieces(self.request_body(prompt, **params))
         watch, usage, finish = RepetitionWatch(), None, None
         try:
@@ -253,6 +260,8 @@ class OllamaChat(_OllamaBase):
 
 def _chat_line(line: str, where: str) -> tuple[str, StreamEnd | None]:
     """(text piece, StreamEnd on the last line) of one NDJSON line of /api/chat."""
+    from .chat_stream import StreamEnd
+
     try:
         data = json.loads(line)
     except ValueError:
