@@ -147,6 +147,6 @@ def _no_model_environment(monkeypatch):
     embedder (the local model costs seconds of CPU per chunk); tests of the local model and of
     the default choice name it or clear TGR_EMBED_MODEL themselves."""
     for name in ("ZHIPUAI_API_KEY", "TGR_BASE_URL", "TGR_API_KEY", "TGR_CHAT_MODEL", "TGR_EMBED_MODEL",
-                 "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TGR_EMBED_MODEL", "tgr:hash-384")

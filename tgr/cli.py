@@ -29,10 +29,12 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 
 def _model_options(fn):
     options = [
-        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url) or 'offline' "
+        click.option("--chat-model", help="zhipuai:NAME, openai:NAME (with --base-url), ollama:NAME or 'offline' "
                                           "(default: the one the store records)."),
-        click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME, local:multilingual-e5-small or tgr:hash-384."),
-        click.option("--base-url", envvar="TGR_BASE_URL", help="OpenAI-compatible endpoint (Ollama, vLLM, ...)."),
+        click.option("--embed-model", help="zhipuai:embedding-3, openai:NAME, ollama:NAME, "
+                                           "local:multilingual-e5-small or tgr:hash-384."),
+        click.option("--base-url", envvar="TGR_BASE_URL",
+                     help="OpenAI-compatible endpoint (vLLM, ...), or the Ollama server of ollama: models."),
         click.option("--offline", is_flag=True, help="No model calls: heuristic/extractive, the store's local embedder."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
                      help="Model calls in flight at once."),

@@ -9,7 +9,7 @@ from .. import __version__
 from ..store.db import Connection, get_meta, set_meta, transaction
 from ..models.gateway import Gateway, Usage
 from ..models.clients import ChatModel, Embedder, vector_type
-from ..models.output_forms import ALL_FORMS
+from ..models.output_forms import ALL_FORMS, OLLAMA
 from ..store.extractors import extracted_by
 from ..offline.providers import OFFLINE_EXTRACTOR
 from ..models.registry import chat_name, model_host
@@ -93,7 +93,9 @@ def learn_chat_endpoint(conn: Connection, gateway: Gateway, context_tokens: int 
         return
     meta, values = get_meta(conn), {}
     recorded = meta.get("chat_output_form")
-    if recorded in ALL_FORMS and hasattr(chat, "output_form"):  # else learnt from the first refusal
+    # else learnt from the first refusal; Ollama's own API has its own form, which no other takes
+    if (recorded in ALL_FORMS and hasattr(chat, "output_form")
+            and (recorded == OLLAMA) == (chat.output_form == OLLAMA)):
         chat.output_form = recorded
     recorded_window = meta.get("chat_context_tokens")
     window = context_tokens or (int(recorded_window) if str(recorded_window).isdigit() else None)
@@ -101,6 +103,7 @@ def learn_chat_endpoint(conn: Connection, gateway: Gateway, context_tokens: int 
         window = chat.context_window()
     if window:
         chat.context_tokens = window
+        window = chat.context_tokens or window  # a client may hold less (ollama: the model's own length)
         if str(window) != str(recorded_window):
             values["chat_context_tokens"] = window
     if values:

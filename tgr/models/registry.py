@@ -1,6 +1,7 @@
 """The model providers by name, and the chat model or embedder a spec string makes.
 
-Spec strings: "zhipuai:glm-4-flash", "openai:gpt-4o-mini", "tgr:hash-384"
+Spec strings: "zhipuai:glm-4-flash", "openai:gpt-4o-mini", "ollama:qwen2.5:7b" (Ollama's own
+API, tgr.models.ollama), "tgr:hash-384"
 (hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
 chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
@@ -12,9 +13,11 @@ Keys and endpoints, first found wins (docs: README "Keys and endpoints"):
   openai:   --base-url, TGR_BASE_URL, OPENAI_BASE_URL, else OpenAI's own endpoint;
             the key: api_key=, TGR_API_KEY, OPENAI_API_KEY (none needed at a named endpoint).
   zhipuai:  the key: api_key=, TGR_API_KEY, ZHIPUAI_API_KEY.
+  ollama:   --base-url, TGR_BASE_URL, OLLAMA_HOST, else 127.0.0.1:11434; no key.
 A store records the host of the endpoint it was built at (never a key) and shows it; the host
 is never used to send anything: with no endpoint named, a store built elsewhere than at
-OpenAI's endpoint is refused (building) or left out (questions), naming the host.
+OpenAI's endpoint (ollama: than on this machine) is refused (building) or left out
+(questions), naming the host.
 """
 from __future__ import annotations
 
@@ -35,9 +38,11 @@ from .clients import (
 )
 from .local_embedder import LocalEmbedder
 from .local_embedder import available as local_embed_available
+from .ollama import DEFAULT_URL as OLLAMA_URL
+from .ollama import OllamaChat, OllamaEmbedder, ollama_url
 
 OFFLINE_NAMES = {"offline", "none", "extractive", OFFLINE_WRITER}
-REMOTE_PROVIDERS = {"zhipuai", "openai"}  # embedders that need a key or an endpoint
+REMOTE_PROVIDERS = {"zhipuai", "openai", "ollama"}  # embedders that need a key or an endpoint
 LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
 
@@ -93,7 +98,8 @@ def endpoint_host(url: str | None) -> str | None:
 
 def model_host(model) -> str | None:
     """The endpoint host a model sends to (None: zhipuai's own, or computed in process)."""
-    return endpoint_host(getattr(model, "base_url", None)) if getattr(model, "name", "").startswith("openai:") else None
+    remote = getattr(model, "name", "").startswith(("openai:", "ollama:"))
+    return endpoint_host(getattr(model, "base_url", None)) if remote else None
 
 
 def _openai_endpoint(spec: str, base_url: str | None, api_key: str | None,
@@ -124,6 +130,27 @@ def _openai_embedder(name, *, spec, base_url, api_key, timeout, dim, recorded_ho
     return OpenAIEmbedder(name, url, dim=dim, api_key=key, timeout=timeout)
 
 
+def _ollama_endpoint(spec: str, base_url: str | None, recorded_host: str | None) -> str:
+    """The Ollama server of an ollama: model: the one named (--base-url, TGR_BASE_URL,
+    OLLAMA_HOST), else this machine's; a store built at another host is not sent here."""
+    if base_url or os.environ.get("OLLAMA_HOST"):
+        return ollama_url(base_url)
+    if recorded_host and recorded_host not in (endpoint_host(OLLAMA_URL), "localhost:11434"):
+        host = terminal_safe(recorded_host)
+        raise OutOfReach(f"{spec} was used at {host}: pass --base-url with that Ollama server's URL (or set "
+                         "OLLAMA_HOST)", f"used at {host}; set OLLAMA_HOST or --base-url")
+    return OLLAMA_URL
+
+
+def _ollama_chat(name, *, spec, base_url, api_key, timeout, recorded_host=None) -> ChatModel:
+    return OllamaChat(name, _ollama_endpoint(f"ollama:{name}", base_url, recorded_host), timeout=timeout)
+
+
+def _ollama_embedder(name, *, spec, base_url, api_key, timeout, dim, recorded_host=None) -> Embedder:
+    return OllamaEmbedder(name, _ollama_endpoint(f"ollama:{name}", base_url, recorded_host), dim=dim,
+                          timeout=timeout)
+
+
 def _hashed(name: str, **_) -> Embedder:
     size = name.rsplit("-", 1)[-1]
     return HashEmbedder(int(size) if size.isdigit() else 384)
@@ -135,6 +162,7 @@ CHAT_PROVIDERS = {
     "zhipuai": lambda name, *, spec, base_url, api_key, timeout, recorded_host=None: ZhipuChat(
         name, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
     "openai": _openai_chat,
+    "ollama": _ollama_chat,
 }
 EMBED_PROVIDERS = {
     "tgr": _hashed,
@@ -142,6 +170,7 @@ EMBED_PROVIDERS = {
     "zhipuai": lambda name, *, spec, base_url, api_key, timeout, dim, recorded_host=None: ZhipuEmbedder(
         name, dim=dim, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
     "openai": _openai_embedder,
+    "ollama": _ollama_embedder,
 }
 
 
@@ -191,7 +220,7 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
     factory = EMBED_PROVIDERS.get(provider)
     if factory is None:
         raise ModelError(f"unknown embedding provider in {spec!r} "
-                         "(use zhipuai:, openai:, local:multilingual-e5-small or tgr:hash-384)")
+                         "(use zhipuai:, openai:, ollama:, local:multilingual-e5-small or tgr:hash-384)")
     return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, dim=dim,
                    recorded_host=recorded_host)
 
