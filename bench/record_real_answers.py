@@ -33,9 +33,14 @@ OUT = ROOT / "tests" / "fixtures" / "real_model"
 SERVER = "SmolLM2-135M-Instruct (Q4_1) on llama-cpp-python 0.3.36's OpenAI-compatible server, 2 threads"
 
 
-def carol_chunks() -> list[str]:
-    text = (ROOT / "fixtures" / "corpus_en" / "carol_stave1_part1.txt").read_text(encoding="utf-8")
+def carol_chunks(part: int = 1) -> list[str]:
+    text = (ROOT / "fixtures" / "corpus_en" / f"carol_stave1_part{part}.txt").read_text(encoding="utf-8")
     return [c.text for c in chunk_text(text, "carol")]
+
+
+def chunk_with(words: str) -> str:
+    """The chunk of the Carol's first stave that holds these words."""
+    return next(c for part in (1, 2) for c in carol_chunks(part) if words in c)
 
 
 def extraction_request(chat: OpenAIChat, chunk: str, form: str, max_tokens: int | None = None) -> dict:
@@ -57,8 +62,10 @@ def cases(chat: OpenAIChat) -> dict[str, tuple[str, dict]]:
                       "2,Marley,Scrooge's partner, dead seven years\n-Relationships-\nid,source,target,description\n"
                       "1,Scrooge,Marley,were partners for many years")
     return {
-        "extract_tags_loops": ("tgr's tag prompt (the portable form) for the first Carol chunk",
-                               extraction_request(chat, chunks[0], NONE, max_tokens=500)),
+        # the chunk ../shared/real-llm/extract-smollm2-135m.json saw loop for 4,096 tokens
+        "extract_tags_loops": ("tgr's tag prompt (the portable form) for the chunk of Marley's ghost",
+                               extraction_request(chat, chunk_with("'I don't know,' said Scrooge."), NONE,
+                                                  max_tokens=500)),
         "extract_json_schema_refused": ("response_format json_schema, which this server does not take",
                                         extraction_request(chat, chunks[0], JSON_SCHEMA)),
         "extract_json_object_schema": ("the JSON prompt under the extraction schema (json_object+schema)",

@@ -24,17 +24,22 @@ class StreamEnd:
 
 def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Exception],
                   status_error: Callable[[object], Exception],
-                  opened: Callable[[object], None] | None = None) -> Iterator[str | StreamEnd]:
+                  opened: Callable[[object], None] | None = None,
+                  read_timeout: float | None = None) -> Iterator[str | StreamEnd]:
     """Text pieces of one streamed /chat/completions request, then a StreamEnd.
 
     describe(exc) turns an httpx error into tgr's (without secrets); status_error(response)
     turns an HTTP error answer into tgr's; opened(response), if given, is told the response
-    as soon as it starts (so that another thread can close it)."""
+    as soon as it starts (so that another thread can close it); read_timeout, if given, is the
+    longest wait for the next piece of the stream (else the client's)."""
     import httpx
 
     request = {**body, "stream": True, "stream_options": {"include_usage": True}}
     try:
-        with http.stream("POST", url, json=request) as response:
+        timeout = http.timeout
+        if read_timeout is not None:
+            timeout = httpx.Timeout(connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool)
+        with http.stream("POST", url, json=request, timeout=timeout) as response:
             if opened is not None:
                 opened(response)
             if response.status_code >= 400:

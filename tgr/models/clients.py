@@ -86,6 +86,15 @@ def embeds(kind: str, model: str) -> bool:
     return not (kind == "reports" and model.startswith("local:"))
 
 
+PROMPT_TOKENS_PER_SECOND_FLOOR = 10.0  # a loaded CPU reading a long prompt (SmolLM2-135M on 2 busy cores: ~30)
+
+
+def first_token_timeout(idle: float, prompt: str) -> float:
+    """How long a streamed answer may go without a piece: the idle timeout, plus the time a slow
+    local server may take to read the prompt before its first token (about 10 tokens a second)."""
+    return idle + estimate_tokens(prompt) / PROMPT_TOKENS_PER_SECOND_FLOOR
+
+
 def is_local_endpoint(url: str) -> bool:
     """Whether an endpoint runs on this machine or its network (a local model server)."""
     import ipaddress
@@ -435,7 +444,8 @@ class OpenAIChat(_OpenAIBase):
         describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
         live = _LiveStream()
         pieces = openai_pieces(self._http, f"{self.base_url}{path}", body, describe,
-                               lambda response: self._status_error(response, path, body), opened=live.open)
+                               lambda response: self._status_error(response, path, body), opened=live.open,
+                               read_timeout=first_token_timeout(self.timeout, prompt))
         watch, usage, finish = RepetitionWatch(), None, None
         with self._live_lock:
             self._live.add(live)
