@@ -713,22 +713,29 @@ def show(store, ident, as_json):
 @click.argument("store", type=_EXISTING_FILE)
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every finding as JSON.")
-def check(store, fix, as_json):
+@click.option("--digest", "print_digest", is_flag=True,
+              help="Print the verified content digest (to publish next to the file), like sha256sum.")
+def check(store, fix, as_json, print_digest):
     """Explain what is wrong with STORE. Exit 0: a complete store; 1: unfinished (one line each on
-    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged."""
-    from .build.check import EXIT_CODES, diagnose, fix as finish, verdict
+    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged, or its content is not
+    the content its last build recorded (content digest)."""
+    from .build.check import EXIT_CODES, examine, fix as finish, verdict
 
-    problems = diagnose(store)
+    problems, digest = examine(store)
     done = []
     if fix and verdict(problems) != "refused":  # nothing in a refused file is touched
         done = finish(store)
-        problems = diagnose(store)
+        problems, digest = examine(store)
     status = verdict(problems)
     if as_json:
         click.echo(json.dumps({"store": store, "status": status, "exit_code": EXIT_CODES[status], "fixed": done,
+                               "content_digest": digest if status == "complete" else None,
                                "problems": [{"severity": p.severity, "message": p.message} for p in problems]},
                               indent=2, ensure_ascii=False))
         sys.exit(EXIT_CODES[status])
+    if print_digest and status == "complete":
+        click.echo(f"{digest}  {store}")
+        sys.exit(0)
     for line in done:
         click.echo(f"fixed      {line}")
     for problem in problems:

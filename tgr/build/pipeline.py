@@ -17,6 +17,7 @@ from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from ..store.db import begin_writing, settle, transaction, unfinished_message
+from ..store.integrity import record_digest
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
@@ -307,6 +308,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
         summary.wall_s = round(time.perf_counter() - started, 3)
         fill_summary(store.conn, summary, gateway, before)
         finish_run(store.conn, run_id, status, summary)
+        record_digest(store.conn)  # what `tgr check` compares the content with
         complete = settle(store.conn)
         store.release_lock()
     if not complete:  # the work is saved, but the .db alone is not the whole store yet
