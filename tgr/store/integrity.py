@@ -108,7 +108,13 @@ def forget_digest(conn) -> None:
 
 def damage(conn) -> list[str]:
     """What SQLite finds damaged in the file: [] when intact. Reads only."""
-    lines = [row[0] for row in conn.execute(f"PRAGMA integrity_check({INTEGRITY_LINES})")]
+    old_factory = conn.text_factory
+    conn.text_factory = bytes  # its messages may quote damaged bytes
+    try:
+        lines = [row[0].decode("utf-8", "replace")
+                 for row in conn.execute(f"PRAGMA integrity_check({INTEGRITY_LINES})")]
+    finally:
+        conn.text_factory = old_factory
     if lines != ["ok"]:
         return lines
     return fts_damage(conn)
