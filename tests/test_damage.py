@@ -97,3 +97,25 @@ def test_every_damaged_copy_whose_content_changed_exits_2(tmp_path, original):
         assert path.read_bytes() == damaged  # check never writes
     assert changed >= COPIES // 2  # the damage reached content often enough to test something
     assert time.monotonic() - started < 60
+
+
+def test_asking_a_damaged_copy_answers_or_says_in_one_line_that_it_is_damaged(tmp_path):
+    """Where the question meets the damage, nothing is answered: one line naming the store and
+    `tgr check`, exit 1; never a traceback, never a write."""
+    rng = random.Random(38)
+    data = DEMO.read_bytes()
+    refused = 0
+    for n in range(COPIES):
+        _, damaged = damage(data, rng)
+        path = tmp_path / f"copy{n}.db"
+        path.write_bytes(damaged)
+        result = CliRunner().invoke(main, ["ask", str(path), "Who is Jacob Marley?", "--no-stream"])
+        assert result.exit_code in (0, 1)
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        if result.exit_code:
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and str(path) in lines[0], result.output
+            assert "tgr check" in lines[0] or "not a usable SQLite database" in lines[0], lines
+            refused += 1
+        assert path.read_bytes() == damaged
+    assert refused >= COPIES // 4

@@ -161,8 +161,21 @@ def _progress(quiet: bool):
 _NEW_STORE = "tgr.new_store"  # ctx.meta key: the RemovedIfUnused guard of the running command
 
 
+_PARAMS = "tgr.params"  # ctx.meta key (shared with the group's context): the running command's params
+
+
+class _Command(click.Command):
+    """A command whose parameters the group can name in an error line (which store)."""
+
+    def invoke(self, ctx):
+        ctx.meta[_PARAMS] = ctx.params
+        return super().invoke(ctx)
+
+
 class _Group(click.Group):
     """Turns tgr's own errors and Ctrl-C into one line on stderr and a non-zero exit."""
+
+    command_class = _Command
 
     def invoke(self, ctx):
         try:
@@ -176,8 +189,26 @@ class _Group(click.Group):
                 click.echo("\ninterrupted: everything finished so far is saved in the store; "
                            "run the same command again to resume", err=True)
             ctx.exit(130)
-        except (TgrError, ValueError, OSError, DatabaseError) as exc:
+        except DatabaseError as exc:  # SQLite met damage (or a lock) reading the store
+            raise click.ClickException(_one_line(_database_error(ctx, exc))) from None
+        except (TgrError, ValueError, OSError) as exc:
             raise click.ClickException(_one_line(exc)) from None
+
+
+_DAMAGE_WORDS = ("malformed", "corrupt", "not a database", "disk i/o", "read error", "iter error")
+
+
+def _database_error(ctx, exc: Exception) -> str:
+    """An SQLite error met while reading: the store it concerns and, for damage, what to run."""
+    params = ctx.meta.get(_PARAMS, {})
+    stores = [params["store"]] if params.get("store") else list(params.get("stores") or ())
+    if params.get("stores_and_question"):  # (stores, question), as _stores_and_question gives it
+        stores = list(params["stores_and_question"][0])
+    label = stores[0] if len(stores) == 1 else "a store"
+    if not any(word in str(exc).lower() for word in _DAMAGE_WORDS):
+        return f"{label}: {exc}"
+    where = f"`tgr check {stores[0]}`" if len(stores) == 1 else "`tgr check STORE` on each store"
+    return f"{label} is damaged: SQLite reports {exc}; nothing was answered from it ({where} says what is wrong)"
 
 
 def _warn(message: str) -> None:
