@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..store import db, opening as storefile
+from ..store import db, integrity, opening as storefile
 from ..errors import InputError, StoreError
 from ..store.untrusted_text import terminal_safe
 from .merge_stores_copy import Copied, Target, copy_store, known_vectors
@@ -121,9 +121,13 @@ def _open_input(label: str) -> _Input:
         if version < db.SCHEMA_VERSION:
             raise StoreError(f"{label}: refused, schema {version} is older than this tgr's {db.SCHEMA_VERSION}; "
                              f"upgrade it first with `tgr index {label}` (on a copy, if it must stay as it is)")
-        damage = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
-        if damage != ["ok"]:
+        damage = integrity.damage(conn)  # as `tgr check` reads it: every page, the full-text index
+        if damage:
             raise StoreError(f"{label}: refused, damaged: {'; '.join(map(str, damage))}")
+        recorded = integrity.recorded_digest(conn)
+        if recorded is not None and recorded != integrity.content_digest(conn):
+            raise StoreError(f"{label}: refused, its content changed since it was built (content digest); "
+                             f"see `tgr check {label}`")
         meta = db.get_meta(conn)
         IndexSettings.from_meta(meta)  # refuses unusable settings
         if "embed_model" not in meta or not str(meta.get("embed_dim", "")).isdigit():
