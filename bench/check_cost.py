@@ -101,8 +101,8 @@ def cksum_costs(store: Path, extension: Path, questions: int) -> None:
         print(f"pages with a valid checksum: {valid[1]} of {valid[0]}; quick_check with verification on: {quick}")
         import sqlite3 as stock  # the stdlib module, linked to the system's SQLite
         plain = stock.connect(f"file:{copy}?mode=ro", uri=True)
-        print(f"stock sqlite3 {stock.sqlite_version} reads it: {plain.execute('SELECT count(*) FROM chunks').fetchone()[0]} "
-              "chunks")
+        chunks = plain.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        print(f"stock sqlite3 {stock.sqlite_version} reads it: {chunks} chunks")
         plain.close()
         times = {"on": [], "off": []}
         for n in range(questions):

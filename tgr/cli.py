@@ -10,7 +10,7 @@ import time
 
 import click
 
-from . import __version__
+from .version import __version__
 from .store.db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
@@ -359,7 +359,7 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
     """Unite STORES (built separately with the same settings) into OUT, new or existing, and
     build the graph, communities, reports and embeddings once on the union. No chunk is
     extracted again; summaries and reports new to the union may ask the chat model."""
-    from .build.merge_stores import merge_stores
+    from . import merge_stores
 
     if offline:  # as for index: no chat model, no network, the stores' local embedder
         chat_model, embed_model = "offline", embed_model or "offline"

@@ -98,7 +98,7 @@ def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
 def _vector_damage(conn: db.Connection) -> list[str]:
     """sqlite-vec tables out of step with the rows they index: a vector the vec0 table cannot
     read back, or a row marked embedded (embed_hash) whose vector is missing."""
-    from .embed import TARGETS
+    from ..store.vector_rows import TARGETS
     from ..models.clients import embeds
 
     model = db.get_meta(conn).get("embed_model", "")
@@ -183,7 +183,7 @@ def _stale_stages(conn: db.Connection, path: Path, chunks: int, merge_pending: b
 
 def _portable_left(conn: db.Connection, path: Path) -> list[str]:
     """Rows with no portable vector in a store that keeps them (tgr.portable)."""
-    from .embed import TARGETS
+    from ..store.vector_rows import TARGETS
     from ..models.clients import embeds
 
     model = db.get_meta(conn).get(db.PORTABLE_MODEL_KEY)

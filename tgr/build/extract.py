@@ -19,7 +19,7 @@ from ..models.gateway import ChatJob, Gateway
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
                       parse_relations, says_none)
 from ..prompts import Prompts
-from .resolve import name_key
+from ..text import name_key
 from .title_subjects import document_subjects, with_subject
 
 Progress = Callable[[str, int, int], None]

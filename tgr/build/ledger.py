@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from .. import __version__
+from ..version import __version__
 from ..store.db import Connection, get_meta, set_meta, transaction
 from ..store.integrity import forget_digest
 from ..models.gateway import Gateway, Usage

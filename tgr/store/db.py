@@ -17,7 +17,7 @@ from pathlib import Path
 
 import sqlean as sqlite3
 
-from .. import __version__
+from ..version import __version__
 from . import hardening
 from ..errors import StoreError
 

@@ -137,7 +137,8 @@ def fts_damage(conn) -> list[str]:
         scratch.execute("CREATE TABLE chunks(seq INTEGER PRIMARY KEY, terms TEXT)")
         scratch.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='chunks', content_rowid='seq')")
         scratch.execute("BEGIN")
-        scratch.executemany("INSERT INTO chunks VALUES (?, ?)", conn.execute(f"SELECT seq, terms FROM chunks {pending}"))
+        rows = conn.execute(f"SELECT seq, terms FROM chunks {pending}")
+        scratch.executemany("INSERT INTO chunks VALUES (?, ?)", rows)
         for shadow in ("data", "idx", "docsize", "config"):
             table = f"chunks_fts_{shadow}"
             scratch.execute(f"DELETE FROM {table}")
