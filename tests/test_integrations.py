@@ -146,3 +146,16 @@ def test_the_retrievers_never_show_a_stores_key(store, chinese):
     with tgr.open_many([store, chinese], api_key="sk-secret-123") as stores:
         retriever = langchain_retriever(stores)
     assert "sk-secret" not in repr(retriever) and "sk-secret" not in json.dumps(retriever.model_dump(), default=str)
+
+
+def test_a_retriever_opens_its_store_once_and_serves_every_thread(store):
+    """The frameworks call a retriever from worker threads: it opens the store on its first query
+    and every thread shares it (no 10-20 ms open per query), with the rankings of one thread."""
+    retriever = langchain_retriever(store, k=3)
+    questions = ["Who is Scrooge's clerk?", "Who raises the white whale?", "What is Marley's chain made of?"] * 3
+    alone = [[d.id for d in retriever.invoke(q)] for q in questions]
+    opened = retriever._opened._stores
+    batches = retriever.batch(questions, config={"max_concurrency": 9})
+    assert [[d.id for d in docs] for docs in batches] == alone
+    assert retriever._opened._stores is opened and len(opened) == 1
+    assert opened[0]._store.threads.leased == 0  # every thread gave its connection back

@@ -175,3 +175,46 @@ def test_mcp_starts_without_a_warning(store):
                              capture_output=True, text=True, env={**env, "PYTHONPATH": SERVER_PATH}, cwd=ROOT,
                              timeout=60)
     assert started.returncode == 0 and started.stderr == ""
+
+
+def test_mcp_tools_run_at_once(tmp_path):
+    """Questions a client sends together are answered together (the store's calls run on a pool
+    of threads sharing one KnowledgeBase): 8 asks against the fake at 0.5 s per chat call take
+    well under the 4 s they would one after another."""
+    from test_threads import EN_CORPUS, KEY, LATENCY, SMALL, fake_server, models, questions
+
+    import tgr
+
+    path = tmp_path / "carol.db"
+    with fake_server(0.0) as quick, fake_server(LATENCY) as slow:
+        with tgr.open(path, **models(quick)) as kb:
+            kb.index([str(sorted(EN_CORPUS.glob("*.txt"))[0])], **SMALL)
+        asked = questions(8)
+        params = StdioServerParameters(
+            command=sys.executable, cwd=str(ROOT), env={"PYTHONPATH": SERVER_PATH, "TGR_API_KEY": KEY},
+            args=["-m", "tgr.cli", "mcp", str(path), "--chat-model", "openai:fake", "--embed-model",
+                  "openai:fake-embedding", "--base-url", slow])
+
+        async def run():
+            with anyio.fail_after(120):
+                return await session_of()
+
+        async def session_of():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.call_tool("ask", {"question": asked[0]})  # warm: imports, the first call
+                    answers = [None] * len(asked)
+
+                    async def ask(n: int) -> None:
+                        answers[n] = payload(await session.call_tool("ask", {"question": asked[n]}))
+
+                    started = anyio.current_time()
+                    async with anyio.create_task_group() as group:
+                        for n in range(len(asked)):
+                            group.start_soon(ask, n)
+                    return answers, anyio.current_time() - started
+
+        answers, wall = anyio.run(run)
+    assert all(a["answer"] and a["model"] == "openai:fake" for a in answers)
+    assert wall < len(asked) * LATENCY / 2, f"8 questions at once took {wall:.2f} s"

@@ -74,7 +74,20 @@ def test_plain_lines_come_every_few_seconds(capsys):
     assert [line.split()[:2] for line in out] == [
         ["extract", "0/100"], ["extract", "30/100"], ["extract", "50/100"], ["extract", "60/100"],
         ["report", "0/4"]]
-    assert out[1].endswith("(30%) 5.5 s")
+    assert out[1].endswith("(30%) 5.5 s · about 13 s left")  # 70 left at 30 per 5.5 s
+
+
+def test_plain_lines_say_tokens_per_second_and_time_left_of_a_slow_model(capsys):
+    from tgr.models.gateway import Usage
+
+    now, usage = [0.0], Usage()
+    lines = _Lines(interval=5.0, clock=lambda: now[0])
+    lines.watch_usage(lambda: usage)
+    lines("extract", 0, 10)
+    now[0], usage.completion_tokens = 120.0, 1800
+    lines("extract", 2, 10)
+    out = capsys.readouterr().err.splitlines()
+    assert out[-1] == "extract           2/10 (20%) 120.0 s · 15.0 tokens/s · about 8 min left"
 
 
 def test_delete_and_rebuild_report_progress_as_plain_lines_too(db_path):

@@ -46,6 +46,12 @@ def _model_options(fn):
     return fn
 
 
+def _context_option(fn):
+    return click.option("--context-tokens", type=click.IntRange(512, 10_000_000),
+                        help="The chat model's context window in tokens, where its server does not say "
+                             "(llama.cpp's /props and Ollama's /api/show do); recorded in the store.")(fn)
+
+
 def _prompt_options(fn):
     fn = click.option("--prompts", "prompts_file", type=_EXISTING_FILE,
                       help="JSON or TOML file of prompt templates (fields of tgr.Prompts); recorded in the store.")(fn)
@@ -66,13 +72,13 @@ def _open(path: str, *, create: bool, readonly=False, **options) -> KnowledgeBas
 
 
 def _store_options(*, chat_model=None, embed_model=None, base_url=None, offline=False, concurrency=8, rpm=None,
-                   timeout=120.0, retries=6, prompts_file=None) -> dict:
+                   timeout=120.0, retries=6, prompts_file=None, context_tokens=None) -> dict:
     """KnowledgeBase options from the command line's model options."""
     if offline:  # no chat model, no network: extractive answers, the store's local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
     prompts = load_prompts_file(prompts_file) if prompts_file else None
     return dict(chat=chat_model, embedder=embed_model, base_url=base_url, concurrency=concurrency, rpm=rpm,
-                timeout=timeout, max_retries=retries, prompts=prompts)
+                timeout=timeout, max_retries=retries, prompts=prompts, context_tokens=context_tokens)
 
 
 def _open_stores(paths: tuple[str, ...], **options):
@@ -84,6 +90,36 @@ def _open_stores(paths: tuple[str, ...], **options):
     return open_many(list(paths), **_store_options(**options))
 
 
+class _Pace:
+    """How fast a stage goes: the model's generated tokens per second in it (when the run
+    gives its usage: watch_usage) and the time left at the pace of the items done so far."""
+
+    def __init__(self):
+        self.usage = None
+        self.tokens_at_start = 0
+        self.done_at_start = 0
+
+    def start(self, done: int) -> None:
+        self.done_at_start = done
+        self.tokens_at_start = self._tokens()
+
+    def _tokens(self) -> int:
+        return self.usage().completion_tokens if self.usage is not None else 0
+
+    def tokens_per_second(self, elapsed: float) -> str:
+        made = self._tokens() - self.tokens_at_start
+        return f"{made / elapsed:.1f} tokens/s" if made > 0 and elapsed > 0 else ""
+
+    def describe(self, done: int, total: int, elapsed: float) -> str:
+        """" · 14.2 tokens/s · about 3 min left" (the parts known so far), or ""."""
+        parts = [self.tokens_per_second(elapsed)]
+        finished = done - self.done_at_start
+        if 0 < finished and done < total and elapsed >= 1:
+            left = elapsed / finished * (total - done)
+            parts.append(f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left")
+        return "".join(f" · {part}" for part in parts if part)
+
+
 class _Bars:
     """One progress bar per stage, drawn on stderr."""
 
@@ -92,6 +128,12 @@ class _Bars:
         self.stage = None
         self.bar = None
         self.done = 0
+        self.pace = _Pace()
+        self.started = 0.0
+
+    def watch_usage(self, usage) -> None:
+        """usage(): the run's model usage so far (tgr.models.gateway.Usage), for tokens per second."""
+        self.pace.usage = usage
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.quiet:
@@ -100,13 +142,17 @@ class _Bars:
             self.close()
             if total == 0:
                 return
-            self.stage, self.done = stage, 0
+            self.stage, self.done, self.started = stage, 0, time.monotonic()
+            self.pace.start(0)
             self.bar = click.progressbar(length=total, label=f"{stage:<17}", file=sys.stderr,
-                                         show_pos=True, width=30)
+                                         show_pos=True, width=30, item_show_func=lambda _: self._rate())
             self.bar.__enter__()
         if self.bar is not None and done > self.done:
             self.bar.update(done - self.done)
             self.done = done
+
+    def _rate(self) -> str | None:
+        return self.pace.tokens_per_second(time.monotonic() - self.started) or None
 
     def close(self) -> None:
         if self.bar is not None:
@@ -121,6 +167,7 @@ class _Lines:
     def __init__(self, interval: float = 5.0, clock=time.monotonic):
         self.interval, self.clock = interval, clock
         self.stage, self.started, self.last, self.state, self.shown = None, 0.0, 0.0, (0, 0), None
+        self.pace = _Pace()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
@@ -129,6 +176,7 @@ class _Lines:
                 return
             self.close()
             self.stage, self.started = stage, now
+            self.pace.start(done)
             self._line(done, total, now)
             return
         self.state = (done, total)
@@ -139,7 +187,12 @@ class _Lines:
         self.state = self.shown = (done, total)
         self.last = now
         percent = 100 * done // total if total else 100
-        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s", err=True)
+        click.echo(f"{self.stage:<17} {done}/{total} ({percent}%) {now - self.started:.1f} s"
+                   f"{self.pace.describe(done, total, now - self.started)}", err=True)
+
+    def watch_usage(self, usage) -> None:
+        """usage(): the run's model usage so far (tgr.models.gateway.Usage), for tokens per second."""
+        self.pace.usage = usage
 
     def close(self) -> None:
         if self.stage is not None and self.state != self.shown:
@@ -260,6 +313,7 @@ def main() -> None:
 @click.option("--disambiguate", is_flag=True, default=None, help="Ask the LLM about same-name entities.")
 @click.option("--max-cluster-size", type=click.IntRange(2), help="Split communities larger than this (default 10).")
 @click.option("--seed", type=int, help="Leiden seed (default 42).")
+@_context_option
 @_prompt_options
 @click.option("--portable", is_flag=True,
               help="Also keep the local embedder's vectors, for those who can't reach the store's own embedder.")
@@ -277,8 +331,8 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def index(store, paths, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries, chunk_size,
-          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, entity_types, prompts_file,
-          portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
+          chunk_overlap, two_step, gleanings, disambiguate, max_cluster_size, seed, context_tokens, entity_types,
+          prompts_file, portable, keep_boilerplate, estimate, batch, no_wait, batch_fallback, as_json, quiet):
     """Index documents (files, directories, '-' for stdin) into STORE.
 
     With no PATHS, finish what STORE itself still holds: chunks an interrupted run did not
@@ -295,7 +349,7 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
     with fresh, \
             _open(target, create=True, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                   offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-                  prompts_file=prompts_file) as kb:  # a failed first index leaves no file
+                  prompts_file=prompts_file, context_tokens=context_tokens) as kb:  # a failed first index leaves no file
         if estimate:
             result = kb.estimate(paths, batch=bool(batch), **settings)
             _print_mapping(result, as_json)
@@ -328,6 +382,14 @@ def index(store, paths, chat_model, embed_model, base_url, offline, concurrency,
             by_stage = ", ".join(f"{k} {v}" for k, v in summary.calls_by_stage.items() if v) or "none"
             click.echo(f"model calls    {summary.model_calls} ({by_stage}); cache hits {summary.cache_hits}{local}")
             click.echo(f"tokens         {summary.prompt_tokens} prompt, {summary.completion_tokens} completion")
+            if summary.retries or summary.answers_cut:
+                click.echo(f"answers        {summary.answers_cut} stopped (looping or at max_tokens); "
+                           f"{summary.retries} retries")
+            if summary.extracted_by and "fallback" in summary.extracted_by:
+                click.echo(f"extracted      {summary.extracted_by}")
+            if summary.reports_by.get("fallback"):
+                said = ", ".join(f"{n} by {g}" for g, n in summary.reports_by.items())
+                click.echo(f"reports by     {said} (fallback: the model's answer was unusable)")
             if summary.batch_calls:
                 click.echo(f"batch          {summary.batch_calls} calls at half price; billed as "
                            f"{summary.billed_tokens} tokens")
@@ -699,16 +761,17 @@ def serve(store, host, port, get_path):
 @click.option("--add", "add", metavar="LOCAL_MODEL",
               help="With 'embeddings': keep portable vectors of this local embedder (local:multilingual-e5-small) "
                    "beside the store's own, for recipients who cannot reach its embedder.")
+@_context_option
 @_prompt_options
 @click.option("-q", "--quiet", is_flag=True)
 def rebuild(store, stage, chat_model, embed_model, base_url, offline, concurrency, rpm, timeout, retries,
-            max_cluster_size, add, entity_types, prompts_file, quiet):
+            max_cluster_size, add, context_tokens, entity_types, prompts_file, quiet):
     """Rebuild one derived STAGE of STORE from what the file holds (with the prompts it records)."""
     if add is not None and (stage != "embeddings" or max_cluster_size or entity_types or embed_model):
         raise click.UsageError("--add goes with the embeddings stage alone (it adds portable vectors)")
     with _open(store, create=False, chat_model=chat_model, embed_model=embed_model, base_url=base_url,
                offline=offline, concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries,
-               prompts_file=prompts_file) as kb:
+               prompts_file=prompts_file, context_tokens=context_tokens) as kb:
         with _progress(quiet) as progress:
             if add is not None:
                 summary = kb.rebuild(stage, progress=progress, add=add)

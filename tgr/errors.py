@@ -61,3 +61,9 @@ class TransientModelError(ModelError):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StreamBroken(TransientModelError):
+    """A streamed answer's connection closed before the answer ended: a dropped network, or a
+    one-slot local server (llama-cpp-python's) that dropped it to start another request."""
+

@@ -8,7 +8,9 @@
 """
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -32,17 +34,58 @@ Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
 
 
+def _reads(method):
+    """The method, run with a connection of the calling thread's (tgr/session.py: one
+    KnowledgeBase serves any number of threads; the opening thread uses its own)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        store = self._store
+        if threading.get_ident() == store.home:
+            return method(self, *args, **kwargs)
+        with store.reading():
+            return method(self, *args, **kwargs)
+    return call
+
+
+def _written(store: StoreAdmin, write: Callable[[], Iterator[str | Answer]],
+             stream: bool) -> Answer | Iterator[str | Answer]:
+    """The Answer of write()'s steps, or with stream the steps themselves; on a thread other
+    than the opening one, they hold the thread's connection until they end."""
+    if threading.get_ident() == store.home or store.threads.current() is not None:
+        steps = write()
+        return steps if stream else final_answer(steps)
+    with store.threads.lease() as conn:
+        steps = write()
+        if not stream:
+            return final_answer(steps)
+        store.threads.handed_over()
+        return store.threads.kept(steps, conn)
+
+
+def _writes(method):
+    """The method, after this process's other writers, with a writable connection."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._store.writing():
+            return method(self, *args, **kwargs)
+    return call
+
+
 class KnowledgeBase:
-    """One tgr store. Use tgr.open(path) to get one; close() it (or use `with`)."""
+    """One tgr store. Use tgr.open(path) to get one; close() it (or use `with`).
+
+    Any number of threads may share one: each thread other than the opening one reads
+    through a connection of its own, and writes (index, rebuild, delete) take turns."""
 
     def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
                  embedder: Embedder | str | None = None, base_url: str | None = None,
                  api_key: str | None = None, concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 120.0, max_retries: int = 6, prompts: Prompts | dict | None = None,
-                 create: bool | None = None, readonly: bool = False):
+                 create: bool | None = None, readonly: bool = False, context_tokens: int | None = None):
         self._store = StoreAdmin(path, create=create, readonly=readonly, prompts=prompts, chat=chat,
                                  embedder=embedder, base_url=base_url, api_key=api_key, timeout=timeout,
-                                 concurrency=concurrency, rpm=rpm, max_retries=max_retries)
+                                 concurrency=concurrency, rpm=rpm, max_retries=max_retries,
+                                 context_tokens=context_tokens)
 
     # -- lifecycle and state --------------------------------------------------------------
 
@@ -76,14 +119,17 @@ class KnowledgeBase:
         return self._store.models.note
 
     @property
+    @_reads
     def meta(self) -> dict:
         return self._store.meta
 
     @property
+    @_reads
     def prompts(self) -> Prompts:
         """The prompts in force: tgr's defaults, then those the store records, then those given."""
         return self._store.prompts
 
+    @_reads
     def settings(self, **overrides) -> IndexSettings:
         """The store's settings (from meta), with overrides applied and checked."""
         return self._store.settings(**overrides)
@@ -115,9 +161,11 @@ class KnowledgeBase:
         from .build import pipeline
 
         self._store.create_if_missing()
-        return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
-                              portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
+        with self._store.writing():
+            return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
+                                  portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
+    @_writes
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,
                 **overrides) -> IndexSummary:
         """Rebuild one derived stage from what the file holds: graph, embeddings, communities, reports.
@@ -132,6 +180,7 @@ class KnowledgeBase:
             return pipeline.add_portable(self._store, add, progress=progress)
         return pipeline.rebuild(self._store, stage, progress=progress, overrides=overrides)
 
+    @_writes
     def delete(self, documents: Iterable[str], *, dry_run: bool = False,
                progress: Progress | None = None) -> IndexSummary:
         """Remove documents (by id or unique id prefix, source path, or title) with their
@@ -167,9 +216,9 @@ class KnowledgeBase:
         here is left out (see tgr.models.selection) and said once through warn (and in
         model_note and the answer's notes).
         """
-        steps = reading.ask(self._store, question, mode, context_only=context_only, warn=warn,
-                            query_settings=query_settings, history=history, stream=stream)
-        return steps if stream else final_answer(steps)
+        return _written(self._store, lambda: reading.ask(
+            self._store, question, mode, context_only=context_only, warn=warn, query_settings=query_settings,
+            history=history, stream=stream), stream)
 
     def ask_stream(self, question: str, mode: str = "local", **options) -> Iterator[str | Answer]:
         """ask(), as it is written: the answer's text in pieces as the chat model writes them
@@ -184,6 +233,7 @@ class KnowledgeBase:
 
         return Chat(self, mode, history=history, warn=warn, **query_settings)
 
+    @_reads
     def retrieve(self, question: str, mode: str = "local", k: int = 10, *,
                  warn: Warn | None = None, history: Sequence[dict] | None = None) -> list[Passage]:
         """The k passages that best answer the question, best first, with their text, score,
@@ -198,15 +248,17 @@ class KnowledgeBase:
                     stream: bool = False, **query_settings) -> Answer | Iterator[str | Answer]:
         """An answer from given ranked passages (tgr.multi_store: several stores' fused ranking), with
         this store's models, as ask() would write it from them (history and stream as for ask)."""
-        steps = reading.answer_from(self._store, question, passages, mode, context_only=context_only, warn=warn,
-                                    query_settings=query_settings, history=history, stream=stream)
-        return steps if stream else final_answer(steps)
+        return _written(self._store, lambda: reading.answer_from(
+            self._store, question, passages, mode, context_only=context_only, warn=warn,
+            query_settings=query_settings, history=history, stream=stream), stream)
 
+    @_reads
     def searched(self, question: str, history: Sequence[dict] | None = None) -> str:
         """What retrieval searches this store for: the question, and after a conversation
         (history) that names no entity of the store, the ones its last turn named."""
         return reading.searched(self._store, question, history)
 
+    @_reads
     def themes(self, question: str, *, warn: Warn | None = None, history: Sequence[dict] | None = None,
                always: bool = False, **query_settings) -> tuple[list, bool] | None:
         """The themes (tgr.offline.global_answer.Theme) an offline global answer lists for the
@@ -216,6 +268,7 @@ class KnowledgeBase:
         return reading.themes(self._store, question, warn=warn, query_settings=query_settings,
                               history=history, always=always)
 
+    @_reads
     def global_reports(self, question: str, *, warn: Warn | None = None, history: Sequence[dict] | None = None,
                        **query_settings) -> list[tuple]:
         """(community id, title, full text, rating) of the reports global search reads for the
@@ -224,6 +277,7 @@ class KnowledgeBase:
         return reading.global_reports(self._store, question, warn=warn, query_settings=query_settings,
                                       history=history)
 
+    @_reads
     def report_passages(self, community_ids: list[str], question: str,
                         history: Sequence[dict] | None = None) -> list[Passage]:
         """The passages behind the given community reports, best first."""
@@ -236,13 +290,15 @@ class KnowledgeBase:
         are labels (names: label -> how the answer cites it): several stores' reports map-reduced
         together (tgr.multi_store), after the conversation (history), if any. The Answer's
         reports are the cited labels; it has no sources."""
-        steps = reading.answer_reports(self._store, question, reports, names, warn=warn,
-                                       query_settings=query_settings, history=history, stream=stream)
-        return steps if stream else final_answer(steps)
+        return _written(self._store, lambda: reading.answer_reports(
+            self._store, question, reports, names, warn=warn, query_settings=query_settings, history=history,
+            stream=stream), stream)
 
+    @_reads
     def _searcher(self, question: str, settings: QuerySettings) -> Searcher:
         return reading.searcher(self._store, question, settings)
 
+    @_reads
     def entity(self, name: str) -> dict:
         """One entity by name with its relationships, communities and sources (found=False
         and similar names when there is none)."""
@@ -250,6 +306,7 @@ class KnowledgeBase:
 
         return entity_details(self._store.conn, name)
 
+    @_reads
     def show(self, ident: str) -> dict:
         """What an id cited in an answer names: a chunk (its text and document), a community's
         report, or an entity (aliases, type, relationships); "kind" says which (None: nothing)."""
@@ -257,18 +314,21 @@ class KnowledgeBase:
 
         return cited_item(self._store.conn, ident)
 
+    @_reads
     def communities(self, level: int | None = None, limit: int = 50) -> list[dict]:
         """Communities with their report title, summary and rating, best rated first."""
         from .query.lookup import list_communities
 
         return list_communities(self._store.conn, level, limit)
 
+    @_reads
     def community_report(self, community_id: str) -> dict | None:
         """One community's report (None: no such community)."""
         from .query.lookup import community_report
 
         return community_report(self._store.conn, community_id)
 
+    @_reads
     def document_names(self) -> list[tuple[str, str, str]]:
         """(key, source, title) of every document; the key (a row's own id, else the source
         path) is what retrieval ranks documents by and `tgr eval` matches evidence to."""
@@ -276,10 +336,12 @@ class KnowledgeBase:
 
         return document_names(self._store.conn)
 
+    @_reads
     def graph(self):
         """The entity graph as a networkx.Graph (node and edge attributes from the store)."""
         return reading.graph(self._store.conn)
 
+    @_reads
     def export(self, output: str | os.PathLike, *, level: int = 0, top: int | None = None,
                title: str = "tgr store") -> dict:
         """Write the graph to output (.graphml, .json or .html); returns what was written."""
@@ -288,16 +350,19 @@ class KnowledgeBase:
         return export_store(self._store.conn, output, level=level, top=top or DEFAULT_TOP,
                             title=title)
 
+    @_reads
     def datasette_metadata(self, name: str) -> dict:
         """Datasette's metadata for browsing this store under name (tgr serve)."""
         from .adapters.datasette import metadata
 
         return metadata(self._store.conn, name)
 
+    @_reads
     def info(self) -> dict:
         """Counts, models, settings, levels and size of the store."""
         return reading.info(self._store.conn, self.path, self.meta)
 
+    @_reads
     def stats(self) -> dict:
         """The cost ledger: calls and tokens per stage, and per run."""
         return ledger.stats(self._store.conn)

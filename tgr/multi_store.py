@@ -14,10 +14,16 @@ Every store is opened read-only, as `tgr ask` opens one: untrusted, never writte
 store works on the calling thread, each other one in a process of its own (tgr.multi_store_workers:
 retrieval is mostly Python, which threads would take in turns), so a question is asked of all
 the stores at once.
+
+One Stores serves any number of threads. The workers answer one call at a time: a call that
+finds them busy (another thread's) asks the other stores itself, on its own thread, through
+KnowledgeBase objects shared by all such calls (thread-safe, see tgr/session.py); the first
+store is one KnowledgeBase for every thread. The answers are the same either way.
 """
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import replace
 from typing import Callable, Iterator, Sequence
@@ -46,6 +52,9 @@ class Stores:
         self.options = dict(options)  # as given to open_many (the retrievers reopen the stores with them)
         self._workers = []
         self.stores = []
+        self._turn = threading.Lock()  # held by the call the workers answer
+        self._sharing = threading.Lock()
+        self._here: list | None = None  # the other stores in this process, for calls while the workers are busy
         try:
             # the others' workers first: a forked process had better not inherit an open store
             self._workers = [store_worker(path, options) for path in paths[1:]]
@@ -64,11 +73,11 @@ class Stores:
         self.close()
 
     def close(self) -> None:
-        for kb in self.stores:
+        for kb in self.stores + (self._here or []):
             kb.close()
         for worker in self._workers:
             worker.close()
-        self.stores, self._workers = [], []
+        self.stores, self._workers, self._here = [], [], None
 
     def _each(self, method: str, *args, warn: Warn | None = None, **kwargs) -> list:
         """store.method(*args, **kwargs) of every store at once (each on its own worker), in
@@ -77,7 +86,50 @@ class Stores:
 
     def _each_own(self, method: str, calls: list[tuple[tuple, dict]], warn: Warn | None = None) -> list:
         """store.method(*args, **kwargs) of every store at once, with each store's own
-        (args, kwargs) of calls, in order (see _each)."""
+        (args, kwargs) of calls, in order (see _each); on this thread, one store after the
+        other, while the workers answer another thread's call."""
+        if not self._workers:
+            return self._each_here(method, calls, warn)
+        if not self._turn.acquire(blocking=False):
+            return self._each_here(method, calls, warn)
+        try:
+            return self._each_on_workers(method, calls, warn)
+        finally:
+            self._turn.release()
+
+    def _each_here(self, method: str, calls: list[tuple[tuple, dict]], warn: Warn | None) -> list:
+        """_each_own, every store asked on the calling thread."""
+        results, failed = [], None
+        for kb, name, (args, kwargs) in zip([self.stores[0], *self._shared()], self.names, calls):
+            if warn is not None:
+                kwargs = kwargs | {"warn": _named(warn, name)}
+            try:
+                results.append(getattr(kb, method)(*args, **kwargs))
+            except Exception as exc:  # noqa: BLE001 - raised once every store has answered, as below
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+        return results
+
+    def _shared(self) -> list:
+        """The stores after the first, opened in this process (once) for every thread's calls."""
+        from .knowledge_base import KnowledgeBase
+
+        with self._sharing:
+            if self._here is None:
+                opened = []
+                try:
+                    for path in self.names[1:]:
+                        opened.append(KnowledgeBase(path, create=False, readonly=True, **self.options))
+                except BaseException:
+                    for kb in opened:
+                        kb.close()
+                    raise
+                self._here = opened
+            return self._here
+
+    def _each_on_workers(self, method: str, calls: list[tuple[tuple, dict]], warn: Warn | None) -> list:
+        """_each_own, the other stores asked on their workers."""
         for worker, (args, kwargs) in zip(self._workers, calls[1:]):
             worker.send(method, *args, **(kwargs | {"warn": True} if warn is not None else kwargs))
         args, kwargs = calls[0]

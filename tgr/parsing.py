@@ -12,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .text import CJK_RUN
+
 MAX_JSON_DEPTH = 32
 MAX_MODEL_JSON_CHARS = 1_000_000
 SMALL_JSON_CHARS = 64 * 1024  # loads()'s default: settings, findings, a store's meta values
@@ -171,7 +173,113 @@ def parse_relations(text: str) -> list[RawRelation]:
 
 def extraction_is_valid(text: str) -> bool:
     """An answer worth keeping: it has entities or relations, or says there are none."""
-    return bool(parse_entities(text) or parse_relations(text) or says_none(text))
+    entities, relations = parse_extraction(text)
+    return bool(entities or relations or says_none(text) or _empty_json_extraction(text))
+
+
+# the field names models write instead of the ones asked for (recorded answers of small models)
+_ENTITY_LISTS = ("entities", "entity", "nodes", "people", "items")
+_RELATION_LISTS = ("relations", "relationships", "relation", "edges", "links", "triplets")
+_NAME_KEYS = ("name", "entity", "entity_name", "title", "label", "id")
+_SOURCE_KEYS = ("source", "subject", "from", "head", "source_entity", "entity1")
+_TARGET_KEYS = ("target", "object", "to", "tail", "target_entity", "entity2")
+_PREDICATE_KEYS = ("predicate", "relation", "relationship", "type", "label")
+
+
+def parse_extraction(text: str) -> tuple[list[RawEntity], list[RawRelation]]:
+    """Entities and relations of an extraction answer: a JSON object (as asked for under a
+    schema, field names read tolerantly) or the portable tags, whichever the answer holds."""
+    data = parse_json_object(text) if "{" in (text or "") else None
+    if isinstance(data, dict):
+        entities, relations = _json_entities(data), _json_relations(data)
+        if entities or relations:
+            return entities, relations
+    return parse_entities(text), parse_relations(text)
+
+
+def _empty_json_extraction(text: str) -> bool:
+    """A JSON answer that says the text names nothing: {"entities": [], ...}."""
+    data = parse_json_object(text) if "{" in (text or "") else None
+    return isinstance(data, dict) and isinstance(data.get("entities"), list) and not data["entities"]
+
+
+def _first_list(data: dict, keys: tuple[str, ...]) -> list:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def _field(item: dict, keys: tuple[str, ...]) -> str:
+    for key in keys:
+        value = item.get(key)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+            return _clean(str(value))
+    return ""
+
+
+def _json_entities(data: dict) -> list[RawEntity]:
+    entities = []
+    for item in _first_list(data, _ENTITY_LISTS):
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict):
+            continue
+        name = _field(item, _NAME_KEYS)
+        if not name or len(name) > 200:
+            continue
+        kind = _field(item, ("type", "entity_type", "category", "kind")) or "concept"
+        entities.append(RawEntity(name=name, type=kind.lower()[:40],
+                                  description=_field(item, ("description", "desc", "summary", "about"))))
+    return entities
+
+
+def _json_relations(data: dict) -> list[RawRelation]:
+    relations = []
+    for item in _first_list(data, _RELATION_LISTS):
+        if not isinstance(item, dict):
+            continue
+        source, target = _field(item, _SOURCE_KEYS), _field(item, _TARGET_KEYS)
+        if not source or not target or source == target:
+            continue
+        predicate = _field(item, _PREDICATE_KEYS) or "related to"
+        strength = item.get("strength", item.get("weight"))
+        strength = _number(str(strength), 1.0) if strength is not None else 1.0
+        relations.append(RawRelation(source=source, target=target, predicate=predicate[:120],
+                                     description=_field(item, ("description", "desc")) or predicate,
+                                     strength=min(10.0, max(0.0, strength))))
+    return relations
+
+
+_WORD = re.compile(r"\w+")
+
+
+def grounded(entities: list[RawEntity], relations: list[RawRelation], text: str,
+             common: frozenset[str] = frozenset()) -> tuple[list[RawEntity], list[RawRelation]]:
+    """What an extraction says about this text: entities whose name the text writes, and the
+    relations between them. A small model copies the prompt's example ("Captain Ahab") or
+    invents names; a strong one may complete a name ("Ebenezer Scrooge" where the chunk says
+    "Scrooge"). A name is kept when the text writes it whole, or writes one of its words that
+    is not a common word (`common`: lower-cased), or for CJK a two-character part of it."""
+    folded = text.casefold()
+    words = set(_WORD.findall(folded))
+
+    def in_text(name: str) -> bool:
+        key = name.casefold().strip()
+        if not key:
+            return False
+        if key in folded:
+            return True
+        if CJK_RUN.search(key):
+            return any(key[i:i + 2] in folded for i in range(len(key) - 1) if CJK_RUN.fullmatch(key[i:i + 2]))
+        return any(w in words for w in _WORD.findall(key) if len(w) > 2 and w not in common)
+
+    kept = [e for e in entities if in_text(e.name)]
+    names = {e.name.casefold() for e in kept}
+    linked = [r for r in relations
+              if (r.source.casefold() in names or in_text(r.source)) and (r.target.casefold() in names or in_text(r.target))]
+    return kept, linked
 
 
 def parse_json_object(text: str) -> dict | None:

@@ -34,6 +34,20 @@ Output:
 -Output-
 """
 
+# The same task for an endpoint that holds its answer to a JSON schema (tgr.models.output_forms):
+# the text comes first and the task after it, where a small model still reads it.
+EXTRACT_JSON = """-Goal-
+Build a knowledge graph from the text below.
+-Text-
+{text}
+-Goal-
+Return one JSON object with two lists about the text above.
+"entities": the people, places, organizations, events and things the text says something about, each {{"name": the name exactly as the text writes it, "type": one of {entity_types}, "description": what the text says about it, one sentence}}.
+"relations": how those entities are related in the text, each {{"source": a name from entities, "predicate": a short verb phrase, "target": a name from entities, "description": one sentence from the text's facts, "strength": 1 to 10}}.
+Use only names written in the text. Write in the language of the text. If it names nothing, return {{"entities": [], "relations": []}}.
+-Output-
+"""
+
 EXTRACT_ENTITIES = """-Goal-
 List the entities (types: {entity_types}) that the text below says something about.
 For each one output:
@@ -143,6 +157,7 @@ class Prompts:
     """The template set used by a store; override fields to customise a domain."""
 
     extract: str = EXTRACT
+    extract_json: str = EXTRACT_JSON
     extract_entities: str = EXTRACT_ENTITIES
     extract_triplets: str = EXTRACT_TRIPLETS
     glean: str = GLEAN

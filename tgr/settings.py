@@ -67,6 +67,10 @@ class IndexSummary:
     batch_calls: int = 0             # of model_calls, answered through a Batch API (half price)
     billed_tokens: int = 0           # prompt + completion tokens, each call at its price
     max_in_flight: int = 0
+    extracted_by: str = ""           # who extracted the store's chunks (model, offline fallback and why)
+    reports_by: dict = field(default_factory=dict)  # reports by generator (model, 'fallback', ...)
+    answers_cut: int = 0             # model answers stopped looping or cut at max_tokens
+    retries: int = 0                 # attempts beyond each call's first
     stage_seconds: dict = field(default_factory=dict)
     calls_by_stage: dict = field(default_factory=dict)
     wall_s: float = 0.0

@@ -2,8 +2,9 @@
 
 Tools: ask (local/global/naive), retrieve (ranked passages with text), entity (description,
 relationships, communities, sources), communities (with report titles, by level) and
-community_report. The store is opened read-only; asking never writes to it. Every store
-call runs on one worker thread, the thread that opened the SQLite connection. Several stores
+community_report. The store is opened read-only; asking never writes to it. Store calls run
+on a small pool of threads (a KnowledgeBase serves any number, tgr/session.py), so that one
+client's questions do not wait for each other's model calls. Several stores
 (tgr.multi_store) answer ask and retrieve with one fused ranking; the lookups answer per store.
 """
 from __future__ import annotations
@@ -76,12 +77,15 @@ def _safe(value):
     return value
 
 
+TOOL_THREADS = 8  # store calls at once (each mostly waits for its model calls)
+
+
 class StoreWorker:
-    """Opens the store on one dedicated thread and runs every call to it there."""
+    """Opens the store on a pool thread and runs the calls to it on the pool's threads."""
 
     def __init__(self, open_store: Callable[[], KnowledgeBase], tool_error: type[Exception] = Exception):
         self.tool_error = tool_error
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tgr-store")
+        self._pool = ThreadPoolExecutor(max_workers=TOOL_THREADS, thread_name_prefix="tgr-store")
         try:
             self.kb = self._pool.submit(open_store).result()
         except BaseException:

@@ -1,16 +1,17 @@
 """Retrievers over a tgr store for LangChain (extra tgr[langchain]) and LlamaIndex (extra
 tgr[llamaindex]).
 
-Both run `KnowledgeBase.retrieve(question, mode, k)` on the store opened read-only, once per
-query: a store connection belongs to the thread that opened it, and frameworks call
-retrievers from worker threads. Given several stores (paths, or a tgr.open_many object: its
-paths and open options), each is asked in turn and the rankings are fused by rank as
+Both run `KnowledgeBase.retrieve(question, mode, k)` on the store opened read-only, opened on the
+first query and shared by every later one, from whichever worker thread the framework calls it
+(a KnowledgeBase serves any number of threads, tgr/session.py). Given several stores (paths, or
+a tgr.open_many object: its paths and open options), each is asked in turn and the rankings are fused by rank as
 tgr.multi_store fuses them; each passage's metadata names its store. The frameworks are imported
 only when a retriever is made, so tgr imports without them.
 """
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 from typing import Sequence, Union
 
@@ -28,15 +29,60 @@ def passages(store: str | os.PathLike | tuple[str, ...], question: str, mode: st
              options: dict | None = None) -> list[Passage]:
     """The k best passages for the question, from the store (or each of several stores, their
     rankings fused by rank) opened read-only with the given open options."""
-    from ..multi_store import fuse
-    from ..knowledge_base import KnowledgeBase
+    opened = Opened(store, options)
+    try:
+        return opened.passages(question, mode, k)
+    finally:
+        opened.close()
 
-    names = [store] if isinstance(store, (str, os.PathLike)) else list(store)
-    rankings = []
-    for name in names:
-        with KnowledgeBase(name, create=False, readonly=True, **(options or {})) as kb:
-            rankings.append(kb.retrieve(question, mode, k))
-    return rankings[0] if isinstance(store, (str, os.PathLike)) else fuse(rankings, names)[:k]
+
+class Opened:
+    """The store, or each of several stores, a retriever asks: opened read-only on its first
+    query (a missing store is an error then, and is not created) and shared by every thread that
+    asks afterwards; a copy of a retriever opens its own."""
+
+    def __init__(self, store: str | tuple[str, ...], options: dict | None = None):
+        self.store, self.options = store, options or {}
+        self._lock = threading.Lock()
+        self._stores: list | None = None
+
+    def passages(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
+        """The k best passages (several stores' rankings fused by rank, as passages() gives them)."""
+        from ..multi_store import fuse
+
+        stores = self._opened()
+        rankings = [kb.retrieve(question, mode, k) for kb in stores]
+        if isinstance(self.store, (str, os.PathLike)):
+            return rankings[0]
+        return fuse(rankings, [str(p) for p in self.store])[:k]
+
+    def _opened(self) -> list:
+        from ..knowledge_base import KnowledgeBase
+
+        with self._lock:
+            if self._stores is None:
+                names = [self.store] if isinstance(self.store, (str, os.PathLike)) else list(self.store)
+                opened = []
+                try:
+                    for name in names:
+                        opened.append(KnowledgeBase(name, create=False, readonly=True, **self.options))
+                except BaseException:
+                    for kb in opened:
+                        kb.close()
+                    raise
+                self._stores = opened
+            return self._stores
+
+    def close(self) -> None:
+        with self._lock:
+            for kb in self._stores or ():
+                kb.close()
+            self._stores = None
+
+    def __deepcopy__(self, memo) -> "Opened":
+        return Opened(self.store, self.options)
+
+    __copy__ = lambda self: Opened(self.store, self.options)  # noqa: E731
 
 
 def passage_metadata(passage: Passage) -> dict:
@@ -79,7 +125,7 @@ def _need(module: str, package: str, extra: str):
 def _langchain_class():
     retrievers = _need("langchain_core.retrievers", "langchain-core", "langchain")
     from langchain_core.documents import Document
-    from pydantic import Field
+    from pydantic import Field, PrivateAttr
 
     class TgrRetriever(retrievers.BaseRetriever):
         """LangChain retriever over a tgr store: Documents best first, metadata per passage."""
@@ -89,10 +135,15 @@ def _langchain_class():
         k: int = 10
         # the stores' open options (from a tgr.open_many object): never shown, they may hold a key
         options: dict = Field(default_factory=dict, repr=False, exclude=True)
+        _opened: Opened | None = PrivateAttr(default=None)
+
+        def model_post_init(self, context) -> None:
+            super().model_post_init(context)
+            self._opened = Opened(self.store, self.options)
 
         def _get_relevant_documents(self, query: str, *, run_manager=None) -> list:
             return [Document(page_content=p.text, metadata=passage_metadata(p), id=p.chunk_id)
-                    for p in passages(self.store, query, self.mode, self.k, self.options)]
+                    for p in self._opened.passages(query, self.mode, self.k)]
 
     return TgrRetriever
 
@@ -108,6 +159,7 @@ def _llamaindex_class():
         def __init__(self, store: str | tuple[str, ...], mode: str = "local", k: int = 10,
                      options: dict | None = None, **kwargs):
             self.store, self.mode, self.k, self.options = store, mode, k, options or {}
+            self._opened = Opened(store, self.options)
             super().__init__(**kwargs)
 
         def _retrieve(self, query_bundle) -> list:
@@ -115,7 +167,7 @@ def _llamaindex_class():
                                                 excluded_llm_metadata_keys=INTERNAL_KEYS,
                                                 excluded_embed_metadata_keys=INTERNAL_KEYS),
                                   score=p.score)
-                    for p in passages(self.store, query_bundle.query_str, self.mode, self.k, self.options)]
+                    for p in self._opened.passages(query_bundle.query_str, self.mode, self.k)]
 
     return TgrLlamaRetriever
 

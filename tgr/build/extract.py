@@ -11,19 +11,24 @@ Chinese build wrote to disk).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
-from ..parsing import (RawEntity, RawRelation, extraction_is_valid, parse_entities,
-                      parse_relations, says_none)
+from ..models.output_forms import extraction_schema, wants_json
+from ..offline.entity_types import common_words
+from ..store.extractors import FALLBACK
+from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
+                      parse_extraction, says_none)
 from ..prompts import Prompts
-from ..text import name_key
+from ..text import estimate_tokens, name_key
 from .title_subjects import document_subjects, with_subject
 
 Progress = Callable[[str, int, int], None]
-Save = Callable[[str, list[RawEntity], list[RawRelation]], None]
+# save(chunk id, entities, relations[, extractor]): the extractor's name unless another is given
+Save = Callable[..., None]
 
 
 @dataclass
@@ -31,6 +36,7 @@ class _ChunkState:
     id: str
     text: str
     answers: list[str] = field(default_factory=list)
+    cut: str | None = None  # why the model's answer is unusable as it stands (LOOPING, CUT)
 
 
 def pending_chunks(conn: Connection) -> list[tuple[str, str]]:
@@ -48,30 +54,131 @@ class Extractor(Protocol):
         """Extract every (chunk id, text), calling save(chunk id, entities, relations) per chunk."""
 
 
+# Why a chunk was extracted offline instead of by the model: extractions.extractor holds
+# FALLBACK + the reason, and `tgr info` counts them.
+LOOPING, CUT, EMPTY, TOO_LONG = ("looping answer", "answer cut at max_tokens", "no usable entities in the answer",
+                                 "prompt over the context window")
+WEAK_AFTER = 4  # chunks answered before tgr says whether the model can do the format
+
+
+def extraction_budget(chunk_tokens: int) -> tuple[int, int]:
+    """(max_tokens, most entities or relations) of one chunk's answer: in proportion to the
+    chunk, as a dense passage names about one entity per 40 tokens and each costs ~60 tokens
+    of answer (an unbounded answer let a looping model write 4,096 tokens for one chunk)."""
+    items = max(8, min(60, chunk_tokens // 40))
+    return max(600, min(4096, 300 + int(1.5 * chunk_tokens))), items
+
+
+EXTRACT_PROMPT_TOKENS = 400  # the extraction prompt around its chunk, with the entity types
+
+
+def chunk_size_for(context_tokens: int) -> int:
+    """The largest chunk whose extraction prompt (estimated tokens, +15 % for tokenizers that
+    cut finer) and answer (extraction_budget) fit a context window of this many tokens."""
+    room = context_tokens - 1.15 * EXTRACT_PROMPT_TOKENS - 300
+    return max(64, int(room / (1.15 + 1.5)))
+
+
 class LLMExtractor:
     """Extraction by the chat model: one combined prompt per chunk, or the seed's two
-    prompts with two_step, plus optional gleaning rounds; answers go through the gateway."""
+    prompts with two_step, plus optional gleaning rounds; answers go through the gateway.
 
-    def __init__(self, gateway: Gateway, prompts: Prompts, *, two_step: bool = False, gleanings: int = 0):
+    Where the endpoint holds answers to a JSON schema (chat_model.output_form), the combined
+    prompt asks for JSON under a schema bounded by the chunk's size. Names the chunk does not
+    write are dropped (tgr.parsing.grounded). A chunk whose answer is unusable (looping, cut,
+    nothing the text names, a prompt over the model's context window) is extracted offline
+    and recorded as a fallback with its reason; after WEAK_AFTER chunks, warn() says whether
+    the model is too weak for the format."""
+
+    def __init__(self, gateway: Gateway, prompts: Prompts, *, two_step: bool = False, gleanings: int = 0,
+                 warn: Callable[[str], None] | None = None):
         self.gateway, self.prompts = gateway, prompts
         self.two_step, self.gleanings = two_step, gleanings
         self.name = gateway.chat_model.name
+        self.warn = warn or (lambda message: None)
+        form = getattr(gateway.chat_model, "output_form", None)
+        # a domain's own tag prompt is kept as written (a JSON twin of it is not ours to guess)
+        self.json = wants_json(form) and not two_step and prompts.extract == Prompts().extract
+        self.context_tokens = getattr(gateway.chat_model, "context_tokens", None)
+        self.by_model, self.fallbacks = 0, Counter()
+        self._told = 0
+        self._offline = None
 
     def extract(self, chunks: list[tuple[str, str]], save: Save, idle=None) -> None:
         rounds = ["main"] + (["triplets"] if self.two_step else []) + ["glean"] * self.gleanings
         states = {cid: _ChunkState(cid, text) for cid, text in chunks}
+        for state in list(states.values()):  # a prompt the model cannot read whole: offline now
+            if not self._fits(self._job("main", state)):
+                self._save(state, save, TOO_LONG)
+                del states[state.id]
         for number, kind in enumerate(rounds):
             last = number == len(rounds) - 1
             if kind == "glean":  # a chunk whose last answer found nothing is complete
                 for state in [s for s in states.values() if says_none(s.answers[-1])]:
-                    save(state.id, *_parsed(state))
+                    self._save(state, save)
                     del states[state.id]
-            jobs = [_job(kind, state, self.prompts, self.two_step) for state in states.values()]
+            jobs = [self._job(kind, state) for state in states.values()]
             for job, text in self.gateway.chat_many("extract", jobs, idle):
                 state: _ChunkState = job.tag
                 state.answers.append(text)
-                if last:
-                    save(state.id, *_parsed(state))
+                if job.finish_reason in ("loop", "length"):
+                    state.cut = LOOPING if job.finish_reason == "loop" else CUT
+                if last or state.cut:
+                    self._save(state, save)
+                    states.pop(state.id, None)
+
+    def _job(self, kind: str, state: _ChunkState) -> ChatJob:
+        if kind != "main" or not self.json:
+            return _job(kind, state, self.prompts, self.two_step)
+        max_tokens, items = extraction_budget(estimate_tokens(state.text))
+        types = [t.strip() for t in self.prompts.entity_types.split(",") if t.strip()]
+        prompt = self.prompts.extract_json.format(entity_types=", ".join(types), text=state.text)
+        schema = {"name": "knowledge_graph", "schema": extraction_schema(types, items)}
+        return ChatJob(state, prompt, {"max_tokens": self._room(prompt, max_tokens), "schema": schema},
+                       validate=extraction_is_valid)
+
+    def _room(self, prompt: str, max_tokens: int) -> int:
+        """max_tokens, less what the context window cannot hold after the prompt."""
+        if not self.context_tokens:
+            return max_tokens
+        return max(64, min(max_tokens, self.context_tokens - int(estimate_tokens(prompt) * 1.15) - 16))
+
+    def _fits(self, job: ChatJob) -> bool:
+        """Whether the prompt and a useful answer fit the model's context window (when known);
+        tokens are estimated, with a margin for tokenizers that cut text finer."""
+        return not self.context_tokens or estimate_tokens(job.prompt) * 1.15 + 256 <= self.context_tokens
+
+    def _save(self, state: _ChunkState, save: Save, reason: str | None = None) -> None:
+        entities, relations = grounded(*_parsed(state), state.text, common_words())
+        # a cut answer keeps what it gave before the cut; with nothing usable, the cut is the reason
+        reason = reason or (None if entities else state.cut or EMPTY)
+        if reason is None:
+            self.by_model += 1
+            save(state.id, entities, relations)
+        else:  # the text's names, found without the model
+            self.fallbacks[reason] += 1
+            if self._offline is None:
+                from ..offline.providers import OfflineExtractor
+
+                self._offline = OfflineExtractor()
+            self._offline.extract([(state.id, state.text)],
+                                  lambda cid, e, r: save(cid, e, r, FALLBACK + reason))
+        self._tell()
+
+    def _tell(self) -> None:
+        """Say, once a few chunks are in, how many the model could not do; and the gateway's notes."""
+        for message in self.gateway.notices[self._told:]:
+            self.warn(message)
+        self._told = len(self.gateway.notices)
+        done = self.by_model + sum(self.fallbacks.values())
+        if done == WEAK_AFTER and sum(self.fallbacks.values()) * 2 >= done:
+            self.warn(f"{self.name} gave no usable entities for {sum(self.fallbacks.values())} of the first "
+                      f"{done} chunks ({_reasons(self.fallbacks)}); those chunks are extracted offline. The model "
+                      "may be too weak for the format: a larger one, or --chat-model offline, builds a better graph")
+
+
+def _reasons(counts: Counter) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in counts.most_common())
 
 
 def extract_chunks(conn: Connection, extractor: Extractor, *, progress: Progress | None = None,
@@ -90,13 +197,14 @@ def extract_chunks(conn: Connection, extractor: Extractor, *, progress: Progress
     texts = dict(chunks)
 
     batch = max(1, getattr(extractor, "save_batch", 1))
-    pending: list[tuple[str, list[RawEntity], list[RawRelation]]] = []
+    pending: list[tuple[str, list[RawEntity], list[RawRelation], str]] = []
 
-    def save(chunk_id: str, entities: list[RawEntity], relations: list[RawRelation]) -> None:
+    def save(chunk_id: str, entities: list[RawEntity], relations: list[RawRelation],
+             by: str | None = None) -> None:
         nonlocal done
         if chunk_id in subjects:  # the document's subject, linked to what its opening names
             entities, relations = with_subject(subjects[chunk_id], texts[chunk_id], entities, relations)
-        pending.append((chunk_id, entities, relations))
+        pending.append((chunk_id, entities, relations, by or extractor.name))
         if len(pending) >= batch:
             flush()
         done += 1
@@ -130,8 +238,9 @@ def _parsed(state: _ChunkState) -> tuple[list[RawEntity], list[RawRelation]]:
     entities: list[RawEntity] = []
     relations: list[RawRelation] = []
     for answer in state.answers:
-        entities.extend(parse_entities(answer))
-        relations.extend(parse_relations(answer))
+        found, linked = parse_extraction(answer)
+        entities.extend(found)
+        relations.extend(linked)
     return entities, relations
 
 
@@ -141,12 +250,12 @@ def save_extraction(conn: Connection, chunk_id: str, extractor: str,
     save_extractions(conn, extractor, [(chunk_id, entities, relations)])
 
 
-def save_extractions(conn: Connection, extractor: str,
-                     results: list[tuple[str, list[RawEntity], list[RawRelation]]]) -> None:
-    """Store the parsed extractions of (chunk id, entities, relations) in one transaction."""
+def save_extractions(conn: Connection, extractor: str, results: list[tuple]) -> None:
+    """Store the parsed extractions of (chunk id, entities, relations[, extractor]) in one
+    transaction; a row's own extractor name, if it has one, is recorded instead of `extractor`."""
     with transaction(conn):
-        for chunk_id, entities, relations in results:
-            _store_extraction(conn, chunk_id, extractor, entities, relations)
+        for chunk_id, entities, relations, *by in results:
+            _store_extraction(conn, chunk_id, by[0] if by else extractor, entities, relations)
 
 
 def _store_extraction(conn: Connection, chunk_id: str, extractor: str,

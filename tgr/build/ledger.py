@@ -10,6 +10,8 @@ from ..store.db import Connection, get_meta, set_meta, transaction
 from ..store.integrity import forget_digest
 from ..models.gateway import Gateway, Usage
 from ..models.clients import ChatModel, Embedder, vector_type
+from ..models.output_forms import ALL_FORMS
+from ..store.extractors import extracted_by
 from ..offline.providers import OFFLINE_EXTRACTOR
 from ..models.registry import chat_name, model_host
 from ..settings import IndexSettings, IndexSummary
@@ -60,6 +62,9 @@ def fill_summary(conn: Connection, summary: IndexSummary, gateway: Gateway, befo
     summary.prompt_chars = total.prompt_chars
     summary.batch_calls, summary.billed_tokens = total.batched, round(total.billed_tokens)
     summary.max_in_flight = gateway.max_in_flight
+    summary.answers_cut, summary.retries = total.cut, total.retried
+    summary.extracted_by = extracted_by(conn, str(get_meta(conn).get("extractor", "")))
+    summary.reports_by = dict(conn.execute("SELECT generator, count(*) FROM reports GROUP BY 1 ORDER BY 2 DESC"))
 
 
 def record_models(conn: Connection, settings: IndexSettings, chat: ChatModel | None, embedder: Embedder) -> None:
@@ -79,6 +84,40 @@ def record_models(conn: Connection, settings: IndexSettings, chat: ChatModel | N
             conn.execute("DELETE FROM meta WHERE key = 'embed_dim'")
         conn.execute("DELETE FROM meta WHERE key = 'endpoint_host'")
         set_meta(conn, **values, **({"endpoint_host": host} if host else {}))
+
+
+def learn_chat_endpoint(conn: Connection, gateway: Gateway, context_tokens: int | None = None) -> None:
+    """What the chat endpoint can do, from the store's record, else as it shows, recorded:
+    the structured-output form it takes (tgr.models.output_forms: the client moves on from
+    a form the endpoint refuses; remember_chat_endpoint records it) and its context window
+    (given, recorded, or as its server says)."""
+    chat = gateway.chat_model
+    if chat is None:
+        return
+    meta, values = get_meta(conn), {}
+    recorded = meta.get("chat_output_form")
+    if recorded in ALL_FORMS and hasattr(chat, "output_form"):  # else learnt from the first refusal
+        chat.output_form = recorded
+    recorded_window = meta.get("chat_context_tokens")
+    window = context_tokens or (int(recorded_window) if str(recorded_window).isdigit() else None)
+    if window is None and callable(getattr(chat, "context_window", None)):
+        window = chat.context_window()
+    if window:
+        chat.context_tokens = window
+        if str(window) != str(recorded_window):
+            values["chat_context_tokens"] = window
+    if values:
+        with transaction(conn):
+            set_meta(conn, **values)
+
+
+def remember_chat_endpoint(conn: Connection, chat) -> None:
+    """Record the structured-output form the chat client ended the run with (it moves on to
+    the next form when the endpoint refuses one)."""
+    form = getattr(chat, "output_form", None)
+    if form in ALL_FORMS and get_meta(conn).get("chat_output_form") != form:
+        with transaction(conn):
+            set_meta(conn, chat_output_form=form)
 
 
 def record_dimension(conn: Connection, gateway: Gateway) -> None:

@@ -16,15 +16,16 @@ from . import stage_inputs as freshness
 from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
-from ..store.db import begin_writing, settle, transaction, unfinished_message
+from ..store.db import begin_writing, set_meta, transaction, unfinished_message
 from ..store.integrity import record_digest
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
-from .extract import extract_chunks
+from .extract import chunk_size_for, extract_chunks
 from ..models.gateway import Gateway
 from ..ingest.sources import read_documents
-from .ledger import fill_summary, finish_run, record_dimension, record_models, start_run, usage_before
+from .ledger import (fill_summary, finish_run, learn_chat_endpoint, record_dimension, record_models,
+                     remember_chat_endpoint, start_run, usage_before)
 from .merge_graph import needs_merge, plan_merge, store_merge, summarise
 from .idle_work import Overlap
 from .portable_vectors import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
@@ -51,10 +52,14 @@ class Build:
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
         self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
+        self._learnt = False
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
         self.store.record_prompts()
+        if documents:
+            self.learn_endpoint()
+            self.fit_chunks()
         self.store_documents(documents)
         self.extract()
         self.derive()
@@ -89,11 +94,36 @@ class Build:
                 self.conn, documents, chunk_size=self.settings.chunk_size,
                 chunk_overlap=self.settings.chunk_overlap, progress=self.progress, replaced=replaced)
 
+    def fit_chunks(self) -> None:
+        """A new store's chunks, smaller where the chat model's context window (known) could not
+        hold an extraction prompt and its answer: smaller chunks rather than cut prompts."""
+        window = getattr(self.gateway.chat_model, "context_tokens", None)
+        size = self.settings.chunk_size
+        if not window or chunk_size_for(window) >= size or self.store.has_rows("chunks"):
+            return
+        fit = chunk_size_for(window)
+        self.settings.chunk_size = fit
+        self.settings.chunk_overlap = min(self.settings.chunk_overlap, fit // 10)
+        with transaction(self.conn):
+            set_meta(self.conn, **self.settings.to_meta())
+        self.warn(f"{self.gateway.chat_model.name} reads {window} tokens at most: chunks of {fit} tokens "
+                  f"instead of {size}, so that each extraction prompt and its answer fit")
+
+    def learn_endpoint(self) -> None:
+        """Before the first chat call that needs it: the chat endpoint's output form and context
+        window (tgr.build.ledger.learn_chat_endpoint), once a run."""
+        if not self._learnt:
+            self._learnt = True
+            learn_chat_endpoint(self.conn, self.gateway, self.store.models.context_tokens)
+
     def extract(self) -> None:
         settings = self.settings
+        if self.conn.execute("SELECT 1 FROM chunks c WHERE NOT EXISTS "
+                             "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id) LIMIT 1").fetchone():
+            self.learn_endpoint()
         with self.summary.timed("extract"):
             extractor = extractor_for(self.gateway, self.prompts, two_step=settings.two_step,
-                                      gleanings=settings.gleanings)
+                                      gleanings=settings.gleanings, warn=self.warn)
             self.summary.chunks_extracted = extract_chunks(
                 self.conn, extractor, progress=self.progress, idle=self.overlap.during_extraction())
 
@@ -131,6 +161,8 @@ class Build:
     def report(self, refresh: bool, force: bool, changed: set[str] | None, report_key: str) -> None:
         """Reports whose material changed are rewritten; only those are looked at."""
         s = self.settings
+        if refresh or force:
+            self.learn_endpoint()
         with self.summary.timed("report"):
             build_reports(self.conn, self.report_writer, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
@@ -192,7 +224,7 @@ def rebuild(store, stage: str, *, progress: Progress | None, overrides: dict) ->
         Build(store, gateway, settings, summary, progress).derive(
             force_merge=stage == "graph", force_cluster=stage == "communities", force_reports=stage == "reports")
 
-    return _run(store, f"rebuild {stage}", settings, body)
+    return _run(store, f"rebuild {stage}", settings, body, progress=progress)
 
 
 def add_portable(store, spec: str, *, progress: Progress | None) -> IndexSummary:
@@ -285,6 +317,8 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     run_id = start_run(store.conn, command, settings)
     gateway = store.models.gateway(run_id)
     before = usage_before(gateway)
+    if callable(getattr(progress, "watch_usage", None)):  # the CLI's progress shows tokens per second
+        progress.watch_usage(gateway.total_usage)
     summary = IndexSummary()
     status = "failed"
     try:
@@ -306,10 +340,11 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
             gateway.batch.close()
             gateway.batch = None
         summary.wall_s = round(time.perf_counter() - started, 3)
+        remember_chat_endpoint(store.conn, chat)
         fill_summary(store.conn, summary, gateway, before)
         finish_run(store.conn, run_id, status, summary)
         record_digest(store.conn)  # what `tgr check` compares the content with
-        complete = settle(store.conn)
+        complete = store.settle()  # (with no other thread of this process keeping the WAL open)
         store.release_lock()
     if not complete:  # the work is saved, but the .db alone is not the whole store yet
         raise StoreError(unfinished_message(store.path))

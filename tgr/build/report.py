@@ -24,6 +24,7 @@ from . import stage_inputs as freshness
 from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
+from ..models.output_forms import report_schema, wants_json
 from ..parsing import parse_report
 from ..prompts import Prompts
 from ..text import cjk_counts, content_hash, estimate_tokens, shorten, tokens_of
@@ -329,6 +330,18 @@ class ReportWriter(Protocol):
         item is handed back, returns further items to write in the same stream."""
 
 
+REPORT_MAX_TOKENS = 1500  # a report of six findings is about 700 tokens; a looping one stops here
+
+
+def report_params(chat) -> dict:
+    """The params of a report request: its token budget, and its JSON schema where the
+    endpoint holds answers to one (tgr.models.output_forms)."""
+    params = {"max_tokens": REPORT_MAX_TOKENS}
+    if wants_json(getattr(chat, "output_form", None)):
+        params["schema"] = {"name": "community_report", "schema": report_schema()}
+    return params
+
+
 class LLMReportWriter:
     """Reports by the chat model from each community's context; a malformed answer is
     repaired or asked again by the gateway, and as a last resort written extractively."""
@@ -338,7 +351,8 @@ class LLMReportWriter:
         self.name = gateway.chat_model.name
 
     def write(self, items: list[ReportItem], idle=None, more=None) -> Iterator[tuple[object, dict, str]]:
-        jobs = lambda items: [ChatJob(item, self.prompt.format(context=item.context),  # noqa: E731
+        params = report_params(self.gateway.chat_model)
+        jobs = lambda items: [ChatJob(item, self.prompt.format(context=item.context), dict(params),  # noqa: E731
                                       validate=lambda t: parse_report(t) is not None) for item in items]
         more_jobs = (lambda: jobs(more())) if more is not None else None
         for job, answer in self.gateway.chat_many("report", jobs(items), idle, more_jobs):

@@ -33,7 +33,9 @@ class LLMSummariser:
             return None
         prompt = self.prompt.format(name=name, type=type_, max_words=max(40, budget // 2),
                                     descriptions="\n".join(f"- {fit_tokens(p, budget)}" for p in parts[:20]))
-        return ChatJob(tag, prompt, validate=summary_check(name, parts))
+        # a summary of max_words words: about 2 tokens a word leaves room, and stops a loop
+        return ChatJob(tag, prompt, {"max_tokens": 2 * max(40, budget // 2) + 64},
+                       validate=summary_check(name, parts))
 
 
 class OfflineSummariser:
@@ -64,11 +66,11 @@ def summary_check(name: str, descriptions: list[str]):
 
 
 def extractor_for(gateway: Gateway, prompts: Prompts, *, two_step: bool = False,
-                  gleanings: int = 0) -> Extractor:
+                  gleanings: int = 0, warn=None) -> Extractor:
     """The chat model's extractor, or the offline heuristic one when there is no chat model."""
     if gateway.chat_model is None:
         return OfflineExtractor()
-    return LLMExtractor(gateway, prompts, two_step=two_step, gleanings=gleanings)
+    return LLMExtractor(gateway, prompts, two_step=two_step, gleanings=gleanings, warn=warn)
 
 
 def summariser_for(gateway: Gateway, prompts: Prompts) -> LLMSummariser | OfflineSummariser:

@@ -11,45 +11,84 @@ from __future__ import annotations
 import json
 from typing import Callable, Iterator
 
-from ..errors import ModelError, TransientModelError
+from ..errors import ModelError, StreamBroken, TransientModelError
 
 class StreamEnd:
-    """The last item of a stream: the usage the API reported (None: it did not)."""
+    """The last item of a stream: the usage the API reported (None: it did not) and why the
+    model stopped (finish_reason: "stop", "length", ...; None: not said)."""
 
-    def __init__(self, usage: dict | None):
+    def __init__(self, usage: dict | None, finish_reason: str | None = None):
         self.usage = usage
+        self.finish_reason = finish_reason
 
 
 def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Exception],
-                  status_error: Callable[[object], Exception]) -> Iterator[str | StreamEnd]:
+                  status_error: Callable[[object], Exception],
+                  opened: Callable[[object], None] | None = None) -> Iterator[str | StreamEnd]:
     """Text pieces of one streamed /chat/completions request, then a StreamEnd.
 
     describe(exc) turns an httpx error into tgr's (without secrets); status_error(response)
-    turns an HTTP error answer into tgr's."""
+    turns an HTTP error answer into tgr's; opened(response), if given, is told the response
+    as soon as it starts (so that another thread can close it)."""
     import httpx
 
     request = {**body, "stream": True, "stream_options": {"include_usage": True}}
     try:
         with http.stream("POST", url, json=request) as response:
+            if opened is not None:
+                opened(response)
             if response.status_code >= 400:
                 response.read()
                 raise status_error(response)
-            usage = None
+            usage = finish = None
+            events, other = 0, []
             for line in response.iter_lines():
                 data = _event_data(line)
                 if data is None:
+                    if not events and len(other) < 10_000:
+                        other.append(line)
                     continue
+                events += 1
                 if data == "[DONE]":
                     break
-                piece, reported = _openai_chunk(data, url)
-                usage = reported or usage
+                piece, reported, finished = _openai_chunk(data, url)
+                usage, finish = reported or usage, finished or finish
                 if piece:
                     yield piece
-            yield StreamEnd(usage)
+            if not events:  # a server that ignored "stream": one whole answer, or not JSON at all
+                yield from _whole_answer("\n".join(other), url)
+                return
+            yield StreamEnd(usage, finish)
     except httpx.TimeoutException:
-        raise TransientModelError(f"{url}: the answer timed out") from None
+        raise TransientModelError(f"{url}: timed out: no answer, or no token of it, for {_read_timeout(http)}") from None
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.StreamClosed) as exc:
+        raise StreamBroken(str(describe(exc))) from None
     except httpx.HTTPError as exc:
         raise describe(exc) from None
+
+
+def _whole_answer(body: str, url: str) -> Iterator[str | StreamEnd]:
+    """The text and end of a chat.completion sent whole where a stream was asked for."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise TransientModelError(f"{url}: response is not JSON nor an event stream") from None
+    try:
+        choice = data["choices"][0]
+        text = choice["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        raise TransientModelError(f"{url}: malformed chat response") from None
+    if text:
+        yield text
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    yield StreamEnd(usage, finish if isinstance(finish, str) else None)
+
+
+def _read_timeout(http) -> str:
+    """The client's read timeout, as the time a streamed answer may go without a token."""
+    read = getattr(getattr(http, "timeout", None), "read", None)
+    return f"{read:g} s" if isinstance(read, (int, float)) else "the read timeout"
 
 
 def _event_data(line: str) -> str | None:
@@ -59,8 +98,8 @@ def _event_data(line: str) -> str | None:
     return line[5:].strip()
 
 
-def _openai_chunk(data: str, url: str) -> tuple[str, dict | None]:
-    """(text piece, usage or None) of one chat.completion.chunk event."""
+def _openai_chunk(data: str, url: str) -> tuple[str, dict | None, str | None]:
+    """(text piece, usage or None, finish_reason or None) of one chat.completion.chunk event."""
     try:
         chunk = json.loads(data)
     except ValueError:
@@ -75,7 +114,8 @@ def _openai_chunk(data: str, url: str) -> tuple[str, dict | None]:
     choices = chunk.get("choices") or []
     delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
     content = delta.get("content") if isinstance(delta, dict) else None
-    return (content if isinstance(content, str) else ""), usage
+    finish = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
+    return (content if isinstance(content, str) else ""), usage, (finish if isinstance(finish, str) else None)
 
 
 def zhipu_pieces(client, body: dict, translate: Callable[[Exception], Exception]) -> Iterator[str | StreamEnd]:
@@ -84,7 +124,7 @@ def zhipu_pieces(client, body: dict, translate: Callable[[Exception], Exception]
         stream = client.chat.completions.create(**body, stream=True)
     except Exception as exc:  # the SDK's errors are translated to tgr's
         raise translate(exc) from None
-    usage = None
+    usage = finish = None
     try:
         for chunk in stream:
             if getattr(chunk, "usage", None) is not None:
@@ -92,9 +132,10 @@ def zhipu_pieces(client, body: dict, translate: Callable[[Exception], Exception]
                          "completion_tokens": chunk.usage.completion_tokens}
             choices = getattr(chunk, "choices", None) or []
             piece = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+            finish = (getattr(choices[0], "finish_reason", None) if choices else None) or finish
             if piece:
                 yield piece
-        yield StreamEnd(usage)
+        yield StreamEnd(usage, finish)
     except GeneratorExit:
         raise
     except Exception as exc:

@@ -9,6 +9,7 @@ environment or arguments and are never stored or printed.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
@@ -17,6 +18,9 @@ if TYPE_CHECKING:  # httpx is imported when a remote model is built
 
 from ..errors import ModelError, OutOfReach, TransientModelError
 from ..text import estimate_tokens
+from .output_forms import (JSON_OBJECT, NONE, OPENAI_FORMS, next_form, refuses_form, response_format,
+                           wants_json)
+from .repetition import RepetitionWatch
 
 ZHIPU_CHAT_DEFAULT = "glm-4-flash"
 ZHIPU_EMBED_DEFAULT = "embedding-3"
@@ -31,6 +35,15 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     usage_source: str = "api"  # "api" when the provider reported usage, else "estimate"
+    # why the answer ended: "stop", "length" (max_tokens), "loop" (tgr stopped an answer that
+    # repeated itself: tgr.models.repetition), "unfinished" (a stream that ended without saying
+    # why), None when the provider did not say
+    finish_reason: str | None = None
+
+    @property
+    def cut(self) -> bool:
+        """The answer did not end by itself: asking again the same way would not finish it."""
+        return self.finish_reason in ("length", "loop")
 
 
 class ChatModel(Protocol):
@@ -73,6 +86,21 @@ def embeds(kind: str, model: str) -> bool:
     return not (kind == "reports" and model.startswith("local:"))
 
 
+def is_local_endpoint(url: str) -> bool:
+    """Whether an endpoint runs on this machine or its network (a local model server)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith((".local", ".internal", ".lan")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def redact(message: str, *secrets: str | None) -> str:
     """Remove secrets from a message before it is shown or raised."""
     for secret in secrets:
@@ -105,7 +133,7 @@ def _completion_of(prompt: str, pieces) -> Iterator[str | Completion]:
         for item in pieces:
             if isinstance(item, StreamEnd):
                 joined = "".join(text)
-                yield Completion(joined, *_usage(prompt, joined, item.usage))
+                yield Completion(joined, *_usage(prompt, joined, item.usage), finish_reason=item.finish_reason)
                 return
             text.append(item)
             yield item
@@ -165,6 +193,8 @@ class _ZhipuBase:
 class ZhipuChat(_ZhipuBase):
     """GLM chat models through the official zhipuai SDK."""
 
+    output_form = JSON_OBJECT  # GLM-4's JSON mode: response_format {"type": "json_object"}
+
     def __init__(self, model: str = ZHIPU_CHAT_DEFAULT, **kwargs):
         super().__init__(model, **kwargs)
         self.name = f"zhipuai:{model}"
@@ -173,8 +203,11 @@ class ZhipuChat(_ZhipuBase):
         """The JSON body of one chat request (the same in a batch job's input file)."""
         sampling = {"do_sample": False} if params.get("temperature", 0.0) == 0.0 else {
             "temperature": params["temperature"]}
-        return {"model": self.model, "messages": messages(prompt, params),
+        body = {"model": self.model, "messages": messages(prompt, params),
                 "max_tokens": params.get("max_tokens", 4096), **sampling}
+        if params.get("schema") and wants_json(self.output_form):  # GLM's JSON mode (no schema)
+            body["response_format"] = {"type": "json_object"}
+        return body
 
     def complete(self, prompt: str, **params) -> Completion:
         try:
@@ -183,9 +216,11 @@ class ZhipuChat(_ZhipuBase):
             raise self._translate(exc) from None
         try:
             text = response.choices[0].message.content or ""
+            finish = getattr(response.choices[0], "finish_reason", None)
         except (AttributeError, IndexError) as exc:
             raise TransientModelError(f"zhipuai {self.model}: malformed response ({exc})") from None
-        return Completion(text, *_usage(prompt, text, response.usage))
+        return Completion(text, *_usage(prompt, text, response.usage),
+                          finish_reason=finish if isinstance(finish, str) else None)
 
     def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
         """The answer's text pieces as GLM writes them, then its Completion."""
@@ -252,50 +287,187 @@ class _OpenAIBase:
         except httpx.TransportError as exc:
             raise TransientModelError(redact(f"{self.base_url}: {exc}", self._key)) from None
         if response.status_code >= 400:
-            raise self._status_error(response, path)
+            raise self._status_error(response, path, body)
         try:
             return response.json()
         except ValueError:
             raise TransientModelError(f"{self.base_url}{path}: response is not JSON") from None
 
-    def _status_error(self, response, path: str) -> Exception:
-        """tgr's error for an HTTP error answer (transient: worth a retry)."""
+    def _status_error(self, response, path: str, body: dict | None = None) -> Exception:
+        """tgr's error for an HTTP error answer (transient: worth a retry; FormRefused: the
+        request's response_format is not taken here)."""
         detail = redact(response.text[:300], self._key)
+        if body and "response_format" in body and refuses_form(response.status_code, response.text):
+            return FormRefused(f"{self.base_url}{path}: response_format refused: {detail}")
         message = f"{self.base_url}{path}: HTTP {response.status_code}: {detail}"
         if _is_transient_status(response.status_code):
             return TransientModelError(message, _retry_after(response.headers))
         return ModelError(message)
 
 
+class _LiveStream:
+    """A streamed request in progress: its response (once open) and whether text has come."""
+
+    def __init__(self):
+        self.response = None
+        self.answering = False
+
+    def open(self, response) -> None:
+        self.response = response
+
+    def close(self) -> bool:
+        if self.response is None or self.answering:
+            return False
+        try:
+            self.response.close()
+        except Exception:  # closing from another thread: whatever state it is in, it is gone
+            pass
+        return True
+
+
+class FormRefused(ModelError):
+    """The endpoint refused the request's response_format (tgr.models.output_forms)."""
+
+
 class OpenAIChat(_OpenAIBase):
-    """Chat through any OpenAI-compatible /chat/completions endpoint."""
+    """Chat through any OpenAI-compatible /chat/completions endpoint.
+
+    Answers are streamed and read as they are written: a read timeout is then the time
+    without a token (a slow local model is not cut off while it writes), and an answer
+    that repeats itself is stopped (tgr.models.repetition). A `schema` param (name and
+    JSON schema) is sent in the structured-output form the endpoint takes (output_form:
+    learnt by probe_output_form or from the first refusal)."""
+
+    stream_answers = True
 
     def __init__(self, model: str, base_url: str, **kwargs):
         super().__init__(model, base_url, **kwargs)
         self.name = f"openai:{model}"
+        self.output_form: str | None = None  # unknown until probed, refused or recorded
+        self.context_tokens: int | None = None  # the context window, where known
+        self._live: set[_LiveStream] = set()
+        self._live_lock = threading.Lock()
+
+    def drop_waiting(self) -> int:
+        """Hang up the streamed requests that have no answer text yet (they wait at a
+        one-slot server, which skips a request whose client is gone); their callers see a
+        broken stream and ask again. Returns how many were dropped."""
+        with self._live_lock:
+            waiting = [live for live in self._live if not live.answering]
+        return sum(live.close() for live in waiting)
 
     def request_body(self, prompt: str, **params) -> dict:
         """The JSON body of one chat request (the same in a batch job's input file)."""
-        return {"model": self.model, "messages": messages(prompt, params),
+        body = {"model": self.model, "messages": messages(prompt, params),
                 "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
+        schema = params.get("schema")
+        if schema:
+            form = response_format(self.output_form or OPENAI_FORMS[0], schema["schema"], schema.get("name", "answer"))
+            if form is not None:
+                body["response_format"] = form
+        return body
 
     def complete(self, prompt: str, **params) -> Completion:
-        data = self._post("/chat/completions", self.request_body(prompt, **params))
+        while True:
+            body = self.request_body(prompt, **params)
+            try:
+                if self.stream_answers:
+                    return self._streamed(prompt, body)
+                return self._whole(prompt, body)
+            except FormRefused:  # ask again in the next form (the last, none, is never refused)
+                self.output_form = next_form(self.output_form or OPENAI_FORMS[0])
+
+    def probe_output_form(self) -> str:
+        """Find the first structured-output form the endpoint takes, with one tiny request
+        per form tried (a refusal costs no tokens); sets and returns output_form."""
+        schema = {"name": "probe", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                              "required": ["ok"]}}
+        form = self.output_form or OPENAI_FORMS[0]
+        while form != NONE:
+            self.output_form = form
+            try:
+                self._whole("probe", self.request_body('Answer with the JSON object {"ok": true}.',
+                                                       schema=schema, max_tokens=8))
+                return form
+            except FormRefused:
+                form = next_form(form)
+        self.output_form = NONE
+        return NONE
+
+    def context_window(self) -> int | None:
+        """The server's context window in tokens, where it says (llama.cpp's /props n_ctx);
+        None otherwise. Never raises."""
+        import httpx
+
+        if not is_local_endpoint(self.base_url):  # a cloud API has no such page
+            return None
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
         try:
-            text = data["choices"][0]["message"]["content"] or ""
+            response = self._http.get(f"{root}/props", timeout=5.0)
+            data = response.json() if response.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return None
+        settings = data.get("default_generation_settings") if isinstance(data, dict) else None
+        for value in (data.get("n_ctx") if isinstance(data, dict) else None,
+                      settings.get("n_ctx") if isinstance(settings, dict) else None):
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def _whole(self, prompt: str, body: dict) -> Completion:
+        data = self._post("/chat/completions", body)
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
             raise TransientModelError(f"{self.base_url}: malformed chat response") from None
-        return Completion(text, *_usage(prompt, text, data.get("usage")))
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        return Completion(text, *_usage(prompt, text, data.get("usage")),
+                          finish_reason=finish if isinstance(finish, str) else None)
+
+    def _streamed(self, prompt: str, body: dict) -> Completion:
+        """One answer read as a stream, stopped when it loops (what came before is kept)."""
+        from .chat_stream import StreamEnd, openai_pieces
+
+        path = "/chat/completions"
+        describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
+        live = _LiveStream()
+        pieces = openai_pieces(self._http, f"{self.base_url}{path}", body, describe,
+                               lambda response: self._status_error(response, path, body), opened=live.open)
+        watch, usage, finish = RepetitionWatch(), None, None
+        with self._live_lock:
+            self._live.add(live)
+        try:
+            for item in pieces:
+                if isinstance(item, StreamEnd):
+                    usage, finish = item.usage, item.finish_reason
+                    break
+                live.answering = True
+                if watch.add(item):
+                    finish = "loop"
+                    break
+            else:
+                raise TransientModelError(f"{self.base_url}: the stream ended before the answer did")
+        finally:
+            with self._live_lock:
+                self._live.discard(live)
+            pieces.close()  # a stopped loop: the connection closes, and the server stops writing
+        # an end with no reason: llama-cpp-python's server ends a stream so when another request
+        # waits (tgr.models.gateway narrows to one call at a time on seeing it)
+        finish = finish or "unfinished"
+        prompt_tokens, completion_tokens, source = _usage(prompt, watch.text(), usage)
+        return Completion(watch.kept(), prompt_tokens, completion_tokens, source, finish_reason=finish)
 
     def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
         """The answer's text pieces as the endpoint streams them (SSE), then its Completion."""
         from .chat_stream import openai_pieces
 
         path = "/chat/completions"
+        body = self.request_body(prompt, **params)
         describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
         return _completion_of(prompt, openai_pieces(
-            self._http, f"{self.base_url}{path}", self.request_body(prompt, **params), describe,
-            lambda response: self._status_error(response, path)))
+            self._http, f"{self.base_url}{path}", body, describe,
+            lambda response: self._status_error(response, path, body)))
 
 
 class OpenAIEmbedder(_OpenAIBase):

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..store.db import Connection, transaction
-from ..errors import ModelError, TransientModelError
+from ..errors import ModelError, StreamBroken, TransientModelError
 from .clients import ChatModel, Completion, Embedder, is_local
-from ..text import content_hash, estimate_tokens
+from ..text import CJK_RUN, content_hash, estimate_tokens
 
 
 @dataclass
@@ -35,6 +35,7 @@ class ChatJob:
     prompt: str
     params: dict = field(default_factory=dict)
     validate: Callable[[str], bool] | None = None
+    finish_reason: str | None = None  # set with the answer: why it ended (None: cached, or not said)
 
 
 @dataclass
@@ -59,13 +60,15 @@ class Usage:
     local: int = 0  # local computations (e.g. hashed embeddings): not model calls
     batched: int = 0  # calls answered through a Batch API
     billed_tokens: float = 0.0  # prompt + completion tokens, each call at its price
+    cut: int = 0  # answers that did not end by themselves (max_tokens, or stopped looping)
+    retried: int = 0  # attempts beyond each call's first (errors, rejected answers)
 
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def count(self, kind: str, hit: bool, prompt_tokens: int, completion_tokens: int, prompt_chars: int,
-              price: float) -> None:
+              price: float, attempts: int = 1, cut: bool = False) -> None:
         """Count one request: a cache hit, a local computation (never a call), or a paid call."""
         if hit:
             self.cache_hits += 1
@@ -78,6 +81,8 @@ class Usage:
             self.completion_tokens += completion_tokens
             self.billed_tokens += (prompt_tokens + completion_tokens) * price
             self.prompt_chars += prompt_chars
+            self.retried += max(0, attempts - 1)
+            self.cut += int(cut)
 
 
 MAX_RETRY_AFTER = 60.0  # seconds; a server asking for longer gets retried after this
@@ -123,6 +128,44 @@ class _RateLimiter:
             self.next_start = start + self.interval
         if start > now:
             time.sleep(start - now)
+
+
+class _Slots:
+    """How many chat calls may be in flight at once; narrowed to one when the endpoint turns
+    out to serve one request at a time (a streamed answer broken while another was asked:
+    llama-cpp-python's server drops the running stream to start the next)."""
+
+    def __init__(self, size: int):
+        self.size, self.busy = size, 0
+        self.narrowed = False
+        self._ready = threading.Condition()
+
+    def __enter__(self) -> "_Slots":
+        with self._ready:
+            while self.busy >= self.size:
+                self._ready.wait()
+            self.busy += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._ready:
+            self.busy -= 1
+            self._ready.notify_all()
+
+    def narrow(self) -> bool:
+        """One call at a time from now on; True the first time."""
+        with self._ready:
+            first, self.size, self.narrowed = not self.narrowed, 1, True
+            return first
+
+
+def prompt_was_cut(prompt: str, prompt_tokens: int) -> bool:
+    """Whether a server reported far fewer prompt tokens than the prompt can hold: it cut the
+    prompt to its context window (Ollama's default num_ctx does so in silence). Tokenizers
+    differ, so the bound is loose: about 5 characters a token, 2 CJK characters a token."""
+    cjk = sum(map(len, CJK_RUN.findall(prompt)))
+    least = (len(prompt) - cjk) / 5 + cjk / 2
+    return least >= 600 and prompt_tokens < 0.75 * least
 
 
 class _UntilDone:
@@ -239,6 +282,9 @@ class Gateway:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._limiter = _RateLimiter(rpm)
+        self._slots = _Slots(self.concurrency)
+        self.notices: list[str] = []  # what the run should tell its author once (see note())
+        self._noted: set[str] = set()
         self._workers: _Workers | None = None
         self._jitter = random.Random(0)
         self.batch = None  # a tgr.build.batch.BatchRunner: misses go to the provider's Batch API
@@ -380,40 +426,34 @@ class Gateway:
             self.wait_turn()
             try:
                 return call(), attempt
+            except StreamBroken as exc:
+                if self._slots.busy > 1:
+                    raise  # another call at the server broke it: _run_chat asks again, one at a time
+                time.sleep(retry_delay(self, exc, attempt))
             except TransientModelError as exc:
                 time.sleep(retry_delay(self, exc, attempt))
+
+    def _one_at_a_time(self) -> None:
+        if self._slots.narrow():
+            drop = getattr(self.chat_model, "drop_waiting", None)
+            if callable(drop):  # the others queued at the server would each be cut again
+                drop()
+            self.note("the endpoint serves one request at a time (it ended an answer early to start "
+                      "another): chat calls are now sent one at a time")
+
+    def note(self, message: str) -> None:
+        """Keep a message for the run to say once (tgr.build.pipeline prints gateway.notices)."""
+        with self._lock:
+            if message not in self._noted:
+                self._noted.add(message)
+                self.notices.append(message)
 
     def wait_turn(self) -> None:
         """Wait until the requests-per-minute cap allows another call."""
         self._limiter.wait()
 
     def _run_chat(self, outcome: _Outcome) -> _Outcome:
-        job = outcome.job
-        start = time.perf_counter()
-        self._enter()
-        try:
-            tries, spent_prompt, spent_completion = 0, 0, 0
-            while True:
-                params = dict(job.params)
-                if tries:  # a rejected answer: ask again with a little sampling
-                    params["temperature"] = 0.3
-                completion, attempts = self.retried(
-                    functools.partial(self.chat_model.complete, job.prompt, **params))
-                outcome.attempts += attempts
-                spent_prompt += completion.prompt_tokens
-                spent_completion += completion.completion_tokens
-                tries += 1
-                outcome.valid = job.validate is None or job.validate(completion.text)
-                if outcome.valid or tries > 2:
-                    break
-            completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
-            outcome.completion = completion
-        except BaseException as exc:  # handed to the main thread, which re-raises it
-            outcome.error = exc
-        finally:
-            self._leave()
-            outcome.latency = time.perf_counter() - start
-        return outcome
+        return _run_chat(self, outcome)
 
     def _embed_call(self, stage: str):
         """Questions go to embed_query where the embedder has one (E5's "query: " prefix)."""
@@ -478,11 +518,12 @@ class Gateway:
                  c.prompt_tokens, c.completion_tokens))
         self._ledger(stage, "chat", model, False, outcome.attempts, c.prompt_tokens,
                      c.completion_tokens, c.usage_source, outcome.latency, len(outcome.job.prompt),
-                     outcome.price)
+                     outcome.price, cut=c.cut)
 
     def _ledger(self, stage, kind, model, hit, attempts, prompt_tokens, completion_tokens,
-                source, latency, prompt_chars, price: float = 1.0) -> None:
-        self.stage_usage(stage).count(kind, hit, prompt_tokens, completion_tokens, prompt_chars, price)
+                source, latency, prompt_chars, price: float = 1.0, cut: bool = False) -> None:
+        self.stage_usage(stage).count(kind, hit, prompt_tokens, completion_tokens, prompt_chars, price,
+                                      attempts, cut)
         if self.write_cache:
             self.conn.execute(
                 "INSERT INTO model_calls(run_id, stage, kind, model, cache_hit, attempts, "
@@ -493,6 +534,59 @@ class Gateway:
 
 
 # --- chat_many's parts (module functions: the Gateway class stays short) ---------------
+
+def _run_chat(gateway: Gateway, outcome: _Outcome) -> _Outcome:
+    """One chat job on a worker thread: asked (retried, one at a time once the server needs it),
+    asked again once or twice with a little sampling if its answer is rejected, never when it
+    was cut; errors are handed to the main thread in outcome.error."""
+    job = outcome.job
+    start = time.perf_counter()
+    gateway._enter()
+    try:
+        tries, spent_prompt, spent_completion = 0, 0, 0
+        crowded = 0  # answers another call at a one-slot server cut short
+        while True:
+            params = dict(job.params)
+            if tries:  # a rejected answer: ask again with a little sampling
+                params["temperature"] = 0.3
+            wide = gateway._slots.size > 1
+            try:
+                with gateway._slots:
+                    completion, attempts = gateway.retried(
+                        functools.partial(gateway.chat_model.complete, job.prompt, **params))
+            except StreamBroken:
+                if crowded > 20:
+                    raise
+                crowded += 1
+                gateway._one_at_a_time()
+                continue
+            if completion.finish_reason == "unfinished" and wide and crowded <= 20:
+                crowded += 1  # the server ended it early to start another call: asked again, alone
+                gateway._one_at_a_time()
+                continue
+            outcome.attempts += attempts
+            spent_prompt += completion.prompt_tokens
+            spent_completion += completion.completion_tokens
+            tries += 1
+            if completion.usage_source == "api" and prompt_was_cut(job.prompt, completion.prompt_tokens):
+                gateway.note(f"{gateway.chat_model.name} read {completion.prompt_tokens} tokens of a prompt of "
+                          f"about {estimate_tokens(job.prompt)}: the server cut it to its context window; "
+                          "give the server a larger window (Ollama: use the ollama: provider, which sets "
+                          "num_ctx) or tell tgr its size with --context-tokens")
+            outcome.valid = job.validate is None or job.validate(completion.text)
+            # an answer cut at max_tokens or stopped looping would be cut again: not asked twice
+            if outcome.valid or tries > 2 or completion.cut:
+                break
+        completion.prompt_tokens, completion.completion_tokens = spent_prompt, spent_completion
+        outcome.completion = completion
+    except BaseException as exc:  # handed to the main thread, which re-raises it
+        outcome.error = exc
+    finally:
+        gateway._leave()
+        outcome.latency = time.perf_counter() - start
+    return outcome
+
+
 
 def _cached(gateway: "Gateway", stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
     """Yield the jobs the cache answers; add the others to misses (by cache key)."""
@@ -546,6 +640,7 @@ def _answer(gateway: "Gateway", stage: str, model: str, misses: dict[str, list[C
             if error is None:
                 asked.discard(outcome.key)  # a later job of the same prompt: the cache, or asked anew
                 for job in misses.pop(outcome.key):
+                    job.finish_reason = outcome.completion.finish_reason
                     yield job, outcome.completion.text
                 yield from add_more()
     except KeyboardInterrupt:  # keep the answers already paid for (those in flight)

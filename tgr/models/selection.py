@@ -17,6 +17,7 @@ models passed in belong to the caller.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -211,28 +212,48 @@ def _fallback(meta: dict, reason: str, offline: bool) -> tuple[Embedder, str, st
 class ModelChoice:
     """The models of one open store. `store` has .conn, .meta and .path (tgr/session.py)."""
 
-    def __init__(self, store, *, chat, embedder, base_url, api_key, timeout, concurrency, rpm, max_retries):
+    def __init__(self, store, *, chat, embedder, base_url, api_key, timeout, concurrency, rpm, max_retries,
+                 context_tokens=None):
         self.store = store
+        self.context_tokens = context_tokens  # the chat model's context window, as the user gave it
         self.chat_spec = chat
         self.embed_spec = embedder
         self.model_options = dict(base_url=base_url, api_key=api_key, timeout=timeout)
         self.gateway_options = dict(concurrency=concurrency, rpm=rpm, max_retries=max_retries)
         self._gateway: Gateway | None = None
         self._reader: Gateway | None = None
+        # the query gateways of the other threads' connections (tgr/store/thread_connections.py):
+        # connection -> (the QueryModels it was made with, gateway); a gateway's pool of calls
+        # belongs to one question at a time, as its connection does
+        self._readers: dict = {}
+        self._choosing = threading.Lock()
         self._resolved: tuple[ChatModel | None, Embedder] | None = None
         self.asking: QueryModels | None = None  # the models questions use
         self._note: str | None = None  # ... and what they left out, kept once they are released
 
-    def release(self) -> None:
-        """Close the gateways and the model clients built here; they are rebuilt on use."""
-        for gateway in (self._gateway, self._reader):
-            if gateway:
-                gateway.close()
-        for model in (*(self._resolved or ()), *(self.asking.models() if self.asking else ())):
-            if model is not None and hasattr(model, "close") and model not in (self.chat_spec, self.embed_spec):
-                model.close()  # only what this store created; models passed in belong to the caller
-        self._note = self.note
-        self._gateway = self._reader = self._resolved = self.asking = None
+    def release(self, closing: bool = False) -> None:
+        """Close the gateways and the model clients built here; they are rebuilt on use. Other
+        threads' questions still running keep theirs (closing: the store closes, nothing runs)."""
+        in_use = not closing and self.store.threads.leased > 0
+        with self._choosing:
+            readers = [] if in_use else [gateway for _, gateway in self._readers.values()]
+            if not in_use:
+                self._readers = {}
+            for gateway in (self._gateway, self._reader, *readers):
+                if gateway:
+                    gateway.close()
+            for model in (*(self._resolved or ()), *(() if in_use or not self.asking else self.asking.models())):
+                if model is not None and hasattr(model, "close") and model not in (self.chat_spec, self.embed_spec):
+                    model.close()  # only what this store created; models passed in belong to the caller
+            self._note = self.note
+            self._gateway = self._reader = self._resolved = self.asking = None
+
+    def forget(self, conn) -> None:
+        """Close the query gateway of another thread's connection, which is closing."""
+        with self._choosing:
+            _, gateway = self._readers.pop(conn, (None, None))
+        if gateway is not None:
+            gateway.close()
 
     @property
     def note(self) -> str | None:
@@ -275,21 +296,45 @@ class ModelChoice:
         return chat_for_store(self.store.meta, chat, **self.model_options)[0]
 
     def gateway(self, run_id: int | None = None) -> Gateway:
-        """The model gateway for indexing: reads and writes the cache and the ledger."""
+        """The model gateway for indexing: reads and writes the cache and the ledger (through
+        the writing thread's connection: writers take turns, see tgr/session.py)."""
+        conn = self.store.conn
+        if self._gateway is not None and self._gateway.conn is not conn:  # another thread wrote before
+            self._gateway.close()
+            self._gateway = None
         if self._gateway is None:
             chat, embedder = self.models()
-            self._gateway = Gateway(self.store.conn, chat, embedder, **self.gateway_options)
+            self._gateway = Gateway(conn, chat, embedder, **self.gateway_options)
         self._gateway.run_id = run_id
         return self._gateway
 
     def query_gateway(self) -> Gateway:
         """Queries read the cache but never write: asking leaves the file untouched. Models
-        out of reach are left out, said in self.note."""
-        if self._reader is None:
+        out of reach are left out, said in self.note. Each thread's connection has its own
+        gateway; the models are chosen once and shared."""
+        conn = self.store.conn
+        if self.store.on_home_thread:
+            if self._reader is None:
+                with self._choosing:
+                    asking = self._asking()
+                    self._reader = Gateway(conn, asking.chat, asking.embedder, write_cache=False,
+                                           **self.gateway_options)
+            return self._reader
+        with self._choosing:
+            asking = self._asking()
+            made, gateway = self._readers.get(conn, (None, None))
+            if made is not asking:  # new, or its models were released since
+                if gateway is not None:
+                    gateway.close()
+                gateway = Gateway(conn, asking.chat, asking.embedder, write_cache=False, **self.gateway_options)
+                self._readers[conn] = (asking, gateway)
+        return gateway
+
+    def _asking(self) -> QueryModels:
+        """The models questions use, chosen on first use (holding self._choosing)."""
+        if self.asking is None:
             self.asking = resolve_query_models(self.store.meta, self.chat_spec, self.embed_spec, **self.model_options)
-            self._reader = Gateway(self.store.conn, self.asking.chat, self.asking.embedder, write_cache=False,
-                                   **self.gateway_options)
-        return self._reader
+        return self.asking
 
     def check_chat_model(self, chat: ChatModel | None) -> None:
         """Refuse to continue a store with another chat model than it was built with,

@@ -14,6 +14,7 @@ from ..errors import StoreError
 from ..models.registry import chat_name
 from .modes import Answer, QuerySettings, Searcher
 from .retrieve import Passage
+from ..store.extractors import extracted_by
 from ..store.untrusted_text import terminal_safe
 from ..settings import IndexSettings
 
@@ -187,6 +188,11 @@ def info(conn, path: Path, meta: dict) -> dict:
         "boilerplate_dropped": _boilerplate(conn),
         "chunks": count("SELECT count(*) FROM chunks"),
         "chunks_extracted": count("SELECT count(*) FROM extractions"),
+        "extracted_by": extracted_by(conn, chat),
+        "reports_by": {terminal_safe(str(g)): n for g, n in conn.execute(
+            "SELECT generator, count(*) FROM reports GROUP BY generator ORDER BY count(*) DESC, generator")},
+        "chat_output_form": meta.get("chat_output_form", "-"),
+        "chat_context_tokens": meta.get("chat_context_tokens", "-"),
         "entities": count("SELECT count(*) FROM entities"),
         "relationships": count("SELECT count(*) FROM relationships"),
         "levels": levels,

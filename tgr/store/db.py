@@ -14,6 +14,7 @@ import os
 import time
 import struct
 from pathlib import Path
+from typing import Callable
 
 import sqlean as sqlite3
 
@@ -42,11 +43,13 @@ def schema_sql() -> str:
 
 def open_file(path: Path, *, readonly: bool) -> Connection:
     """A defended connection to an existing file, before any check of what it holds."""
+    # check_same_thread=False: tgr hands a connection to one thread at a time itself
+    # (tgr/store/thread_connections.py), and a store may be closed from another thread
     if readonly:  # as_uri() percent-encodes '#', '?' and '%' in the path
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
-                               factory=Connection)
+                               factory=Connection, check_same_thread=False)
     else:
-        conn = sqlite3.connect(str(path), isolation_level=None, factory=Connection)
+        conn = sqlite3.connect(str(path), isolation_level=None, factory=Connection, check_same_thread=False)
     with closed_on_failure(conn, path):
         hardening.harden(conn, str(path))
         _load_vec(conn)
@@ -72,7 +75,7 @@ def closed_on_failure(conn: Connection, path: Path):
 
 def raw_connection() -> Connection:
     """A scratch in-memory database with sqlite-vec and the same defences (tgr's own data)."""
-    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection)
+    conn = sqlite3.connect(MEMORY, isolation_level=None, factory=Connection, check_same_thread=False)
     hardening.harden(conn, MEMORY, trusted=True)
     _load_vec(conn)
     conn.execute("PRAGMA foreign_keys = ON")
@@ -141,16 +144,19 @@ def begin_writing(conn: Connection) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def settle(conn: Connection) -> bool:
+def settle(conn: Connection, before_try: Callable[[], None] | None = None) -> bool:
     """Leave one self-contained file: fold the WAL back in and use a rollback journal.
 
     A WAL-mode file cannot be read from a read-only directory, and a shipped .db must be
     a single file; the next indexing run switches to WAL again. Waits (busy_timeout) for
     readers of other processes; returns False when one still holds an old snapshot, so the
-    -wal file is still needed (finish later with `tgr check --fix`).
+    -wal file is still needed (finish later with `tgr check --fix`). before_try, if given, runs
+    before each attempt (StoreAdmin closes the idle connections of this process's other threads).
     """
     deadline = time.monotonic() + SETTLE_WAIT_S
     while True:
+        if before_try is not None:
+            before_try()
         try:
             if conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
                 return False  # busy after busy_timeout: a reader keeps an old snapshot
