@@ -53,6 +53,7 @@ def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
         problems.append(Problem("unfinished", "leftover -wal/-shm files next to the store "
                                               "(`tgr check --fix` removes them)"))
     conn = db.open_file(path, readonly=True)
+    reading = "its schema"  # what was being read, for an SQLite error's line
     try:
         findings = schemacheck.inspect(conn)
         problems += [Problem("refused" if f.fatal else "note", f.message) for f in findings]
@@ -64,6 +65,7 @@ def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
         elif 0 < version < db.SCHEMA_VERSION:
             problems.append(Problem("note", f"schema {version}; the next index or rebuild upgrades it "
                                             f"to {db.SCHEMA_VERSION}"))
+        reading = "its meta table"
         if not db.has_table(conn, "meta") or db.get_meta(conn).get("format") != db.FORMAT_TAG:
             problems.append(Problem("refused", "not a tgr store (no tgr meta table)"))
             return _ordered(problems), None
@@ -74,22 +76,29 @@ def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
                 IndexSettings.from_meta(db.get_meta(conn))
             except StoreError as exc:
                 problems.append(Problem("refused", str(exc)))
+        reading = "its chunks"
         unindexed = corpus.pending_count(conn)
         if unindexed:
             problems.append(Problem("unfinished", f"{unindexed} chunks are not in the full-text index yet (an "
                                                   "interrupted `tgr index`; `tgr check --fix` or the next index "
                                                   "adds them)"))
-        damage = integrity.damage(conn) or _vector_damage(conn)
+        reading = "its pages"
+        damage = integrity.page_damage(conn)
+        reading = "its full-text index"
+        damage = damage or integrity.fts_damage(conn)
+        reading = "its vector tables"
+        damage = damage or _vector_damage(conn)
         if damage:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
         elif not unsafe:
+            reading = "its rows"
             left = [Problem("unfinished", m) for m in _work_left(conn, path)]
             digest.append(integrity.content_digest(conn))
             problems += left
             problems += _digest_problems(conn, path, digest[0],
                                          work_left=any(p.severity == "unfinished" for p in problems))
     except db.DatabaseError as exc:
-        problems.append(Problem("refused", f"not a usable SQLite database ({exc})"))
+        problems.append(Problem("refused", f"damaged: SQLite stopped reading {reading} ({exc})"))
     finally:
         conn.close()
     return _ordered(problems), (digest[0] if digest else None)

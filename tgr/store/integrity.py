@@ -113,7 +113,13 @@ def forget_digest(conn) -> None:
 
 
 def damage(conn) -> list[str]:
-    """What SQLite finds damaged in the file: [] when intact. Reads only."""
+    """What SQLite finds damaged in the file (its pages, then its full-text index): [] when
+    intact. Reads only."""
+    return page_damage(conn) or fts_damage(conn)
+
+
+def page_damage(conn) -> list[str]:
+    """PRAGMA integrity_check's findings (at most INTEGRITY_LINES); [] when it says ok."""
     old_factory = conn.text_factory
     conn.text_factory = bytes  # its messages may quote damaged bytes
     try:
@@ -121,9 +127,7 @@ def damage(conn) -> list[str]:
                  for row in conn.execute(f"PRAGMA integrity_check({INTEGRITY_LINES})")]
     finally:
         conn.text_factory = old_factory
-    if lines != ["ok"]:
-        return lines
-    return fts_damage(conn)
+    return [] if lines == ["ok"] else lines
 
 
 def fts_damage(conn) -> list[str]:
