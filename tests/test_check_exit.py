@@ -39,6 +39,7 @@ def test_unextracted_chunks_and_missing_vectors_exit_1_with_one_line_each(comple
     conn = sqlite3.connect(complete)
     total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     conn.execute("DELETE FROM extractions")  # as a run interrupted before any chunk was extracted
+    conn.execute("DELETE FROM meta WHERE key = 'content_digest'")  # (a run removes it when it starts)
     conn.execute("UPDATE chunks SET embed_hash = NULL")
     conn.commit()
     conn.close()
@@ -57,6 +58,7 @@ def test_missing_portable_vectors_and_stale_reports_are_unfinished(complete):
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('portable_embed_model', "
                  "'local:multilingual-e5-small')")  # a --portable run interrupted before its first vector
     conn.execute("UPDATE meta SET value = 'other' WHERE key = 'fresh.cluster'")
+    conn.execute("DELETE FROM meta WHERE key = 'content_digest'")  # (a run removes it when it starts)
     conn.commit()
     conn.close()
     result = check(complete)

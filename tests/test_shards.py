@@ -248,7 +248,7 @@ def test_cli_merge_through_an_endpoint_asks_no_extraction(tmp_path, fake_server)
 
 
 @pytest.mark.parametrize("case", ["chunking", "chat model", "embedder", "newer schema", "not tgr", "corrupted",
-                                  "unfinished", "same as out", "missing"])
+                                  "unfinished", "edited", "same as out", "missing"])
 def test_incompatible_inputs_are_refused_in_one_line(two_shards, tmp_path, case):
     (a, b), files = two_shards
     other = tmp_path / "other.db"
@@ -284,9 +284,17 @@ def test_incompatible_inputs_are_refused_in_one_line(two_shards, tmp_path, case)
         shutil.copy(b, other)
         conn = sqlite3.connect(other)
         conn.execute("DELETE FROM extractions WHERE rowid IN (SELECT rowid FROM extractions LIMIT 2)")
+        conn.execute("DELETE FROM meta WHERE key = 'content_digest'")  # (a run removes it when it starts)
         conn.commit()
         conn.close()
         words = ["2 chunks are not extracted", "never extracts"]
+    elif case == "edited":  # a sound file whose rows are not those its build recorded
+        shutil.copy(b, other)
+        conn = sqlite3.connect(other)
+        conn.execute("UPDATE chunks SET text = text || ' (edited)' WHERE seq = 1")
+        conn.commit()
+        conn.close()
+        words = ["content changed since it was built", "tgr check"]
     elif case == "same as out":
         shutil.copy(a, out)
         other = out

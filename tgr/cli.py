@@ -10,7 +10,7 @@ import time
 
 import click
 
-from . import __version__
+from .version import __version__
 from .store.db import DatabaseError
 from .errors import TgrError
 from .prompts import load_prompts_file
@@ -216,8 +216,21 @@ def _progress(quiet: bool):
 _NEW_STORE = "tgr.new_store"  # ctx.meta key: the RemovedIfUnused guard of the running command
 
 
+_PARAMS = "tgr.params"  # ctx.meta key (shared with the group's context): the running command's params
+
+
+class _Command(click.Command):
+    """A command whose parameters the group can name in an error line (which store)."""
+
+    def invoke(self, ctx):
+        ctx.meta[_PARAMS] = ctx.params
+        return super().invoke(ctx)
+
+
 class _Group(click.Group):
     """Turns tgr's own errors and Ctrl-C into one line on stderr and a non-zero exit."""
+
+    command_class = _Command
 
     def invoke(self, ctx):
         try:
@@ -231,8 +244,26 @@ class _Group(click.Group):
                 click.echo("\ninterrupted: everything finished so far is saved in the store; "
                            "run the same command again to resume", err=True)
             ctx.exit(130)
-        except (TgrError, ValueError, OSError, DatabaseError) as exc:
+        except DatabaseError as exc:  # SQLite met damage (or a lock) reading the store
+            raise click.ClickException(_one_line(_database_error(ctx, exc))) from None
+        except (TgrError, ValueError, OSError) as exc:
             raise click.ClickException(_one_line(exc)) from None
+
+
+_DAMAGE_WORDS = ("malformed", "corrupt", "not a database", "disk i/o", "read error", "iter error")
+
+
+def _database_error(ctx, exc: Exception) -> str:
+    """An SQLite error met while reading: the store it concerns and, for damage, what to run."""
+    params = ctx.meta.get(_PARAMS, {})
+    stores = [params["store"]] if params.get("store") else list(params.get("stores") or ())
+    if params.get("stores_and_question"):  # (stores, question), as _stores_and_question gives it
+        stores = list(params["stores_and_question"][0])
+    label = stores[0] if len(stores) == 1 else "a store"
+    if not any(word in str(exc).lower() for word in _DAMAGE_WORDS):
+        return f"{label}: {exc}"
+    where = f"`tgr check {stores[0]}`" if len(stores) == 1 else "`tgr check STORE` on each store"
+    return f"{label} is damaged: SQLite reports {exc}; nothing was answered from it ({where} says what is wrong)"
 
 
 def _warn(message: str) -> None:
@@ -392,7 +423,7 @@ def merge_command(out, stores, chat_model, embed_model, base_url, offline, concu
     """Unite STORES (built separately with the same settings) into OUT, new or existing, and
     build the graph, communities, reports and embeddings once on the union. No chunk is
     extracted again; summaries and reports new to the union may ask the chat model."""
-    from .build.merge_stores import merge_stores
+    from . import merge_stores
 
     if offline:  # as for index: no chat model, no network, the stores' local embedder
         chat_model, embed_model = "offline", embed_model or "offline"
@@ -778,22 +809,29 @@ def show(store, ident, as_json):
 @click.argument("store", type=_EXISTING_FILE)
 @click.option("--fix", is_flag=True, help="Fold a pending write-ahead log into the .db and remove -wal/-shm.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every finding as JSON.")
-def check(store, fix, as_json):
+@click.option("--digest", "print_digest", is_flag=True,
+              help="Print the verified content digest (to publish next to the file), like sha256sum.")
+def check(store, fix, as_json, print_digest):
     """Explain what is wrong with STORE. Exit 0: a complete store; 1: unfinished (one line each on
-    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged."""
-    from .build.check import EXIT_CODES, diagnose, fix as finish, verdict
+    what `tgr index STORE` will do); 2: not a tgr store, hostile or damaged, or its content is not
+    the content its last build recorded (content digest)."""
+    from .build.check import EXIT_CODES, examine, fix as finish, verdict
 
-    problems = diagnose(store)
+    problems, digest = examine(store)
     done = []
     if fix and verdict(problems) != "refused":  # nothing in a refused file is touched
         done = finish(store)
-        problems = diagnose(store)
+        problems, digest = examine(store)
     status = verdict(problems)
     if as_json:
         click.echo(json.dumps({"store": store, "status": status, "exit_code": EXIT_CODES[status], "fixed": done,
+                               "content_digest": digest if status == "complete" else None,
                                "problems": [{"severity": p.severity, "message": p.message} for p in problems]},
                               indent=2, ensure_ascii=False))
         sys.exit(EXIT_CODES[status])
+    if print_digest and status == "complete":
+        click.echo(f"{digest}  {store}")
+        sys.exit(0)
     for line in done:
         click.echo(f"fixed      {line}")
     for problem in problems:

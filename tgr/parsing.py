@@ -1,4 +1,5 @@
-"""Tolerant parsers for model output: XML-ish tags, JSON reports, scored points.
+"""Tolerant parsers for model output: XML-ish tags, JSON reports, scored points; and JSON
+parsed only when it is small and shallow (a model's answer or a store's value is untrusted).
 
 Models wrap answers in code fences, add chatter, drop closing tags, or get cut off at the
 token limit. These parsers take what is usable and say (by returning None or empty) when
@@ -11,12 +12,61 @@ import json
 import re
 from dataclasses import dataclass
 
-from .store.size_limits import json_brackets, too_deep_or_large
 from .text import CJK_RUN
+
+MAX_JSON_DEPTH = 32
+MAX_MODEL_JSON_CHARS = 1_000_000
+SMALL_JSON_CHARS = 64 * 1024  # loads()'s default: settings, findings, a store's meta values
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _PARTIAL_KEY = re.compile(r'([,{])\s*"[^"]*"?\s*:?\s*$')
+
+
+def json_brackets(text: str):
+    """The brackets of JSON text outside strings, in order, and last a bool: whether the
+    text ended inside a string (one linear scan, no recursion)."""
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{]}":
+            yield ch
+    yield in_string
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside JSON strings."""
+    depth = deepest = 0
+    for ch in json_brackets(text):
+        if ch in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ("]", "}"):
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def too_deep_or_large(text: str, max_chars: int = MAX_MODEL_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    if len(text) > max_chars:
+        return True
+    if text.count("[") + text.count("{") <= max_depth:  # cannot nest deeper than it opens (C-speed count)
+        return False
+    return json_depth(text) > max_depth
+
+
+def loads(text: str, *, max_chars: int = SMALL_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH):
+    """json.loads that refuses (ValueError) text too large or nested too deep to parse safely."""
+    if too_deep_or_large(text, max_chars, max_depth):
+        raise ValueError(f"JSON too large or nested deeper than {max_depth} levels")
+    return json.loads(text)
 
 
 @dataclass

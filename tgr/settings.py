@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from .ingest.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS
 from .errors import StoreError
-from .store.size_limits import loads
+from .parsing import loads
 from .prompts import DEFAULT_ENTITY_TYPES, Prompts, check_templates
 
 

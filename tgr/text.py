@@ -243,6 +243,44 @@ def normalise_name(name: str) -> str:
 _SPACES = re.compile(r"\s+")
 
 
+_DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
+_POSSESSIVE = re.compile(r"['’]s?$")
+# titles that do not tell two people of one family apart (a man's, an office's)
+_KEY_TITLES = frozenset("mr mr. mister master sir dr dr. doctor captain capt capt. professor prof prof. "
+                    "president senator governor colonel col. lieutenant judge mayor".split())
+NAME_CONNECTORS = frozenset("of the and de van von la le du der den da di del dos das al bin ibn & und y".split())
+_COUNTRY_SHORT = {"us": "united states", "usa": "united states", "u.s": "united states",
+                  "u.s.a": "united states", "united states of america": "united states",
+                  "the united states": "united states", "uk": "united kingdom", "u.k": "united kingdom",
+                  "great britain": "united kingdom", "ussr": "soviet union", "u.s.s.r": "soviet union",
+                  "prc": "china", "people's republic of china": "china", "uae": "united arab emirates",
+                  "美利坚合众国": "美国", "中华人民共和国": "中国"}
+_NOT_AFTER_TITLE = frozenset({"america", "britain", "england", "marvel", "planet"})  # "Captain America"
+
+
+@lru_cache(maxsize=1 << 16)
+def name_key(name: str, titles: bool = True) -> str:
+    """The key of a name by itself (step 1 of tgr/build/resolve.py's docstring); titles=False keeps a
+    leading title ("master peter"). Remembered: every merge keys every row's name again."""
+    key = normalise_name(name.translate(_DOTS))
+    if not key:
+        return key
+    key = _POSSESSIVE.sub("", key) if " " in key or key.endswith(("'s", "’s")) else key
+    short = _COUNTRY_SHORT.get(key.rstrip("."))
+    if short:
+        return short
+    words = key.split()
+    while len(words) > 1 and words[0] in ("the",):
+        words = words[1:]
+    while titles and len(words) > 1 and words[0] in _KEY_TITLES and words[1] not in NAME_CONNECTORS \
+            and " ".join(words[1:]) not in _NOT_AFTER_TITLE:
+        words = words[1:]
+    if len(words) == 2 and words[0] == words[1]:
+        words = words[:1]  # "Scrooge Scrooge"
+    key = " ".join(words)
+    return _COUNTRY_SHORT.get(key.rstrip("."), key)
+
+
 def search_terms(text: str) -> list[str]:
     """Terms for full-text search and lexical scoring: jieba words for CJK (rjieba: jieba's
     dictionary and algorithm in Rust), words otherwise."""

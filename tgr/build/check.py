@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ingest import corpus
-from ..store import db, schema_check as schemacheck, opening as storefile
+from ..store import db, integrity, schema_check as schemacheck, opening as storefile
 from ..errors import StoreError
 from ..store.size_limits import meta_problems
 from ..store.untrusted_text import terminal_safe as safe_text
@@ -34,10 +34,16 @@ def verdict(problems: list[Problem]) -> str:
 
 def diagnose(path: str | os.PathLike) -> list[Problem]:
     """Everything tgr notices about the file at path, worst first; [] means healthy."""
+    return examine(path)[0]
+
+
+def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
+    """diagnose()'s problems, and the content digest of a file SQLite finds intact (else None)."""
     path = Path(path)
     if not path.is_file():
         raise StoreError(f"{path}: no such file")
     problems: list[Problem] = []
+    digest: list[str] = []
     wal = Path(f"{path}-wal")
     if wal.exists() and wal.stat().st_size > 0:
         problems.append(Problem("unfinished", f"a write-ahead log ({wal.name}, {wal.stat().st_size} bytes) "
@@ -47,20 +53,22 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
         problems.append(Problem("unfinished", "leftover -wal/-shm files next to the store "
                                               "(`tgr check --fix` removes them)"))
     conn = db.open_file(path, readonly=True)
+    reading = "its schema"  # what was being read, for an SQLite error's line
     try:
         findings = schemacheck.inspect(conn)
         problems += [Problem("refused" if f.fatal else "note", f.message) for f in findings]
         if any(f.fatal for f in findings):
-            return _ordered(problems)  # reading anything else could run the planted objects
+            return _ordered(problems), None  # reading anything else could run the planted objects
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > db.SCHEMA_VERSION:
             problems.append(Problem("refused", f"written by a newer tgr (schema {version})"))
         elif 0 < version < db.SCHEMA_VERSION:
             problems.append(Problem("note", f"schema {version}; the next index or rebuild upgrades it "
                                             f"to {db.SCHEMA_VERSION}"))
+        reading = "its meta table"
         if not db.has_table(conn, "meta") or db.get_meta(conn).get("format") != db.FORMAT_TAG:
             problems.append(Problem("refused", "not a tgr store (no tgr meta table)"))
-            return _ordered(problems)
+            return _ordered(problems), None
         unsafe = meta_problems(db.get_meta(conn))
         problems += [Problem("refused", m) for m in unsafe]
         if not unsafe:
@@ -68,21 +76,73 @@ def diagnose(path: str | os.PathLike) -> list[Problem]:
                 IndexSettings.from_meta(db.get_meta(conn))
             except StoreError as exc:
                 problems.append(Problem("refused", str(exc)))
+        reading = "its chunks"
         unindexed = corpus.pending_count(conn)
         if unindexed:
             problems.append(Problem("unfinished", f"{unindexed} chunks are not in the full-text index yet (an "
                                                   "interrupted `tgr index`; `tgr check --fix` or the next index "
                                                   "adds them)"))
-        damage = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
-        if damage != ["ok"]:
+        reading = "its pages"
+        damage = integrity.page_damage(conn)
+        reading = "its full-text index"
+        damage = damage or integrity.fts_damage(conn)
+        reading = "its vector tables"
+        damage = damage or _vector_damage(conn)
+        if damage:
             problems.append(Problem("refused", "damaged: " + "; ".join(damage)))
         elif not unsafe:
-            problems += [Problem("unfinished", m) for m in _work_left(conn, path)]
+            reading = "its rows"
+            left = [Problem("unfinished", m) for m in _work_left(conn, path)]
+            digest.append(integrity.content_digest(conn))
+            problems += left
+            problems += _digest_problems(conn, path, digest[0],
+                                         work_left=any(p.severity == "unfinished" for p in problems))
     except db.DatabaseError as exc:
-        problems.append(Problem("refused", f"not a usable SQLite database ({exc})"))
+        problems.append(Problem("refused", f"damaged: SQLite stopped reading {reading} ({exc})"))
     finally:
         conn.close()
-    return _ordered(problems)
+    return _ordered(problems), (digest[0] if digest else None)
+
+
+def _vector_damage(conn: db.Connection) -> list[str]:
+    """sqlite-vec tables out of step with the rows they index: a vector the vec0 table cannot
+    read back, or a row marked embedded (embed_hash) whose vector is missing."""
+    from ..store.vector_rows import TARGETS
+    from ..models.clients import embeds
+
+    model = db.get_meta(conn).get("embed_model", "")
+    found = []
+    for vec_table in (*db.VEC_TABLES, *db.PORTABLE_TABLES.values()):
+        if db.has_table(conn, vec_table):
+            listed = conn.execute(f"SELECT count(*) FROM {vec_table}_rowids").fetchone()[0]
+            readable = conn.execute(f"SELECT count(vec_length(embedding)) FROM {vec_table}").fetchone()[0]
+            if readable != listed:
+                found.append(f"{vec_table} lists {listed} vectors and reads back {readable}")
+    for kind, (vec_table, table, key, _) in TARGETS.items():
+        if db.has_table(conn, vec_table) and embeds(kind, model):
+            missing = conn.execute(f"SELECT count(*) FROM {table} t WHERE embed_hash IS NOT NULL AND NOT EXISTS "
+                                   f"(SELECT 1 FROM {vec_table}_rowids v WHERE v.id = t.{key})").fetchone()[0]
+            if missing:
+                found.append(f"{missing} {kind} are marked embedded and have no vector in {vec_table}")
+    return found
+
+
+def _digest_problems(conn: db.Connection, path: Path, actual: str, work_left: bool) -> list[Problem]:
+    """The recorded content digest against the content's (the file itself passed every check).
+    A build removes the digest when it starts and records it when it ends: no digest is an
+    unfinished build (said already when work_left) or a store from a tgr before digests."""
+    recorded = integrity.recorded_digest(conn)
+    if recorded is None and conn.execute("PRAGMA user_version").fetchone()[0] < db.SCHEMA_VERSION:
+        return []  # an older tgr's store, said in a note; the next index or rebuild records one
+    if recorded is None:
+        return [] if work_left else [Problem(
+            "unfinished", "no content digest recorded (a build did not finish, or a tgr before digests "
+                          f"built it); `tgr index {path}` or `tgr check --fix {path}` records one")]
+    if actual != recorded:
+        return [Problem("refused", f"content changed since it was built: the file is intact (SQLite's "
+                                   f"integrity checks pass) but its content digest is {actual}, "
+                                   f"not the recorded {safe_text(recorded)}")]
+    return []
 
 
 def _work_left(conn: db.Connection, path: Path) -> list[str]:
@@ -132,7 +192,7 @@ def _stale_stages(conn: db.Connection, path: Path, chunks: int, merge_pending: b
 
 def _portable_left(conn: db.Connection, path: Path) -> list[str]:
     """Rows with no portable vector in a store that keeps them (tgr.portable)."""
-    from .embed import TARGETS
+    from ..store.vector_rows import TARGETS
     from ..models.clients import embeds
 
     model = db.get_meta(conn).get(db.PORTABLE_MODEL_KEY)
@@ -178,6 +238,8 @@ def fix(path: str | os.PathLike) -> list[str]:
         indexed = corpus.index_pending(conn)
         if indexed:
             done.append(f"added {indexed} chunks to the full-text index")
+        if indexed or integrity.recorded_digest(conn) is None:
+            done.append(f"recorded the content digest {integrity.record_digest(conn)}")
         if not db.settle(conn):
             raise StoreError(f"{path}: another process is still reading the store; run "
                              f"`tgr check --fix {path}` again once it is done")

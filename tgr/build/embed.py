@@ -11,19 +11,13 @@ from __future__ import annotations
 from typing import Callable
 
 from ..store.db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
+from ..store.vector_rows import TARGETS, embedded_texts
 from ..models.gateway import Gateway
-from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..models.clients import embeds, vector_type
 from ..text import content_hash, estimate_tokens
 
 Progress = Callable[[str, int, int], None]
 
-# (vec table, source table, key column, SQL for the text to embed)
-TARGETS = {
-    "entities": ("vec_entities", "entities", "id", "name || ': ' || description"),
-    "chunks": ("vec_chunks", "chunks", "id", "text"),
-    "reports": ("vec_reports", "reports", "community_id", "title || ': ' || summary"),
-}
 BATCH = 256
 EMBED_REQUEST = 64  # one embedding request: what an idle step may do between answers
 
@@ -38,18 +32,11 @@ def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "
     return total
 
 
-def _texts(conn: Connection, kind: str, where: str) -> list[tuple[str, str, str | None]]:
-    """(id, text to embed, embed_hash) of the rows of one kind that match where."""
-    _, table, key, text_sql = TARGETS[kind]
-    # no embedder reads more than this; a store's oversized text must not cost more
-    return conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
-                        f"WHERE {where} ORDER BY {key}").fetchall()
-
-
 def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str, str]]:
     """(id, text, hash) of the rows whose text changed since it was last embedded."""
     model = gateway.embedder.name
-    return [(rid, text, content_hash(model, text)) for rid, text, _ in _texts(conn, kind, "embed_hash IS NULL")]
+    return [(rid, text, content_hash(model, text))
+            for rid, text, _ in embedded_texts(conn, kind, "embed_hash IS NULL")]
 
 
 def reusable_vectors(rows, model: str, width: int) -> dict[str, bytes]:
@@ -58,19 +45,6 @@ def reusable_vectors(rows, model: str, width: int) -> dict[str, bytes]:
     return {recorded: blob for text, recorded, blob in rows
             if isinstance(text, str) and isinstance(blob, bytes) and len(blob) == width
             and recorded == content_hash(model, text)}
-
-
-def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
-    """Set embed_hash to NULL wherever it is not the hash of the row's text with this
-    embedding model (None: everywhere), so the embed stage redoes exactly those rows
-    (inside the caller's transaction). Returns how many were reset."""
-    reset = 0
-    for kind, (_, table, key, _) in TARGETS.items():
-        stale = [(rid,) for rid, text, old in _texts(conn, kind, "embed_hash IS NOT NULL")
-                 if model is None or old != content_hash(model, text)]
-        conn.executemany(f"UPDATE {table} SET embed_hash = NULL WHERE {key} = ?", stale)
-        reset += len(stale)
-    return reset
 
 
 def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vectors, vtype: str,

@@ -23,8 +23,7 @@ from ..store.extractors import FALLBACK
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
                       parse_extraction, says_none)
 from ..prompts import Prompts
-from ..text import estimate_tokens
-from .resolve import name_key
+from ..text import estimate_tokens, name_key
 from .title_subjects import document_subjects, with_subject
 
 Progress = Callable[[str, int, int], None]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from .. import __version__
+from ..version import __version__
 from ..store.db import Connection, get_meta, set_meta, transaction
+from ..store.integrity import forget_digest
 from ..models.gateway import Gateway, Usage
 from ..models.clients import ChatModel, Embedder, vector_type
 from ..models.output_forms import ALL_FORMS, OLLAMA
@@ -17,8 +18,10 @@ from ..settings import IndexSettings, IndexSummary
 
 
 def start_run(conn: Connection, command: str, settings: IndexSettings) -> int:
-    """A new 'running' row; returns its id."""
+    """A new 'running' row; returns its id. The recorded content digest goes: the content is
+    about to change (the run records a new one when it ends, tgr/build/pipeline.py)."""
     with transaction(conn):
+        forget_digest(conn)
         return conn.execute("INSERT INTO runs(command, settings, status) VALUES (?, ?, 'running')",
                             (command, json.dumps(asdict(settings)))).lastrowid
 

@@ -23,11 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..store import db, opening as storefile
+from ..store import db, integrity, opening as storefile
 from ..errors import InputError, StoreError
 from ..store.untrusted_text import terminal_safe
 from .merge_stores_copy import Copied, Target, copy_store, known_vectors
-from ..session import StoreAdmin
 from .pipeline import Build, run_ledgered
 from .portable_vectors import adopt_portable, portable_vectors
 from ..settings import IndexSettings, IndexSummary
@@ -61,14 +60,16 @@ class _Input:
     documents: int
 
 
-def merge_stores(out: str | os.PathLike, stores: Iterable[str | os.PathLike], *, progress: Progress | None = None,
-          warn: Warn | None = None, **options) -> MergeSummary:
+def merge_stores(out: str | os.PathLike, stores: Iterable[str | os.PathLike], *, open_store: Callable,
+                 progress: Progress | None = None, warn: Warn | None = None, **options) -> MergeSummary:
     """Unite the stores into out (new, or an existing store built with the same settings) and
     bring the graph, communities, reports and embeddings up to date on the union.
 
-    options are those of tgr.open (chat, embedder, base_url, api_key, concurrency, ...): they
-    serve the summaries and reports new to the union; extraction is never asked for. Raises
-    StoreError (one line) for an input that cannot be merged; the inputs are never written.
+    open_store opens OUT as the facade does (tgr.session.StoreAdmin: passed in by tgr.merge_stores,
+    so that this stage never imports what runs it). options are those of tgr.open (chat, embedder,
+    base_url, api_key, concurrency, ...): they serve the summaries and reports new to the union;
+    extraction is never asked for. Raises StoreError (one line) for an input that cannot be
+    merged; the inputs are never written.
     """
     warnings: list[str] = []
 
@@ -87,7 +88,7 @@ def merge_stores(out: str | os.PathLike, stores: Iterable[str | os.PathLike], *,
         if not inputs:
             raise InputError("nothing to merge: " + ("the stores hold no documents" if labels else "no stores given"))
         _check_compatible(inputs[0].label, inputs[0].meta, inputs[1:])
-        summary = _merge_into(Path(out), inputs, options, progress, on_warning)
+        summary = _merge_into(Path(out), inputs, open_store, options, progress, on_warning)
     finally:
         for i in inputs:
             i.conn.close()
@@ -121,9 +122,13 @@ def _open_input(label: str) -> _Input:
         if version < db.SCHEMA_VERSION:
             raise StoreError(f"{label}: refused, schema {version} is older than this tgr's {db.SCHEMA_VERSION}; "
                              f"upgrade it first with `tgr index {label}` (on a copy, if it must stay as it is)")
-        damage = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
-        if damage != ["ok"]:
+        damage = integrity.damage(conn)  # as `tgr check` reads it: every page, the full-text index
+        if damage:
             raise StoreError(f"{label}: refused, damaged: {'; '.join(map(str, damage))}")
+        recorded = integrity.recorded_digest(conn)
+        if recorded is not None and recorded != integrity.content_digest(conn):
+            raise StoreError(f"{label}: refused, its content changed since it was built (content digest); "
+                             f"see `tgr check {label}`")
         meta = db.get_meta(conn)
         IndexSettings.from_meta(meta)  # refuses unusable settings
         if "embed_model" not in meta or not str(meta.get("embed_dim", "")).isdigit():
@@ -169,11 +174,11 @@ def _shown(name: str, value) -> str:
     return f"{name} {terminal_safe(repr(value))[:80]}"
 
 
-def _merge_into(out: Path, inputs: list[_Input], options: dict, progress: Progress | None,
+def _merge_into(out: Path, inputs: list[_Input], open_store: Callable, options: dict, progress: Progress | None,
                 warn: Warn) -> MergeSummary:
     """Open (or create) OUT, unite the inputs into it, then run the derived stages once."""
     existed = out.exists() and out.stat().st_size > 0
-    store = StoreAdmin(out, create=True, readonly=False, prompts=None, **_model_options(options))
+    store = open_store(out, create=True, readonly=False, prompts=None, **_model_options(options))
     united = False
     try:
         store.writable("merge", warn)

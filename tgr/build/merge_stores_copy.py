@@ -23,7 +23,8 @@ from ..store.db import Connection, has_table, vec_param
 from ..errors import StoreError
 from ..models.gateway import cache_key
 from ..ingest.sources import Document
-from ..store.size_limits import MAX_CONTEXT_TEXT, MAX_MODEL_JSON_CHARS, loads
+from ..parsing import MAX_MODEL_JSON_CHARS, loads
+from ..store.size_limits import MAX_CONTEXT_TEXT
 from ..text import content_hash
 
 _BATCH = 500  # rows per executemany

@@ -17,6 +17,7 @@ from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from ..store.db import begin_writing, set_meta, transaction, unfinished_message
+from ..store.integrity import record_digest
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
@@ -342,6 +343,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
         remember_chat_endpoint(store.conn, chat)
         fill_summary(store.conn, summary, gateway, before)
         finish_run(store.conn, run_id, status, summary)
+        record_digest(store.conn)  # what `tgr check` compares the content with
         complete = store.settle()  # (with no other thread of this process keeping the WAL open)
         store.release_lock()
     if not complete:  # the work is saved, but the .db alone is not the whole store yet

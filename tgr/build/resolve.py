@@ -43,55 +43,18 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from functools import lru_cache
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
 from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_given_name, chinese_short_forms
-from ..text import normalise_name
+from ..text import NAME_CONNECTORS, name_key, normalise_name
 from .zh_common_nouns import chinese_common_nouns
 
-_DOTS = str.maketrans({"・": "·", "•": "·", "‧": "·", "･": "·"})
-_POSSESSIVE = re.compile(r"['’]s?$")
-# titles that do not tell two people of one family apart (a man's, an office's)
-_TITLES = frozenset("mr mr. mister master sir dr dr. doctor captain capt capt. professor prof prof. "
-                    "president senator governor colonel col. lieutenant judge mayor".split())
 # a woman's title: "Mrs. Cratchit" is not "Bob Cratchit" nor "Cratchit"
 _OWN_TITLES = frozenset("mrs mrs. miss ms ms. madam madame lady dame".split())
-_CONNECTORS = frozenset("of the and de van von la le du der den da di del dos das al bin ibn & und y".split())
-_COUNTRY_SHORT = {"us": "united states", "usa": "united states", "u.s": "united states",
-                  "u.s.a": "united states", "united states of america": "united states",
-                  "the united states": "united states", "uk": "united kingdom", "u.k": "united kingdom",
-                  "great britain": "united kingdom", "ussr": "soviet union", "u.s.s.r": "soviet union",
-                  "prc": "china", "people's republic of china": "china", "uae": "united arab emirates",
-                  "美利坚合众国": "美国", "中华人民共和国": "中国"}
-_NOT_AFTER_TITLE = frozenset({"america", "britain", "england", "marvel", "planet"})  # "Captain America"
 _EPITHETS = frozenset("old young little poor dear good uncle aunt".split())
 _PLACE_OR_BODY = frozenset({"location", "organization", "country"})
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-
-
-@lru_cache(maxsize=1 << 16)
-def name_key(name: str, titles: bool = True) -> str:
-    """The key of a name by itself (step 1 of the module docstring); titles=False keeps a
-    leading title ("master peter"). Remembered: every merge keys every row's name again."""
-    key = normalise_name(name.translate(_DOTS))
-    if not key:
-        return key
-    key = _POSSESSIVE.sub("", key) if " " in key or key.endswith(("'s", "’s")) else key
-    short = _COUNTRY_SHORT.get(key.rstrip("."))
-    if short:
-        return short
-    words = key.split()
-    while len(words) > 1 and words[0] in ("the",):
-        words = words[1:]
-    while titles and len(words) > 1 and words[0] in _TITLES and words[1] not in _CONNECTORS \
-            and " ".join(words[1:]) not in _NOT_AFTER_TITLE:
-        words = words[1:]
-    if len(words) == 2 and words[0] == words[1]:
-        words = words[:1]  # "Scrooge Scrooge"
-    key = " ".join(words)
-    return _COUNTRY_SHORT.get(key.rstrip("."), key)
 
 
 def document_keys(names: dict[str, Counter]) -> dict[str, str]:
@@ -166,7 +129,7 @@ def _kind(counter: Counter) -> str:
 
 def _latin_words(key: str) -> list[str] | None:
     words = key.split()
-    if not words or _CJK.search(key) or any(w in _CONNECTORS for w in words):
+    if not words or _CJK.search(key) or any(w in NAME_CONNECTORS for w in words):
         return None
     return words
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..store.db import Connection
 from ..parsing import RawEntity, RawRelation
-from .resolve import name_key
+from ..text import name_key
 from ..text import has_cjk, shorten, split_sentences
 
 _PARENTHESISED = re.compile(r"\s*[(（][^()（）]*[)）]")

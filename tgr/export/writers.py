@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from ..store.db import Connection
 from ..errors import InputError
 from ..query.name_match import chinese_variants, stored_aliases

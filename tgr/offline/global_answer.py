@@ -23,7 +23,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ..store.size_limits import MAX_CONTEXT_TEXT, cap, loads
+from ..parsing import loads
+from ..store.size_limits import MAX_CONTEXT_TEXT, cap
 from ..text import CJK_RUN, has_cjk, match_terms, shorten, split_sentences
 from .providers import score_overlap
 

@@ -27,7 +27,7 @@ def match_entity(conn: Connection, name: str) -> name_match.Match | None:
     """The entity name means, and how it was found: its own name (normalised, as merge keys
     it), a recorded alias, the same name but for case, accents, `·` or traditional characters
     ('folded'), or a name a few typos away ('typo'); None when nothing is that close."""
-    from ..build.resolve import name_key
+    from ..text import name_key
 
     short = str(name)[:name_match.MAX_NAME_CHARS * 2]
     for key in dict.fromkeys((normalise_name(short), name_key(short))):  # "Mr. Scrooge's" is keyed "scrooge"

@@ -160,6 +160,8 @@ def graph(conn):
 
 def info(conn, path: Path, meta: dict) -> dict:
     """Counts, models, settings, levels and size of the store."""
+    from ..store.integrity import DIGEST_KEY
+
     count = lambda sql: conn.execute(sql).fetchone()[0]
     levels = {str(level): {"communities": n, "reports": r} for level, n, r in conn.execute(
         "SELECT c.level, count(*), count(r.community_id) FROM communities c "
@@ -173,6 +175,7 @@ def info(conn, path: Path, meta: dict) -> dict:
         "size_bytes": size,
         "tgr_version": meta.get("tgr_version"),
         "schema_version": int(meta.get("schema_version", 0)),
+        "content_digest": terminal_safe(meta.get(DIGEST_KEY, "-")),  # as recorded; `tgr check` verifies it
         "chat_model": chat,
         "embed_model": meta.get("embed_model", "-"),
         "embed_dim": int(meta.get("embed_dim", 0) or 0),

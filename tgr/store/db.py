@@ -18,7 +18,7 @@ from typing import Callable
 
 import sqlean as sqlite3
 
-from .. import __version__
+from ..version import __version__
 from . import hardening
 from ..errors import StoreError
 

@@ -102,6 +102,9 @@ class Cursor(sqlite3.Cursor):
             if translated is None:
                 raise
             raise translated from None
+        except UnicodeDecodeError:  # the driver decoding SQLite's message, which quotes damaged bytes
+            raise sqlite3.DatabaseError("database disk image is malformed (an error that quotes bytes "
+                                        "that are not UTF-8)") from None
 
     def execute(self, *args):
         self.connection._watch.reset()

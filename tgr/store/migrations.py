@@ -75,7 +75,7 @@ def _keyed_extractions(conn: Connection) -> None:
     """5: extraction rows carry the normalised names they merge into (merge_pending and its
     triggers come from schema.sql), and an embed_hash is NULL unless it is the hash of the
     row's current text, so that the embed stage reads only rows marked NULL."""
-    from ..build.embed import forget_stale_embed_hashes
+    from .vector_rows import forget_stale_embed_hashes
     from ..text import normalise_name
 
     if "key" not in _columns(conn, "extracted_entities"):
