@@ -71,17 +71,19 @@ def output_form(chat) -> str:
 
 def extraction_schema(entity_types: list[str], max_items: int) -> dict:
     """Entities and relations of one chunk, bounded so that a looping model cannot write more
-    than max_items of each (a grammar ends the list)."""
+    than max_items of each (a grammar ends the list). Strings have no maxLength: a grammar
+    spells one as that many nested optional characters, which made llama.cpp's sampler crawl;
+    max_tokens and the repetition watch bound them instead."""
     entity = {"type": "object", "properties": {
-        "name": {"type": "string", "maxLength": 80},
-        "type": {"type": "string", **({"enum": entity_types} if entity_types else {}), "maxLength": 40},
-        "description": {"type": "string", "maxLength": 300}},
+        "name": {"type": "string"},
+        "type": {"type": "string", **({"enum": entity_types} if entity_types else {})},
+        "description": {"type": "string"}},
         "required": ["name", "type", "description"]}
     relation = {"type": "object", "properties": {
-        "source": {"type": "string", "maxLength": 80},
-        "predicate": {"type": "string", "maxLength": 60},
-        "target": {"type": "string", "maxLength": 80},
-        "description": {"type": "string", "maxLength": 300},
+        "source": {"type": "string"},
+        "predicate": {"type": "string"},
+        "target": {"type": "string"},
+        "description": {"type": "string"},
         "strength": {"type": "integer", "minimum": 1, "maximum": 10}},
         "required": ["source", "predicate", "target", "description", "strength"]}
     return {"type": "object", "properties": {
@@ -93,13 +95,13 @@ def extraction_schema(entity_types: list[str], max_items: int) -> dict:
 def report_schema(max_findings: int = 6) -> dict:
     """A community report as COMMUNITY_REPORT describes it."""
     finding = {"type": "object", "properties": {
-        "summary": {"type": "string", "maxLength": 200},
-        "explanation": {"type": "string", "maxLength": 800}},
+        "summary": {"type": "string"},
+        "explanation": {"type": "string"}},
         "required": ["summary", "explanation"]}
     return {"type": "object", "properties": {
-        "title": {"type": "string", "maxLength": 120},
-        "summary": {"type": "string", "maxLength": 1200},
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
         "rating": {"type": "number", "minimum": 0, "maximum": 10},
-        "rating_explanation": {"type": "string", "maxLength": 300},
+        "rating_explanation": {"type": "string"},
         "findings": {"type": "array", "items": finding, "minItems": 1, "maxItems": max_findings}},
         "required": ["title", "summary", "rating", "rating_explanation", "findings"]}
