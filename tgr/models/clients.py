@@ -134,18 +134,21 @@ def messages(prompt: str, params: dict) -> list[dict]:
 
 
 def _completion_of(prompt: str, pieces) -> Iterator[str | Completion]:
-    """A stream's text pieces, then its Completion (usage as reported, else estimated)."""
+    """A stream's text pieces, then its Completion (usage as reported, else estimated); a stream
+    that starts repeating itself is stopped there (tgr.models.repetition)."""
     from .chat_stream import StreamEnd
 
-    text = []
+    watch = RepetitionWatch()
     try:
         for item in pieces:
             if isinstance(item, StreamEnd):
-                joined = "".join(text)
+                joined = watch.text()
                 yield Completion(joined, *_usage(prompt, joined, item.usage), finish_reason=item.finish_reason)
                 return
-            text.append(item)
             yield item
+            if watch.add(item):  # looping: stopped here, the repeated rounds left out of what is kept
+                yield Completion(watch.kept(), *_usage(prompt, watch.text(), None), finish_reason="loop")
+                return
     finally:
         pieces.close()  # stopped early: the connection is closed now, not when collected
 

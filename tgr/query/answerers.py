@@ -61,6 +61,12 @@ class Answerer(Protocol):
         """(points to cite, answer) when no report gave a point."""
 
 
+# answers are a few paragraphs; a small model that loops stops here (and is stopped sooner when
+# it repeats itself: tgr.models.repetition)
+ANSWER_MAX_TOKENS = 1200
+MAP_MAX_TOKENS = 1000  # a map call's scored points
+
+
 class LLMAnswerer:
     """The chat model's answerer: the answer, map and reduce prompts through the gateway."""
 
@@ -73,12 +79,13 @@ class LLMAnswerer:
     def answer(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
                names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
                searched: str = "") -> str:
-        return self.gateway.chat("query", self._answer_prompt(question, context), **_conversation(history)).strip()
+        return self.gateway.chat("query", self._answer_prompt(question, context),
+                                 **_conversation(history, ANSWER_MAX_TOKENS)).strip()
 
     def answer_stream(self, question: str, passages: list[tuple[str, str]], *, context: str = "",
                       names: Sequence[str] = (), history: Sequence[dict] = (), linked: bool = False,
                       searched: str = "") -> Iterator[str]:
-        return _streamed(self.gateway, self._answer_prompt(question, context), history)
+        return _streamed(self.gateway, self._answer_prompt(question, context), history, ANSWER_MAX_TOKENS)
 
     def _answer_prompt(self, question: str, context: str) -> str:
         return self.prompts.answer.format(question=question, context=context, response_type=self.response_type)
@@ -88,7 +95,7 @@ class LLMAnswerer:
 
     def key_points(self, question: str, batches: list[list[ReportText]]) -> list[tuple[int, str]]:
         jobs = [ChatJob(i, self.prompts.map_points.format(
-                    question=question, context="\n\n".join(r.block for r in batch)))
+                    question=question, context="\n\n".join(r.block for r in batch)), {"max_tokens": MAP_MAX_TOKENS})
                 for i, batch in enumerate(batches)]
         points = []
         for _, answer in self.gateway.chat_many("query", jobs):
@@ -96,11 +103,12 @@ class LLMAnswerer:
         return points
 
     def reduce(self, question: str, points: list[tuple[int, str]], *, history: Sequence[dict] = ()) -> str:
-        return self.gateway.chat("query", self._reduce_prompt(question, points), **_conversation(history)).strip()
+        return self.gateway.chat("query", self._reduce_prompt(question, points),
+                                 **_conversation(history, ANSWER_MAX_TOKENS)).strip()
 
     def reduce_stream(self, question: str, points: list[tuple[int, str]], *,
                       history: Sequence[dict] = ()) -> Iterator[str]:
-        return _streamed(self.gateway, self._reduce_prompt(question, points), history)
+        return _streamed(self.gateway, self._reduce_prompt(question, points), history, ANSWER_MAX_TOKENS)
 
     def _reduce_prompt(self, question: str, points: list[tuple[int, str]]) -> str:
         key_points = "\n".join(f"{n}. (importance {score}) {text}" for n, (score, text) in enumerate(points, 1))
@@ -133,16 +141,16 @@ class OfflineAnswerer(ExtractiveAnswerer):
         return offline_global_answer(conn, retriever, question, report_ids)
 
 
-def _conversation(history: Sequence[dict]) -> dict:
-    """The chat call's params for a conversation (none without one: the cache key stays as it was)."""
-    return {"history": [dict(turn) for turn in history]} if history else {}
+def _conversation(history: Sequence[dict], max_tokens: int) -> dict:
+    """The chat call's params: its token budget, and the conversation so far if there is one."""
+    return {"max_tokens": max_tokens, **({"history": [dict(turn) for turn in history]} if history else {})}
 
 
-def _streamed(gateway: Gateway, prompt: str, history: Sequence[dict]) -> Iterator[str]:
+def _streamed(gateway: Gateway, prompt: str, history: Sequence[dict], max_tokens: int) -> Iterator[str]:
     """A query's chat call, its text in pieces as the model writes it (tgr.models.streamed_calls)."""
     from ..models.streamed_calls import stream_chat  # a question that is not streamed never needs it
 
-    return stream_chat(gateway, "query", prompt, _conversation(history))
+    return stream_chat(gateway, "query", prompt, _conversation(history, max_tokens))
 
 
 def answerer_for(gateway: Gateway, prompts: Prompts, response_type: str) -> Answerer:
