@@ -4,7 +4,7 @@
 
 Start the server first (../shared/real-llm/serve.sh: SmolLM2-135M on llama-cpp-python). Each
 case below sends one request, built as tgr builds it (its prompts, schema and max_tokens),
-streamed, and writes tests/fixtures/real_model/NAME.json: what was sent, the server's version,
+streamed, and writes tests/fixtures/real_model/NAME.json (.json.gz when long): what was sent, the server's version,
 and what came back (an HTTP error's status and body, or every Server-Sent Event's data, as
 received). fixtures/replay_llm.py serves them back. The server answers one request at a time:
 run this alone.
@@ -12,6 +12,7 @@ run this alone.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -118,9 +119,14 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         answer = record(args.base_url, body)
-        (OUT / f"{name}.json").write_text(json.dumps(
-            {"what": what, "recorded_from": SERVER, "request": body, **answer}, ensure_ascii=False, indent=1) + "\n",
-            encoding="utf-8")
+        text = json.dumps({"what": what, "recorded_from": SERVER, "request": body, **answer},
+                          ensure_ascii=False, indent=1) + "\n"
+        for old in (OUT / f"{name}.json", OUT / f"{name}.json.gz"):
+            old.unlink(missing_ok=True)
+        if len(text) > 64_000:  # a long answer (hundreds of events) is kept gzipped
+            (OUT / f"{name}.json.gz").write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+        else:
+            (OUT / f"{name}.json").write_text(text, encoding="utf-8")
         got = answer.get("status") or whole_text(answer["events"])[:160].replace("\n", " ")
         print(f"{name}: {answer['seconds']} s: {got}")
     return 0
