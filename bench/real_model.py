@@ -88,18 +88,15 @@ def main() -> int:
             summary = json.loads(out)
             _, info_out, _, _ = tgr("info", store, "--json", env=env)
             info = json.loads(info_out)
-            from tgr.store.db import connect  # noqa: E402 (the checkout's tgr)
-
-            conn = connect(Path(store), readonly=True)
-            retried, cut_seconds = conn.execute(
-                "SELECT coalesce(sum(attempts - 1), 0), round(coalesce(sum(latency_ms), 0) / 1000, 1) "
-                "FROM model_calls WHERE kind = 'chat' AND cache_hit = 0").fetchone()
-            conn.close()
+            _, stats_out, _, _ = tgr("stats", store, "--json", env=env)
+            model_seconds = sum(row["model_seconds"] or 0 for row in json.loads(stats_out)["by_stage"]
+                                if row["kind"] == "chat")
             print(f"index: wall {wall:.0f} s, {summary['model_calls']} calls "
                   f"({', '.join(f'{k} {v}' for k, v in summary['calls_by_stage'].items())}), "
                   f"{summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion tokens, "
-                  f"{retried} retries, {cut_seconds} s in model calls, "
-                  f"{summary['completion_tokens'] / max(cut_seconds, 1e-9):.1f} generated tokens/s")
+                  f"{summary['retries']} retries, {summary['answers_cut']} answers stopped (looping or at "
+                  f"max_tokens), {summary['completion_tokens'] / wall:.1f} generated tokens/s of wall "
+                  f"({model_seconds:.0f} s in chat calls, counted from each call's start: calls wait their turn)")
             print(f"chunks: {info['extracted_by']}")
             print(f"entities {info['entities']}, relationships {info['relationships']}, "
                   f"reports by generator: {info['reports_by']}, output form: {info['chat_output_form']}")

@@ -135,3 +135,29 @@ def test_names_the_chunk_does_not_write_are_dropped():
     kept, linked = grounded(entities, relations, text, frozenset({"captain", "old"}))
     assert [e.name for e in kept] == ["Ebenezer Scrooge", "Cratchit", "悟空"]
     assert [(r.source, r.target) for r in linked] == [("Ebenezer Scrooge", "Cratchit")]
+
+
+def test_calls_refused_at_once_move_the_client_one_form_on():
+    import threading
+
+    barrier, lock, forms = threading.Barrier(8), threading.Lock(), []
+
+    def respond(request):
+        body = json.loads(request.content)
+        kind = body["response_format"]["type"]
+        with lock:
+            forms.append(kind)
+        if kind == "json_schema":
+            barrier.wait(timeout=10)  # all eight are refused together
+            return httpx.Response(500, content=LLAMA_CPP_PYTHON_REFUSAL.encode())
+        return httpx.Response(200, content=sse('{"entities": []}'), headers={"content-type": "text/event-stream"})
+
+    chat = OpenAIChat("m", "http://llm.test/v1", api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(respond)))
+    schema = {"name": "g", "schema": {"type": "object"}}
+    threads = [threading.Thread(target=chat.complete, args=(f"chunk {n}",), kwargs={"schema": schema}) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert chat.output_form == JSON_OBJECT_SCHEMA
+    assert sorted(set(forms)) == ["json_object", "json_schema"] and len(forms) == 16

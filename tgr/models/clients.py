@@ -368,24 +368,29 @@ class OpenAIChat(_OpenAIBase):
             waiting = [live for live in self._live if not live.answering]
         return sum(live.close() for live in waiting)
 
-    def request_body(self, prompt: str, **params) -> dict:
-        """The JSON body of one chat request (the same in a batch job's input file)."""
+    def request_body(self, prompt: str, form: str | None = None, **params) -> dict:
+        """The JSON body of one chat request (the same in a batch job's input file), a `schema`
+        param asked in this structured-output form (default: the client's)."""
         body = {"model": self.model, "messages": messages(prompt, params),
                 "temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 4096)}
         schema = params.get("schema")
         if schema:
-            form = response_format(self.output_form or OPENAI_FORMS[0], schema["schema"], schema.get("name", "answer"))
+            form = response_format(form or self.output_form or OPENAI_FORMS[0], schema["schema"],
+                                   schema.get("name", "answer"))
             if form is not None:
                 body["response_format"] = form
         return body
 
     def complete(self, prompt: str, **params) -> Completion:
         while True:
-            body = self.request_body(prompt, **params)
+            form = self.output_form or OPENAI_FORMS[0]
+            body = self.request_body(prompt, form, **params)
             try:
                 completion = self._streamed(prompt, body) if self.stream_answers else self._whole(prompt, body)
             except FormRefused:  # ask again in the next form (the last, none, is never refused)
-                self.output_form = next_form(self.output_form or OPENAI_FORMS[0])
+                with self._live_lock:  # calls refused at once move on once, not once each
+                    if (self.output_form or OPENAI_FORMS[0]) == form:
+                        self.output_form = next_form(form)
                 continue
             if "response_format" in body and self.output_form is None:
                 self.output_form = OPENAI_FORMS[0]  # taken: the store records it
@@ -400,7 +405,7 @@ class OpenAIChat(_OpenAIBase):
         while form != NONE:
             self.output_form = form
             try:
-                self._whole("probe", self.request_body('Answer with the JSON object {"ok": true}.',
+                self._whole("probe", self.request_body('Answer with the JSON object {"ok": true}.', form,
                                                        schema=schema, max_tokens=8))
                 return form
             except FormRefused:
