@@ -759,7 +759,8 @@ def _print_cited(result, stores: tuple[str, ...], conn=None, streamed=None) -> N
         cited = streamed.cited(result, conn)
     if result.answer.startswith("I don't know") or not (cited or result.sources):
         return
-    click.echo("\nCited:" if cited else "\nSources:")
+    # one heading whoever wrote the answer (a model or tgr offline), whether it cites or not
+    click.echo("\nSources:" if cited else "\nSources: (the answer cites none; the passages it was given, best first)")
     for n, c in enumerate(cited, 1):
         click.echo(f"  [{n}] {c.label}")
     if not cited:
