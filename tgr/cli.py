@@ -383,7 +383,9 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
             from .query.citations import Renumbering
             renumbering = Renumbering()
             with _stops_cleanly():
-                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn), renumbering)
+                line = _Line()
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=line.warn),
+                                   renumbering, line)
         else:
             result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
         if as_json:
@@ -437,25 +439,47 @@ def _stops_cleanly():
         sys.exit(130)
 
 
-def _streamed(items, renumbering=None) -> "Answer":
+class _Line:
+    """Whether a streamed answer left its line open; warn ends it first, so that a warning
+    said while the answer is written (tgr.query.modes.Searcher.note) has a line of its own."""
+
+    def __init__(self):
+        self.open = False
+        self.ended = False  # by a warning, since the last text
+
+    def printed(self, text: str) -> None:
+        if text:
+            self.open, self.ended = not text.endswith("\n"), False
+
+    def warn(self, message: str) -> None:
+        if self.open:
+            click.echo("")
+            self.open, self.ended = False, True
+        _warn(message)
+
+
+def _streamed(items, renumbering=None, line: _Line | None = None) -> "Answer":
     """Print the answer's text pieces as they arrive (renumbering its citations, when given),
     then end the line; returns the Answer. A failure or Ctrl-C midway ends the line first, so
     its message starts on a line of its own."""
     from .query.modes import Answer
 
     printed = False
+    line = line or _Line()
     try:
         for item in items:
             if isinstance(item, Answer):
                 rest = renumbering.end() if renumbering else ""
                 if rest:
                     click.echo(rest, nl=False)
-                if printed or rest:
+                    line.printed(rest)
+                if (printed or rest) and not line.ended:
                     click.echo("")
                 return item
             item = renumbering.feed(item) if renumbering else item
             click.echo(item, nl=False)
             sys.stdout.flush()
+            line.printed(item)
             printed = printed or bool(item)
     except BaseException:
         if printed:
