@@ -195,3 +195,20 @@ def test_a_local_answer_that_cites_nothing_gets_the_citations_of_its_sentences(s
     assert plain.stdout.startswith("Scrooge's nephew, Jacob Scrooge, was a good friend to Scrooge. [1]\n\nSources:\n"
                                    f"  [1] {data['sources'][3]['source']} (chunk {data['sources'][3]['ordinal']}, ")
     assert warnings_of(plain) == warnings_of(streamed) == [f"warning: {data['notes'][0]}"]
+
+
+def test_a_point_that_says_nothing_is_not_a_key_point():
+    from tgr.query.global_search import usable_point
+
+    for empty in ("I don't know.", " i do not know ", "the point, citing reports as [Reports: id, id]", "", "不知道。"):
+        assert not usable_point(empty), empty
+    for said in ("Scrooge and Marley were partners [Reports: 0.0]", "I don't know who Fred is, but Scrooge does."):
+        assert usable_point(said), said
+
+
+def test_tgr_chat_streams_a_warning_on_a_line_of_its_own(store, smollm2):
+    result = CliRunner().invoke(main, ["chat", str(store), "--base-url", smollm2.url, *SMOLLM2, "--stream"],
+                                input="What does Scrooge think of Christmas?\n")
+    assert result.exit_code == 0, result.output
+    assert "Jacob Scrooge, was a good friend to Scrooge. [1]\n" in result.stdout
+    assert len(warnings_of(result)) == 1 and "Sources:\n" in result.stdout

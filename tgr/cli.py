@@ -383,7 +383,7 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
             from .query.citations import Renumbering
             renumbering = Renumbering()
             with _stops_cleanly():
-                line = _Line()
+                line = _OpenLine()
                 result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=line.warn),
                                    renumbering, line)
         else:
@@ -416,8 +416,9 @@ def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, 
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
-        loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
-                        interactive=sys.stdin.isatty(), show=_Shown(stores, getattr(kb, "conn", None)),
+        shown = _Shown(stores, getattr(kb, "conn", None))
+        loop = ChatLoop(kb.chat(mode, warn=shown.text_line.warn, level=level, top_k=top_k), stream=_streaming(stream),
+                        interactive=sys.stdin.isatty(), show=shown,
                         stops=_stops_cleanly)
         failed = loop.run()
     if failed:
@@ -439,7 +440,7 @@ def _stops_cleanly():
         sys.exit(130)
 
 
-class _Line:
+class _OpenLine:
     """Whether a streamed answer left its line open; warn ends it first, so that a warning
     said while the answer is written (tgr.query.modes.Searcher.note) has a line of its own."""
 
@@ -458,14 +459,14 @@ class _Line:
         _warn(message)
 
 
-def _streamed(items, renumbering=None, line: _Line | None = None) -> "Answer":
+def _streamed(items, renumbering=None, line: _OpenLine | None = None) -> "Answer":
     """Print the answer's text pieces as they arrive (renumbering its citations, when given),
     then end the line; returns the Answer. A failure or Ctrl-C midway ends the line first, so
     its message starts on a line of its own."""
     from .query.modes import Answer
 
     printed = False
-    line = line or _Line()
+    line = line or _OpenLine()
     try:
         for item in items:
             if isinstance(item, Answer):
@@ -493,13 +494,15 @@ class _Shown:
 
     def __init__(self, stores: tuple[str, ...], conn):
         self.stores, self.conn, self._renumbering = stores, conn, None
+        self.text_line = _OpenLine()  # a warning said while an answer streams gets a line of its own
 
     def streamed(self, items) -> "Answer":
         """Print an answer as it is written, its citations numbered as they arrive."""
         from .query.citations import Renumbering
 
         self._renumbering = Renumbering()
-        return _streamed(items, self._renumbering)
+        self.text_line.open = self.text_line.ended = False
+        return _streamed(items, self._renumbering, self.text_line)
 
     def answer(self, result, mode: str, level: int, streamed: bool) -> None:
         """The answer (unless streamed: printed already) and what its citations name."""
