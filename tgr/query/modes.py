@@ -162,24 +162,25 @@ class Searcher:
                   **kwargs) -> Generator[str, None, str]:
         """A local or naive answer held to its sources (tgr.query.grounding): a chat model's
         answer that cites nothing gets citations where its sentences match the passages, and
-        one that mostly matches none is replaced by the extractive answer; each said in a note.
+        one that mostly matches none (or an empty one) is replaced by the extractive answer; each
+        said in a note.
         With stream, the model's text is given as it is written (its first words come early):
         the citations tgr found for it follow it, all at its end, and an extractive answer that
         replaces it follows it after an empty line."""
         text = yield from self._written("answer", question, passages, **kwargs)
         if isinstance(self.answerer, OfflineAnswerer):
             return text
-        grounded = ground(text, passages)
-        name = self.answerer.name
-        if grounded.invented:
-            if self.stream:  # the note's line (a warning) after the model's text, then the answer
+        grounded, name, written = ground(text, passages), self.answerer.name, bool(text.strip())
+        if grounded.invented or not written:
+            if self.stream and written:  # the note's line (a warning) after the model's text, then the answer
                 yield "\n"
-            self.note(result, f"{name}'s answer cites no source and {grounded.judged - grounded.matched} of its "
-                              f"{grounded.judged} sentences match none of the {len(passages)} passages it was given: "
-                              f"answered with the passages' own sentences instead, as tgr answers offline")
+            why = (f"'s answer cites no source and {grounded.judged - grounded.matched} of its {grounded.judged} "
+                   f"sentences match none of the {len(passages)} passages it was given" if written
+                   else " gave an empty answer")
+            self.note(result, f"{name}{why}: answered with the passages' own sentences instead, as tgr answers offline")
             text = OfflineAnswerer().answer(question, passages, **kwargs)
             if self.stream:
-                yield "\n" + text
+                yield ("\n" if written else "") + text
         elif grounded.matched:
             if self.stream:  # written already: the passages its sentences come from follow it
                 yield f" [Sources: {', '.join(grounded.cited)}]"
