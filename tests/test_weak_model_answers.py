@@ -215,3 +215,21 @@ def test_tgr_chat_streams_a_warning_on_a_line_of_its_own(store, smollm2):
     assert result.exit_code == 0, result.output
     assert "Jacob Scrooge, was a good friend to Scrooge. [1]\n" in result.stdout
     assert len(warnings_of(result)) == 1 and "Sources:\n" in result.stdout
+
+
+def test_an_empty_local_answer_gives_way_to_the_passages(store):
+    """(Scripted, not recorded: a stream the server ended with no text, as SmolLM2's did when its
+    server restarted mid-answer.)"""
+    from conftest import ScriptedChat
+    from fakellm import FakeLLM, prompt_kind
+
+    class Silent(FakeLLM):
+        def answer(self, prompt: str) -> str:
+            return "" if prompt_kind(prompt) == "answer" else super().answer(prompt)
+
+    heard = []
+    with tgr.open(store, chat=ScriptedChat(llm=Silent())) as kb:
+        answer = kb.ask("Who is Jacob Marley?", warn=heard.append)
+    assert answer.answer == offline(store, "Who is Jacob Marley?", "local")["answer"]
+    assert heard == answer.notes == ["scripted:fake gave an empty answer: answered with the passages' own sentences "
+                                     "instead, as tgr answers offline"]
