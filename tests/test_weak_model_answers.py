@@ -233,3 +233,22 @@ def test_an_empty_local_answer_gives_way_to_the_passages(store):
     assert answer.answer == offline(store, "Who is Jacob Marley?", "local")["answer"]
     assert heard == answer.notes == ["scripted:fake gave an empty answer: answered with the passages' own sentences "
                                      "instead, as tgr answers offline"]
+
+
+def test_several_stores_answer_with_their_themes_when_no_map_answer_is_usable(store, tmp_path, smollm2):
+    other = tmp_path / "other.db"
+    shutil.copy(DEMO, other)
+    question = "What are the main themes?"
+    result = run("ask", store, other, question, "--mode", "global", "--base-url", smollm2.url, *SMOLLM2, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    themes = run("ask", store, other, question, "--mode", "global", "--offline", "--json")
+    assert data["answer"] == json.loads(themes.stdout)["answer"]
+    assert data["answer"].startswith("The main themes of these stores")
+    assert len(data["notes"]) == 1 and "gave no usable key points" in data["notes"][0]
+    (warning,) = warnings_of(result)
+    assert warning.startswith("warning: ") and "gave no usable key points" in warning, warning
+    assert smollm2.stats.calls_by_kind["map_points"] >= 1 and "reduce" not in smollm2.stats.calls_by_kind
+    streamed = run("ask", store, other, question, "--mode", "global", "--base-url", smollm2.url, *SMOLLM2, "--stream")
+    assert streamed.exit_code == 0 and streamed.stdout == run("ask", store, other, question, "--mode", "global",
+                                                              "--offline").stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from typing import Generator
 
 from .answer_record import Answer
@@ -56,27 +57,31 @@ def _offline_themes(searcher, result, offline: OfflineGlobal, t1: float):
     return result
 
 
-def _themes_instead(searcher, result, answers: int, points: list[tuple[int, str]], reports: int) -> None:
+def _themes_instead(searcher, result, answers: int, points: list[tuple[int, str]], reports: int,
+                    whose: str = "the store's") -> None:
     """Say (in the answer's notes and through the warn callback) that the model's map answers
-    gave no usable key point and the store's themes answer instead."""
+    gave no usable key point and the store's (whose) themes answer instead."""
     them = "it" if answers == 1 else "them"
     why = (f"{len(points)} point{'s' if len(points) != 1 else ''} in {them}, each scored 0 or saying nothing"
            if points else f"no scored <point> in {them}")
     searcher.note(result, f"{searcher.answerer.name} gave no usable key points for the {reports} community "
                           f"reports ({answers} map answer{'s' if answers != 1 else ''}: {why}): the answer lists "
-                          f"the store's main themes instead, as tgr answers offline")
+                          f"{whose} main themes instead, as tgr answers offline")
 
 
 def over_reports(searcher, question: str, reports: list[Report],
                  names: dict[str, str]) -> Generator[str, None, object]:
     """A chat model's global answer over given reports, best first, whose ids are labels
     (names: label -> how the answer cites it, e.g. "b.db: 0.3"); the Answer's reports are the
-    cited labels in rank order (its sources are left to the caller: the reports' stores)."""
+    cited labels in rank order (its sources are left to the caller: the reports' stores). When
+    no map answer gave a usable key point, its answer is empty and a note says so: the caller
+    answers with the stores' themes (tgr.multi_store)."""
     s = searcher.settings
     result = Answer(question, "global", "", _context(batches(reports, s.map_tokens)),
                     searcher._model_name(False), reports=[], timings={})
-    cited = yield from _map_reduce(searcher, question, searcher.searched(question), reports, result, names)
-    result.reports = cited
+    cited = yield from _map_reduce(searcher, question, searcher.searched(question), reports, result, names,
+                                   unusable=partial(_themes_instead, whose="the stores'"))
+    result.reports = cited or []  # None: no usable key point, the answer left empty (the caller's themes answer)
     return result
 
 
