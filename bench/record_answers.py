@@ -64,15 +64,15 @@ class Relay(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        response = httpx.get(self.server.upstream + self.path.removeprefix("/v1"), timeout=600)
+        response = httpx.get(self.server.upstream + self.path.removeprefix("/v1"), headers=self._headers(),
+                             timeout=600)
         self._reply(response.status_code, response.content, response.headers.get("content-type", ""))
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.removeprefix("/v1")
         if not path.endswith("/chat/completions"):
-            response = httpx.post(self.server.upstream + path, content=body,
-                                  headers={"Content-Type": "application/json"}, timeout=600)
+            response = httpx.post(self.server.upstream + path, content=body, headers=self._headers(), timeout=600)
             self._reply(response.status_code, response.content, response.headers.get("content-type", ""))
             return
         request = json.loads(body)
@@ -80,19 +80,32 @@ class Relay(http.server.BaseHTTPRequestHandler):
         (self.server.out / f"{name}.request.json").write_text(
             json.dumps(request, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         kept = bytearray()
-        with httpx.stream("POST", self.server.upstream + path, content=body,
-                          headers={"Content-Type": "application/json"}, timeout=None) as response:
-            self.send_response(response.status_code)
-            self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for piece in response.iter_raw():
-                kept += piece
-                self.wfile.write(piece)
-                self.wfile.flush()
         self.close_connection = True
+        try:
+            with httpx.stream("POST", self.server.upstream + path, content=body, headers=self._headers(),
+                              timeout=None) as response:
+                self.send_response(response.status_code)
+                self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
+                self.send_header("Transfer-Encoding", "chunked")  # so that a cut body stays cut for tgr
+                self.end_headers()
+                for piece in response.iter_raw():
+                    kept += piece
+                    self.wfile.write(f"{len(piece):X}\r\n".encode("ascii") + piece + b"\r\n")
+                    self.wfile.flush()
+        except httpx.HTTPError as exc:  # the endpoint broke off: so does the proxy, and what came is kept apart
+            (self.server.out / f"{name}.body.partial").write_bytes(bytes(kept))
+            print(f"{name}: the endpoint broke off after {len(kept)} bytes ({exc})", file=sys.stderr)
+            return
+        self.wfile.write(b"0\r\n\r\n")
         (self.server.out / f"{name}.body").write_bytes(bytes(kept))
         print(f"recorded {name}: {len(kept)} bytes", file=sys.stderr)
+
+    def _headers(self) -> dict:
+        """The request's headers the endpoint reads (its key, if any, passes through unrecorded)."""
+        headers = {"Content-Type": "application/json"}
+        if self.headers.get("Authorization"):
+            headers["Authorization"] = self.headers["Authorization"]
+        return headers
 
     def _reply(self, status: int, content: bytes, content_type: str) -> None:
         self.send_response(status)
