@@ -252,3 +252,10 @@ def test_several_stores_answer_with_their_themes_when_no_map_answer_is_usable(st
     streamed = run("ask", store, other, question, "--mode", "global", "--base-url", smollm2.url, *SMOLLM2, "--stream")
     assert streamed.exit_code == 0 and streamed.stdout == run("ask", store, other, question, "--mode", "global",
                                                               "--offline").stdout
+
+
+def test_grounding_reads_chinese_by_character_bigrams():
+    passages = [("1", "孙悟空是花果山的石猴，拜菩提祖师为师。"), ("2", "唐僧带着徒弟去西天取经。")]
+    grounded = ground("孙悟空是花果山的石猴。他后来去了月球开餐馆。", passages)
+    assert grounded.text.startswith("孙悟空是花果山的石猴。 [Sources: 1]") and grounded.matched == 1
+    assert ground("他后来去了月球开餐馆，还养了三条龙。", passages).invented
