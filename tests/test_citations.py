@@ -40,7 +40,7 @@ def test_a_streamed_answer_is_renumbered_as_it_arrives():
 def test_ask_lists_what_it_cites_and_show_prints_each(hierarchy_store):
     out = CliRunner().invoke(main, ["ask", str(hierarchy_store), "Who did Scrooge work for?"])
     assert out.exit_code == 0, out.output
-    answer, listing = out.output.split("\nCited:\n")
+    answer, listing = out.output.split("\nSources:\n")
     numbers = sorted({int(n) for n in __import__("re").findall(r"\[(\d+)\]", answer)})
     listed = [line for line in listing.splitlines() if line.startswith("  [")]
     assert numbers == list(range(1, len(listed) + 1))  # consecutive, and every one listed

@@ -68,7 +68,7 @@ def test_ask_modes_json_and_context_only(db_path):
     context = run("ask", db_path, "孙悟空", "--context-only")
     assert context.exit_code == 0 and "-----Entities-----" in context.output
     plain = run("ask", db_path, "孙悟空")
-    answer, listing = plain.output.split("\nCited:\n")
+    answer, listing = plain.output.split("\nSources:\n")
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
     assert cited == set(range(1, len(cited) + 1))  # numbered 1..N
     assert cited and all(f"  [{n}] " in listing for n in cited)  # the cited passages are listed

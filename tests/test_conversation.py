@@ -111,7 +111,7 @@ def test_tgr_chat_reads_one_question_per_line_offline(store):
                               "/sources", "/level 1", "/mode global", "What is the story about?", "/help"])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert out.count("\nCited:") >= 2 and "mode: naive" in out and "mode: global" in out
+    assert out.count("\nSources:") >= 2 and "mode: naive" in out and "mode: global" in out
     assert "> What does he say of Christmas?" in out and "Reports considered:" in out and "/exit" in out
     assert "(chunk " in out.split("> /sources", 1)[1]
 
@@ -133,7 +133,7 @@ def test_tgr_chat_with_a_model_streams_and_carries_the_conversation(store):
 
 def test_tgr_chat_bad_lines_are_said_and_fail_the_script(store):
     result = chat_cli(store, ["/mode sideways", "Who is Scrooge?"])
-    assert result.exit_code == 1 and "Cited:" in result.stdout
+    assert result.exit_code == 1 and "Sources:" in result.stdout
     assert result.stderr.strip().splitlines() == ["unknown command or argument: /mode sideways "
                                                   "(/help lists the commands)"]
 
@@ -165,7 +165,7 @@ def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
                 except OSError:
                     return
 
-    header = b"\r\nCited:\r\n"  # what the answer's citations name, as tgr ask lists them
+    header = b"\r\nSources:\r\n"  # what the answer's citations name, as tgr ask lists them
     read_until(b"> ")
     os.write(fd, b"Who is Marley?\r")
     read_until(header)
@@ -188,4 +188,4 @@ def test_tgr_chat_on_a_terminal_edits_lines_and_recalls_them(store):
     text = out.decode("utf-8", "replace")
     assert status is not None and os.waitstatus_to_exitcode(status) == 0, text
     assert text.startswith("tgr chat, local mode")
-    assert text.count("\nCited:\r\n") == 2 and "\r\nmode: naive\r\n" in text
+    assert text.count("\nSources:\r\n") == 2 and "\r\nmode: naive\r\n" in text

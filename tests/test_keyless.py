@@ -61,7 +61,7 @@ def test_context_only_and_plain_answers_need_no_endpoint(api_store):
     assert "Marley" in context.stdout and "-----Sources-----" in context.stdout
     assert "openai:fake-embed" in context.stderr and "openai:fake-chat" not in context.stderr
     plain = run("ask", api_store, QUESTION)
-    assert plain.exit_code == 0 and "Marley" in plain.stdout and "\nCited:\n  [1] " in plain.stdout
+    assert plain.exit_code == 0 and "Marley" in plain.stdout and "\nSources:\n  [1] " in plain.stdout
 
 
 def test_eval_python_api_and_retrievers_need_no_endpoint(api_store, tmp_path):

@@ -222,11 +222,15 @@ def test_repairable_report_json_is_repaired():
     assert report["rating"] == 7.0 and report["findings"][0]["summary"] == "Partners"
 
 
-def test_global_says_it_does_not_know(db_path):
+def test_global_with_no_relevant_point_lists_the_main_themes_and_says_why(db_path):
+    """Every map answer says "I don't know" (score 0): the store's themes answer, as offline
+    (tests/test_weak_model_answers.py: a real model's unusable map answers)."""
     with tgr.open(db_path, chat=ScriptedChat(), embedder=ScriptedEmbedder()) as kb:
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
-        answer = kb.ask("zzzz qqqq xylophone", mode="global")
-        assert answer.answer.startswith("I don't know")
+        notes = []
+        answer = kb.ask("zzzz qqqq xylophone", mode="global", warn=notes.append)
+        assert answer.answer.startswith('No theme mentions "zzzz", "qqqq", "xylophone"; the main themes instead')
+        assert notes == answer.notes and "each scored 0 or saying nothing" in notes[0]
 
 
 def test_demo_db_is_reproducible_and_answers_the_same(tmp_path, monkeypatch):

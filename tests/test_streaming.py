@@ -138,14 +138,14 @@ def test_tgr_ask_streams_and_prints_the_sources_after(store, slow_fake):
     streamed = run("ask", store, "Who is Marley?", "--chat-model", "openai:fake-chat", "--stream", env=env)
     whole = run("ask", store, "Who is Marley?", "--chat-model", "openai:fake-chat", "--no-stream", env=env)
     assert streamed.exit_code == 0 and whole.exit_code == 0, streamed.output + whole.output
-    assert streamed.stdout == whole.stdout and "\nCited:\n" in streamed.stdout
+    assert streamed.stdout == whole.stdout and "\nSources:\n" in streamed.stdout
     as_json = run("ask", store, "Who is Marley?", "--chat-model", "openai:fake-chat", "--json", env=env)
     from tgr.query.citations import numbered
     from tgr.query.modes import Answer
     # --json: never streamed, its own citation numbers; the plain text numbers them 1..N
     assert numbered(Answer(**json.loads(as_json.stdout)))[0] in streamed.stdout
     offline = [run("ask", store, "Who is Marley?", flag).stdout for flag in ("--stream", "--no-stream")]
-    assert offline[0] == offline[1] and "Cited:" in offline[0]
+    assert offline[0] == offline[1] and "Sources:" in offline[0]
 
 
 def test_a_stream_that_breaks_in_tgr_ask_ends_with_one_error_line(store):

@@ -478,7 +478,9 @@ def ask(stores_and_question, mode, level, top_k, context_only, as_json, stream, 
             from .query.citations import Renumbering
             renumbering = Renumbering()
             with _stops_cleanly():
-                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=_warn), renumbering)
+                line = _OpenLine()
+                result = _streamed(kb.ask_stream(question, mode, level=level, top_k=top_k, warn=line.warn),
+                                   renumbering, line)
         else:
             result = kb.ask(question, mode, context_only=context_only, level=level, top_k=top_k, warn=_warn)
         if as_json:
@@ -509,8 +511,9 @@ def chat(stores, mode, level, top_k, stream, chat_model, embed_model, base_url, 
     options = dict(chat_model=chat_model, embed_model=embed_model, base_url=base_url, offline=offline,
                    concurrency=concurrency, rpm=rpm, timeout=timeout, retries=retries)
     with _open_stores(stores, **options) as kb:
-        loop = ChatLoop(kb.chat(mode, warn=_warn, level=level, top_k=top_k), stream=_streaming(stream),
-                        interactive=sys.stdin.isatty(), show=_Shown(stores, getattr(kb, "conn", None)),
+        shown = _Shown(stores, getattr(kb, "conn", None))
+        loop = ChatLoop(kb.chat(mode, warn=shown.text_line.warn, level=level, top_k=top_k), stream=_streaming(stream),
+                        interactive=sys.stdin.isatty(), show=shown,
                         stops=_stops_cleanly)
         failed = loop.run()
     if failed:
@@ -532,25 +535,47 @@ def _stops_cleanly():
         sys.exit(130)
 
 
-def _streamed(items, renumbering=None) -> "Answer":
+class _OpenLine:
+    """Whether a streamed answer left its line open; warn ends it first, so that a warning
+    said while the answer is written (tgr.query.modes.Searcher.note) has a line of its own."""
+
+    def __init__(self):
+        self.open = False
+        self.ended = False  # by a warning, since the last text
+
+    def printed(self, text: str) -> None:
+        if text:
+            self.open, self.ended = not text.endswith("\n"), False
+
+    def warn(self, message: str) -> None:
+        if self.open:
+            click.echo("")
+            self.open, self.ended = False, True
+        _warn(message)
+
+
+def _streamed(items, renumbering=None, line: _OpenLine | None = None) -> "Answer":
     """Print the answer's text pieces as they arrive (renumbering its citations, when given),
     then end the line; returns the Answer. A failure or Ctrl-C midway ends the line first, so
     its message starts on a line of its own."""
     from .query.modes import Answer
 
     printed = False
+    line = line or _OpenLine()
     try:
         for item in items:
             if isinstance(item, Answer):
                 rest = renumbering.end() if renumbering else ""
                 if rest:
                     click.echo(rest, nl=False)
-                if printed or rest:
+                    line.printed(rest)
+                if (printed or rest) and not line.ended:
                     click.echo("")
                 return item
             item = renumbering.feed(item) if renumbering else item
             click.echo(item, nl=False)
             sys.stdout.flush()
+            line.printed(item)
             printed = printed or bool(item)
     except BaseException:
         if printed:
@@ -564,13 +589,15 @@ class _Shown:
 
     def __init__(self, stores: tuple[str, ...], conn):
         self.stores, self.conn, self._renumbering = stores, conn, None
+        self.text_line = _OpenLine()  # a warning said while an answer streams gets a line of its own
 
     def streamed(self, items) -> "Answer":
         """Print an answer as it is written, its citations numbered as they arrive."""
         from .query.citations import Renumbering
 
         self._renumbering = Renumbering()
-        return _streamed(items, self._renumbering)
+        self.text_line.open = self.text_line.ended = False
+        return _streamed(items, self._renumbering, self.text_line)
 
     def answer(self, result, mode: str, level: int, streamed: bool) -> None:
         """The answer (unless streamed: printed already) and what its citations name."""
@@ -862,7 +889,8 @@ def _print_cited(result, stores: tuple[str, ...], conn=None, streamed=None) -> N
         cited = streamed.cited(result, conn)
     if result.answer.startswith("I don't know") or not (cited or result.sources):
         return
-    click.echo("\nCited:" if cited else "\nSources:")
+    # one heading whoever wrote the answer (a model or tgr offline), whether it cites or not
+    click.echo("\nSources:" if cited else "\nSources: (the answer cites none; the passages it was given, best first)")
     for n, c in enumerate(cited, 1):
         click.echo(f"  [{n}] {c.label}")
     if not cited:

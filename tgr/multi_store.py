@@ -299,6 +299,16 @@ class Stores:
         for answer in written if stream else [written]:
             if not isinstance(answer, Answer):
                 yield answer
+        if not answer.answer and answer.notes:  # no usable key point (said in the note): the themes, as offline
+            found = self._each("themes", question, history=history, always=True, **query_settings)
+            themes = self._themes(question, self._searched(question, history) if history else question, found)
+            themes.model, themes.notes = answer.model, answer.notes
+            themes.model_calls, themes.prompt_tokens = answer.model_calls, answer.prompt_tokens
+            themes.completion_tokens = answer.completion_tokens
+            if stream:
+                yield themes.answer
+            yield themes
+            return
         answer.sources = self._sources_behind([labels[label] for label in answer.reports], question, history)
         answer.reports = [names[label] for label, *_ in reports]  # the reports read, as one store's answer lists them
         answer.timings["total_s"] = round(time.perf_counter() - started, 4)

@@ -19,7 +19,8 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # what was left out (models out of reach)
+    # what was left out (models out of reach) or done instead (a model's unusable answer, Searcher.note)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from typing import Generator
 
 from .answer_record import Answer
 from .answerers import ReportText
 from .retrieve import Passage
+from ..offline.global_answer import OfflineGlobal, offline_global_answer
 from ..text import estimate_tokens
 
 Report = tuple[str, str, str, float]  # (community id or label, title, full text, rating)
@@ -36,38 +38,69 @@ def global_answer(searcher, question: str, context_only: bool) -> Generator[str,
     t1 = time.perf_counter()
     offline = searcher.answerer.whole_global(searcher.conn, searcher.retriever, searched, [r[0] for r in reports])
     if offline is not None:  # the extractive answerer: the main communities, named and cited
-        result.answer = offline.text
-        result.sources = searcher._sources(searcher.retriever.passages(offline.chunks))
-        result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
-        result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
-        return result
-    cited = yield from _map_reduce(searcher, question, searched, reports, result)
+        return _offline_themes(searcher, result, offline, t1)
+    cited = yield from _map_reduce(searcher, question, searched, reports, result, unusable=_themes_instead)
+    if cited is None:  # no usable key point: the store's themes, as it answers offline, said in a note
+        return _offline_themes(searcher, result, offline_global_answer(
+            searcher.conn, searcher.retriever, searched, [r[0] for r in reports]), t1)
     result.sources = searcher._sources(sources(cited))
     return result
+
+
+def _offline_themes(searcher, result, offline: OfflineGlobal, t1: float):
+    """The result answered with the offline global answer (the store's main communities, named
+    and cited), its sources the passages it cites."""
+    result.answer = offline.text
+    result.sources = searcher._sources(searcher.retriever.passages(offline.chunks))
+    result.context += "\n\n-----Key points-----\n" + "\n".join(offline.points)
+    result.timings["reduce_s"] = round(time.perf_counter() - t1, 4)
+    return result
+
+
+def _themes_instead(searcher, result, answers: int, points: list[tuple[int, str]], reports: int,
+                    whose: str = "the store's") -> None:
+    """Say (in the answer's notes and through the warn callback) that the model's map answers
+    gave no usable key point and the store's (whose) themes answer instead."""
+    them = "it" if answers == 1 else "them"
+    why = (f"{len(points)} point{'s' if len(points) != 1 else ''} in {them}, each scored 0 or saying nothing"
+           if points else f"no scored <point> in {them}")
+    searcher.note(result, f"{searcher.answerer.name} gave no usable key points for the {reports} community "
+                          f"reports ({answers} map answer{'s' if answers != 1 else ''}: {why}): the answer lists "
+                          f"{whose} main themes instead, as tgr answers offline")
 
 
 def over_reports(searcher, question: str, reports: list[Report],
                  names: dict[str, str]) -> Generator[str, None, object]:
     """A chat model's global answer over given reports, best first, whose ids are labels
     (names: label -> how the answer cites it, e.g. "b.db: 0.3"); the Answer's reports are the
-    cited labels in rank order (its sources are left to the caller: the reports' stores)."""
+    cited labels in rank order (its sources are left to the caller: the reports' stores). When
+    no map answer gave a usable key point, its answer is empty and a note says so: the caller
+    answers with the stores' themes (tgr.multi_store)."""
     s = searcher.settings
     result = Answer(question, "global", "", _context(batches(reports, s.map_tokens)),
                     searcher._model_name(False), reports=[], timings={})
-    cited = yield from _map_reduce(searcher, question, searcher.searched(question), reports, result, names)
-    result.reports = cited
+    cited = yield from _map_reduce(searcher, question, searcher.searched(question), reports, result, names,
+                                   unusable=partial(_themes_instead, whose="the stores'"))
+    result.reports = cited or []  # None: no usable key point, the answer left empty (the caller's themes answer)
     return result
 
 
 def _map_reduce(searcher, question: str, searched: str, reports: list[Report], result,
-                names: dict[str, str] | None = None) -> Generator[str, None, list[str]]:
+                names: dict[str, str] | None = None, unusable=None) -> Generator[str, None, list[str] | None]:
     """Map calls over the reports in batches, one reduce call over the best key points; fills
-    the result's answer, context and timings. Returns the cited report ids in rank order."""
+    the result's answer, context and timings. Returns the cited report ids in rank order.
+    unusable: when no map answer gave a usable point (one scored above 0 that says something),
+    called with (searcher, result, map answers, their points, reports) and None is returned,
+    no reduce call made (else the answer is "I don't know")."""
     s = searcher.settings
     t1 = time.perf_counter()
-    points = searcher.answerer.key_points(searched, batches(reports, s.map_tokens))
+    found = batches(reports, s.map_tokens)
+    given = searcher.answerer.key_points(searched, found)
     result.timings["map_s"] = round(time.perf_counter() - t1, 4)
-    kept = best_points(points, s.reduce_tokens)
+    kept = best_points([p for p in given if usable_point(p[1])], s.reduce_tokens)
+    if not kept and unusable is not None:
+        unusable(searcher, result, len(found), given, len(reports))
+        return None
     t2 = time.perf_counter()
     if kept:
         written = searcher._written("reduce", question, kept)
@@ -118,6 +151,17 @@ def best_points(points: list[tuple[int, str]], budget: int) -> list[tuple[int, s
         kept.append((score, text))
         used += cost
     return kept
+
+
+# a point a map answer copied from the prompt, or one that says nothing ("I don't know.")
+_NO_POINT = re.compile(r"(?is)^\W*(?:i don'?t know|i do not know|unknown|none|n/?a|the point, citing reports as"
+                       r"|不知道|无)\W*(?:\[reports?:[^\]]*\]\W*)?$")
+
+
+def usable_point(text: str) -> bool:
+    """Whether a map answer's point says something: not empty, not "I don't know", not the
+    prompt's own placeholder ("the point, citing reports as [Reports: id, id]")."""
+    return bool(text and text.strip()) and not _NO_POINT.match(text.strip())
 
 
 _CITED = re.compile(r"Reports?\s*[:(]\s*([^\]\)]+)")

@@ -22,6 +22,8 @@ from typing import Generator, Iterator, Sequence
 from .answer_record import Answer
 from .answerers import OfflineAnswerer, answerer_for
 from .global_search import global_answer, over_reports
+from .grounding import ground
+from ..errors import tell
 from ..store.db import Connection
 from ..models.gateway import Gateway
 from ..models.clients import vector_type
@@ -70,6 +72,7 @@ class Searcher:
         self.history: list[dict] = []  # the conversation a question follows (see follow)
         self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
         self.stream = False            # whether the answer's text is given as it is written
+        self.warn = None               # told each note an answer gets as it is written (see note)
 
     def ask(self, question: str, mode: str = "local", context_only: bool = False,
             history: Sequence[dict] = ()) -> Answer:
@@ -149,6 +152,44 @@ class Searcher:
                 yield piece
         return "".join(pieces).strip()
 
+    def note(self, answer: Answer, message: str) -> None:
+        """Keep a note in the answer (what it could not do as asked, e.g. a model's unusable
+        answers) and say it now through warn (with none, as a tgr.TgrWarning)."""
+        answer.notes.append(message)
+        tell(self.warn, message)
+
+    def _grounded(self, result: Answer, question: str, passages: list[tuple[str, str]],
+                  **kwargs) -> Generator[str, None, str]:
+        """A local or naive answer held to its sources (tgr.query.grounding): a chat model's
+        answer that cites nothing gets citations where its sentences match the passages, and
+        one that mostly matches none (or an empty one) is replaced by the extractive answer; each
+        said in a note.
+        With stream, the model's text is given as it is written (its first words come early):
+        the citations tgr found for it follow it, all at its end, and an extractive answer that
+        replaces it follows it after an empty line."""
+        text = yield from self._written("answer", question, passages, **kwargs)
+        if isinstance(self.answerer, OfflineAnswerer):
+            return text
+        grounded, name, written = ground(text, passages), self.answerer.name, bool(text.strip())
+        if grounded.invented or not written:
+            if self.stream and written:  # the note's line (a warning) after the model's text, then the answer
+                yield "\n"
+            why = (f"'s answer cites no source and {grounded.judged - grounded.matched} of its {grounded.judged} "
+                   f"sentences match none of the {len(passages)} passages it was given" if written
+                   else " gave an empty answer")
+            self.note(result, f"{name}{why}: answered with the passages' own sentences instead, as tgr answers offline")
+            text = OfflineAnswerer().answer(question, passages, **kwargs)
+            if self.stream:
+                yield ("\n" if written else "") + text
+        elif grounded.matched:
+            if self.stream:  # written already: the passages its sentences come from follow it
+                yield f" [Sources: {', '.join(grounded.cited)}]"
+            sentences = "its sentence" if grounded.matched == 1 else f"each of its {grounded.matched} sentences"
+            self.note(result, f"{name}'s answer cites no source: tgr cited the passage {sentences} found "
+                              f"in the sources comes from")
+            text = grounded.text
+        return text
+
     # -- shared pieces --------------------------------------------------------------------
 
     def _embed(self, text: str) -> list[float]:
@@ -202,9 +243,9 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
-            result.answer = yield from self._written("answer", question, _cited(passages), context=context,
-                                                     names=[entities[i][1] for i in ids[:5]], linked=True,
-                                                     searched=searched)
+            result.answer = yield from self._grounded(result, question, _cited(passages), context=context,
+                                                      names=[entities[i][1] for i in ids[:5]], linked=True,
+                                                      searched=searched)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -264,7 +305,7 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: no passage in this store matches the question."
         else:
-            result.answer = yield from self._written("answer", question, _cited(passages), context=result.context)
+            result.answer = yield from self._grounded(result, question, _cited(passages), context=result.context)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 

@@ -39,6 +39,7 @@ def ask(store, question: str, mode: str, *, context_only: bool, warn, query_sett
     said once through warn and kept in the answer's notes."""
     history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
+    found.warn = warn
     notes, unfinished = store.models.asking.notes_for(context_only), unfinished_note(store)
     store.models.asking.say(notes, warn)
     store.models.asking.say(unfinished, warn)  # a line of its own
@@ -51,6 +52,7 @@ def answer_from(store, question: str, passages: list[Passage], mode: str, *, con
     """An answer written from given ranked passages, as ask() does."""
     history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
+    found.warn = warn
     notes = store.models.asking.notes_for(context_only)
     store.models.asking.say(notes, warn)
     return _noted(found.answer_passages(question.strip(), passages, mode, context_only, history, stream), notes)
@@ -99,6 +101,7 @@ def answer_reports(store, question: str, reports: list[tuple], names: dict[str, 
     """A chat model's global answer over given labelled reports (see Searcher.over_reports)."""
     history = _checked(history)
     found = searcher(store, question, QuerySettings(**query_settings))
+    found.warn = warn
     notes = store.models.asking.notes_for(False)
     store.models.asking.say(notes, warn)
     return _noted(found.over_reports(question.strip(), reports, names, history, stream), notes)
@@ -114,9 +117,10 @@ def _checked(history) -> list[dict]:
 
 
 def _noted(items: Iterator[str | Answer], notes: list[str]) -> Iterator[str | Answer]:
+    """The items, the Answer's notes led by the given ones (what the question leaves out)."""
     for item in items:
         if isinstance(item, Answer):
-            item.notes = notes
+            item.notes = notes + [n for n in item.notes if n not in notes]
         yield item
 
 
