@@ -118,16 +118,19 @@ def test_python_api_hears_the_note_through_warn(store, smollm2):
 
 # --- local -----------------------------------------------------------------------------
 
-def test_an_invented_local_answer_gives_way_to_the_cited_passages(store, smollm2):
+def test_an_uncited_looping_local_answer_keeps_its_first_round_cited_or_gives_way(store, smollm2):
+    """SmolLM2's recorded answer loops for 2,053 tokens: the loop is stopped (tgr.models.repetition),
+    and what it said once is cited where it matches a passage, or gives way to the extractive
+    answer when it mostly matches none; either way said in one note."""
     question = "Who is Jacob Marley?"
     result = run("ask", store, question, "--base-url", smollm2.url, *SMOLLM2, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    extractive = offline(store, question, "local")
-    assert data["answer"] == extractive["answer"] and "[Sources: " in data["answer"]
-    assert "seven years without a business" not in data["answer"]
+    assert "[Sources: " in data["answer"]
+    paragraphs = [p for p in data["answer"].split("\n") if p.strip()]
+    assert len(paragraphs) == len(set(paragraphs))  # the loop's rounds are not kept
     (note,) = data["notes"]
-    assert note.startswith("openai:smollm2's answer cites no source and ") and "as tgr answers offline" in note
+    assert note.startswith("openai:smollm2's answer cites no source")
     assert warnings_of(result) == [f"warning: {note}"]
     assert smollm2.stats.calls_by_kind == {"answer": 1}
 
@@ -139,19 +142,18 @@ def test_the_plain_output_cites_inline_under_one_heading(store, smollm2):
     answer, listing = plain.stdout.split("\nSources:\n")
     assert "[1]" in answer and "[Sources" not in answer
     assert listing.startswith("  [1] fixtures/corpus_en/carol_stave1_part")
-    assert plain.stdout == run("ask", store, question, "--offline").stdout  # the same text, the same heading
+    assert "\nSources:\n  [1] " in run("ask", store, question, "--offline").stdout  # the same heading
 
 
-def test_a_streamed_invented_answer_is_followed_by_the_passages(store, smollm2):
+def test_a_streamed_invented_answer_is_followed_by_the_passages(store, smollm2, recorded):
     question = "Who is Jacob Marley?"
     streamed = run("ask", store, question, "--base-url", smollm2.url, *SMOLLM2, "--stream")
     assert streamed.exit_code == 0, streamed.output
-    # the model's text as it was written, then (after the warning) the passages, as offline
-    assert streamed.stdout.startswith("The Ghost's eyes were like those of a bad lobster")
-    extractive = run("ask", store, question, "--offline").stdout
-    model_text, _, rest = streamed.stdout.rpartition(extractive)
-    assert not rest and model_text.endswith("for seven\n\n") and "[" not in model_text
-    assert len(warnings_of(streamed)) == 1
+    # the model's text as it was written, stopped where it began to loop, then its sources
+    model_text, _, listing = streamed.stdout.partition("\nSources:\n")
+    assert listing.startswith("  [1] ") and len(warnings_of(streamed)) == 1
+    answer = next(r for r in recorded["answer"] if question in r.request["messages"][-1]["content"])
+    assert len(model_text.strip()) < len(answer.text) / 2
 
 
 def test_grounding_reads_the_recorded_answer_sentence_by_sentence(recorded):
