@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 if TYPE_CHECKING:  # httpx is imported when a remote model is built
     import httpx
@@ -327,6 +327,9 @@ class _LiveStream:
     def open(self, response) -> None:
         self.response = response
 
+    def answered(self) -> None:
+        self.answering = True
+
     def close(self) -> bool:
         if self.response is None or self.answering:
             return False
@@ -434,19 +437,14 @@ class OpenAIChat(_OpenAIBase):
         return None
 
     def _whole(self, prompt: str, body: dict) -> Completion:
-        data = self._post("/chat/completions", body)
-        try:
-            choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise TransientModelError(f"{self.base_url}: malformed chat response") from None
-        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-        return Completion(text, *_usage(prompt, text, data.get("usage")),
-                          finish_reason=finish if isinstance(finish, str) else None)
+        from .chat_stream import completion_parts
+
+        text, usage, finish = completion_parts(self._post("/chat/completions", body), self.base_url)
+        return Completion(text, *_usage(prompt, text, usage), finish_reason=finish)
 
     def _streamed(self, prompt: str, body: dict) -> Completion:
         """One answer read as a stream, stopped when it loops (what came before is kept)."""
-        from .chat_stream import StreamEnd, openai_pieces
+        from .chat_stream import openai_pieces
 
         path = "/chat/completions"
         describe = lambda exc: TransientModelError(redact(f"{self.base_url}: {exc}", self._key))  # noqa: E731
@@ -454,29 +452,13 @@ class OpenAIChat(_OpenAIBase):
         pieces = openai_pieces(self._http, f"{self.base_url}{path}", body, describe,
                                lambda response: self._status_error(response, path, body), opened=live.open,
                                read_timeout=first_token_timeout(self.timeout, prompt))
-        watch, usage, finish = RepetitionWatch(), None, None
         with self._live_lock:
             self._live.add(live)
         try:
-            for item in pieces:
-                if isinstance(item, StreamEnd):
-                    usage, finish = item.usage, item.finish_reason
-                    break
-                live.answering = True
-                if watch.add(item):
-                    finish = "loop"
-                    break
-            else:
-                raise TransientModelError(f"{self.base_url}: the stream ended before the answer did")
+            return read_watched(prompt, pieces, self.base_url, live.answered)
         finally:
             with self._live_lock:
                 self._live.discard(live)
-            pieces.close()  # a stopped loop: the connection closes, and the server stops writing
-        # an end with no reason: llama-cpp-python's server ends a stream so when another request
-        # waits (tgr.models.gateway narrows to one call at a time on seeing it)
-        finish = finish or "unfinished"
-        prompt_tokens, completion_tokens, source = _usage(prompt, watch.text(), usage)
-        return Completion(watch.kept(), prompt_tokens, completion_tokens, source, finish_reason=finish)
 
     def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
         """The answer's text pieces as the endpoint streams them (SSE), then its Completion."""
@@ -490,22 +472,19 @@ class OpenAIChat(_OpenAIBase):
             lambda response: self._status_error(response, path, body)))
 
 
-class OpenAIEmbedder(_OpenAIBase):
-    """Embeddings through any OpenAI-compatible /embeddings endpoint."""
+class BatchedEmbedder:
+    """What an API embedder has in common: its dimension, learnt from the first answer (or one
+    probe) unless given, and texts sent EMBED_BATCH at a time to embed_batch(texts), each
+    answer checked for that dimension. A subclass sets name and _dim and writes embed_batch."""
 
-    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
-
-    def __init__(self, model: str, base_url: str, dim: int | None = None, **kwargs):
-        super().__init__(model, base_url, **kwargs)
-        self.name = f"openai:{model}"
-        self._dim = dim
+    PROBE_TEXT = "dimension probe"
+    name: str
+    _dim: int | None
 
     @property
     def dim(self) -> int:
         self.probe()
         return self._dim
-
-    PROBE_TEXT = "dimension probe"
 
     def probe(self) -> bool:
         """Ask the endpoint once for the dimension, unless it is known (from the store, or an
@@ -519,17 +498,60 @@ class OpenAIEmbedder(_OpenAIBase):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
-            batch = [t or " " for t in texts[start:start + EMBED_BATCH]]
-            data = self._post("/embeddings", {"model": self.model, "input": batch})
-            try:
-                rows = sorted(data["data"], key=lambda d: d["index"])
-                vectors.extend([float(x) for x in row["embedding"]] for row in rows)
-            except (KeyError, TypeError):
-                raise TransientModelError(f"{self.base_url}: malformed embeddings response") from None
+            vectors.extend(self.embed_batch([t or " " for t in texts[start:start + EMBED_BATCH]]))
         if self._dim is None and vectors:
             self._dim = len(vectors[0])
         _check_dims(self.name, self._dim, vectors)
         return vectors
+
+    def embed_batch(self, batch: list[str]) -> list[list[float]]:
+        """The vectors of one request's texts, in their order."""
+        raise NotImplementedError
+
+
+class OpenAIEmbedder(BatchedEmbedder, _OpenAIBase):
+    """Embeddings through any OpenAI-compatible /embeddings endpoint."""
+
+    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
+
+    def __init__(self, model: str, base_url: str, dim: int | None = None, **kwargs):
+        super().__init__(model, base_url, **kwargs)
+        self.name = f"openai:{model}"
+        self._dim = dim
+
+    def embed_batch(self, batch: list[str]) -> list[list[float]]:
+        data = self._post("/embeddings", {"model": self.model, "input": batch})
+        try:
+            rows = sorted(data["data"], key=lambda d: d["index"])
+            return [[float(x) for x in row["embedding"]] for row in rows]
+        except (KeyError, TypeError):
+            raise TransientModelError(f"{self.base_url}: malformed embeddings response") from None
+
+
+def read_watched(prompt: str, pieces, where: str, on_piece: Callable[[], None] | None = None) -> Completion:
+    """One streamed answer (text pieces, then a StreamEnd) read to its end, or stopped where it
+    starts to loop (tgr.models.repetition), what came before kept; on_piece() is told of each
+    piece. An end with no reason is "unfinished": llama-cpp-python's server ends a stream so
+    when another request waits (tgr.models.gateway then sends one call at a time)."""
+    from .chat_stream import StreamEnd
+
+    watch, usage, finish = RepetitionWatch(), None, None
+    try:
+        for item in pieces:
+            if isinstance(item, StreamEnd):
+                usage, finish = item.usage, item.finish_reason or "unfinished"
+                break
+            if on_piece is not None:
+                on_piece()
+            if watch.add(item):
+                finish = "loop"
+                break
+        else:
+            raise TransientModelError(f"{where}: the stream ended before the answer did")
+    finally:
+        pieces.close()  # a stopped loop: the connection closes, and the server stops writing
+    prompt_tokens, completion_tokens, source = _usage(prompt, watch.text(), usage)
+    return Completion(watch.kept(), prompt_tokens, completion_tokens, source, finish_reason=finish)
 
 
 def _check_dims(name: str, dim: int, vectors: list[list[float]]) -> None:

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # both imported with the first request: a cold question needs neither
@@ -31,10 +31,9 @@ if TYPE_CHECKING:  # both imported with the first request: a cold question needs
     from .chat_stream import StreamEnd
 
 from ..errors import ModelError, StreamBroken, TransientModelError
-from .clients import (DEFAULT_TIMEOUT, EMBED_BATCH, Completion, _check_dims, _completion_of,
-                      _is_transient_status, _retry_after, _usage, messages, redact)
+from .clients import (DEFAULT_TIMEOUT, BatchedEmbedder, Completion, _completion_of, _is_transient_status,
+                      _retry_after, messages, read_watched, redact)
 from .output_forms import OLLAMA, wants_json
-from .repetition import RepetitionWatch
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192  # the window asked for unless told otherwise (the model's own if smaller)
@@ -208,22 +207,7 @@ class OllamaChat(_OllamaBase):
 
     def complete(self, prompt: str, **params) -> Completion:
         """One answer read as a stream, stopped when it loops (what came before is kept)."""
-        from .chat_stream import StreamEnd
-
-        pieces = self._pieces(self.request_body(prompt, **params))
-        watch, usage, finish = RepetitionWatch(), None, None
-        try:
-            for item in pieces:
-                if isinstance(item, StreamEnd):
-                    usage, finish = item.usage, item.finish_reason
-                    break
-                if watch.add(item):
-                    finish = "loop"
-                    break
-        finally:
-            pieces.close()  # a stopped loop: the connection closes, and Ollama stops generating
-        prompt_tokens, completion_tokens, source = _usage(prompt, watch.text(), usage)
-        return Completion(watch.kept(), prompt_tokens, completion_tokens, source, finish_reason=finish)
+        return read_watched(prompt, self._pieces(self.request_body(prompt, **params)), f"{self.shown}/api/chat")
 
     def stream(self, prompt: str, **params) -> Iterator[str | Completion]:
         """The answer's text pieces as Ollama writes them, then its Completion."""
@@ -283,43 +267,22 @@ def _chat_line(line: str, where: str) -> tuple[str, StreamEnd | None]:
     return piece, StreamEnd(usage, reason if isinstance(reason, str) and reason else "stop")
 
 
-class OllamaEmbedder(_OllamaBase):
+class OllamaEmbedder(BatchedEmbedder, _OllamaBase):
     """Embeddings through Ollama's POST /api/embed."""
 
     vector_type = "int8"  # in a new store, as every API embedder's
-    PROBE_TEXT = "dimension probe"
 
     def __init__(self, model: str, base_url: str | None = None, dim: int | None = None, **kwargs):
         super().__init__(model, base_url, **kwargs)
         self.name = f"ollama:{model}"
         self._dim = dim
 
-    @property
-    def dim(self) -> int:
-        self.probe()
-        return self._dim
-
-    def probe(self) -> bool:
-        """Ask the server once for the dimension unless it is known; True if it asked
-        (tgr.models.gateway.Gateway.embed_dim retries and records it)."""
-        if self._dim is not None:
-            return False
-        self._dim = len(self.embed([self.PROBE_TEXT])[0])
-        return True
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            batch = [t or " " for t in texts[start:start + EMBED_BATCH]]
-            data = self._post("/api/embed", {"model": self.model, "input": batch})
-            rows = data.get("embeddings")
-            if not isinstance(rows, list) or len(rows) != len(batch):
-                raise TransientModelError(f"{self.shown}/api/embed: malformed embeddings response")
-            try:
-                vectors.extend([float(x) for x in row] for row in rows)
-            except (TypeError, ValueError):
-                raise TransientModelError(f"{self.shown}/api/embed: malformed embeddings response") from None
-        if self._dim is None and vectors:
-            self._dim = len(vectors[0])
-        _check_dims(self.name, self._dim, vectors)
-        return vectors
+    def embed_batch(self, batch: list[str]) -> list[list[float]]:
+        data = self._post("/api/embed", {"model": self.model, "input": batch})
+        rows = data.get("embeddings")
+        if not isinstance(rows, list) or len(rows) != len(batch):
+            raise TransientModelError(f"{self.shown}/api/embed: malformed embeddings response")
+        try:
+            return [[float(x) for x in row] for row in rows]
+        except (TypeError, ValueError):
+            raise TransientModelError(f"{self.shown}/api/embed: malformed embeddings response") from None
