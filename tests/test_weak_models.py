@@ -161,3 +161,20 @@ def test_calls_refused_at_once_move_the_client_one_form_on():
         thread.join()
     assert chat.output_form == JSON_OBJECT_SCHEMA
     assert sorted(set(forms)) == ["json_object", "json_schema"] and len(forms) == 16
+
+
+def test_a_stream_whose_body_ends_mid_answer_is_a_broken_stream_not_an_answer():
+    from tgr.errors import StreamBroken
+
+    cut = b'data: {"choices": [{"index": 0, "delta": {"content": "Marley was"}, "finish_reason": null}]}\n\n'
+
+    def respond(request):
+        return httpx.Response(200, content=cut, headers={"content-type": "text/event-stream"})
+
+    chat = OpenAIChat("m", "http://llm.test/v1", api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(respond)))
+    with pytest.raises(StreamBroken, match="ended before the answer did"):
+        chat.complete("Who is Marley?")
+    pieces = chat.stream("Who is Marley?")
+    assert next(pieces) == "Marley was"
+    with pytest.raises(StreamBroken):
+        next(pieces)

@@ -46,7 +46,7 @@ def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Ex
                 response.read()
                 raise status_error(response)
             usage = finish = None
-            events, other = 0, []
+            events, other, done = 0, [], False
             for line in response.iter_lines():
                 data = _event_data(line)
                 if data is None:
@@ -55,6 +55,7 @@ def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Ex
                     continue
                 events += 1
                 if data == "[DONE]":
+                    done = True
                     break
                 piece, reported, finished = _openai_chunk(data, url)
                 usage, finish = reported or usage, finished or finish
@@ -63,6 +64,8 @@ def openai_pieces(http, url: str, body: dict, describe: Callable[[Exception], Ex
             if not events:  # a server that ignored "stream": one whole answer, or not JSON at all
                 yield from _whole_answer("\n".join(other), url)
                 return
+            if not done and finish is None:  # the body closed mid-answer (a server restarted)
+                raise StreamBroken(f"{url}: the stream ended before the answer did")
             yield StreamEnd(usage, finish)
     except httpx.TimeoutException:
         raise TransientModelError(f"{url}: timed out: no answer, or no token of it, for {_read_timeout(http)}") from None
@@ -78,16 +81,22 @@ def _whole_answer(body: str, url: str) -> Iterator[str | StreamEnd]:
         data = json.loads(body)
     except ValueError:
         raise TransientModelError(f"{url}: response is not JSON nor an event stream") from None
+    text, usage, finish = completion_parts(data, url)
+    if text:
+        yield text
+    yield StreamEnd(usage, finish)
+
+
+def completion_parts(data, where: str) -> tuple[str, dict | None, str | None]:
+    """(text, usage or None, finish_reason or None) of a whole chat.completion's JSON."""
     try:
         choice = data["choices"][0]
         text = choice["message"]["content"] or ""
     except (KeyError, IndexError, TypeError):
-        raise TransientModelError(f"{url}: malformed chat response") from None
-    if text:
-        yield text
+        raise TransientModelError(f"{where}: malformed chat response") from None
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
     finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-    yield StreamEnd(usage, finish if isinstance(finish, str) else None)
+    return text, usage, finish if isinstance(finish, str) else None
 
 
 def _read_timeout(http) -> str:
