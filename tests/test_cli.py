@@ -10,10 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import sqlean as sqlite3
 from click.testing import CliRunner
 
-from conftest import EN_CORPUS, ZH_CORPUS
+from conftest import EN_CORPUS, ZH_CORPUS, rows
 from tgr.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,14 +21,6 @@ SMALL_ARGS = ["--chunk-size", "300", "--chunk-overlap", "40", "-q"]
 
 def run(*args, input=None):
     return CliRunner().invoke(main, [str(a) for a in args], input=input)
-
-
-def rows(path, sql):
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def test_index_prints_summary_and_writes_the_store(db_path):

@@ -82,15 +82,21 @@ def test_the_untouched_and_a_vacuumed_copy_exit_0(tmp_path, original):
     assert content(vacuumed) == original and check(vacuumed) == 0
 
 
-def test_every_damaged_copy_whose_content_changed_exits_2(tmp_path, original):
+def damaged_copies(folder: Path):
+    """(n, kind of damage, path, bytes) of COPIES seeded damaged copies of DEMO written in folder."""
     rng = random.Random(38)
     data = DEMO.read_bytes()
-    started = time.monotonic()
-    changed = 0
     for n in range(COPIES):
         kind, damaged = damage(data, rng)
-        path = tmp_path / f"copy{n}.db"
+        path = folder / f"copy{n}.db"
         path.write_bytes(damaged)
+        yield n, kind, path, damaged
+
+
+def test_every_damaged_copy_whose_content_changed_exits_2(tmp_path, original):
+    started = time.monotonic()
+    changed = 0
+    for n, kind, path, damaged in damaged_copies(tmp_path):
         expected = 0 if content(path) == original else 2
         changed += expected == 2
         assert check(path) == expected, f"copy {n} ({kind}): expected exit {expected}"
@@ -102,13 +108,8 @@ def test_every_damaged_copy_whose_content_changed_exits_2(tmp_path, original):
 def test_asking_a_damaged_copy_answers_or_says_in_one_line_that_it_is_damaged(tmp_path):
     """Where the question meets the damage, nothing is answered: one line naming the store and
     `tgr check`, exit 1; never a traceback, never a write."""
-    rng = random.Random(38)
-    data = DEMO.read_bytes()
     refused = 0
-    for n in range(COPIES):
-        _, damaged = damage(data, rng)
-        path = tmp_path / f"copy{n}.db"
-        path.write_bytes(damaged)
+    for _, _, path, damaged in damaged_copies(tmp_path):
         result = CliRunner().invoke(main, ["ask", str(path), "Who is Jacob Marley?", "--no-stream"])
         assert result.exit_code in (0, 1)
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)

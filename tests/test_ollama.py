@@ -8,7 +8,7 @@ import pytest
 import sqlean as sqlite3
 from click.testing import CliRunner
 
-from conftest import EN_CORPUS
+from conftest import EN_CORPUS, rows
 from fakellm import prompt_kind
 from fakeollama import FakeOllama
 from tgr.cli import main
@@ -23,14 +23,6 @@ LOOPS = "Marley was dead, to begin with."  # the extraction of the chunk that sa
 
 def run(*args, env=None):
     return CliRunner().invoke(main, [str(a) for a in args], env=env)
-
-
-def rows(path, sql):
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def meta(path) -> dict:
