@@ -376,3 +376,17 @@ def open(path: str | os.PathLike, **options) -> KnowledgeBase:  # noqa: A001 - m
     A store is untrusted input: it is checked before use, and opening or asking never
     writes it; the first index/rebuild migrates it (one writer process at a time)."""
     return KnowledgeBase(path, **options)
+
+
+def open_readonly(paths, **options) -> list[KnowledgeBase]:
+    """Each store opened read-only for questions, in order; if one cannot be opened, those
+    already open are closed and the error raised."""
+    opened: list[KnowledgeBase] = []
+    try:
+        for path in paths:
+            opened.append(KnowledgeBase(path, create=False, readonly=True, **options))
+    except BaseException:
+        for kb in opened:
+            kb.close()
+        raise
+    return opened

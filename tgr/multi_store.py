@@ -113,19 +113,11 @@ class Stores:
 
     def _shared(self) -> list:
         """The stores after the first, opened in this process (once) for every thread's calls."""
-        from .knowledge_base import KnowledgeBase
+        from .knowledge_base import open_readonly
 
         with self._sharing:
             if self._here is None:
-                opened = []
-                try:
-                    for path in self.names[1:]:
-                        opened.append(KnowledgeBase(path, create=False, readonly=True, **self.options))
-                except BaseException:
-                    for kb in opened:
-                        kb.close()
-                    raise
-                self._here = opened
+                self._here = open_readonly(self.names[1:], **self.options)
             return self._here
 
     def _each_on_workers(self, method: str, calls: list[tuple[tuple, dict]], warn: Warn | None) -> list:

@@ -57,20 +57,12 @@ class Opened:
         return fuse(rankings, [str(p) for p in self.store])[:k]
 
     def _opened(self) -> list:
-        from ..knowledge_base import KnowledgeBase
+        from ..knowledge_base import open_readonly
 
         with self._lock:
             if self._stores is None:
                 names = [self.store] if isinstance(self.store, (str, os.PathLike)) else list(self.store)
-                opened = []
-                try:
-                    for name in names:
-                        opened.append(KnowledgeBase(name, create=False, readonly=True, **self.options))
-                except BaseException:
-                    for kb in opened:
-                        kb.close()
-                    raise
-                self._stores = opened
+                self._stores = open_readonly(names, **self.options)
             return self._stores
 
     def close(self) -> None:
