@@ -137,7 +137,6 @@ class _Slots:
 
     def __init__(self, size: int):
         self.size, self.busy = size, 0
-        self.narrowed = False
         self._ready = threading.Condition()
 
     def __enter__(self) -> "_Slots":
@@ -155,7 +154,7 @@ class _Slots:
     def narrow(self) -> bool:
         """One call at a time from now on; True the first time."""
         with self._ready:
-            first, self.size, self.narrowed = not self.narrowed, 1, True
+            first, self.size = self.size > 1, 1
             return first
 
 
@@ -557,11 +556,10 @@ def _run_chat(gateway: Gateway, outcome: _Outcome) -> _Outcome:
             except StreamBroken:
                 if crowded > 20:
                     raise
+                completion = None
+            # broken, or ended early by a one-slot server to start another call: asked again, alone
+            if completion is None or (completion.finish_reason == "unfinished" and wide and crowded <= 20):
                 crowded += 1
-                gateway._one_at_a_time()
-                continue
-            if completion.finish_reason == "unfinished" and wide and crowded <= 20:
-                crowded += 1  # the server ended it early to start another call: asked again, alone
                 gateway._one_at_a_time()
                 continue
             outcome.attempts += attempts
@@ -570,9 +568,9 @@ def _run_chat(gateway: Gateway, outcome: _Outcome) -> _Outcome:
             tries += 1
             if completion.usage_source == "api" and prompt_was_cut(job.prompt, completion.prompt_tokens):
                 gateway.note(f"{gateway.chat_model.name} read {completion.prompt_tokens} tokens of a prompt of "
-                          f"about {estimate_tokens(job.prompt)}: the server cut it to its context window; "
-                          "give the server a larger window (Ollama: use the ollama: provider, which sets "
-                          "num_ctx) or tell tgr its size with --context-tokens")
+                             f"about {estimate_tokens(job.prompt)}: the server cut it to its context window; "
+                             "give the server a larger window (Ollama: use the ollama: provider, which sets "
+                             "num_ctx) or tell tgr its size with --context-tokens")
             outcome.valid = job.validate is None or job.validate(completion.text)
             # an answer cut at max_tokens or stopped looping would be cut again: not asked twice
             if outcome.valid or tries > 2 or completion.cut:
@@ -585,7 +583,6 @@ def _run_chat(gateway: Gateway, outcome: _Outcome) -> _Outcome:
         gateway._leave()
         outcome.latency = time.perf_counter() - start
     return outcome
-
 
 
 def _cached(gateway: "Gateway", stage: str, model: str, jobs: list[ChatJob], misses: dict[str, list[ChatJob]]):
