@@ -52,13 +52,11 @@ class Build:
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
         self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
-        self._learnt = False
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
         self.store.record_prompts()
         if documents:
-            self.learn_endpoint()
             self.fit_chunks()
         self.store_documents(documents)
         self.extract()
@@ -109,18 +107,8 @@ class Build:
         self.warn(f"{self.gateway.chat_model.name} reads {window} tokens at most: chunks of {fit} tokens "
                   f"instead of {size}, so that each extraction prompt and its answer fit")
 
-    def learn_endpoint(self) -> None:
-        """Before the first chat call that needs it: the chat endpoint's output form and context
-        window (tgr.build.ledger.learn_chat_endpoint), once a run."""
-        if not self._learnt:
-            self._learnt = True
-            learn_chat_endpoint(self.conn, self.gateway, self.store.models.context_tokens)
-
     def extract(self) -> None:
         settings = self.settings
-        if self.conn.execute("SELECT 1 FROM chunks c WHERE NOT EXISTS "
-                             "(SELECT 1 FROM extractions x WHERE x.chunk_id = c.id) LIMIT 1").fetchone():
-            self.learn_endpoint()
         with self.summary.timed("extract"):
             extractor = extractor_for(self.gateway, self.prompts, two_step=settings.two_step,
                                       gleanings=settings.gleanings, warn=self.warn)
@@ -161,8 +149,6 @@ class Build:
     def report(self, refresh: bool, force: bool, changed: set[str] | None, report_key: str) -> None:
         """Reports whose material changed are rewritten; only those are looked at."""
         s = self.settings
-        if refresh or force:
-            self.learn_endpoint()
         with self.summary.timed("report"):
             build_reports(self.conn, self.report_writer, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
@@ -323,6 +309,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     status = "failed"
     try:
         record_dimension(store.conn, gateway)  # the embedder's probe, if it needs one: retried
+        learn_chat_endpoint(store.conn, gateway, store.models.context_tokens)  # its form and window
         gateway.batch = runner_for(store.conn, chat, batch, progress)
         with _fewer_collections():
             body(gateway, summary)
