@@ -172,9 +172,13 @@ def parse_relations(text: str) -> list[RawRelation]:
 
 
 def extraction_is_valid(text: str) -> bool:
-    """An answer worth keeping: it has entities or relations, or says there are none."""
-    entities, relations = parse_extraction(text)
-    return bool(entities or relations or says_none(text) or _empty_json_extraction(text))
+    """An answer worth keeping: it has entities or relations, or says there are none (in tags,
+    or as JSON with an empty entity list)."""
+    data = _json_extraction(text)
+    if data is not None and (_json_entities(data) or _json_relations(data)
+                             or (isinstance(data.get("entities"), list) and not data["entities"])):
+        return True
+    return bool(parse_entities(text) or parse_relations(text) or says_none(text))
 
 
 # the field names models write instead of the ones asked for (recorded answers of small models)
@@ -189,18 +193,18 @@ _PREDICATE_KEYS = ("predicate", "relation", "relationship", "type", "label")
 def parse_extraction(text: str) -> tuple[list[RawEntity], list[RawRelation]]:
     """Entities and relations of an extraction answer: a JSON object (as asked for under a
     schema, field names read tolerantly) or the portable tags, whichever the answer holds."""
-    data = parse_json_object(text) if "{" in (text or "") else None
-    if isinstance(data, dict):
+    data = _json_extraction(text)
+    if data is not None:
         entities, relations = _json_entities(data), _json_relations(data)
         if entities or relations:
             return entities, relations
     return parse_entities(text), parse_relations(text)
 
 
-def _empty_json_extraction(text: str) -> bool:
-    """A JSON answer that says the text names nothing: {"entities": [], ...}."""
+def _json_extraction(text: str) -> dict | None:
+    """The JSON object an extraction answer holds, if it holds one."""
     data = parse_json_object(text) if "{" in (text or "") else None
-    return isinstance(data, dict) and isinstance(data.get("entities"), list) and not data["entities"]
+    return data if isinstance(data, dict) else None
 
 
 def _first_list(data: dict, keys: tuple[str, ...]) -> list:
