@@ -19,6 +19,7 @@ from ..store.db import Connection, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..models.output_forms import extraction_schema, output_form, wants_json
 from ..offline.entity_types import common_words
+from ..offline.providers import OfflineExtractor
 from ..store.extractors import FALLBACK
 from ..parsing import (RawEntity, RawRelation, extraction_is_valid, grounded, parse_entities,
                       parse_extraction, says_none)
@@ -102,7 +103,7 @@ class LLMExtractor:
         self.context_tokens = getattr(gateway.chat_model, "context_tokens", None)
         self.by_model, self.fallbacks = 0, Counter()
         self._told = 0
-        self._offline = None
+        self._offline = OfflineExtractor()  # for the chunks the model's answers give nothing for
 
     def extract(self, chunks: list[tuple[str, str]], save: Save, idle=None) -> None:
         rounds = ["main"] + (["triplets"] if self.two_step else []) + ["glean"] * self.gleanings
@@ -157,10 +158,6 @@ class LLMExtractor:
             save(state.id, entities, relations)
         else:  # the text's names, found without the model
             self.fallbacks[reason] += 1
-            if self._offline is None:
-                from ..offline.providers import OfflineExtractor
-
-                self._offline = OfflineExtractor()
             self._offline.extract([(state.id, state.text)],
                                   lambda cid, e, r: save(cid, e, r, FALLBACK + reason))
         self._tell()
