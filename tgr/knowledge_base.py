@@ -12,7 +12,7 @@ import functools
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
 from .build import ledger
 from .query import read_api as reading
@@ -71,11 +71,41 @@ def _writes(method):
     return call
 
 
-class KnowledgeBase:
+class AsyncTwins:
+    """The async twins of ask, ask_stream and retrieve, for a KnowledgeBase or a Stores.
+
+    Each runs its sync twin on a worker thread and awaits it (tgr/models/async_calls.py): the
+    event loop never waits for SQLite, and the OpenAI-compatible and Ollama models' calls go out
+    on the loop's own httpx.AsyncClient, one connection pool for every question in flight.
+    (zhipuai's SDK sends its calls from the worker thread.)"""
+
+    async def aask(self, question: str, mode: str = "local", **options) -> Answer:
+        """ask(), awaited: the complete Answer (astream() gives it in pieces)."""
+        from .models.async_calls import in_thread  # asyncio: not for a cold `tgr ask`
+
+        if options.pop("stream", False):
+            raise ValueError("aask answers whole: use astream() for the pieces")
+        return await in_thread(self.ask, question, mode, **options)
+
+    def astream(self, question: str, mode: str = "local", **options) -> AsyncIterator[str | Answer]:
+        """ask_stream(), as an async iterator: the answer's text in pieces as the model writes
+        them, then the complete Answer. Leaving it early stops the answer."""
+        from .models.async_calls import iterated_in_thread
+
+        return iterated_in_thread(lambda: self.ask_stream(question, mode, **options))
+
+    async def aretrieve(self, question: str, mode: str = "local", k: int = 10, **options) -> list[Passage]:
+        """retrieve(), awaited."""
+        from .models.async_calls import in_thread
+
+        return await in_thread(self.retrieve, question, mode, k, **options)
+
+
+class KnowledgeBase(AsyncTwins):
     """One tgr store. Use tgr.open(path) to get one; close() it (or use `with`).
 
-    Any number of threads may share one: each thread other than the opening one reads
-    through a connection of its own, and writes (index, rebuild, delete) take turns."""
+    Any number of threads may share one (each thread other than the opening one reads through
+    a connection of its own; writes take turns), and asyncio tasks through AsyncTwins and aindex."""
 
     def __init__(self, path: str | os.PathLike, *, chat: ChatModel | str | None = None,
                  embedder: Embedder | str | None = None, base_url: str | None = None,
@@ -164,6 +194,11 @@ class KnowledgeBase:
         with self._store.writing():
             return pipeline.index(self._store, paths, progress=progress, warn=warn, stdin=stdin, overrides=overrides,
                                   portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
+
+    async def aindex(self, paths: Iterable[str], **options) -> IndexSummary:
+        """index(), awaited (run on a worker thread; progress and warn are called there)."""
+        from .models.async_calls import in_thread
+        return await in_thread(self.index, paths, **options)
 
     @_writes
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,

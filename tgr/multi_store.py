@@ -28,6 +28,7 @@ import time
 from dataclasses import replace
 from typing import Callable, Iterator, Sequence
 
+from .knowledge_base import AsyncTwins
 from .offline.global_answer import COMMUNITIES, render
 from .offline.providers import OFFLINE_WRITER
 from .query.global_search import batches
@@ -39,8 +40,10 @@ RRF_K = 60  # the usual constant: the top ranks of every list count, none domina
 Warn = Callable[[str], None]
 
 
-class Stores:
-    """Several stores asked as one. Use tgr.open_many(paths); close() it (or use `with`)."""
+class Stores(AsyncTwins):
+    """Several stores asked as one. Use tgr.open_many(paths); close() it (or use `with`).
+    From asyncio: aask, astream and aretrieve (see tgr.knowledge_base.AsyncTwins; the stores
+    past the first answer from their own processes, whose model calls are their own)."""
 
     def __init__(self, paths: list[str | os.PathLike], **options):
         from .knowledge_base import KnowledgeBase

@@ -279,9 +279,9 @@ class _OpenAIBase:
                                                           or os.environ.get("OPENAI_API_KEY"))
         headers = {"Authorization": f"Bearer {self._key or 'none'}"}
         self._owns_http = http_client is None
-        import httpx  # imported with the first remote model: a local query never needs it
+        from .loop_transport import loop_client  # httpx comes with the first remote model
 
-        self._http = http_client or httpx.Client(timeout=timeout)
+        self._http = http_client or loop_client(timeout)
         self._http.headers.update(headers)
 
     def close(self) -> None:

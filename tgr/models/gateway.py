@@ -12,6 +12,7 @@ calling thread: workers do network I/O and nothing else.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import queue
@@ -24,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..store.db import Connection, transaction
 from ..errors import ModelError, StreamBroken, TransientModelError
 from .clients import ChatModel, Completion, Embedder, is_local
+from .turns import TURNS
 from ..text import CJK_RUN, content_hash, estimate_tokens
 
 
@@ -210,7 +212,9 @@ class _Workers:
             thread.start()  # waiting on the inbox before the task is in it, as a pool started ahead
             self.threads.append(thread)
         self._order += 1
-        self.inbox.put((0 if urgent else 1, self._order, (batch, fn, arg)))
+        # in the submitter's context: an async caller's model calls go out on its loop (loop_transport)
+        task = (batch, functools.partial(contextvars.copy_context().run, fn), arg)
+        self.inbox.put((0 if urgent else 1, self._order, task))
 
     def next_result(self, batch: int, idle: Callable[[], bool] | None = None):
         """The next result of this batch; results of abandoned batches are dropped.
@@ -222,7 +226,8 @@ class _Workers:
                 if idle is not None:
                     owner, result = self.outbox.get_nowait()
                 else:
-                    owner, result = self.outbox.get(timeout=0.2)
+                    with TURNS.given_up():  # an async question's turn, while it waits (turns.py)
+                        owner, result = self.outbox.get(timeout=0.2)
             except queue.Empty:
                 if idle is not None and not idle():
                     idle = None
@@ -234,7 +239,8 @@ class _Workers:
         """Up to count more results of this batch, as they arrive before the deadline."""
         while count > 0:
             try:
-                owner, result = self.outbox.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+                with TURNS.given_up():
+                    owner, result = self.outbox.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
             except queue.Empty:
                 if time.monotonic() >= deadline:
                     return

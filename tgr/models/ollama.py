@@ -79,7 +79,7 @@ def context_length(show: dict) -> int | None:
 class _OllamaBase:
     def __init__(self, model: str, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  http_client: httpx.Client | None = None):
-        import httpx  # imported with the first remote model: a local query never needs it
+        from .loop_transport import loop_client  # httpx comes with the first remote model
 
         self.model = model
         self.base_url = ollama_url(base_url)
@@ -87,7 +87,7 @@ class _OllamaBase:
         self.timeout = timeout
         self._secret = urlsplit(self.base_url).password
         self._owns_http = http_client is None
-        self._http = http_client or httpx.Client(timeout=timeout)
+        self._http = http_client or loop_client(timeout)
 
     def close(self) -> None:
         if self._owns_http:
