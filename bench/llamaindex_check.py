@@ -4,12 +4,13 @@ llama-index-core, and time a retrieval through it and through the LangChain retr
 llama-index-core is not in the test extra (it pulls ~60 packages, ~245 MB: nltk, SQLAlchemy,
 numpy, tiktoken, pillow, aiohttp), so this script is its check. It needs
 `pip install -e '.[llamaindex,langchain]'`, builds an offline store of fixtures/corpus_en in a
-temp dir, and exits non-zero on any mismatch:
+temp dir, and exits non-zero on any mismatch (retrieve and aretrieve alike):
 
     python bench/llamaindex_check.py
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import sys
@@ -48,6 +49,9 @@ def main() -> int:
                     failures.append(f"{mode} {question!r}: no NodeWithScore results")
                 if [n.node.node_id for n in nodes] != [p.chunk_id for p in expected]:
                     failures.append(f"{mode} {question!r}: ranking differs from kb.retrieve")
+                awaited = asyncio.run(retriever.aretrieve(question))  # _aretrieve, on the async API
+                if [(n.node.node_id, n.score) for n in awaited] != [(n.node.node_id, n.score) for n in nodes]:
+                    failures.append(f"{mode} {question!r}: aretrieve differs from retrieve")
                 if [n.score for n in nodes] != sorted((n.score for n in nodes), reverse=True):
                     failures.append(f"{mode} {question!r}: scores not descending")
                 shown = nodes[0].node.get_content(metadata_mode=MetadataMode.LLM) if nodes else ""
@@ -78,9 +82,9 @@ def several_stores(store: Path, copy: Path) -> list[str]:
         expected = [(p.store, p.chunk_id) for p in stores.retrieve(QUESTIONS[0], "local", 6)]
         retrievers = [llamaindex_retriever(stores, k=6), llamaindex_retriever([store, copy], k=6)]
     for retriever in retrievers:
-        nodes = retriever.retrieve(QUESTIONS[0])
-        if [(n.node.metadata["store"], n.node.node_id) for n in nodes] != expected:
-            failures.append("several stores: ranking differs from open_many's")
+        for nodes in (retriever.retrieve(QUESTIONS[0]), asyncio.run(retriever.aretrieve(QUESTIONS[0]))):
+            if [(n.node.metadata["store"], n.node.node_id) for n in nodes] != expected:
+                failures.append("several stores: ranking differs from open_many's")
     print(f"two stores: {len(expected)} nodes from {sorted({s for s, _ in expected})}")
     return failures
 

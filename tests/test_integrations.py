@@ -3,6 +3,7 @@ error of a retriever whose framework is not installed. The LlamaIndex retriever 
 by bench/llamaindex_check.py: llama-index-core is too heavy for the test extra (README)."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -51,6 +52,24 @@ def test_langchain_documents_are_the_ranked_passages(store, mode):
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
     assert [d.page_content for d in docs] == [p.text for p in expected]
+
+
+@pytest.mark.parametrize("mode", ["local", "naive", "global"])
+def test_langchain_async_documents_are_the_sync_ones(store, chinese, mode):
+    """ainvoke (_aget_relevant_documents, on KnowledgeBase.aretrieve) gives what invoke gives, for
+    one store and for several; many at once from one loop too."""
+    question = "What does Marley's ghost tell Scrooge? 孙悟空是谁？"
+    for spec in (store, [store, chinese]):
+        retriever = langchain_retriever(spec, mode=mode, k=5)
+        sync = retriever.invoke(question)
+
+        async def main():
+            return await asyncio.gather(*(retriever.ainvoke(question) for _ in range(4)))
+
+        for docs in asyncio.run(main()):
+            assert [(d.id, d.metadata, d.page_content) for d in docs] == \
+                [(d.id, d.metadata, d.page_content) for d in sync]
+        assert sync
 
 
 def test_langchain_metadata_names_document_and_offsets(store):

@@ -3,21 +3,20 @@
 Tools: ask (local/global/naive), retrieve (ranked passages with text), entity (description,
 relationships, communities, sources), communities (with report titles, by level) and
 community_report. The store is opened read-only; asking never writes to it. Store calls run
-on a small pool of threads (a KnowledgeBase serves any number, tgr/session.py), so that one
-client's questions do not wait for each other's model calls. Several stores
+as the async API runs them (tgr/models/async_calls.py): on worker threads, with their model
+calls sent by the server's event loop, so that one client's questions do not wait for each
+other's. Several stores
 (tgr.multi_store) answer ask and retrieve with one fused ranking; the lookups answer per store.
 """
 from __future__ import annotations
 
-import asyncio
-import functools
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Literal
 
 from typing_extensions import TypedDict  # pydantic needs it (not typing's) before Python 3.12
 
 from ..errors import TgrError
+from ..models.async_calls import in_thread
 from ..multi_store import Stores
 from ..store.untrusted_text import xml_safe
 from ..knowledge_base import KnowledgeBase
@@ -77,24 +76,17 @@ def _safe(value):
     return value
 
 
-TOOL_THREADS = 8  # store calls at once (each mostly waits for its model calls)
-
-
 class StoreWorker:
-    """Opens the store on a pool thread and runs the calls to it on the pool's threads."""
+    """The store, opened here, and its calls run as the async API runs them (on its worker
+    threads, tgr/models/async_calls.py): a tool's model calls go out on the server's event loop,
+    and one client's questions do not wait for each other's."""
 
-    def __init__(self, open_store: Callable[[], KnowledgeBase], tool_error: type[Exception] = Exception):
+    def __init__(self, open_store: Callable[[], KnowledgeBase | Stores], tool_error: type[Exception] = Exception):
         self.tool_error = tool_error
-        self._pool = ThreadPoolExecutor(max_workers=TOOL_THREADS, thread_name_prefix="tgr-store")
-        try:
-            self.kb = self._pool.submit(open_store).result()
-        except BaseException:
-            self._pool.shutdown()
-            raise
+        self.kb = open_store()
 
     async def call(self, fn: Callable, *args, **kwargs):
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        return await in_thread(fn, *args, **kwargs)
 
     async def call_tool(self, fn: Callable, *args, **kwargs):
         """call(), with tgr's own errors (bad input, missing model key, ...) given to the client
@@ -105,8 +97,7 @@ class StoreWorker:
             raise self.tool_error(xml_safe(str(exc))) from None
 
     def close(self) -> None:
-        self._pool.submit(self.kb.close).result()
-        self._pool.shutdown()
+        self.kb.close()
 
 
 def _check_range(name: str, value: int, low: int = 1, high: int = MAX_K) -> None:

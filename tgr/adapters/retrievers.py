@@ -3,7 +3,8 @@ tgr[llamaindex]).
 
 Both run `KnowledgeBase.retrieve(question, mode, k)` on the store opened read-only, opened on the
 first query and shared by every later one, from whichever worker thread the framework calls it
-(a KnowledgeBase serves any number of threads, tgr/session.py). Given several stores (paths, or
+(a KnowledgeBase serves any number of threads, tgr/session.py); their async methods
+(LangChain's ainvoke, LlamaIndex's aretrieve) await `KnowledgeBase.aretrieve` instead. Given several stores (paths, or
 a tgr.open_many object: its paths and open options), each is asked in turn and the rankings are fused by rank as
 tgr.multi_store fuses them; each passage's metadata names its store. The frameworks are imported
 only when a retriever is made, so tgr imports without them.
@@ -55,6 +56,20 @@ class Opened:
         if isinstance(self.store, (str, os.PathLike)):
             return rankings[0]
         return fuse(rankings, [str(p) for p in self.store])[:k]
+
+    async def apassages(self, question: str, mode: str = "local", k: int = 10) -> list[Passage]:
+        """passages(), awaited: the stores opened and asked on the async API's worker threads,
+        all at once (KnowledgeBase.aretrieve)."""
+        import asyncio
+
+        from ..models.async_calls import in_thread
+        from ..multi_store import fuse
+
+        stores = await in_thread(self._opened)
+        rankings = await asyncio.gather(*(kb.aretrieve(question, mode, k) for kb in stores))
+        if isinstance(self.store, (str, os.PathLike)):
+            return rankings[0]
+        return fuse(list(rankings), [str(p) for p in self.store])[:k]
 
     def _opened(self) -> list:
         from ..knowledge_base import open_readonly
@@ -134,8 +149,13 @@ def _langchain_class():
             self._opened = Opened(self.store, self.options)
 
         def _get_relevant_documents(self, query: str, *, run_manager=None) -> list:
-            return [Document(page_content=p.text, metadata=passage_metadata(p), id=p.chunk_id)
-                    for p in self._opened.passages(query, self.mode, self.k)]
+            return [document(p) for p in self._opened.passages(query, self.mode, self.k)]
+
+        async def _aget_relevant_documents(self, query: str, *, run_manager=None) -> list:
+            return [document(p) for p in await self._opened.apassages(query, self.mode, self.k)]
+
+    def document(p: Passage):
+        return Document(page_content=p.text, metadata=passage_metadata(p), id=p.chunk_id)
 
     return TgrRetriever
 
@@ -155,11 +175,16 @@ def _llamaindex_class():
             super().__init__(**kwargs)
 
         def _retrieve(self, query_bundle) -> list:
-            return [NodeWithScore(node=TextNode(id_=p.chunk_id, text=p.text, metadata=passage_metadata(p),
-                                                excluded_llm_metadata_keys=INTERNAL_KEYS,
-                                                excluded_embed_metadata_keys=INTERNAL_KEYS),
-                                  score=p.score)
-                    for p in self._opened.passages(query_bundle.query_str, self.mode, self.k)]
+            return [node(p) for p in self._opened.passages(query_bundle.query_str, self.mode, self.k)]
+
+        async def _aretrieve(self, query_bundle) -> list:
+            return [node(p) for p in await self._opened.apassages(query_bundle.query_str, self.mode, self.k)]
+
+    def node(p: Passage):
+        return NodeWithScore(node=TextNode(id_=p.chunk_id, text=p.text, metadata=passage_metadata(p),
+                                           excluded_llm_metadata_keys=INTERNAL_KEYS,
+                                           excluded_embed_metadata_keys=INTERNAL_KEYS),
+                             score=p.score)
 
     return TgrLlamaRetriever
 
