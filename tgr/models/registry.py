@@ -1,7 +1,8 @@
 """The model providers by name, and the chat model or embedder a spec string makes.
 
 Spec strings: "zhipuai:glm-4-flash", "openai:gpt-4o-mini", "ollama:qwen2.5:7b" (Ollama's own
-API, tgr.models.ollama), "tgr:hash-384"
+API, tgr.models.ollama), "litellm:anthropic/claude-..." (any provider LiteLLM knows, with its
+own variables: the litellm extra, tgr.models.litellm_chat), "tgr:hash-384"
 (hashed, no weights), "local:multilingual-e5-small" (the local-embed extra), "offline" (no
 chat model: extractive mode; as an embedder: the offline default). A bare name goes to the
 OpenAI-compatible endpoint when a base URL is given, else to zhipuai.
@@ -42,7 +43,7 @@ from .ollama import DEFAULT_URL as OLLAMA_URL
 from .ollama import OllamaChat, OllamaEmbedder, ollama_url
 
 OFFLINE_NAMES = {"offline", "none", "extractive", OFFLINE_WRITER}
-REMOTE_PROVIDERS = {"zhipuai", "openai", "ollama"}  # embedders that need a key or an endpoint
+REMOTE_PROVIDERS = {"zhipuai", "openai", "ollama", "litellm"}  # embedders that need a key or an endpoint
 LOCAL_PROVIDERS = ("tgr", "local")  # embedders that run in process, with no key or endpoint
 
 
@@ -151,6 +152,18 @@ def _ollama_embedder(name, *, spec, base_url, api_key, timeout, dim, recorded_ho
                           timeout=timeout)
 
 
+def _litellm_chat(name, *, spec, base_url, api_key, timeout, recorded_host=None) -> ChatModel:
+    from .litellm_chat import LiteLLMChat  # the litellm extra, imported with its first model
+
+    return LiteLLMChat(name, base_url, api_key=api_key, timeout=timeout)
+
+
+def _litellm_embedder(name, *, spec, base_url, api_key, timeout, dim, recorded_host=None) -> Embedder:
+    from .litellm_chat import LiteLLMEmbedder
+
+    return LiteLLMEmbedder(name, base_url, dim=dim, api_key=api_key, timeout=timeout)
+
+
 def _hashed(name: str, **_) -> Embedder:
     size = name.rsplit("-", 1)[-1]
     return HashEmbedder(int(size) if size.isdigit() else 384)
@@ -163,6 +176,7 @@ CHAT_PROVIDERS = {
         name, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
     "openai": _openai_chat,
     "ollama": _ollama_chat,
+    "litellm": _litellm_chat,
 }
 EMBED_PROVIDERS = {
     "tgr": _hashed,
@@ -171,6 +185,7 @@ EMBED_PROVIDERS = {
         name, dim=dim, api_key=api_key_for("zhipuai", api_key), timeout=timeout),
     "openai": _openai_embedder,
     "ollama": _ollama_embedder,
+    "litellm": _litellm_embedder,
 }
 
 
@@ -220,7 +235,7 @@ def make_embedder(spec: str | None, *, base_url: str | None = None, api_key: str
     factory = EMBED_PROVIDERS.get(provider)
     if factory is None:
         raise ModelError(f"unknown embedding provider in {spec!r} "
-                         "(use zhipuai:, openai:, ollama:, local:multilingual-e5-small or tgr:hash-384)")
+                         "(use zhipuai:, openai:, ollama:, litellm:, local:multilingual-e5-small or tgr:hash-384)")
     return factory(name, spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, dim=dim,
                    recorded_host=recorded_host)
 
