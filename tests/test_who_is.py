@@ -28,6 +28,8 @@ def test_speech_addressed_to_x_is_no_definition_and_narration_is():
     assert not in_speech("Hartley was dead, to begin with.", ["Hartley"])
     assert in_speech("王老师说：“韩梅梅，你今天来晚了。”", ["韩梅梅"])
     assert not in_speech("韩梅梅笑了，说：“走吧。”", ["韩梅梅"])
+    assert in_speech("自今就叫做韩梅梅也！”", ["韩梅梅"])  # the quotation opened a sentence before
+    assert in_speech("他说：“你好，韩梅梅。", ["韩梅梅"])
     assert defines("Hartley was dead, to begin with.", "Silas Hartley")  # the surname alone, a copula
     assert not defines("'Silas Hartley was a friend,' said Walter.", "Silas Hartley")
 

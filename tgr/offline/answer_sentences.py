@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .definitions import in_speech, refers_back, says_what
+from .name_words import chinese_given_name
 from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
@@ -368,9 +369,12 @@ def defines(text: str, subject: str) -> bool:
 
 
 def subject_forms(subject: str) -> tuple[str, ...]:
-    """How a text names the subject: whole, and an English name by its last word ("Marley")."""
+    """How a text names the subject: whole, an English name by its last word ("Marley"), a
+    Chinese one by its given name (悟空 of 孙悟空)."""
+    if has_cjk(subject):
+        return tuple(filter(None, (subject, chinese_given_name(subject))))
     last = subject.split()[-1] if subject.split() else ""
-    return (subject, last) if not has_cjk(subject) and " " in subject and last[:1].isupper() else (subject,)
+    return (subject, last) if " " in subject and last[:1].isupper() else (subject,)
 
 
 def _bridges(first: _Sentence, question: str, names: Sequence[str],

@@ -28,10 +28,15 @@ _SAYS_ZH = re.compile(r"^[他她](?:是|乃|为|曾是|本是|原是)")
 
 def in_speech(sentence: str, forms: Sequence[str]) -> bool:
     """The sentence names X (one of forms) only inside quoted speech: an English sentence that
-    opens or closes a quotation, or Chinese whose every mention of X is between quotation marks."""
+    opens or closes a quotation, or Chinese whose every mention of X is between quotation marks
+    (or before a closing mark, after an opening one, whose pair is in another sentence)."""
     if not has_cjk(sentence):
         return bool(_SPEECH_EN.search(sentence))
     outside = _QUOTED_ZH.sub("", sentence)
+    closes = max(outside.rfind(c) for c in "”」』")  # a quotation that opened in an earlier sentence
+    outside = outside[closes + 1:]
+    opens = min((i for i in (outside.find(c) for c in "“「『") if i >= 0), default=len(outside))
+    outside = outside[:opens]  # ... or goes on after this one
     return any(f in sentence for f in forms) and not any(f in outside for f in forms)
 
 
