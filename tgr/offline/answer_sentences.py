@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from .definitions import in_speech, refers_back, says_what
+from .name_words import chinese_given_name
 from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
@@ -46,6 +48,8 @@ NOVELTY_SHARE = 0.5     # ... and the share of its terms they must be
 NOVELTY_WEIGHT = 0.7    # the part of a sentence's score that depends on what it adds
 WANTED_BONUS = 0.5      # a year / number / name the question asks for, in units of the mean idf
 DEFINITION_BONUS = 2.5  # the sentence that defines the subject of "who/what is X"
+REFERRED_SHARE = 0.8    # ... of it for one that names X by a pronoun and says what X is ("he was")
+SPEECH_SHARE = 0.5      # what a "who is X" sentence that names X only in quoted speech keeps
 LED_PASSAGES = 2        # the passages tgr.query.focus leads a relation question with
 NAME_WEIGHT = 0.5       # a question term of a name, against one of its other words (the relation)
 PASSAGE_WEIGHT = 0.5    # the question terms of the sentence's whole passage
@@ -60,6 +64,7 @@ _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|
                      re.I)
 _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
 _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
+              r"^(?:the\s+)?{x}\s+(?:is|was|are|were|had\s+been|has\s+been)\s+(?!not\b)[a-z]",  # "Marley was dead"
               r"^(?:the\s+)?{x}\s*(?:\([^)]*\)\s*)?,\s*(?:a|an|the|who|one)\b",
               r"^{x}\s*,\s*(?:his|her|their|the\s+)?[a-z]+\s+(?:to|of)\s+(?:the\s+)?[A-Z]",  # "X, clerk to Y"
               r"^{x}\s*,\s*(?:his|her|their|[A-Z][\w.-]*['’]s)\s+[a-z]+(?:\s+[a-z]+)?\s*[.;]?$",  # "Fred, his nephew."
@@ -182,6 +187,8 @@ class _Sentence:
     terms: frozenset[str]
     passage: frozenset[str] = frozenset()  # its passage's terms
     subject: str = ""  # the name its passage opens with: what "He", "It" stand for (English)
+    speech: bool = False  # "who is X": it names X only in quoted speech
+    refers: bool = False  # "who is X": a pronoun in it stands for X and it says what X is
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -194,7 +201,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     shape = QuestionShape.of(question)
     if shape.relation:  # retrieval puts the person it found in that relation first (tgr.query.focus)
         shape.bearers = tuple(n for n in names if has_cjk(n) == has_cjk(shape.relation) and n not in question)[:1]
-    candidates = _candidates(passages, shape.bearers)
+    candidates = _candidates(passages, shape.bearers, shape.subject if shape.defines else None)
     if not candidates or not shape.terms:
         return []
     idf = _idf(shape.terms, candidates)
@@ -210,7 +217,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
-    bridges = _bridges(first, question, names, passages)
+    bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
@@ -250,21 +257,30 @@ def _fresh(s: _Sentence, chosen: list[_Sentence]) -> bool:
     return s not in chosen and not any(s.text in c.text or c.text in s.text for c in chosen)
 
 
-def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = ()) -> list[_Sentence]:
+def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
+                defined: str | None = None) -> list[_Sentence]:
     """Every sentence of the passages, once, in ranked order; a short one only where it names
-    one of keep (the person found in the relation asked: "Fred, Scrooge's nephew.")."""
+    one of keep (the person found in the relation asked: "Fred, Scrooge's nephew."). defined:
+    the X of "who is X", whose mentions in speech and by a pronoun are marked (and a pronoun's
+    sentence holds X's terms)."""
     found, seen = [], set()
+    forms = subject_forms(defined) if defined else ()
     for order, (cite, text) in enumerate(passages):
         whole = frozenset(match_terms(text))
         opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
         subject = opening.group(0).strip() if opening else ""
-        for a, b in split_sentences(text):
-            sentence = " ".join(text[a:b].split())
+        sentences = [" ".join(text[a:b].split()) for a, b in split_sentences(text)]
+        referring = refers_back(sentences, forms)
+        for sentence, refers in zip(sentences, referring):
             short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
             if sentence in seen or (short and not any(k in sentence for k in keep)):
                 continue
             seen.add(sentence)
-            found.append(_Sentence(sentence, cite, order, frozenset(match_terms(sentence)), whole, subject))
+            names_x = refers or any(f in sentence for f in forms)  # "Marley", "he" name Jacob Marley
+            terms = frozenset(match_terms(sentence + (" " + defined if names_x else "")))
+            found.append(_Sentence(sentence, cite, order, terms, whole, subject,
+                                   speech=bool(forms) and in_speech(sentence, forms),
+                                   refers=refers and says_what(sentence)))
     return found
 
 
@@ -298,6 +314,10 @@ def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: floa
         score += WANTED_BONUS * mean
     if shape.defines and defines(s.text, shape.subject):
         score += DEFINITION_BONUS * mean
+    elif shape.defines and s.refers:  # "Scrooge and he were partners": what X was, by a pronoun
+        score += REFERRED_SHARE * DEFINITION_BONUS * mean
+    elif shape.defines and s.speech:  # "'Old Jacob Marley, tell me more!'": X addressed, not defined
+        score *= SPEECH_SHARE
     elif bearer:  # the answer itself (answer_sentences puts it first)
         score += DEFINITION_BONUS * mean
     elif shape.relation and speaks_of(s.text, shape.relation):  # "师父", "clerk": it speaks of the relation asked
@@ -332,15 +352,29 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
 
 
 def defines(text: str, subject: str) -> bool:
-    """The sentence defines the subject ("X, a ...", "X was a ...", "称名X", "X是...")."""
+    """The sentence defines the subject ("X, a ...", "X was a ...", "称名X", "X是..."), in
+    narration: a line of quoted speech that names X defines nothing (tgr.offline.definitions)."""
+    if in_speech(text, subject_forms(subject)):
+        return False
     if has_cjk(subject):
         x = re.escape(subject)
         return any(re.search(p.format(x=x), text) for p in _DEFINE_ZH)
     words = [re.escape(w) for w in subject.split()]
-    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge"), a first name
-    # its full name ("Bob Cratchit, clerk to ..." for "Bob")
-    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + r"\s+".join(words) + r"(?:\s+[A-Z][\w'’-]+)?"
+    # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge", "Marley was
+    # dead" for "Jacob Marley"), a first name its full name ("Bob Cratchit, clerk to ..." for "Bob")
+    full = r"\s+".join(words) if len(words) < 2 or not subject.split()[-1][:1].isupper() else \
+        r"(?:" + r"\s+".join(words) + "|" + words[-1] + ")"
+    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + full + r"(?:\s+[A-Z][\w'’-]+)?"
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
+
+
+def subject_forms(subject: str) -> tuple[str, ...]:
+    """How a text names the subject: whole, an English name by its last word ("Marley"), a
+    Chinese one by its given name (悟空 of 孙悟空)."""
+    if has_cjk(subject):
+        return tuple(filter(None, (subject, chinese_given_name(subject))))
+    last = subject.split()[-1] if subject.split() else ""
+    return (subject, last) if " " in subject and last[:1].isupper() else (subject,)
 
 
 def _bridges(first: _Sentence, question: str, names: Sequence[str],
