@@ -57,6 +57,9 @@ _CORPUS_WIDE_ZH = re.compile("|".join(sorted("""主要 主题 故事 小说 文�
     中 里 都 也 又 还 之 其 请 问""".split(), key=len, reverse=True)))
 
 _QUOTED_ZH = re.compile(r"[“「『《]([^“”「」『』《》]{2,30})[”」』》]")
+# an English clitic: a possessive or contraction ending ("Scrooge's", "they'll", "doesn't") is
+# grammar, not a word of the topic, and split off on its own it is a lone letter ("s", "t")
+_CLITIC = re.compile(r"(?<=\w)(?:n['’]t|['’](?:s|d|ll|re|ve|m))\b", re.IGNORECASE)
 
 
 @dataclass
@@ -96,12 +99,13 @@ def topic_terms(question: str) -> list[str]:
 
 
 def topic_words(question: str) -> list[str]:
-    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor").
+    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor"),
+    without possessive or contraction endings ("Scrooge's" is "scrooge") or particles (的).
     A Chinese term the question quotes (“乡里制”, 《西游记》) is one word, whole: cutting at
     function words would split it at any of their characters (乡 里 制)."""
     quoted = [q for q in _QUOTED_ZH.findall(question) if CJK_RUN.fullmatch(q)]
     rest = _QUOTED_ZH.sub(lambda m: " " if CJK_RUN.fullmatch(m.group(1)) else m.group(0), question)
-    words = [t for t in match_terms(CJK_RUN.sub(" ", rest)) if t not in CORPUS_WIDE] + quoted
+    words = [t for t in match_terms(_CLITIC.sub("", CJK_RUN.sub(" ", rest))) if t not in CORPUS_WIDE] + quoted
     for run in CJK_RUN.findall(rest):
         words.extend(piece for piece in _CORPUS_WIDE_ZH.split(run) if len(piece) > 1)
     return words
