@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ..parsing import loads
 from ..store.size_limits import MAX_CONTEXT_TEXT, cap
 from ..text import CJK_RUN, has_cjk, match_terms, shorten, split_sentences
+from .everywhere import everywhere_names, everywhere_words
 from .providers import score_overlap
 
 COMMUNITIES = 5          # themes an answer lists
@@ -113,8 +114,11 @@ def topic_words(question: str) -> list[str]:
 
 def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tuple[str, str]]]]:
     """The candidate reports as themes, with their representative (sentence, chunk id)
-    pairs, parsed defensively (a store from elsewhere may hold anything)."""
+    pairs, parsed defensively (a store from elsewhere may hold anything). A name that half the
+    store's documents repeat (tgr.offline.everywhere) names no theme; a community with no other
+    name is none."""
     themes, said = [], {}
+    repeated = everywhere_names(conn, report_ids)
     for cid in report_ids:
         row = conn.execute(f"SELECT title, substr(summary, 1, {MAX_CONTEXT_TEXT}), rating, findings "
                            "FROM reports WHERE community_id = ?", (cid,)).fetchone()
@@ -130,7 +134,9 @@ def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tupl
         members = [cap(str(m)) for m in listed.get("members", []) if isinstance(m, str)] \
             if isinstance(listed.get("members"), list) else []
         title = cap(str(row[0]))
-        names = members[:3] or [re.split(r"[:：]", title, maxsplit=1)[0]]
+        names = [m for m in members if m not in repeated][:3] or [re.split(r"[:：]", title, maxsplit=1)[0]]
+        if members and all(m in repeated for m in members):
+            continue
         if not members and re.search(r"[:：]", title):  # an older offline title: "A and B: p1, p2"
             phrases = [p.strip() for p in re.split(r"[,、]", re.split(r"[:：]", title, 1)[1]) if p.strip()] + phrases
         sentences = [(cap(str(f.get("explanation", ""))), f["chunk_id"]) for f in findings
@@ -174,6 +180,9 @@ def themes(conn, retriever, question: str, report_ids: list[str]) -> tuple[list[
     read, sentences = _read(conn, report_ids)
     evidence = retriever.topic_evidence(question, report_ids, prior=EVIDENCE_PRIOR)
     chosen, matched = _choose(read, sentences, question, evidence)
+    repeated = everywhere_words(conn, [p for t in chosen for p in t.phrases[:PHRASES * 2]])
+    for theme in chosen:
+        theme.phrases = [p for p in theme.phrases[:PHRASES * 2] if p not in repeated]
     existing = {r[0] for r in conn.execute(
         "SELECT id FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps([cid for t in chosen for _, cid in sentences[t.community]]),))}
