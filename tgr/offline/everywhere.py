@@ -68,9 +68,10 @@ def everywhere_words(conn, words: list[str]) -> set[str]:
     found = set()
     for word in dict.fromkeys(words):
         match = _fts_match(word)
-        if match and conn.execute(
-                "SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
-                "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", (match,)).fetchone()[0] >= EVERYWHERE * total:
+        documents = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
+                                 "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)",
+                                 (match,)).fetchone()[0] if match else 0
+        if documents >= EVERYWHERE * total:
             found.add(word)
     return found
 

@@ -120,7 +120,8 @@ class Searcher:
 
     def kind_of(self, name: str) -> str:
         """The type of the store's entity of that name ("" when there is none)."""
-        row = self.conn.execute("SELECT lower(type) FROM entities WHERE name = ? ORDER BY degree DESC", (name,)).fetchone()
+        row = self.conn.execute("SELECT lower(type) FROM entities WHERE name = ? ORDER BY degree DESC",
+                                (name,)).fetchone()
         return str(row[0] or "") if row else ""
 
     def names_in(self, text: str) -> list[str]:
