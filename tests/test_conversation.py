@@ -50,8 +50,76 @@ def test_a_follow_up_that_names_nobody_carries_the_last_turns_entities():
     names = {"Scrooge": ["Ebenezer Scrooge"], "Bob Cratchit": ["Bob Cratchit"]}
     names_in = lambda text: [n for key, found in names.items() if key in text for n in found]  # noqa: E731
     assert search_text(FOLLOW_UP, [], names_in) == FOLLOW_UP
-    assert search_text(FOLLOW_UP, CLERK, names_in) == f"{FOLLOW_UP} Ebenezer Scrooge Bob Cratchit"
+    assert search_text("And the family?", CLERK, names_in) == "And the family? Ebenezer Scrooge Bob Cratchit"
     assert search_text("Who is Bob Cratchit?", CLERK, names_in) == "Who is Bob Cratchit?"
+    # a pronoun is the last answer's leading entity: Bob Cratchit, not the question's own Scrooge
+    assert search_text(FOLLOW_UP, CLERK, names_in) == "What is Bob Cratchit's family like?"
+
+
+NEPHEW = turns("Who is Scrooge's nephew?", "Fred, Scrooge's nephew. [1] 'I'm sure he is very rich, Fred.' [2]")
+
+
+def _names_in(text: str) -> list[str]:
+    """The store's names a text names, as Searcher.names_in gives them: not in text order."""
+    return [n for n in ["Scrooge", "Fred", "Bob Cratchit", "孙悟空", "唐僧"] if n.lower() in text.lower()]
+
+
+
+@pytest.mark.parametrize("asked, read", [
+    ("What does he invite Scrooge to?", "What does Fred invite Scrooge to?"),
+    ("Where does she live?", "Where does Fred live?"),
+    ("What do they eat, and who visits them?", "What do Fred eat, and who visits Fred?"),
+    ("Is his wife kind? What is their house like?", "Is Fred's wife kind? What is Fred's house like?"),
+    ("他邀请了谁？其他人呢？", "Fred邀请了谁？其他人呢？"),
+    ("Who is Bob Cratchit?", "Who is Bob Cratchit?"),        # no pronoun: as asked
+    ("The theory of it", "The theory of Fred"),
+])
+def test_a_pronoun_is_the_last_answers_leading_entity(asked, read):
+    from tgr.query.conversation import leading_entity, resolved
+
+    assert resolved(asked, NEPHEW, _names_in) == read
+    assert resolved(asked, [], _names_in) == asked
+    # the answer's first entity, unless the question it answered named it: then the next one
+    assert leading_entity("Who is Fred?", "Fred is Scrooge's nephew.", _names_in) == "Scrooge"
+    assert leading_entity("Who is Fred?", "Fred, the nephew.", _names_in) == "Fred"
+    assert leading_entity("谁是孙悟空的师父？", "唐僧是孙悟空的师父。", _names_in) == "唐僧"
+    assert leading_entity("Who?", "Nobody knows.", _names_in) is None
+
+
+def test_he_is_a_person_and_it_is_not():
+    """he/she/他 read as the first person (or untyped entity) the answer names, it/它 as the
+    first other entity; they as the first of any."""
+    from tgr.query.conversation import resolved
+
+    kinds = {"Scrooge": "person", "Fred": "person", "Christmas": "event", "London": "concept"}
+    names_in = lambda text: [n for n in kinds if n in text]  # noqa: E731
+    history = turns("Who is Scrooge?", "Scrooge hates Christmas, and Fred loves it.")
+    read = lambda q: resolved(q, history, names_in, lambda n: kinds.get(n, ""))  # noqa: E731
+    assert read("Why does he love it?") == "Why does Fred love Christmas?"
+    assert read("他为什么喜欢它？") == "Fred为什么喜欢Christmas？"
+    assert read("What do they say?") == "What do Christmas say?"  # the first non-subject, of any kind
+    assert resolved("Why does he love it?", history, names_in) == "Why does Christmas love Christmas?"  # no types
+
+
+def test_an_offline_chat_reads_he_as_the_last_answers_person(tmp_path):
+    """tgr's own chat, offline: the follow-up is answered about Fred, the last answer's person."""
+    source = tmp_path / "nephew.txt"
+    source.write_text(
+        "Ebenezer Scrooge kept a counting-house in the city, and he hated Christmas.\n\n"
+        "Fred, Scrooge's nephew, was a cheerful young man who loved Christmas.\n\n"
+        "Bob Cratchit, Scrooge's clerk, invited Tiny Tim to the window to watch the snow.\n\n"
+        "Fred invited Scrooge to Christmas dinner at his house, and Scrooge refused.\n\n"
+        "Fred laughed, and Fred's wife laughed with him at the party.\n\n"
+        "Scrooge invited nobody, and he counted his money alone every night.\n", encoding="utf-8")
+    with tgr.open(tmp_path / "nephew.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(source)], **SMALL)
+        chat = kb.chat()
+        first = chat.ask("Who is Scrooge's nephew?")
+        second = chat.ask("What does he invite Scrooge to?")
+        alone = kb.ask("What does he invite Scrooge to?")
+    assert first.answer.startswith("Fred")
+    assert "Christmas dinner" in second.answer.splitlines()[0]
+    assert "Christmas dinner" not in alone.answer.splitlines()[0]
 
 
 def family(texts, top=4) -> int:
@@ -79,7 +147,9 @@ def test_a_chat_session_keeps_the_conversation_and_the_model_reads_it(store):
         sent = fake.conversations[-1]
         assert sent[:-1] == [{"role": "user", "content": "Who is Scrooge?"},
                              {"role": "assistant", "content": first.answer}]
-        assert FOLLOW_UP in sent[-1]["content"]
+        assert first.answer.startswith("According to the data: Fan, the sister of Scrooge.")
+        # "his": the first person the last answer names (Fan is no entity of the store, Christmas no person)
+        assert "What is Scrooge's family like?" in sent[-1]["content"]
         assert chat.history[-1] == {"role": "assistant", "content": second.answer} and chat.last is second
         streamed = list(chat.ask_stream("And his nephew?"))
         assert "".join(streamed[:-1]) == streamed[-1].answer and len(chat.history) == 6

@@ -169,3 +169,15 @@ def test_a_quoted_chinese_term_is_one_topic_word():
     assert "乡里" in topic_terms("“乡里制”可追溯到什么时期？")
     assert topic_words("《中国有嘻哈》讲了什么？") == ["中国有嘻哈"]
     assert topic_words("这个故事的主要主题是什么？") == []  # nothing quoted: as before
+
+
+def test_possessive_and_contraction_endings_are_no_topic_words():
+    """"Scrooge's" is about Scrooge: the 's (or n't, 'll) is grammar, never a lone topic letter,
+    while a letter written as a word of its own ("vitamin C") stays; 的 is no topic word either."""
+    from tgr.offline.global_answer import heading, topic_words
+
+    assert topic_words("How does Scrooge's view of Christmas change?") == ["scrooge", "view", "christmas", "change"]
+    assert topic_words("What doesn’t Bob’s family have, and what'll they do?") == ["bob", "family"]
+    assert topic_words("What is vitamin C good for?") == ["vitamin", "c", "good"]
+    assert topic_words("孙悟空的师父是谁？") == ["孙悟空", "师父"]
+    assert '"s"' not in heading("How does Scrooge's view of Christmas change?", matched=True)

@@ -245,9 +245,11 @@ class Stores(AsyncTwins):
 
     def _searched(self, question: str, history: Sequence[dict]) -> str:
         """The question and the names each store carries over from the conversation (see
-        KnowledgeBase.searched), each once, in the stores' order."""
+        KnowledgeBase.searched), or its pronouns as each store reads them, each once, in the
+        stores' order."""
         asked = question.strip()
-        carried = [s[len(asked):].strip() for s in self._each("searched", question, history)]
+        carried = [s[len(asked):].strip() if s.startswith(asked) else s
+                   for s in self._each("searched", question, history)]
         return " ".join(dict.fromkeys([asked, *filter(None, carried)]))
 
     def _themes(self, question: str, searched: str, found: list[tuple[list, bool]]) -> Answer:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ..parsing import loads
 from ..store.size_limits import MAX_CONTEXT_TEXT, cap
 from ..text import CJK_RUN, has_cjk, match_terms, shorten, split_sentences
+from .everywhere import everywhere_names, everywhere_words
 from .providers import score_overlap
 
 COMMUNITIES = 5          # themes an answer lists
@@ -57,6 +58,9 @@ _CORPUS_WIDE_ZH = re.compile("|".join(sorted("""主要 主题 故事 小说 文�
     中 里 都 也 又 还 之 其 请 问""".split(), key=len, reverse=True)))
 
 _QUOTED_ZH = re.compile(r"[“「『《]([^“”「」『』《》]{2,30})[”」』》]")
+# an English clitic: a possessive or contraction ending ("Scrooge's", "they'll", "doesn't") is
+# grammar, not a word of the topic, and split off on its own it is a lone letter ("s", "t")
+_CLITIC = re.compile(r"(?<=\w)(?:n['’]t|['’](?:s|d|ll|re|ve|m))\b", re.IGNORECASE)
 
 
 @dataclass
@@ -96,12 +100,13 @@ def topic_terms(question: str) -> list[str]:
 
 
 def topic_words(question: str) -> list[str]:
-    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor").
+    """The question's words that say what it is about, as written ("孙悟空", "师父", "poor"),
+    without possessive or contraction endings ("Scrooge's" is "scrooge") or particles (的).
     A Chinese term the question quotes (“乡里制”, 《西游记》) is one word, whole: cutting at
     function words would split it at any of their characters (乡 里 制)."""
     quoted = [q for q in _QUOTED_ZH.findall(question) if CJK_RUN.fullmatch(q)]
     rest = _QUOTED_ZH.sub(lambda m: " " if CJK_RUN.fullmatch(m.group(1)) else m.group(0), question)
-    words = [t for t in match_terms(CJK_RUN.sub(" ", rest)) if t not in CORPUS_WIDE] + quoted
+    words = [t for t in match_terms(_CLITIC.sub("", CJK_RUN.sub(" ", rest))) if t not in CORPUS_WIDE] + quoted
     for run in CJK_RUN.findall(rest):
         words.extend(piece for piece in _CORPUS_WIDE_ZH.split(run) if len(piece) > 1)
     return words
@@ -109,8 +114,11 @@ def topic_words(question: str) -> list[str]:
 
 def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tuple[str, str]]]]:
     """The candidate reports as themes, with their representative (sentence, chunk id)
-    pairs, parsed defensively (a store from elsewhere may hold anything)."""
+    pairs, parsed defensively (a store from elsewhere may hold anything). A name that half the
+    store's documents repeat (tgr.offline.everywhere) names no theme; a community with no other
+    name is none."""
     themes, said = [], {}
+    repeated = everywhere_names(conn, report_ids)
     for cid in report_ids:
         row = conn.execute(f"SELECT title, substr(summary, 1, {MAX_CONTEXT_TEXT}), rating, findings "
                            "FROM reports WHERE community_id = ?", (cid,)).fetchone()
@@ -126,7 +134,9 @@ def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tupl
         members = [cap(str(m)) for m in listed.get("members", []) if isinstance(m, str)] \
             if isinstance(listed.get("members"), list) else []
         title = cap(str(row[0]))
-        names = members[:3] or [re.split(r"[:：]", title, maxsplit=1)[0]]
+        names = [m for m in members if m not in repeated][:3] or [re.split(r"[:：]", title, maxsplit=1)[0]]
+        if members and all(m in repeated for m in members):
+            continue
         if not members and re.search(r"[:：]", title):  # an older offline title: "A and B: p1, p2"
             phrases = [p.strip() for p in re.split(r"[,、]", re.split(r"[:：]", title, 1)[1]) if p.strip()] + phrases
         sentences = [(cap(str(f.get("explanation", ""))), f["chunk_id"]) for f in findings
@@ -170,6 +180,9 @@ def themes(conn, retriever, question: str, report_ids: list[str]) -> tuple[list[
     read, sentences = _read(conn, report_ids)
     evidence = retriever.topic_evidence(question, report_ids, prior=EVIDENCE_PRIOR)
     chosen, matched = _choose(read, sentences, question, evidence)
+    repeated = everywhere_words(conn, [p for t in chosen for p in t.phrases[:PHRASES * 2]])
+    for theme in chosen:
+        theme.phrases = [p for p in theme.phrases[:PHRASES * 2] if p not in repeated]
     existing = {r[0] for r in conn.execute(
         "SELECT id FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps([cid for t in chosen for _, cid in sentences[t.community]]),))}

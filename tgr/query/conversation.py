@@ -4,12 +4,17 @@ History is a list of role/content turns, oldest first, in the shape the OpenAI A
 ({"role": "user" | "assistant", "content": text}). It does two things to a follow-up:
 - the chat model reads the latest turns that fit a token budget, oldest dropped first
   (recent_turns), as the messages before the question;
+- a pronoun of the follow-up (he, she, it, they, his, their ..., 他, 她, 它, 他们) is read as
+  the last answer's leading entity (resolved): "Who is Scrooge's nephew?" -> "Fred, Scrooge's
+  nephew." makes "What does he invite Scrooge to?" "What does Fred invite Scrooge to?", which
+  retrieval searches, the offline answer is written for and a chat model is asked;
 - retrieval resolves the follow-up against the last turn: a follow-up that names no entity
-  of the store ("What is his family like?") is searched together with the entities the
-  last question and answer named (search_text), with or without a model.
+  of the store and has no pronoun ("And the family?") is searched together with the entities
+  the last question and answer named (search_text), with or without a model.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 from ..text import estimate_tokens
@@ -18,6 +23,14 @@ ROLES = ("user", "assistant")
 TURN_OVERHEAD = 4      # tokens a chat API spends on each message besides its text
 CARRIED_NAMES = 4      # most entities a follow-up carries over from the last turn
 ANSWER_CHARS = 1500    # how much of the last answer is read for the entities it names
+# a pronoun for someone or something just named; Chinese 他/她/它 are pronouns on their own,
+# not inside a word (其他, 吉他, 他人, 他乡). A possessive one is read as "Name's".
+_PRONOUN = re.compile(r"\b(?:he|she|it|they|him|her|them|his|hers|its|their|theirs)\b"
+                      r"|(?<![其吉])(?:他|她|它)们?(?![人乡国])", re.IGNORECASE)
+_POSSESSIVE = {"his", "hers", "its", "their", "theirs"}
+_PERSONAL = {"he", "she", "him", "her", "his", "hers", "他", "她", "他们", "她们"}  # a person (or untyped)
+_THING = {"it", "its", "它", "它们"}                                                   # not a person
+_UNTYPED = {"", "concept"}
 
 
 def checked_history(history) -> list[dict]:
@@ -65,11 +78,59 @@ def last_turn(history: Sequence[dict]) -> tuple[str, str]:
     return question, answer
 
 
-def search_text(question: str, history: Sequence[dict], names_in: Callable[[str], list[str]]) -> str:
-    """What retrieval searches for: the question, and when it names no entity (names_in(text):
-    the store's entity names a text names, in order) the entities of the last turn after it."""
-    if not history or names_in(question):
+def leading_entity(asked: str, answered: str, names_in: Callable[[str], list[str]],
+                   fits: Callable[[str], bool] = lambda name: True) -> str | None:
+    """The last answer's leading entity: the first entity of the store the answer names (in
+    the order it names them), preferring one that fits the pronoun (fits(name)), then one the
+    question it answered did not name (its subject: "Who is Scrooge's nephew?" -> "Fred,
+    Scrooge's nephew." leads with Fred)."""
+    answered = answered[:ANSWER_CHARS]
+    lowered = answered.lower()
+
+    def first_at(name: str) -> int:  # a name found through an alias only: after those written out
+        at = lowered.find(name.lower())
+        return at if at >= 0 else len(lowered)
+
+    named = sorted(names_in(answered), key=first_at)
+    subjects = {n.lower() for n in names_in(asked)} if asked else set()
+    ranked = sorted(named, key=lambda n: (not fits(n), n.lower() in subjects))  # stable: in answer order
+    return ranked[0] if ranked else None
+
+
+def resolved(question: str, history: Sequence[dict], names_in: Callable[[str], list[str]],
+             kind_of: Callable[[str], str] = lambda name: "") -> str:
+    """The follow-up with its pronouns read as the last answer's leading entity ("his" as
+    "Fred's"): for he/she/他/她 a person (or an untyped entity), for it/它 anything else
+    (kind_of(name): an entity's type); the question as asked when it has no pronoun or the
+    last answer names no entity."""
+    if not history or not _PRONOUN.search(question):
         return question
+    asked, answered = last_turn(history)
+    chosen: dict[str, str | None] = {}
+
+    def read(match: re.Match) -> str:
+        pronoun = match.group(0).lower()
+        group = "person" if pronoun in _PERSONAL else "thing" if pronoun in _THING else "any"
+        if group not in chosen:
+            fits = {"person": lambda n: kind_of(n) in _UNTYPED | {"person"},
+                    "thing": lambda n: kind_of(n) != "person"}.get(group, lambda n: True)
+            chosen[group] = leading_entity(asked, answered, names_in, fits)
+        name = chosen[group]
+        return match.group(0) if not name else f"{name}'s" if pronoun in _POSSESSIVE else name
+
+    return _PRONOUN.sub(read, question)
+
+
+def search_text(question: str, history: Sequence[dict], names_in: Callable[[str], list[str]],
+                kind_of: Callable[[str], str] = lambda name: "") -> str:
+    """What retrieval searches for: the question with its pronouns resolved, and when it names
+    no entity (names_in(text): the store's entity names a text names, most specific first) the
+    entities of the last turn after it."""
+    if not history:
+        return question
+    read = resolved(question, history, names_in, kind_of)
+    if read != question or names_in(question):
+        return read
     asked, answered = last_turn(history)
     carried = list(dict.fromkeys(names_in(asked) + names_in(answered[:ANSWER_CHARS])))[:CARRIED_NAMES]
     return f"{question} {' '.join(carried)}" if carried else question

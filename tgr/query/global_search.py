@@ -103,7 +103,7 @@ def _map_reduce(searcher, question: str, searched: str, reports: list[Report], r
         return None
     t2 = time.perf_counter()
     if kept:
-        written = searcher._written("reduce", question, kept)
+        written = searcher._written("reduce", searcher.resolved(question), kept)
         result.answer = yield from (_relabelled(written, names) if names else written)
     else:
         kept, result.answer = searcher.answerer.no_key_points(question, reports, s.level)

@@ -108,7 +108,21 @@ class Searcher:
             return question
         from .conversation import search_text
 
-        return search_text(question, self.history, self.names_in)
+        return search_text(question, self.history, self.names_in, self.kind_of)
+
+    def resolved(self, question: str) -> str:
+        """The question an answer is written for: a follow-up's pronouns read (conversation.resolved)."""
+        if not self.history:
+            return question
+        from .conversation import resolved
+
+        return resolved(question, self.history, self.names_in, self.kind_of)
+
+    def kind_of(self, name: str) -> str:
+        """The type of the store's entity of that name ("" when there is none)."""
+        row = self.conn.execute("SELECT lower(type) FROM entities WHERE name = ? ORDER BY degree DESC",
+                                (name,)).fetchone()
+        return str(row[0] or "") if row else ""
 
     def names_in(self, text: str) -> list[str]:
         """The store's entities a text names (capitalised or CJK spans), most specific first."""
@@ -243,9 +257,9 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: nothing in this store matches the question."
         else:
-            result.answer = yield from self._grounded(result, question, _cited(passages), context=context,
-                                                      names=[entities[i][1] for i in ids[:5]], linked=True,
-                                                      searched=searched)
+            result.answer = yield from self._grounded(result, self.resolved(question), _cited(passages),
+                                                      context=context, names=[entities[i][1] for i in ids[:5]],
+                                                      linked=True, searched=searched)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 
@@ -305,7 +319,8 @@ class Searcher:
         if not passages:
             result.answer = "I don't know: no passage in this store matches the question."
         else:
-            result.answer = yield from self._grounded(result, question, _cited(passages), context=result.context)
+            result.answer = yield from self._grounded(result, self.resolved(question), _cited(passages),
+                                                      context=result.context)
         result.timings["generate_s"] = round(time.perf_counter() - t1, 4)
         return result
 

@@ -1,0 +1,71 @@
+"""What every document of a corpus repeats (a file-name line, a host's speaker label, a chapter
+header and source line) names no theme and is none of its "about:" words; a hero named in most
+chapters' stories still names themes (tgr.offline.everywhere)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tgr
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS
+from tgr.offline.global_answer import PHRASES
+
+GUESTS = ["Ada Brennan", "Otto Lindqvist", "Mira Castell", "Hugo Ferrand", "Lena Marsh", "Ivo Petrak"]
+
+
+def _sentences(folder, pattern: str) -> list[str]:
+    text = " ".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.txt")))
+    return [" ".join(s.split()) for s in re.split(pattern, text) if 40 < len(s.strip()) < 300]
+
+
+def transcripts(folder) -> None:
+    """Six podcast parts: each starts with its file-name line and the host's label, then its
+    guest and the host speak sentences of the fixture Carol."""
+    said = _sentences(EN_CORPUS, r"(?<=[.!?])\s+")
+    for n, guest in enumerate(GUESTS):
+        lines = [f"Transcript Behind the Tech Episode {n + 1} {guest}.txt", "",
+                 f"KEVIN SCOTT: Welcome to Behind the Tech. Today my guest is {guest}."]
+        lines += [f"{guest.upper() if i % 2 else 'KEVIN SCOTT'}: {' '.join(said[n * 12 + 2 * i:n * 12 + 2 * i + 2])}"
+                  for i in range(6)]
+        (folder / f"episode_{n + 1}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def chapters(folder) -> None:
+    """Six chapters: each starts with the book's header and a source line, then sentences of
+    the fixture 西游记 in which 猴王 is named again and again."""
+    said = _sentences(ZH_CORPUS, r"(?<=[。！？])")
+    for n in range(6):
+        lines = [f"西游记 第{'一二三四五六'[n]}回", "来源：古典文学在线 整理", ""]
+        lines += ["".join(said[n * 8 + 2 * i:n * 8 + 2 * i + 2]) for i in range(4)]
+        (folder / f"chapter_{n + 1}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("write, question, repeated", [
+    (transcripts, "What are the main themes?", ["kevin scott", "transcript", "behind the tech", "episode", "tech"]),
+    (transcripts, "Which guests talk about Christmas?", ["kevin scott", "transcript", "behind the tech", "episode"]),
+    (chapters, "这些章节讲了哪些主题？", ["西游记", "古典文学", "来源", "在线", "整理"]),
+])
+def test_what_every_document_repeats_names_no_theme(tmp_path, write, question, repeated):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write(folder)
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(folder)], **SMALL)
+        themes, _ = kb.themes(question)
+        answer = kb.ask(question, "global").answer
+    assert themes
+    named = [n.lower() for t in themes for n in t.names]
+    about = [p.lower() for t in themes for p in t.phrases[:PHRASES]]
+    assert not [n for n in named if any(r in n for r in repeated)], named
+    assert not [p for p in about if p in repeated], about
+    first = answer.splitlines()[1].lower()  # the leading theme
+    assert not any(r in first.split("—")[0].split("——")[0] for r in repeated), first
+
+
+def test_a_single_document_keeps_its_hero_among_the_names(tmp_path):
+    """In one document every name is in every document: nothing is repeated boilerplate there."""
+    with tgr.open(tmp_path / "carol.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
+        themes, _ = kb.themes("What are the main themes?")
+    assert any("Scrooge" in n for t in themes for n in t.names)

@@ -1,0 +1,85 @@
+"""What a corpus repeats in most of its documents: names and words that tell no theme apart.
+
+A transcript corpus starts each part with its file-name line ("Transcript Behind the Tech
+Episode 12 ...") and the host's speaker label ("KEVIN SCOTT: ..."); chapters carry the same
+header (西游记 第二回) and source line (来源：...). Such a line is in every document, so the names
+and words in it are too: they say which corpus a passage is from, not what it is about. The
+test is BM25's own: a term in half the documents or more has no inverse document frequency
+(tgr.query.common_terms drops such question words for the same reason). It is by documents, not
+chunks, and only where a store has several documents: in one novel the hero is in every chunk
+and still names its themes. A name must also be where a repeated line is (a document's first
+line, a line's start, after a label), so that a hero named in most chapters still names themes.
+
+The offline global answer (tgr.offline.global_answer) leaves such names out of a theme's names,
+such words out of its "about:" words, and drops a community that has no other name.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ..text import CJK_RUN
+
+EVERYWHERE = 0.5   # a name or word in at least this share of a store's documents is everywhere
+MIN_DOCUMENTS = 4  # ... of a store of at least this many documents (fewer: nothing is)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _documents(conn) -> int:
+    return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+
+
+def everywhere_names(conn, community_ids: list[str]) -> set[str]:
+    """The names of these communities' members that at least half the store's documents name,
+    and name where a repeated line is: in their first line, or at the start of a line (after a
+    label: "来源：古典文学在线"). A hero named in every chapter's story is no boilerplate."""
+    total = _documents(conn)
+    if total < MIN_DOCUMENTS or not community_ids:
+        return set()
+    common = {entity: name for entity, name, documents in conn.execute(
+        "SELECT e.id, e.name, count(DISTINCT c.document_id) FROM community_members m "
+        "JOIN entities e ON e.id = m.entity_id JOIN entity_mentions em ON em.entity_id = e.id "
+        "JOIN chunks c ON c.id = em.chunk_id WHERE m.community_id IN (SELECT value FROM json_each(?)) "
+        "GROUP BY e.id", (json.dumps(sorted(set(community_ids))),))
+        if isinstance(name, str) and name and documents >= EVERYWHERE * total}
+    return {name for entity, name in common.items() if _where_lines_repeat(conn, entity, name) >= EVERYWHERE * total}
+
+
+def _where_lines_repeat(conn, entity: str, name: str) -> int:
+    """How many documents name the entity in their first line or at the start of a line."""
+    at_start = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
+    found = set()
+    for document, ordinal, text in conn.execute(
+            "SELECT c.document_id, c.ordinal, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+            "WHERE em.entity_id = ?", (entity,)):
+        if document in found or not isinstance(text, str):
+            continue
+        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+        if name.lower() in first.lower() or at_start.search(text):
+            found.add(document)
+    return len(found)
+
+
+def everywhere_words(conn, words: list[str]) -> set[str]:
+    """Those of the words (or phrases) that at least half the store's documents hold."""
+    total = _documents(conn)
+    if total < MIN_DOCUMENTS:
+        return set()
+    found = set()
+    for word in dict.fromkeys(words):
+        match = _fts_match(word)
+        documents = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
+                                 "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)",
+                                 (match,)).fetchone()[0] if match else 0
+        if documents >= EVERYWHERE * total:
+            found.add(word)
+    return found
+
+
+def _fts_match(phrase: str) -> str:
+    """An FTS5 query for the chunks that hold a phrase: its words in a row, and each bigram of
+    its Chinese runs (the index holds a Chinese run as its bigrams, tgr.text.index_terms)."""
+    words = _WORD.findall(CJK_RUN.sub(" ", phrase).lower())
+    parts = [f'"{" ".join(words)}"'] if words else []
+    parts += [f'"{run[i:i + 2]}"' for run in CJK_RUN.findall(phrase) for i in range(max(1, len(run) - 1))]
+    return " AND ".join(parts)
