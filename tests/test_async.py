@@ -177,3 +177,19 @@ def test_stores_answer_from_one_loop(store, server, tmp_path):
 def test_aask_refuses_stream(store, server):
     with tgr.open(store, **models(server)) as kb, pytest.raises(ValueError, match="astream"):
         asyncio.run(kb.aask("Who is Scrooge?", stream=True))
+
+
+def test_writes_awaited_together_take_turns(server, tmp_path):
+    """More aindex calls on one store than the async API's worker threads take turns at Python
+    (tgr/models/turns.py): each waits for the writer before it, and all finish."""
+    words = EN_CORPUS.joinpath("carol_stave1_part1.txt").read_text(encoding="utf-8").split()
+    texts = []
+    for n in range(6):
+        texts.append(tmp_path / f"part{n}.txt")
+        texts[-1].write_text(" ".join(words[n * 40:(n + 1) * 40]), encoding="utf-8")
+    with tgr.open(tmp_path / "parts.db", **models(server)) as kb:
+        async def main():
+            return await asyncio.wait_for(asyncio.gather(*(kb.aindex([str(t)], **SMALL) for t in texts)), 120)
+
+        summaries = asyncio.run(main())
+        assert sum(s.documents_added for s in summaries) == 6 and kb.info()["documents"] == 6

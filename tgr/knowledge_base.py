@@ -196,9 +196,11 @@ class KnowledgeBase(AsyncTwins):
                                   portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
     async def aindex(self, paths: Iterable[str], **options) -> IndexSummary:
-        """index(), awaited (run on a worker thread; progress and warn are called there)."""
-        from .models.async_calls import in_thread
-        return await in_thread(self.index, paths, **options)
+        """index(), awaited (run on a worker thread; progress and warn are called there). Writes
+        take turns as index()'s do: one after another on one store."""
+        from .models.async_calls import written_in_thread
+
+        return await written_in_thread(self.index, paths, **options)
 
     @_writes
     def rebuild(self, stage: str, *, progress: Progress | None = None, add: str | None = None,

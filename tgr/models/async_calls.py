@@ -50,6 +50,15 @@ async def in_thread(call: Callable[..., T], *args, **kwargs) -> T:
     return await asyncio.get_running_loop().run_in_executor(_workers(), _for_this_loop(call, *args, **kwargs))
 
 
+async def written_in_thread(call: Callable[..., T], *args, **kwargs) -> T:
+    """in_thread() for a write (index): it runs without a turn, for it waits for the store's other
+    writers, and a writer holding turns while it waits would keep the one writing from its next."""
+    context = contextvars.copy_context()
+    context.run(ASKING_LOOP.set, asyncio.get_running_loop())
+    return await asyncio.get_running_loop().run_in_executor(
+        _workers(), functools.partial(context.run, call, *args, **kwargs))
+
+
 async def iterated_in_thread(make: Callable[[], Iterator[T]]) -> AsyncIterator[T]:
     """The items of the iterator make() returns, made and read on a worker thread, as they come.
     Leaving the loop early (break, an exception, aclose) closes the iterator on its thread."""

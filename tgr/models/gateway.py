@@ -434,9 +434,11 @@ class Gateway:
             except StreamBroken as exc:
                 if self._slots.busy > 1:
                     raise  # another call at the server broke it: _run_chat asks again, one at a time
-                time.sleep(retry_delay(self, exc, attempt))
+                with TURNS.given_up():
+                    time.sleep(retry_delay(self, exc, attempt))
             except TransientModelError as exc:
-                time.sleep(retry_delay(self, exc, attempt))
+                with TURNS.given_up():
+                    time.sleep(retry_delay(self, exc, attempt))
 
     def _one_at_a_time(self) -> None:
         if self._slots.narrow():
@@ -455,7 +457,8 @@ class Gateway:
 
     def wait_turn(self) -> None:
         """Wait until the requests-per-minute cap allows another call."""
-        self._limiter.wait()
+        with TURNS.given_up():
+            self._limiter.wait()
 
     def _run_chat(self, outcome: _Outcome) -> _Outcome:
         return _run_chat(self, outcome)

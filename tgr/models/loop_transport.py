@@ -93,8 +93,6 @@ async def _next_piece(pieces) -> bytes | None:
         return None
 
 
-
-
 def _on(loop: asyncio.AbstractEventLoop, coroutine):
     """Run a coroutine on the loop and wait for its result here (a worker thread)."""
     future = asyncio.run_coroutine_threadsafe(coroutine, loop)

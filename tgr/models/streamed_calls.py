@@ -17,6 +17,7 @@ from typing import Iterator
 from ..errors import ModelError, TransientModelError
 from .gateway import ChatJob, Gateway, _Outcome, cache_key, retry_delay
 from .clients import Completion
+from .turns import TURNS
 
 
 def stream_chat(gateway: Gateway, stage: str, prompt: str, params: dict) -> Iterator[str]:
@@ -44,7 +45,8 @@ def stream_chat(gateway: Gateway, stage: str, prompt: str, params: dict) -> Iter
                                  f"{exc}") from None
             if not isinstance(exc, TransientModelError):
                 raise
-            time.sleep(retry_delay(gateway, exc, attempt))
+            with TURNS.given_up():  # an async question's turn (tgr/models/turns.py)
+                time.sleep(retry_delay(gateway, exc, attempt))
     outcome = _Outcome(ChatJob(None, prompt, params), key, completion, attempt, time.perf_counter() - started)
     gateway.store_answer(stage, model.name, outcome)
 
