@@ -196,10 +196,8 @@ class KnowledgeBase(AsyncTwins):
                                   portable=portable, batch=batch, keep_boilerplate=keep_boilerplate)
 
     async def aindex(self, paths: Iterable[str], **options) -> IndexSummary:
-        """index(), awaited (run on a worker thread; progress and warn are called there). Writes
-        take turns as index()'s do: one after another on one store."""
+        """index(), awaited (on a worker thread, where progress and warn are called; writes take turns)."""
         from .models.async_calls import written_in_thread
-
         return await written_in_thread(self.index, paths, **options)
 
     @_writes
