@@ -83,7 +83,7 @@ def several_stores(store: Path, copy: Path) -> list[str]:
         retrievers = [llamaindex_retriever(stores, k=6), llamaindex_retriever([store, copy], k=6)]
     for retriever in retrievers:
         for nodes in (retriever.retrieve(QUESTIONS[0]), asyncio.run(retriever.aretrieve(QUESTIONS[0]))):
-            if [(n.node.metadata["store"], n.node.node_id) for n in nodes] != expected:
+            if [(n.node.metadata["store"], n.node.metadata["chunk_id"]) for n in nodes] != expected:
                 failures.append("several stores: ranking differs from open_many's")
     print(f"two stores: {len(expected)} nodes from {sorted({s for s, _ in expected})}")
     return failures

@@ -181,7 +181,9 @@ def _llamaindex_class():
             return [node(p) for p in await self._opened.apassages(query_bundle.query_str, self.mode, self.k)]
 
     def node(p: Passage):
-        return NodeWithScore(node=TextNode(id_=p.chunk_id, text=p.text, metadata=passage_metadata(p),
+        # several stores may hold the same chunk (copies, shards): LlamaIndex keeps one node per id
+        ident = p.chunk_id if p.store is None else f"{p.store}#{p.chunk_id}"
+        return NodeWithScore(node=TextNode(id_=ident, text=p.text, metadata=passage_metadata(p),
                                            excluded_llm_metadata_keys=INTERNAL_KEYS,
                                            excluded_embed_metadata_keys=INTERNAL_KEYS),
                              score=p.score)
