@@ -80,7 +80,8 @@ def test_a_pronoun_is_the_last_answers_leading_entity(asked, read):
     assert resolved(asked, NEPHEW, _names_in) == read
     assert resolved(asked, [], _names_in) == asked
     # the answer's first entity, unless the question it answered named it: then the next one
-    assert leading_entity("Who is Fred?", "Fred is Scrooge's nephew.", _names_in) == "Scrooge"
+    assert leading_entity("Who is Fred?", "Fred is Scrooge's nephew.", _names_in) == "Fred"  # the subject
+    assert leading_entity("Who is Scrooge's nephew?", "Scrooge's nephew is Fred.", _names_in) == "Fred"
     assert leading_entity("Who is Fred?", "Fred, the nephew.", _names_in) == "Fred"
     assert leading_entity("谁是孙悟空的师父？", "唐僧是孙悟空的师父。", _names_in) == "唐僧"
     assert leading_entity("Who?", "Nobody knows.", _names_in) is None
@@ -93,12 +94,15 @@ def test_he_is_a_person_and_it_is_not():
 
     kinds = {"Scrooge": "person", "Fred": "person", "Christmas": "event", "London": "concept"}
     names_in = lambda text: [n for n in kinds if n in text]  # noqa: E731
-    history = turns("Who is Scrooge?", "Scrooge hates Christmas, and Fred loves it.")
+    history = turns("Who is Scrooge's nephew?", "Scrooge's nephew is Fred, who loves Christmas.")
     read = lambda q: resolved(q, history, names_in, lambda n: kinds.get(n, ""))  # noqa: E731
     assert read("Why does he love it?") == "Why does Fred love Christmas?"
     assert read("他为什么喜欢它？") == "Fred为什么喜欢Christmas？"
-    assert read("What do they say?") == "What do Christmas say?"  # the first non-subject, of any kind
-    assert resolved("Why does he love it?", history, names_in) == "Why does Christmas love Christmas?"  # no types
+    assert read("What do they say?") == "What do Fred say?"  # the first the question names as no owner
+    assert resolved("Why does he love it?", history, names_in) == "Why does Fred love Fred?"  # no types
+    about_marley = turns("Who was Marley?", "Marley was Scrooge's partner.")  # the question's own subject
+    assert resolved("What happened to him?", about_marley, names_in=lambda t: [n for n in ("Marley", "Scrooge")
+                                                                             if n in t]) == "What happened to Marley?"
 
 
 def test_an_offline_chat_reads_he_as_the_last_answers_person(tmp_path):

@@ -82,8 +82,9 @@ def leading_entity(asked: str, answered: str, names_in: Callable[[str], list[str
                    fits: Callable[[str], bool] = lambda name: True) -> str | None:
     """The last answer's leading entity: the first entity of the store the answer names (in
     the order it names them), preferring one that fits the pronoun (fits(name)), then one the
-    question it answered did not name (its subject: "Who is Scrooge's nephew?" -> "Fred,
-    Scrooge's nephew." leads with Fred)."""
+    question it answered did not name as an owner ("Who is Scrooge's nephew?" -> "Scrooge's
+    nephew is Fred." leads with Fred; "Who was Marley?" -> "Jacob Marley was Scrooge's
+    partner." with Marley, the question's own subject)."""
     answered = answered[:ANSWER_CHARS]
     lowered = answered.lower()
 
@@ -92,9 +93,22 @@ def leading_entity(asked: str, answered: str, names_in: Callable[[str], list[str
         return at if at >= 0 else len(lowered)
 
     named = sorted(names_in(answered), key=first_at)
-    subjects = {n.lower() for n in names_in(asked)} if asked else set()
-    ranked = sorted(named, key=lambda n: (not fits(n), n.lower() in subjects))  # stable: in answer order
+    owners = _owners(asked)
+    ranked = sorted(named, key=lambda n: (not fits(n), _owned_by(n, owners)))  # stable: in answer order
     return ranked[0] if ranked else None
+
+
+_OWNER = re.compile(r"([\w·]+)(?:'s|’s|')(?=\s)|([\u4e00-\u9fff·]{1,4})的")
+
+
+def _owners(asked: str) -> list[str]:
+    """The words a question names as owners: Scrooge of "Scrooge's nephew", 孙悟空 of 孙悟空的师父."""
+    return [(a or b).lower() for a, b in _OWNER.findall(asked or "")]
+
+
+def _owned_by(name: str, owners: list[str]) -> bool:
+    name = name.lower()
+    return any(owner in name or (len(name) > 1 and name in owner) for owner in owners)
 
 
 def resolved(question: str, history: Sequence[dict], names_in: Callable[[str], list[str]],
