@@ -1,0 +1,77 @@
+"""Memory of an offline build, stage by stage: what grows with the corpus (issue 41 item 2).
+
+    python bench/stage_rss.py STORE CORPUS [--trace] [--trim]
+
+Indexes CORPUS into a new STORE offline (tgr:hash-384) in this process and prints, as each
+stage starts, the process's resident set (VmRSS) and its peak so far (ru_maxrss); --trace also
+the Python heap (tracemalloc: current and peak traced MB, and the 15 largest allocation sites
+at the largest traced heap seen; slows the build ~2x and adds its own RSS); --trim calls glibc's
+malloc_trim(0) at each stage change and prints the RSS after it (what freed memory the
+allocator was only keeping). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import sys
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import tgr  # noqa: E402
+
+
+def rss_mb() -> tuple[int, int]:
+    """(current VmRSS, peak ru_maxrss) in MB."""
+    with open("/proc/self/status") as status:
+        current = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+    return current // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("store", type=Path)
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--trace", action="store_true", help="also tracemalloc's heap and top allocation sites")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim(0) at each stage change")
+    args = parser.parse_args()
+    args.store.unlink(missing_ok=True)
+    state = {"stage": None, "largest": 0, "snapshot": None}
+    if args.trace:
+        tracemalloc.start(1)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage != state["stage"]:
+            current, peak = rss_mb()
+            line = f"-> {stage}: RSS {current} MB, peak {peak} MB"
+            if args.trace:
+                traced, traced_peak = tracemalloc.get_traced_memory()
+                line += f", traced {traced >> 20} MB (peak {traced_peak >> 20} MB)"
+            if args.trim:
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+                line += f", after malloc_trim {rss_mb()[0]} MB"
+            print(line, flush=True)
+            state["stage"] = stage
+        if args.trace and done % 50 == 0 and tracemalloc.get_traced_memory()[0] > state["largest"]:
+            state["largest"] = tracemalloc.get_traced_memory()[0]
+            state["snapshot"] = (stage, tracemalloc.take_snapshot())
+
+    with tgr.open(args.store, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(args.corpus)], progress=progress)
+    current, peak = rss_mb()
+    print(f"end: RSS {current} MB, peak {peak} MB", flush=True)
+    if state["snapshot"]:
+        stage, snapshot = state["snapshot"]
+        print(f"largest traced heap {state['largest'] >> 20} MB, during {stage}:")
+        for stat in snapshot.statistics("lineno")[:15]:
+            print(f"  {stat.size >> 20:5d} MB {stat.count:9d} blocks  {stat.traceback}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
