@@ -475,11 +475,16 @@ class OpenAIChat(_OpenAIBase):
 class BatchedEmbedder:
     """What an API embedder has in common: its dimension, learnt from the first answer (or one
     probe) unless given, and texts sent EMBED_BATCH at a time to embed_batch(texts), each
-    answer checked for that dimension. A subclass sets name and _dim and writes embed_batch."""
+    answer checked for that dimension. A subclass names its PROVIDER and writes embed_batch."""
 
     PROBE_TEXT = "dimension probe"
-    name: str
-    _dim: int | None
+    PROVIDER: str  # the name's prefix: "openai", "ollama", "litellm"
+    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
+
+    def __init__(self, model: str, base_url: str | None = None, dim: int | None = None, **kwargs):
+        super().__init__(model, base_url, **kwargs)
+        self.name = f"{self.PROVIDER}:{model}"
+        self._dim = dim
 
     @property
     def dim(self) -> int:
@@ -512,12 +517,7 @@ class BatchedEmbedder:
 class OpenAIEmbedder(BatchedEmbedder, _OpenAIBase):
     """Embeddings through any OpenAI-compatible /embeddings endpoint."""
 
-    vector_type = "int8"  # in a new store (see tgr.models.registry.keep_store_vector_type; README)
-
-    def __init__(self, model: str, base_url: str, dim: int | None = None, **kwargs):
-        super().__init__(model, base_url, **kwargs)
-        self.name = f"openai:{model}"
-        self._dim = dim
+    PROVIDER = "openai"
 
     def embed_batch(self, batch: list[str]) -> list[list[float]]:
         data = self._post("/embeddings", {"model": self.model, "input": batch})

@@ -155,12 +155,7 @@ def _usage_dict(usage) -> dict | None:
 class LiteLLMEmbedder(BatchedEmbedder, _LiteLLMBase):
     """Embeddings through litellm.embedding (`litellm:PROVIDER/MODEL`)."""
 
-    vector_type = "int8"  # in a new store, as every API embedder's
-
-    def __init__(self, model: str, base_url: str | None = None, dim: int | None = None, **kwargs):
-        super().__init__(model, base_url, **kwargs)
-        self.name = f"litellm:{model}"
-        self._dim = dim
+    PROVIDER = "litellm"
 
     def embed_batch(self, batch: list[str]) -> list[list[float]]:
         try:

@@ -270,12 +270,7 @@ def _chat_line(line: str, where: str) -> tuple[str, StreamEnd | None]:
 class OllamaEmbedder(BatchedEmbedder, _OllamaBase):
     """Embeddings through Ollama's POST /api/embed."""
 
-    vector_type = "int8"  # in a new store, as every API embedder's
-
-    def __init__(self, model: str, base_url: str | None = None, dim: int | None = None, **kwargs):
-        super().__init__(model, base_url, **kwargs)
-        self.name = f"ollama:{model}"
-        self._dim = dim
+    PROVIDER = "ollama"
 
     def embed_batch(self, batch: list[str]) -> list[list[float]]:
         data = self._post("/api/embed", {"model": self.model, "input": batch})
