@@ -33,30 +33,30 @@ def _workers() -> ThreadPoolExecutor:
 
 
 def _for_this_loop(call: Callable[..., T], *args, **kwargs) -> Callable[[], T]:
-    """The call, to run in a context whose model calls go out on the running loop, in a turn
-    (tgr/models/turns.py)."""
+    """The call, to run in a context whose model calls go out on the running loop."""
     context = contextvars.copy_context()
     context.run(ASKING_LOOP.set, asyncio.get_running_loop())
-    return functools.partial(context.run, _in_turn, call, *args, **kwargs)
+    return functools.partial(context.run, call, *args, **kwargs)
 
 
 def _in_turn(call: Callable[..., T], *args, **kwargs) -> T:
-    with TURNS.taken():
+    with TURNS.taken():  # tgr/models/turns.py
         return call(*args, **kwargs)
 
 
+async def _awaited(call: Callable[[], T]) -> T:
+    return await asyncio.get_running_loop().run_in_executor(_workers(), call)
+
+
 async def in_thread(call: Callable[..., T], *args, **kwargs) -> T:
-    """call(*args, **kwargs), run on a worker thread (see the module) and awaited."""
-    return await asyncio.get_running_loop().run_in_executor(_workers(), _for_this_loop(call, *args, **kwargs))
+    """call(*args, **kwargs), run on a worker thread in a turn (see the module) and awaited."""
+    return await _awaited(_for_this_loop(_in_turn, call, *args, **kwargs))
 
 
 async def written_in_thread(call: Callable[..., T], *args, **kwargs) -> T:
     """in_thread() for a write (index): it runs without a turn, for it waits for the store's other
     writers, and a writer holding turns while it waits would keep the one writing from its next."""
-    context = contextvars.copy_context()
-    context.run(ASKING_LOOP.set, asyncio.get_running_loop())
-    return await asyncio.get_running_loop().run_in_executor(
-        _workers(), functools.partial(context.run, call, *args, **kwargs))
+    return await _awaited(_for_this_loop(call, *args, **kwargs))
 
 
 async def iterated_in_thread(make: Callable[[], Iterator[T]]) -> AsyncIterator[T]:
@@ -83,7 +83,7 @@ async def iterated_in_thread(make: Callable[[], Iterator[T]]) -> AsyncIterator[T
         except BaseException as exc:  # noqa: BLE001 - raised again where the items are read
             put((_END, exc))
 
-    done = loop.run_in_executor(_workers(), _for_this_loop(produce))
+    done = loop.run_in_executor(_workers(), _for_this_loop(_in_turn, produce))
     try:
         while True:
             item, error = await items.get()
