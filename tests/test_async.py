@@ -14,24 +14,12 @@ import pytest
 import tgr
 from conftest import EN_CORPUS, SMALL
 from fakellm import FakeServer
-from test_threads import LATENCY, fake_server, models, questions
+from test_threads import LATENCY, models, questions, server, slow  # noqa: F401 - server, slow: fixtures
 from tgr.models.loop_transport import async_client, close_async_client
 
 QUESTIONS = 50
 SEQUENTIAL_SAMPLE = 4  # questions timed one after another (the other 46 would take 23 s more)
 MAX_LAG = 0.05  # seconds the loop may take to answer an asyncio.sleep(0) probe
-
-
-@pytest.fixture(scope="module")
-def server():
-    with fake_server(0.0) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def slow():
-    with fake_server(LATENCY) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
