@@ -354,17 +354,16 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
 def defines(text: str, subject: str) -> bool:
     """The sentence defines the subject ("X, a ...", "X was a ...", "称名X", "X是..."), in
     narration: a line of quoted speech that names X defines nothing (tgr.offline.definitions)."""
-    if in_speech(text, subject_forms(subject)):
+    forms = subject_forms(subject)
+    if in_speech(text, forms):
         return False
     if has_cjk(subject):
         x = re.escape(subject)
         return any(re.search(p.format(x=x), text) for p in _DEFINE_ZH)
-    words = [re.escape(w) for w in subject.split()]
     # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge", "Marley was
-    # dead" for "Jacob Marley"), a first name its full name ("Bob Cratchit, clerk to ..." for "Bob")
-    full = r"\s+".join(words) if len(words) < 2 or not subject.split()[-1][:1].isupper() else \
-        r"(?:" + r"\s+".join(words) + "|" + words[-1] + ")"
-    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + full + r"(?:\s+[A-Z][\w'’-]+)?"
+    # dead" for "Jacob Marley": subject_forms), a first name its full name ("Bob Cratchit, clerk to ..." for "Bob")
+    full = "|".join(r"\s+".join(re.escape(w) for w in form.split()) for form in forms)
+    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + (f"(?:{full})" if len(forms) > 1 else full) + r"(?:\s+[A-Z][\w'’-]+)?"
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 
