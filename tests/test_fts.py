@@ -5,6 +5,7 @@ import json
 import subprocess
 import textwrap
 
+import pytest
 import sqlean as sqlite3
 
 import tgr
@@ -166,6 +167,14 @@ def test_chunks_stored_before_their_terms_join_the_index_later(tmp_path):
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert chunks > 4 and pending_count(conn) == chunks
     assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'scrooge'").fetchone()[0] == 0
+    # a question asked of it meanwhile finds them, ranked as FTS5 ranks them once indexed
+    from tgr.query.retrieve import Retriever
+    question = "Marley's ghost and the chains 花果山"
+    with offline_store(reference) as kb:
+        indexed = Retriever(kb.conn).bm25(question, 10)
+    pending = Retriever(conn).bm25(question, 10)
+    assert len(indexed) == 10 and [c for c, _ in pending] == [c for c, _ in indexed]
+    assert [s for _, s in pending] == pytest.approx([s for _, s in indexed], rel=1e-5)
     (first, *_), _ = find_documents(conn, [str(next(EN_CORPUS.glob("*.txt")))])
     with db.transaction(conn):
         delete_documents(conn, [first.id])

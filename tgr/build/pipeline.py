@@ -16,7 +16,7 @@ from . import stage_inputs as freshness
 from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
-from ..store.db import begin_writing, set_meta, transaction, unfinished_message
+from ..store.db import begin_writing, rollback_open, set_meta, transaction, unfinished_message
 from ..store.integrity import record_digest
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
@@ -323,6 +323,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
         status = "waiting"  # for its batch jobs: the next run collects them
         raise
     finally:
+        rollback_open(store.conn)  # what a Ctrl-C cut short (it may land between BEGIN and the with)
         if gateway.batch:
             gateway.batch.close()
             gateway.batch = None

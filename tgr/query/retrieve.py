@@ -29,6 +29,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
+from ..ingest.corpus import pending_count
+from .pending_chunks import PendingChunks
 from ..store.db import Connection, has_table, serialize, vec_param
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
@@ -220,27 +222,33 @@ class Retriever:
         return _fuse((bm25, 1.0), (dense, DENSE_WEIGHT), (near, FEEDBACK_WEIGHT))
 
     def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score) of the best FTS5 matches of the question's terms."""
-        match = self._fts_match(question)
-        if not match:
+        """(chunk id, BM25 score) of the best FTS5 matches of the question's terms, and of the
+        chunks an interrupted run stored before indexing them (tgr.query.pending_chunks)."""
+        terms = self._match_terms(question)
+        if not terms:
             return []
+        match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
         # rank inside the full-text index first, then look up only the best rows' ids
-        return [(cid, -score) for cid, score in self.conn.execute(
+        found = [(cid, -score) for cid, score in self.conn.execute(
             "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
+        if not pending_count(self.conn):
+            return found
+        pending = self.cache.get("pending chunks", lambda: PendingChunks.read(self.conn))
+        return sorted(found + pending.bm25(terms, limit), key=lambda hit: -hit[1])[:limit]
 
-    def _fts_match(self, question: str) -> str:
-        """The FTS5 query of the question's terms (OR; see tgr.query.question_terms), leaving
-        out the commonest ones."""
+    def _match_terms(self, question: str) -> list[str]:
+        """The question's terms to match (see tgr.query.question_terms), leaving out the
+        commonest ones."""
         terms = question_terms(question)
         if not terms:
-            return ""
+            return []
         common = common_terms(self.conn, terms)
         if common:  # weightless, and the longest posting lists: leave them out
             kept = [t for t in terms if t not in common]
             terms = kept or terms[:1]
-        return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        return terms
 
     def dense_chunks(self, q: Question, limit: int) -> list[tuple[str, float]]:
         if not has_table(self.conn, self.tables["chunks"]):

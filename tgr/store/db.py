@@ -128,14 +128,24 @@ class transaction:
         self.conn = conn
 
     def __enter__(self) -> Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:  # Ctrl-C just after BEGIN: __exit__ will not run to roll it back
+            rollback_open(self.conn)
+            raise
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
         else:
-            self.conn.execute("ROLLBACK")
+            rollback_open(self.conn)
+
+
+def rollback_open(conn: Connection) -> None:
+    """Roll back the connection's open transaction, if it has one."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def begin_writing(conn: Connection) -> None:
