@@ -11,12 +11,18 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ..store.db import Connection
+from ..store.db import Connection, has_table
 from ..text import index_text
 
 MAX_PENDING = 20_000  # pending chunks scored: an unfinished store answers in bounded time
 K1, B = 1.2, 0.75
 IDF_FLOOR = 1e-6  # FTS5's, for a term in more than half the chunks
+
+
+def any_pending(conn: Connection) -> bool:
+    """Whether the store holds chunks not in the full-text index yet."""
+    return has_table(conn, "chunks_unindexed") and conn.execute(
+        "SELECT 1 FROM chunks_unindexed LIMIT 1").fetchone() is not None
 
 
 @dataclass
