@@ -1,13 +1,14 @@
 """Memory of an offline build, stage by stage: what grows with the corpus (issue 41 item 2).
 
-    python bench/stage_rss.py STORE CORPUS [--trace] [--trim]
+    python bench/stage_rss.py STORE CORPUS [--trace] [--trim] [--grown]
 
 Indexes CORPUS into a new STORE offline (tgr:hash-384) in this process and prints, as each
 stage starts, the process's resident set (VmRSS) and its peak so far (ru_maxrss); --trace also
 the Python heap (tracemalloc: current and peak traced MB, and the 15 largest allocation sites
 at the largest traced heap seen; slows the build ~2x and adds its own RSS); --trim calls glibc's
 malloc_trim(0) at each stage change and prints the RSS after it (what freed memory the
-allocator was only keeping). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
+allocator was only keeping); --grown prints, as each stage starts, the 6 allocation sites (8 frames
+deep) whose live memory grew most since the previous stage started: what a stage keeps. Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
 """
 from __future__ import annotations
 
@@ -33,17 +34,29 @@ def rss_mb() -> tuple[int, int]:
     return current // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
+def grown(state: dict) -> None:
+    """Print the sites whose live memory grew most since the last call."""
+    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    if state["previous"] is not None:
+        for stat in snapshot.compare_to(state["previous"], "traceback")[:6]:
+            print(f"   +{stat.size_diff >> 10:7d} KB {stat.count_diff:+8d} blocks", flush=True)
+            for frame in stat.traceback.format()[-16::2]:
+                print(f"        {frame.strip()}")
+    state["previous"] = snapshot
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path)
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--trace", action="store_true", help="also tracemalloc's heap and top allocation sites")
     parser.add_argument("--trim", action="store_true", help="malloc_trim(0) at each stage change")
+    parser.add_argument("--grown", action="store_true", help="the sites that grew most since the previous stage")
     args = parser.parse_args()
     args.store.unlink(missing_ok=True)
-    state = {"stage": None, "largest": 0, "snapshot": None}
-    if args.trace:
-        tracemalloc.start(1)
+    state = {"stage": None, "largest": 0, "snapshot": None, "previous": None}
+    if args.trace or args.grown:
+        tracemalloc.start(8 if args.grown else 1)
 
     def progress(stage: str, done: int, total: int) -> None:
         if stage != state["stage"]:
@@ -56,6 +69,8 @@ def main() -> int:
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 line += f", after malloc_trim {rss_mb()[0]} MB"
             print(line, flush=True)
+            if args.grown:
+                grown(state)
             state["stage"] = stage
         if args.trace and done % 50 == 0 and tracemalloc.get_traced_memory()[0] > state["largest"]:
             state["largest"] = tracemalloc.get_traced_memory()[0]
