@@ -40,11 +40,32 @@ class _ChunkState:
     cut: str | None = None  # why the model's answer is unusable as it stands (LOOPING, CUT)
 
 
-def pending_chunks(conn: Connection) -> list[tuple[str, str]]:
-    """(id, text) of chunks with no extraction yet, in document order."""
+def pending_chunks(conn: Connection, limit: int | None = None, after: tuple[str, int] | None = None
+                   ) -> list[tuple[str, str]]:
+    """(id, text) of chunks with no extraction yet, in document order: up to limit of them
+    (all if None), after the chunk at (document id, ordinal) if given."""
     return conn.execute(
         "SELECT c.id, c.text FROM chunks c LEFT JOIN extractions x ON x.chunk_id = c.id "
-        "WHERE x.chunk_id IS NULL ORDER BY c.document_id, c.ordinal").fetchall()
+        "WHERE x.chunk_id IS NULL AND (c.document_id, c.ordinal) > (?, ?) "
+        "ORDER BY c.document_id, c.ordinal LIMIT ?",
+        (*(after or ("", -1)), -1 if limit is None else limit)).fetchall()
+
+
+def pending_pages(conn: Connection, size: int | None):
+    """pending_chunks a page of size at a time (all in one page if None), read as the pages
+    before are done: what a run holds does not grow with the corpus."""
+    after = None
+    while page := pending_chunks(conn, size, after):
+        yield page
+        if size is None or len(page) < size:
+            return
+        after = conn.execute("SELECT document_id, ordinal FROM chunks WHERE id = ?", (page[-1][0],)).fetchone()
+
+
+def pending_count(conn: Connection) -> int:
+    """How many chunks have no extraction yet."""
+    return conn.execute("SELECT count(*) FROM chunks c LEFT JOIN extractions x ON x.chunk_id = c.id "
+                        "WHERE x.chunk_id IS NULL").fetchone()[0]
 
 
 class Extractor(Protocol):
@@ -59,6 +80,7 @@ class Extractor(Protocol):
 # FALLBACK + the reason, and `tgr info` counts them.
 LOOPING, CUT, EMPTY, TOO_LONG = ("looping answer", "answer cut at max_tokens", "no usable entities in the answer",
                                  "prompt over the context window")
+LLM_PAGE = 2048  # chunks an LLM run reads and asks at a time: their prompts are in memory together
 WEAK_AFTER = 4  # chunks answered before tgr says whether the model can do the format
 
 
@@ -104,6 +126,8 @@ class LLMExtractor:
         self.by_model, self.fallbacks = 0, Counter()
         self._told = 0
         self._offline = OfflineExtractor()  # for the chunks the model's answers give nothing for
+        # chunks read and asked at a time (one Batch API job holds a whole wave: no pages there)
+        self.page_size = None if gateway.batch else LLM_PAGE
 
     def extract(self, chunks: list[tuple[str, str]], save: Save, idle=None) -> None:
         rounds = ["main"] + (["triplets"] if self.two_step else []) + ["glean"] * self.gleanings
@@ -185,13 +209,12 @@ def extract_chunks(conn: Connection, extractor: Extractor, *, progress: Progress
 
     idle: optional main-thread work to do while answers are awaited (see Gateway.chat_many).
     """
-    chunks = pending_chunks(conn)
-    total = len(chunks)
+    total = pending_count(conn)
     report = progress or (lambda *a: None)
     report("extract", 0, total)
     done = 0
-    subjects = document_subjects(conn, [cid for cid, _ in chunks])
-    texts = dict(chunks)
+    subjects: dict = {}
+    texts: dict[str, str] = {}
 
     batch = max(1, getattr(extractor, "save_batch", 1))
     pending: list[tuple[str, list[RawEntity], list[RawRelation], str]] = []
@@ -213,7 +236,10 @@ def extract_chunks(conn: Connection, extractor: Extractor, *, progress: Progress
             pending.clear()
 
     try:
-        extractor.extract(chunks, save, idle)
+        for chunks in pending_pages(conn, getattr(extractor, "page_size", None)):
+            subjects = document_subjects(conn, [cid for cid, _ in chunks])
+            texts = dict(chunks)
+            extractor.extract(chunks, save, idle)
     finally:  # what was computed before a failure or Ctrl-C is kept
         flush()
     return total

@@ -135,6 +135,7 @@ class OfflineExtractor:
     """The offline provider's extractor: extract_heuristic on each chunk (no model calls)."""
     name = OFFLINE_EXTRACTOR
     save_batch = 64  # chunks per commit (tgr.build.extract): ~0.3 s of work, not a model's
+    page_size = 1024  # chunks read at a time (tgr.build.extract.pending_pages)
 
     def __init__(self, max_entities: int = 20):
         self.max_entities = max_entities
