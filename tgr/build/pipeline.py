@@ -187,12 +187,13 @@ def index(store, paths: Iterable[str], *, progress: Progress | None, warn: Warn 
     settings = store.settings(**overrides)
     if settings.disambiguate and store.models.models()[0] is None:
         on_warning("--disambiguate needs a chat model; the offline default merges same-name entities")
-    summary = _run(store, "index", settings,
+    boilerplate = {d.source: d.metadata["boilerplate_chars"] for d in documents
+                   if d.metadata.get("boilerplate_chars")}
+    summary = _run(store, "index", settings,  # (the documents leave the list as they are stored)
                    lambda gw, s: Build(store, gw, settings, s, progress, on_warning).index(documents),
                    batch=batch, progress=progress)
     summary.warnings = warnings
-    summary.boilerplate = {d.source: d.metadata["boilerplate_chars"] for d in documents
-                           if d.metadata.get("boilerplate_chars")}
+    summary.boilerplate = boilerplate
     return summary
 
 

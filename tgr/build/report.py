@@ -532,9 +532,12 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
             if fresh:  # (a kept report may release its parent in turn: loop)
                 return fresh
 
-    with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
-        while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
-            for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
-                save(community, parsed, generator, context_hash)
-                order.done(community.id)
+    try:
+        with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
+            while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
+                for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
+                    save(community, parsed, generator, context_hash)
+                    order.done(community.id)
+    finally:  # a writer that read the store lets it go: the stages after this one need none of it
+        getattr(writer, "end", lambda: None)()
     return written

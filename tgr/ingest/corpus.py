@@ -136,7 +136,8 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
     """Store the documents not stored yet, chunked, without their terms (index_pending
     computes those). A new version of a stored file (or of one row id of a file) replaces
     the old document: replaced(new document, old source) is called for each. Returns the
-    number of documents added."""
+    number of documents added. Each document leaves docs as it is stored (docs ends empty), so
+    that a corpus read whole is not held through the stages after."""
     known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, source, external_id FROM documents")}
     by_source: dict[tuple, list[str]] = {}  # (file, row id) -> stored documents
     for doc_id, (source, external_id) in known.items():
@@ -146,10 +147,13 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
     # a file that gives several documents without ids (rows with no id): nothing says which
     # stored document a changed one replaces, so those are only ever added
     unnamed = Counter(source_key(d.source) for d in docs if d.external_id is None)
-    new = [d for d in docs if d.id not in known]
+    new = [d for d in reversed(docs) if d.id not in known]  # (last first: each is popped once stored)
+    docs.clear()
+    total = len(new)
     report = progress or (lambda *a: None)
-    report("ingest", 0, len(new))
-    for done, doc in enumerate(new, 1):
+    report("ingest", 0, total)
+    for done in range(1, total + 1):
+        doc = new.pop()
         chunks = chunk_text(doc.text, doc.id, chunk_size, chunk_overlap)
         key = source_key(doc.source)
         old = by_source.pop((key, doc.external_id), []) if key is not None else []
@@ -160,8 +164,8 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
             add_document(conn, doc, chunks, index=False)
         for old_id in old:
             (replaced or (lambda d, s: None))(doc, known.pop(old_id)[0])
-        report("ingest", done, len(new))
-    return len(new)
+        report("ingest", done, total)
+    return total
 
 
 def document_count(conn: Connection) -> int:

@@ -532,6 +532,12 @@ class ProfileReportWriter:
         """A report stage starts (tgr.build.report): the graph may have changed since the last."""
         self._mentions = _Mentions(self.conn)
 
+    def end(self) -> None:
+        """A report stage ended: the chunks it analysed and the mentions it read are let go."""
+        self._sentences.close()
+        self._sentences = _AnalysedChunks(ANALYSED_IN_MEMORY)
+        self._mentions = _Mentions(self.conn)
+
     def expect(self, members: list[str]) -> None:
         """The members of the communities this stage will write (tgr.build.report): where they
         are mentioned is read at once, not in a query per community."""
@@ -622,6 +628,14 @@ class _AnalysedChunks:
             return None
         self._file.seek(place[0])
         return self.put(chunk_id, pickle.loads(self._file.read(place[1])))
+
+    def close(self) -> None:
+        """Forget every analysed chunk (and the file the spilled ones are in)."""
+        self._memory.clear()
+        self._spilled.clear()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def put(self, chunk_id: str, analysed: ChunkText) -> ChunkText:
         self._memory[chunk_id] = analysed
