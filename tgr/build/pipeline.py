@@ -28,6 +28,7 @@ from .ledger import (fill_summary, finish_run, learn_chat_endpoint, record_dimen
                      remember_chat_endpoint, start_run, usage_before)
 from .merge_graph import needs_merge, plan_merge, store_merge, summarise
 from .idle_work import Overlap
+from .memory import give_back
 from .portable_vectors import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
 from ..models.registry import make_embedder
 from .report import build_reports, report_settings, reports_state
@@ -52,6 +53,15 @@ class Build:
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
         self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
+
+    @contextmanager
+    def stage(self, name: str):
+        """A stage: its wall time in the summary, and the memory it freed given back after it."""
+        try:
+            with self.summary.timed(name):
+                yield
+        finally:
+            give_back()
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
@@ -87,7 +97,7 @@ class Build:
             self.warn(f"{doc.where}: content changed since it was indexed; replaced the old version")
             self.summary.documents_removed.append(old_source)
 
-        with self.summary.timed("ingest"):
+        with self.stage("ingest"):
             self.summary.documents_added = store_documents(
                 self.conn, documents, chunk_size=self.settings.chunk_size,
                 chunk_overlap=self.settings.chunk_overlap, progress=self.progress, replaced=replaced)
@@ -109,14 +119,14 @@ class Build:
 
     def extract(self) -> None:
         settings = self.settings
-        with self.summary.timed("extract"):
+        with self.stage("extract"):
             extractor = extractor_for(self.gateway, self.prompts, two_step=settings.two_step,
                                       gleanings=settings.gleanings, warn=self.warn)
             self.summary.chunks_extracted = extract_chunks(
                 self.conn, extractor, progress=self.progress, idle=self.overlap.during_extraction())
 
     def index_terms(self) -> None:
-        with self.summary.timed("fts"):  # terms the extraction wave left (or an interrupted run)
+        with self.stage("fts"):  # terms the extraction wave left (or an interrupted run)
             index_pending(self.conn)
 
     def reports_complete(self) -> tuple[bool, str]:
@@ -128,7 +138,7 @@ class Build:
     def merge(self, inputs, everything: bool, first_clustering: bool, clustered_before: bool) -> set[str]:
         """Extractions -> the entity graph; returns the entities that changed."""
         s = self.settings
-        with self.summary.timed("merge"):
+        with self.stage("merge"):
             plan = plan_merge(self.conn, self.gateway, self.prompts, disambiguate=s.disambiguate,
                               summary_tokens=s.summary_tokens, progress=self.progress, inputs=inputs,
                               everything=everything, keys_assigned=True)  # by needs_merge in derive()
@@ -139,7 +149,7 @@ class Build:
 
     def cluster(self, force: bool, changed: set[str] | None) -> dict:
         """The graph -> its communities (one progress step: Leiden gives none of its own)."""
-        with self.summary.timed("cluster"):
+        with self.stage("cluster"):
             self.progress("cluster", 0, 1)
             clustered = cluster(self.conn, **self.cluster_settings, force=force, changed=changed,
                                 precomputed=self.overlap.clustered_meanwhile)
@@ -149,7 +159,7 @@ class Build:
     def report(self, refresh: bool, force: bool, changed: set[str] | None, report_key: str) -> None:
         """Reports whose material changed are rewritten; only those are looked at."""
         s = self.settings
-        with self.summary.timed("report"):
+        with self.stage("report"):
             build_reports(self.conn, self.report_writer, budget=s.report_tokens,
                           min_size=s.min_community_size, refresh=refresh, force=force, changed=changed,
                           progress=self.progress, idle=self.overlap.during_reports())
@@ -157,9 +167,9 @@ class Build:
                 freshness.record(self.conn, "reports", reports_state(self.conn, report_key))
 
     def embed(self) -> None:
-        with self.summary.timed("embed"):  # whatever the waits left over, and the reports
+        with self.stage("embed"):  # whatever the waits left over, and the reports
             embed_all(self.conn, self.gateway, ("chunks", "entities", "reports"), self.progress)
-        with self.summary.timed("portable"):  # the local embedder's vectors, where the store keeps them
+        with self.stage("portable"):  # the local embedder's vectors, where the store keeps them
             self.summary.portable_vectors += keep_portable(self.conn, self.store.models.model_options,
                                                            self.progress, known=self.gateway.known_portable)
 

@@ -18,12 +18,16 @@ TARGETS = {
 }
 
 
-def embedded_texts(conn: Connection, kind: str, where: str) -> list[tuple[str, str, str | None]]:
-    """(id, text to embed, embed_hash) of the rows of one kind that match where."""
+def embedded_texts(conn: Connection, kind: str, where: str, *, after: str | None = None,
+                   limit: int | None = None) -> list[tuple[str, str, str | None]]:
+    """(id, text to embed, embed_hash) of the rows of one kind that match where, by id: up to
+    limit of them (all if None), with an id after `after` if given."""
     _, table, key, text_sql = TARGETS[kind]
     # no embedder reads more than this; a store's oversized text must not cost more
+    later, args = ("", ()) if after is None else (f" AND {key} > ?", (after,))
     return conn.execute(f"SELECT {key}, substr({text_sql}, 1, {MAX_CONTEXT_TEXT}), embed_hash FROM {table} "
-                        f"WHERE {where} ORDER BY {key}").fetchall()
+                        f"WHERE ({where}){later} ORDER BY {key} LIMIT ?",
+                        (*args, -1 if limit is None else limit)).fetchall()
 
 
 def forget_stale_embed_hashes(conn: Connection, model: str | None) -> int:
