@@ -1,6 +1,6 @@
 """Memory of an offline build, stage by stage: what grows with the corpus (issue 41 item 2).
 
-    python bench/stage_rss.py STORE CORPUS [--trace] [--trim] [--grown]
+    python bench/stage_rss.py STORE CORPUS [--trace] [--trim] [--grown] [--peak-site]
 
 Indexes CORPUS into a new STORE offline (tgr:hash-384) in this process and prints, as each
 stage starts, the process's resident set (VmRSS) and its peak so far (ru_maxrss); --trace also
@@ -8,7 +8,9 @@ the Python heap (tracemalloc: current and peak traced MB, and the 15 largest all
 at the largest traced heap seen; slows the build ~2x and adds its own RSS); --trim calls glibc's
 malloc_trim(0) at each stage change and prints the RSS after it (what freed memory the
 allocator was only keeping); --grown prints, as each stage starts, the 6 allocation sites (8 frames
-deep) whose live memory grew most since the previous stage started: what a stage keeps. Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
+deep) whose live memory grew most since the previous stage started: what a stage keeps;
+--peak-site samples RSS every 20 ms in a thread and prints the main thread's stack when the
+RSS was at its highest (where the peak is, at full speed: no tracing). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
 """
 from __future__ import annotations
 
@@ -34,6 +36,33 @@ def rss_mb() -> tuple[int, int]:
     return current // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
+class PeakSite:
+    """A thread that samples RSS and keeps the main thread's stack at the highest sample."""
+
+    def __init__(self, every: float = 0.02):
+        import threading
+        import traceback
+
+        self.highest, self.stack, self.stage_rss = 0, [], []
+        main = threading.main_thread().ident
+        self.done = threading.Event()
+
+        def run() -> None:
+            while not self.done.wait(every):
+                current = rss_mb()[0]
+                if current > self.highest:
+                    frame = sys._current_frames().get(main)
+                    self.highest, self.stack = current, traceback.format_stack(frame)[-12:] if frame else []
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def report(self) -> None:
+        self.done.set()
+        print(f"highest sampled RSS {self.highest} MB, main thread at:")
+        for line in self.stack:
+            print("   " + line.rstrip().replace("\n", "\n   "))
+
+
 def grown(state: dict) -> None:
     """Print the sites whose live memory grew most since the last call."""
     snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
@@ -52,6 +81,7 @@ def main() -> int:
     parser.add_argument("--trace", action="store_true", help="also tracemalloc's heap and top allocation sites")
     parser.add_argument("--trim", action="store_true", help="malloc_trim(0) at each stage change")
     parser.add_argument("--grown", action="store_true", help="the sites that grew most since the previous stage")
+    parser.add_argument("--peak-site", action="store_true", help="the main thread's stack at the highest RSS")
     args = parser.parse_args()
     args.store.unlink(missing_ok=True)
     state = {"stage": None, "largest": 0, "snapshot": None, "previous": None}
@@ -76,8 +106,11 @@ def main() -> int:
             state["largest"] = tracemalloc.get_traced_memory()[0]
             state["snapshot"] = (stage, tracemalloc.take_snapshot())
 
+    sampler = PeakSite() if args.peak_site else None
     with tgr.open(args.store, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(args.corpus)], progress=progress)
+    if sampler:
+        sampler.report()
     current, peak = rss_mb()
     print(f"end: RSS {current} MB, peak {peak} MB", flush=True)
     if state["snapshot"]:
