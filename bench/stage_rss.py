@@ -9,8 +9,8 @@ at the largest traced heap seen; slows the build ~2x and adds its own RSS); --tr
 malloc_trim(0) at each stage change and prints the RSS after it (what freed memory the
 allocator was only keeping); --grown prints, as each stage starts, the 6 allocation sites (8 frames
 deep) whose live memory grew most since the previous stage started: what a stage keeps;
---peak-site samples RSS every 20 ms in a thread and prints the main thread's stack when the
-RSS was at its highest (where the peak is, at full speed: no tracing). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
+--peak-site samples RSS every 20 ms in a thread and prints, for each stage, the main thread's
+stack when the RSS was at its highest (where the peak is, at full speed: no tracing). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
 """
 from __future__ import annotations
 
@@ -37,30 +37,32 @@ def rss_mb() -> tuple[int, int]:
 
 
 class PeakSite:
-    """A thread that samples RSS and keeps the main thread's stack at the highest sample."""
+    """A thread that samples RSS and keeps, for each stage, the main thread's stack at its
+    highest sample (stage: what progress last named)."""
 
-    def __init__(self, every: float = 0.02):
+    def __init__(self, state: dict, every: float = 0.02):
         import threading
         import traceback
 
-        self.highest, self.stack, self.stage_rss = 0, [], []
+        self.highest: dict = {}  # stage -> (RSS MB, stack)
         main = threading.main_thread().ident
         self.done = threading.Event()
 
         def run() -> None:
             while not self.done.wait(every):
-                current = rss_mb()[0]
-                if current > self.highest:
+                current, stage = rss_mb()[0], state["stage"]
+                if current > self.highest.get(stage, (0, None))[0]:
                     frame = sys._current_frames().get(main)
-                    self.highest, self.stack = current, traceback.format_stack(frame)[-12:] if frame else []
+                    self.highest[stage] = (current, traceback.format_stack(frame)[-7:] if frame else [])
 
         threading.Thread(target=run, daemon=True).start()
 
     def report(self) -> None:
         self.done.set()
-        print(f"highest sampled RSS {self.highest} MB, main thread at:")
-        for line in self.stack:
-            print("   " + line.rstrip().replace("\n", "\n   "))
+        for stage, (rss, stack) in self.highest.items():
+            print(f"highest sampled RSS during {stage}: {rss} MB, main thread at:")
+            for line in stack:
+                print("   " + line.rstrip().replace("\n", "\n   "))
 
 
 def grown(state: dict) -> None:
@@ -106,7 +108,7 @@ def main() -> int:
             state["largest"] = tracemalloc.get_traced_memory()[0]
             state["snapshot"] = (stage, tracemalloc.take_snapshot())
 
-    sampler = PeakSite() if args.peak_site else None
+    sampler = PeakSite(state) if args.peak_site else None
     with tgr.open(args.store, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(args.corpus)], progress=progress)
     if sampler:

@@ -9,6 +9,7 @@ is deterministic and always consistent with them.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -420,17 +421,26 @@ def _memo(fn):
 
 def _key_hashes(settings: str, mentions, relations) -> dict[str, str]:
     """Per entity key: a hash of the settings, its mention rows and every relationship
-    row that names it (in merge order): all an entity of that key is computed from."""
-    rows: dict[str, list[str]] = defaultdict(list)
+    row that names it (in merge order): all an entity of that key is computed from.
+    content_hash(settings, *its rows), fed a row at a time rather than from a copy of them all."""
+    start = hashlib.sha256(f"{settings}\x1f".encode("utf-8"))
+    hashers: dict = {}
+
+    def add(key: str, text: str) -> None:
+        hasher = hashers.get(key)
+        if hasher is None:
+            hasher = hashers[key] = start.copy()
+        hasher.update(f"{text}\x1f".encode("utf-8"))
+
     for mention, position, key in mentions:
         if key:
-            rows[key].append(repr((mention.chunk_id, position, mention.name, mention.type, mention.description)))
+            add(key, repr((mention.chunk_id, position, mention.name, mention.type, mention.description)))
     for row in relations:
         text = repr(row)
         for key in {row[6], row[7]}:
             if key:
-                rows[key].append(text)
-    return {key: content_hash(settings, *lines, length=32) for key, lines in rows.items()}
+                add(key, text)
+    return {key: hasher.hexdigest()[:32] for key, hasher in hashers.items()}
 
 
 def _top(counter: Counter) -> str:

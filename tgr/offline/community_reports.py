@@ -45,7 +45,9 @@ KEY_PHRASES = 8          # key phrases kept per community
 SENTENCES = 3            # representative sentences kept per community
 CANDIDATES = 60          # a community's most frequent terms, scored as key phrases
 CHUNK_SCALE, DOCUMENT_SCALE, SIZE_SCALE = 500, 50, 200  # a community this wide rates 10
-ANALYSED_IN_MEMORY = 6000  # analysed chunks a writer keeps in memory (~270 MB of Chinese; the others: on disk)
+ANALYSED_IN_MEMORY = 2000  # analysed chunks a writer keeps in memory (~45 KB each; the others: on disk).
+# At 30 M English characters 6,000 held 105 MB more at the peak than 2,000, which cost 9 % more
+# report-stage CPU (bench/stage_rss.py; issue 41)
 DAMPING = 0.85
 REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what they all repeat
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
