@@ -48,7 +48,8 @@ QUESTIONS = 100
 MAX_ANSWER = 40
 SENTENCE_END = "。！？!?\n"
 EN_SENTENCE_END = re.compile(r"""[.!?]["'”’)\]]*(?=\s+["'“‘(\[]?[A-Z0-9])""")
-EN_NOT_END = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Rev|Mt|No|vs|etc|Inc|Co|Ltd|Corp|Bros|U\.S|e\.g|i\.e))\.$")
+EN_NOT_END = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Rev|Mt|No|vs|etc|"
+                        r"Inc|Co|Ltd|Corp|Bros|U\.S|e\.g|i\.e))\.$")  # an initial or an abbreviation
 
 
 def _cuts_zh(text: str) -> list[int]:
