@@ -1,35 +1,101 @@
-"""Build a further dev set, outside /work/shared/eval, from public data (issue 39 item 1).
+"""Build further dev sets, outside /work/shared/eval, from public data (issue 39 item 1).
 
-    python bench/dev_sets.py DRCD_dev.json OUT_DIR      # writes OUT_DIR/drcd_dev/{corpus,questions}.jsonl
+    python bench/dev_sets.py DRCD_dev.json OUT_DIR        # writes OUT_DIR/drcd_dev/{corpus,questions}.jsonl
+    python bench/dev_sets.py musique_train.json OUT_DIR   # writes OUT_DIR/musique/{corpus,questions}.jsonl
 
-Source: DRCD (Delta Reading Comprehension Dataset, traditional-Chinese Wikipedia, Shao et al.
-2018), https://github.com/DRCKnowledgeTeam/DRCD, commit b944790de5af02c5fbb7cd9cb1473d27d169eebf,
-file DRCD_dev.json; licence CC BY-SA 3.0. The rows are never copied into the project: rebuild
-them with this script, in the format of the shared dev sets (corpus.jsonl, questions.jsonl with
-evidence_doc_ids and evidence_texts; see the shared eval README).
+The source is told by the file's shape (SQuAD-style {"data": [...]}: DRCD; a list of questions
+with "question_decomposition": MuSiQue). The rows are never copied into the project: rebuild them
+with this script, in the format of the shared dev sets (corpus.jsonl, questions.jsonl with
+evidence_doc_ids and evidence_texts; see the shared eval README). Standard library only,
+deterministic: the same file gives byte-identical output. Both builders draw their questions with
+random.Random(7) (at most 100) and take evidence_texts as the sentence(s) holding the answer.
 
+drcd_dev (Chinese, single hop). Source: DRCD (Delta Reading Comprehension Dataset,
+traditional-Chinese Wikipedia, Shao et al. 2018), https://github.com/DRCKnowledgeTeam/DRCD,
+commit b944790de5af02c5fbb7cd9cb1473d27d169eebf, file DRCD_dev.json; licence CC BY-SA 3.0.
 Built: each paragraph is a document (title = its article's). A paragraph is a candidate when
 one of its questions has a first answer of at most 40 characters found in the paragraph; 100
-candidates drawn with random.Random(7), one question each (the first that qualifies). The
-corpus is every paragraph of the drawn paragraphs' articles: the distractors are on the same
-topics. evidence_texts is the sentence holding the answer. Standard library only, deterministic.
+candidates drawn, one question each (the first that qualifies). The corpus is every paragraph of
+the drawn paragraphs' articles: the distractors are on the same topics. evidence_texts is the
+sentence holding the answer (sentences end at 。！？!? or a line break).
+
+musique (English, multi hop: 2 to 4 hops). Source: MuSiQue-Ans (Trivedi et al., TACL 2022;
+English Wikipedia paragraphs; licence CC BY 4.0), the 100-question train subset HippoRAG ships:
+https://github.com/OSU-NLP-Group/HippoRAG, commit b144c46df14cabe5f5822d8caded4bec5f709461 (the
+commit the shared hotpotqa set comes from; repository MIT), file data/musique_train.json.
+Built: a question is a candidate when it is answerable; 100 drawn (the file holds exactly 100,
+so all of them), written in the file's order. Each question comes with 20 paragraphs, its
+supporting ones and distractors MuSiQue retrieved for it (same topics); the corpus is the drawn
+questions' paragraphs, deduplicated by (title, text), numbered in order of first appearance
+(1,890 documents). evidence_doc_ids are the paragraphs of the question's hops
+(question_decomposition's paragraph_support_idx), in hop order; evidence_texts[i] is the sentence
+of that paragraph holding its hop's answer (first occurrence; from the first to the last such
+sentence when one paragraph serves two hops). English sentences end at . ! ? (closing quotes
+after it) before a space and a capital, digit or opening quote, except after an initial or
+a common abbreviation. meta.supporting_facts holds those sentences (F@k of `tgr eval`),
+meta.hops each hop's question, answer and document, meta.candidate_doc_ids the 20 paragraphs.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
-NAME = "drcd_dev"
 SEED = 7
 QUESTIONS = 100
 MAX_ANSWER = 40
 SENTENCE_END = "。！？!?\n"
+EN_SENTENCE_END = re.compile(r"""[.!?]["'”’)\]]*(?=\s+["'“‘(\[]?[A-Z0-9])""")
+EN_NOT_END = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Rev|Mt|No|vs|etc|"
+                        r"Inc|Co|Ltd|Corp|Bros|U\.S|e\.g|i\.e))\.$")  # an initial or an abbreviation
+
+
+def _cuts_zh(text: str) -> list[int]:
+    """Sentence cuts (offsets a sentence starts at) after each of SENTENCE_END."""
+    return [i + 1 for i, c in enumerate(text) if c in SENTENCE_END]
+
+
+def _cuts_en(text: str) -> list[int]:
+    """Sentence cuts of English text (see the module notes)."""
+    return [m.end() for m in EN_SENTENCE_END.finditer(text) if not EN_NOT_END.search(text, 0, m.start() + 1)]
+
+
+def _sentence(text: str, start: int, answer: str, cuts=_cuts_zh) -> str:
+    """The sentence(s) of text that hold the answer at start (else its first occurrence)."""
+    if text[start:start + len(answer)] != answer:
+        start = text.find(answer)
+    end = start + len(answer)
+    marks = cuts(text)
+    lo = max((c for c in marks if c <= start), default=0)
+    hi = min((c for c in marks if c > end), default=len(text))
+    return text[lo:hi].strip()
+
+
+def _draw(candidates: list) -> list:
+    """The deterministic draw of at most QUESTIONS candidates."""
+    return random.Random(SEED).sample(candidates, min(QUESTIONS, len(candidates)))
+
+
+def _write(out: Path, name: str, corpus: list[dict], questions: list[dict]) -> None:
+    """Check the shared sets' invariants and write OUT/name/{corpus,questions}.jsonl."""
+    texts = {d["doc_id"]: d["text"] for d in corpus}
+    assert len(texts) == len(corpus) and all(t.strip() for t in texts.values())
+    for q in questions:
+        assert len(q["evidence_doc_ids"]) == len(q["evidence_texts"])
+        assert all(e in texts and t and t in texts[e] for e, t in zip(q["evidence_doc_ids"], q["evidence_texts"]))
+    assert len({q["qid"] for q in questions}) == len(questions)
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for file, rows in (("corpus.jsonl", corpus), ("questions.jsonl", questions)):
+        (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    print(f"{name}: {len(questions)} questions, {len(corpus)} documents "
+          f"({sum(len(d['text']) for d in corpus)} chars) in {folder}")
 
 
 def _question(paragraph: dict) -> tuple[dict, str] | None:
-    """The paragraph's first question with a short answer found in it."""
+    """The DRCD paragraph's first question with a short answer found in it."""
     for qa in paragraph["qas"]:
         answer = qa["answers"][0]["text"].strip() if qa["answers"] else ""
         if answer and len(answer) <= MAX_ANSWER and answer in paragraph["context"]:
@@ -37,44 +103,68 @@ def _question(paragraph: dict) -> tuple[dict, str] | None:
     return None
 
 
-def _sentence(text: str, start: int, answer: str) -> str:
-    """The sentence of text that holds the answer at start (else its first occurrence)."""
-    if text[start:start + len(answer)] != answer:
-        start = text.find(answer)
-    lo, hi = start, start + len(answer)
-    while lo > 0 and text[lo - 1] not in SENTENCE_END:
-        lo -= 1
-    while hi < len(text) and text[hi] not in SENTENCE_END:
-        hi += 1
-    return text[lo:min(hi + 1, len(text))].strip()
-
-
-def build(raw: Path, out: Path) -> None:
-    articles = json.loads(raw.read_text(encoding="utf-8"))["data"]
+def build_drcd(raw: dict, out: Path, name: str = "drcd_dev") -> None:
+    articles = raw["data"]
     paragraphs = [(a, p) for a in articles for p in a["paragraphs"] if p["context"].strip()]
     candidates = [(a, p) for a, p in paragraphs if _question(p)]
-    drawn = random.Random(SEED).sample(candidates, QUESTIONS)
+    drawn = _draw(candidates)
     topics = {a["id"] for a, _ in drawn}
-    corpus = [{"doc_id": f"{NAME}-{p['id']}", "title": a["title"], "text": p["context"],
+    corpus = [{"doc_id": f"{name}-{p['id']}", "title": a["title"], "text": p["context"],
                "meta": {"source": "DRCD_dev", "source_id": p["id"]}}
               for a, p in paragraphs if a["id"] in topics]
     questions = []
     for a, p in sorted(drawn, key=lambda ap: ap[1]["id"]):
         qa, answer = _question(p)
         questions.append({
-            "qid": f"{NAME}-{qa['id']}", "question": qa["question"], "answer": answer,
+            "qid": f"{name}-{qa['id']}", "question": qa["question"], "answer": answer,
             "answer_aliases": [], "question_type": "single_hop:paragraph",
-            "evidence_doc_ids": [f"{NAME}-{p['id']}"],
+            "evidence_doc_ids": [f"{name}-{p['id']}"],
             "evidence_texts": [_sentence(p["context"], qa["answers"][0].get("answer_start", -1), answer)],
             "meta": {"source_id": qa["id"], "title": a["title"]}})
-    ids = {d["doc_id"] for d in corpus}
-    assert len(ids) == len(corpus) and all(q["evidence_doc_ids"][0] in ids for q in questions)
-    folder = out / NAME
-    folder.mkdir(parents=True, exist_ok=True)
-    for file, rows in (("corpus.jsonl", corpus), ("questions.jsonl", questions)):
-        (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    print(f"{NAME}: {len(questions)} questions, {len(corpus)} documents "
-          f"({sum(len(d['text']) for d in corpus)} chars) in {folder}")
+    _write(out, name, corpus, questions)
+
+
+def build_musique(raw: list[dict], out: Path, name: str = "musique") -> None:
+    order = {id(r): i for i, r in enumerate(raw)}
+    drawn = sorted(_draw([r for r in raw if r.get("answerable", True)]), key=lambda r: order[id(r)])
+    ids: dict[tuple[str, str], str] = {}
+    for r in drawn:
+        for p in r["paragraphs"]:
+            ids.setdefault((p["title"], p["paragraph_text"]), f"{name}-{len(ids):04d}")
+    corpus = [{"doc_id": doc_id, "title": title, "text": text, "meta": {"source": "MuSiQue"}}
+              for (title, text), doc_id in ids.items()]
+    texts = {d["doc_id"]: d["text"] for d in corpus}
+    questions = []
+    for r in drawn:
+        docs = [ids[(p["title"], p["paragraph_text"])] for p in r["paragraphs"]]
+        hops, facts, spans = [], [], {}
+        for hop in r["question_decomposition"]:
+            p = r["paragraphs"][hop["paragraph_support_idx"]]
+            doc_id = docs[hop["paragraph_support_idx"]]
+            text, answer = p["paragraph_text"], hop["answer"]
+            sentence = _sentence(text, -1, answer, _cuts_en)
+            lo = text.find(sentence)
+            was = spans.get(doc_id, (lo, lo + len(sentence)))
+            spans[doc_id] = (min(lo, was[0]), max(lo + len(sentence), was[1]))
+            hops.append({"question": hop["question"], "answer": answer, "doc_id": doc_id})
+            facts.append({"doc_id": doc_id, "text": sentence})
+        questions.append({
+            "qid": f"{name}-{r['id']}", "question": r["question"], "answer": r["answer"],
+            "answer_aliases": r.get("answer_aliases", []), "question_type": f"multi_hop:{r['id'].split('__')[0]}",
+            "evidence_doc_ids": list(spans), "evidence_texts": [texts[d][lo:hi] for d, (lo, hi) in spans.items()],
+            "meta": {"source_id": r["id"], "supporting_facts": facts, "hops": hops,
+                     "candidate_doc_ids": list(dict.fromkeys(docs))}})
+    _write(out, name, corpus, questions)
+
+
+def build(raw: Path, out: Path) -> None:
+    data = json.loads(raw.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "data" in data:
+        build_drcd(data, out)
+    elif isinstance(data, list) and data and "question_decomposition" in data[0]:
+        build_musique(data, out)
+    else:
+        sys.exit(f"{raw}: neither DRCD (SQuAD-style) nor MuSiQue")
 
 
 if __name__ == "__main__":
