@@ -410,11 +410,13 @@ def _material(conn: Connection, communities: dict[str, _Community], todo: list[_
 class _Saving:
     """Reports on their way to the store: committed one by one (a model's report cost a call),
     or save_batch at a time for a writer that has one (the offline writer: a commit per report
-    was ~22 KB written for each of 西游记's 999 reports)."""
+    was ~22 KB written for each of 西游记's 999 reports). On exit, the writer's end() (if it
+    has one) lets go of what it read for the stage."""
 
     def __init__(self, conn: Connection, writer):
         self.conn, self.batch = conn, max(1, getattr(writer, "save_batch", 1))
         self.rows: list[tuple] = []
+        self.end = getattr(writer, "end", lambda: None)
 
     def add(self, *row) -> None:
         self.rows.append(row)
@@ -425,7 +427,10 @@ class _Saving:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.flush()
+        try:
+            self.flush()
+        finally:  # a writer that read the store lets it go: the stages after this one need none of it
+            self.end()
 
     def flush(self) -> None:
         if self.rows:
@@ -532,12 +537,9 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
             if fresh:  # (a kept report may release its parent in turn: loop)
                 return fresh
 
-    try:
-        with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
-            while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
-                for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
-                    save(community, parsed, generator, context_hash)
-                    order.done(community.id)
-    finally:  # a writer that read the store lets it go: the stages after this one need none of it
-        getattr(writer, "end", lambda: None)()
+    with _Saving(conn, writer) as saving:  # (what was written before a failure or Ctrl-C is kept)
+        while batch := released():  # one stream; only a writer that takes no more(...) goes wave by wave
+            for (community, context_hash), parsed, generator in writer.write(batch, idle, more=released):
+                save(community, parsed, generator, context_hash)
+                order.done(community.id)
     return written
