@@ -59,15 +59,17 @@ class Cleaned:
 
 
 def strip_boilerplate(text: str) -> Cleaned:
-    """The text without the boilerplate described in the module docstring."""
+    """The text without the boilerplate described in the module docstring. Paragraphs are
+    looked at one by one and the kept ones cut out of the text once: a big file is held about
+    twice, not once per paragraph list, join and substitution."""
     original = len(text)
     text, title, marked = _gutenberg_bodies(text)
-    paragraphs = re.split(r"(\n[ \t]*\n)", text)  # keeps the separators: the text stays exact
-    kept, in_list, kept_chars = [], False, 0  # kept_chars: sum(map(len, kept)), kept as it grows
-    for index in range(0, len(paragraphs), 2):
-        paragraph = paragraphs[index]
-        separator = paragraphs[index + 1] if index + 1 < len(paragraphs) else ""
+    kept: list[list[int]] = []  # [start, end) spans of the text kept, adjacent ones joined
+    in_list, kept_chars, start = False, 0, 0  # kept_chars: the length of the spans kept so far
+    for paragraph_end, after in _paragraph_ends(text):
+        paragraph = text[start:paragraph_end]
         stripped = paragraph.strip()
+        span, start = (start, after), after
         if _LIST_HEADING.match(stripped) and kept_chars < _FRONT_MATTER * len(text):
             in_list = True
             continue
@@ -78,15 +80,33 @@ def strip_boilerplate(text: str) -> Cleaned:
         if front and len(stripped) <= _CREDITS_PARAGRAPH and (_CREDITS.match(stripped) or _ABOUT_THE_ETEXT.search(stripped)) \
                 or _TRANSCRIBER.match(stripped):
             continue
-        kept.append(paragraph + separator)
-        kept_chars += len(kept[-1])
-    text = "".join(kept)
-    text = _INLINE_CREDITS.sub("", text[:_CREDITS_WITHIN]) + text[_CREDITS_WITHIN:]
-    text = _TRANSCRIBER_BOX.sub("", text)
+        if kept and kept[-1][1] == span[0]:
+            kept[-1][1] = span[1]
+        else:
+            kept.append(list(span))
+        kept_chars += span[1] - span[0]
+    if kept != [[0, len(text)]]:
+        text = "".join(text[a:b] for a, b in kept)
+    head = text[:_CREDITS_WITHIN]
+    cleaned_head = _INLINE_CREDITS.sub("", head)
+    if cleaned_head != head:
+        text = cleaned_head + text[_CREDITS_WITHIN:]
+    text = _TRANSCRIBER_BOX.sub("", text)  # (the same string back when nothing matches)
     text = _ILLUSTRATION.sub(lambda m: " ".join((m.group(1) or "").strip("_ ").split()), text)
     if marked or len(text) != original:
         text = text.strip("\n") + "\n"
     return Cleaned(text, title, max(0, original - len(text)))
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def _paragraph_ends(text: str):
+    """(end of a paragraph, start of the next) for each paragraph, the blank lines after it
+    being part of it, as re.split(r"(\n[ \t]*\n)", text) cuts the text."""
+    for match in _PARAGRAPH_BREAK.finditer(text):
+        yield match.start(), match.end()
+    yield len(text), len(text)
 
 
 def _gutenberg_bodies(text: str) -> tuple[str, str | None, bool]:
