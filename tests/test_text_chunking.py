@@ -326,3 +326,15 @@ def test_content_hash_is_the_sha256_of_each_part_followed_by_a_unit_separator(pa
     expected = hashlib.sha256(b"".join(p.encode("utf-8") + b"\x1f" for p in parts)).hexdigest()
     assert content_hash(*parts) == expected[:16]
     assert content_hash(*parts, length=32) == expected[:32]
+
+
+def test_a_big_text_hashes_as_a_small_one_would():
+    """content_hash reads a big document a slice at a time (no encoded copy of it whole):
+    the id is still the hash of its text and the separator, whatever the script."""
+    import hashlib
+
+    from tgr.text import content_hash
+
+    for text in ("a" * 3_000_001, "孙悟空" * 700_000 + "x", "é\U0001F600" * 600_000, "short"):
+        whole = hashlib.sha256((text + "\x1f").encode("utf-8")).hexdigest()
+        assert content_hash(text) == whole[:16] and content_hash(text, length=32) == whole[:32]

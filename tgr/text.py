@@ -117,8 +117,17 @@ def content_hash(*parts: str, length: int = 16) -> str:
     import hashlib  # here: loading OpenSSL costs a cold `tgr ask` (which hashes nothing) ~4 ms
 
     # each part followed by a unit separator, hashed in one call (a merge hashes ~150,000 parts)
+    if len(parts) == 1 and len(parts[0]) > _HASH_SLICE:  # a whole big document: no copy of it
+        hasher = hashlib.sha256()
+        for start in range(0, len(parts[0]), _HASH_SLICE):
+            hasher.update(parts[0][start:start + _HASH_SLICE].encode("utf-8"))
+        hasher.update(b"\x1f")
+        return hasher.hexdigest()[:length]
     joined = "\x1f".join(parts) + "\x1f" if parts else ""
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:length]
+
+
+_HASH_SLICE = 1 << 20  # characters of a big text encoded at a time
 
 
 def has_cjk(text: str) -> bool:
