@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
 from typing import Callable
 
 from . import stage_inputs as freshness
@@ -31,7 +34,7 @@ Progress = Callable[[str, int, int], None]
 MAX_ENTRIES_PER_DISAMBIGUATION = 12
 
 
-@dataclass
+@dataclass(slots=True)  # (one per extraction row: no __dict__ each)
 class _Mention:
     chunk_id: str
     name: str
@@ -259,11 +262,13 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     keys = None if inputs.names is None else sorted(({key_of(n) for n in inputs.names} | set(inputs.names)) - {""})
     # with keys, the rows of the changed names only: everything their entities are computed from
     args = () if keys is None else (json.dumps(keys),)
-    mentions = [(_Mention(*row[:4]), row[4], row[5]) for row in conn.execute(
-        MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args).fetchall()]
-    relations = conn.execute(
+    intern = sys.intern  # a chunk's id and a type are said by many rows: one string each
+    mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
+                for chunk, name, kind, description, position, key in _in_pages(conn.execute(
+                    MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
+    relations = list(_in_pages(conn.execute(
         RELATIONS_SQL.format(where="" if keys is None else
-                             f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2).fetchall()
+                             f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)))
     hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
@@ -271,6 +276,12 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
         hashes = {k: hashes[k] for k in keys if k in hashes}
         stored = dict(conn.execute(f"SELECT id, input_hash FROM entities WHERE id {IN_KEYS}", args).fetchall())
     return mentions, relations, hashes, stored
+
+
+def _in_pages(cursor, size: int = 4096):
+    """A cursor's rows, fetched size at a time (not all at once beside what is made of them;
+    not one at a time either: each fetch is a watched call)."""
+    return chain.from_iterable(iter(partial(cursor.fetchmany, size), []))
 
 
 def _in_scope(mentions, relations, dirty: set[str] | None):
