@@ -43,6 +43,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from functools import partial
+from itertools import chain
 
 from ..store.db import Connection, transaction
 from ..offline.entity_types import census_first_names
@@ -298,12 +300,14 @@ def lower_words(conn: Connection, documents: list[str], chunks: tuple[int, int] 
     if not documents:
         return {}
     between = "" if chunks is None else " AND ordinal >= ? AND ordinal < ?"
-    texts: dict[str, list[str]] = defaultdict(list)
-    for document, text in conn.execute("SELECT document_id, text FROM chunks WHERE document_id IN "
-                                       f"(SELECT value FROM json_each(?)){between} ORDER BY document_id, ordinal",
-                                       (json.dumps(sorted(documents)), *(chunks or ()))):
-        texts[document].append(text)
-    return {document: set(_LOWER_WORD.findall("\n".join(texts.get(document, ())))) for document in documents}
+    words: dict[str, set[str]] = {document: set() for document in documents}
+    rows = conn.execute("SELECT document_id, text FROM chunks WHERE document_id IN "
+                        f"(SELECT value FROM json_each(?)){between} ORDER BY document_id, ordinal",
+                        (json.dumps(sorted(documents)), *(chunks or ())))
+    # a chunk at a time (a whole document's words listed at once held ~10 strings per 100 characters)
+    for document, text in chain.from_iterable(iter(partial(rows.fetchmany, 256), [])):
+        words[document].update(_LOWER_WORD.findall(text))
+    return words
 
 
 def _names_by_document(rows) -> dict[str, dict[str, Counter]]:

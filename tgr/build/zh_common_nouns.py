@@ -19,7 +19,6 @@ and encyclopedia articles keep their places.)
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 
@@ -67,14 +66,10 @@ def chinese_common_nouns(conn: Connection, names: dict[str, dict[str, Counter]])
     wanted = sorted(d for d in chinese if persons.get(d) or places.get(d))
     if not wanted:
         return {}
-    texts: dict[str, list[str]] = defaultdict(list)
-    for document, text in conn.execute(
-            "SELECT document_id, text FROM chunks WHERE document_id IN (SELECT value FROM json_each(?)) "
-            "ORDER BY document_id, ordinal", (json.dumps(wanted),)):
-        texts[document].append(text)
     found = {}
-    for document in wanted:
-        text = "\n".join(texts[document])
+    for document in wanted:  # a document's text at a time, not every document's at once
+        text = "\n".join(text for (text,) in conn.execute(
+            "SELECT text FROM chunks WHERE document_id = ? ORDER BY ordinal", (document,)))
         people, spots = persons.get(document, set()), places[document]
         occurrences = _occurrences(text, people | spots)  # (one pass over the text for both)
         common = _common_words(text, {w: occurrences[w] for w in people}) | \
