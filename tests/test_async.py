@@ -15,7 +15,7 @@ import tgr
 from conftest import EN_CORPUS, SMALL
 from fakellm import FakeServer
 from test_threads import LATENCY, models, questions, server, slow  # noqa: F401 - server, slow: fixtures
-from tgr.models.loop_transport import async_client, close_async_client
+from tgr.models.loop_transport import async_client
 
 QUESTIONS = 50
 SEQUENTIAL_SAMPLE = 4  # questions timed one after another (the other 46 would take 23 s more)
@@ -78,7 +78,10 @@ def test_fifty_questions_from_one_loop(store, server, slow):
                 started = time.perf_counter()
                 answers = await asyncio.gather(*(kb.aask(q) for q in asked))
                 together = time.perf_counter() - started
-            await close_async_client()
+            pool = async_client(asyncio.get_running_loop())
+            await tgr.close_async_client()  # the public call a service's shutdown awaits
+            assert pool.is_closed and async_client(asyncio.get_running_loop()) is not pool
+            await tgr.close_async_client()
         return one_by_one, together, probe, [a.answer for a in answers], sent
 
     one_by_one, together, probe, answers, sent = asyncio.run(main())

@@ -23,5 +23,14 @@ def merge_stores(out, stores, **options):
     return shards.merge_stores(out, stores, open_store=StoreAdmin, **options)
 
 
-__all__ = ["open", "open_many", "Stores", "merge_stores", "KnowledgeBase", "IndexSettings", "IndexSummary",
+async def close_async_client() -> None:
+    """Close the connection pool the running event loop's model calls share (made by the first
+    aask/astream/aretrieve/aindex of that loop; a later call makes a new one). Await it when a
+    service shuts down, after closing its stores."""
+    from .models.loop_transport import close_async_client as close
+
+    await close()
+
+
+__all__ = ["open", "open_many", "Stores", "merge_stores", "close_async_client", "KnowledgeBase", "IndexSettings", "IndexSummary",
            "Answer", "Prompts", "TgrError", "TgrWarning", "StoreError", "ModelError", "ModelMismatch", "__version__"]

@@ -32,6 +32,7 @@ async def lifespan(app: FastAPI):
     app.state.kb = tgr.open(STORE, readonly=True)  # a missing or damaged store fails the start
     yield
     app.state.kb.close()
+    await tgr.close_async_client()  # the model calls' connection pool of this loop
 
 
 app = FastAPI(title="tgr", lifespan=lifespan)
