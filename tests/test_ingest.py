@@ -500,3 +500,26 @@ def test_rst_json_and_tsv_round_trip_into_sources(tmp_path, db_path):
     assert found == {"Stubb": ("stubb.rst", None, {}),
                      "Queequeg": ("list.json", "q1", {"url": "https://example.org/q"}),
                      "Flask": ("mates.tsv", "f1", {"date": "1851"})}
+
+
+def test_a_text_too_big_for_one_value_is_read_as_numbered_parts(tmp_path):
+    """A plain-text file longer than one stored value holds (a whole corpus in one file) is
+    read as parts of it, each under the limit, cut at paragraphs, that join to its text and
+    carry ids (part 1, part 2, ...) so a new version of the file replaces them."""
+    from tgr.ingest.formats import Record, in_parts
+    from tgr.ingest.sources import MAX_DOCUMENT_CHARS
+    from tgr.store.hardening import MAX_VALUE_BYTES
+
+    paragraph = "Marley was dead, to begin with. 孙悟空拜师学艺。\n\n"
+    text = paragraph * (MAX_DOCUMENT_CHARS // len(paragraph) + 10)
+    (tmp_path / "corpus.txt").write_text(text, encoding="utf-8")
+    docs = read_documents([str(tmp_path / "corpus.txt")])
+    assert [d.external_id for d in docs] == ["part 1", "part 2"]
+    assert "".join(d.text for d in docs).strip("\n") == text.strip("\n")
+    assert all(len(d.text.encode("utf-8")) <= MAX_VALUE_BYTES and d.text.endswith("\n\n") for d in docs[:-1])
+    assert docs[0].title.endswith("(part 1 of 2)") and len({d.id for d in docs}) == 2
+    # rows keep their own id before the part's; a text without a break is cut where it must be
+    parts = in_parts(Record(text="x" * 25, title="t", external_id="row 7"), 10)
+    assert [p.text for p in parts] == ["x" * 10, "x" * 10, "x" * 5]
+    assert [p.external_id for p in parts] == ["row 7 part 1", "row 7 part 2", "row 7 part 3"]
+    assert in_parts(Record(text="short", title="t"), 10)[0].external_id is None

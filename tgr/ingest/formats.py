@@ -39,6 +39,33 @@ class Record:
     where: str = ""  # file:line for messages, when a file holds many documents
 
 
+def in_parts(record: Record, most: int) -> list[Record]:
+    """The record, or, when its text is longer than most characters, its parts of at most that
+    many, each ending at a paragraph (else a line, else a space) where the text has one in its
+    second half: a text too big for one value of the store (a whole corpus in one file) is kept
+    as several documents of that file, named part 1, 2, ... (their ids, so that a new version of
+    the file replaces them)."""
+    text = record.text
+    if len(text) <= most:
+        return [record]
+    cuts, start = [], 0
+    while len(text) - start > most:
+        end = start + most
+        for separator in ("\n\n", "\n", " "):
+            at = text.rfind(separator, start + most // 2, end)
+            if at != -1:
+                end = at + len(separator)
+                break
+        cuts.append((start, end))
+        start = end
+    cuts.append((start, len(text)))
+    prefix = f"{record.external_id} " if record.external_id else ""
+    return [Record(text=text[a:b], title=f"{record.title} (part {k} of {len(cuts)})",
+                   external_id=f"{prefix}part {k}", metadata=dict(record.metadata),
+                   where=f"{record.where or ''} part {k}".strip())
+            for k, (a, b) in enumerate(cuts, 1)]
+
+
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 

@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 from . import formats
 from ..errors import InputError
+from ..store.hardening import MAX_VALUE_BYTES
 from ..text import content_hash
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
@@ -41,6 +42,9 @@ FAMILIES = {name: ["big5", "cp950", "big5hkscs"] for name in ("big5", "cp950", "
 # scores a mess of 0.17 and a coherence of 0.78; Korean decoded as GB18030 0.17 and 0.
 MAX_CHAOS, MAX_CHAOS_COHERENT, MIN_COHERENCE = 0.1, 0.2, 0.5
 NAMES_SHOWN = 10
+# the most characters one stored document holds: its UTF-8 text fits one value of the store
+# (tgr.store.hardening.MAX_VALUE_BYTES) whatever the script; a longer one is stored in parts
+MAX_DOCUMENT_CHARS = MAX_VALUE_BYTES // 4
 
 Warn = Callable[[str], None]
 
@@ -118,7 +122,7 @@ def _read(file: _File, warn: Warn, keep_boilerplate: bool = False) -> list[Docum
         warn(f"{exc}; skipped")
         return []
     docs = []
-    for record in records:
+    for record in (part for whole in records for part in formats.in_parts(whole, MAX_DOCUMENT_CHARS)):
         # a row's own "encoding" field, if it has one, is its data and wins
         metadata = {"encoding": encoding, **record.metadata} if encoding else record.metadata
         docs.append(Document(id=content_hash(record.text), source=file.source, title=record.title,
