@@ -23,7 +23,9 @@ the best sentence of each leading passage that scores near the best (a multi-hop
 evidence is spread over the passages a local walk links; naive passages, independent matches,
 must score nearer), then the rest, each scored for the question terms the sentences before it
 do not hold yet (the relation word, "godfather", after the sentences about the names); each keeps
-its citation. English words match by their first STEM_CHARS letters (selected / selection).
+its citation. The last place goes to a bridge's defining sentence where the others name one: the
+opening of a passage about a name they add ("... by the band Iron Maiden" -> "Iron Maiden are an
+English heavy metal band formed in Leyton"), the hop a question's relation words rarely find. English words match by their first STEM_CHARS letters (selected / selection).
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -223,6 +225,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
+    protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
     represented = {first.order}  # the hop's passage still gives its best sentence
@@ -236,7 +239,33 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         if _fresh(s, chosen):
             chosen.append(s)
     _fill(chosen, [s for s in ranked if _fresh(s, chosen)], shape, idf, mean, limit)
+    if not shape.defines and len(chosen) > max(2, protected):  # the last place: a name's defining sentence
+        defining = _bridge_definition(chosen[:-1], candidates, question, scored)
+        if defining is not None:
+            chosen[-1] = defining
     return [(s.text, s.cite) for s in chosen]
+
+
+def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], question: str,
+                       scored: dict[int, float]) -> _Sentence | None:
+    """The sentence that defines a bridge the answer names: the opening sentence of a passage
+    about a name that a kept sentence of another passage adds to the question ("... by the band
+    Iron Maiden" -> "Iron Maiden are an English heavy metal band formed in Leyton"), where it says
+    what the name is ("X is/was/are ...", "X (...) was ..."); of several, the best scored. None
+    when the kept sentences name no such passage's subject or already quote its opening."""
+    asked, best, openings = question.lower(), None, {}
+    for s in candidates:
+        openings.setdefault(s.order, s)
+    for order, opening in openings.items():
+        name = opening.subject
+        if len(name) < 3 or name.lower() in asked or name in _CALENDAR or not _fresh(opening, kept):
+            continue
+        if not re.match(rf"{re.escape(name)}\s*(?:\([^)]*\)\s*)?,?\s*(?:is|was|are|were)\b", opening.text):
+            continue
+        if any(name in c.text for c in kept if c.order != order) and (
+                best is None or scored[id(opening)] > scored[id(best)]):
+            best = opening
+    return best
 
 
 def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
