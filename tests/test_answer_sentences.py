@@ -139,6 +139,19 @@ def test_the_last_place_goes_to_the_defining_sentence_of_a_bridge_the_answer_nam
     assert all(cite != "4" for _, cite in answer_sentences(question, passages, limit=4))
 
 
+def test_of_a_bridges_passage_the_sentence_with_a_question_term_the_answer_lacks_comes_before_its_opening():
+    # the answer names Harbour Road; its passage's opening only says what it is, its next sentence
+    # holds "devised", which no quoted sentence holds
+    passages = [("1", "Mira Holt is a fictional character from a Welsh radio serial, voiced by Ann Lee from 1990."),
+                ("2", "Tom Holt is a fictional character from the Welsh radio serial Harbour Road."),
+                ("3", "Jon Holt is a fictional character from a radio serial, voiced by Ian Rees."),
+                ("4", "Harbour Road is a Welsh radio serial. It was devised by the producer Gwen Parry in 1961."),
+                ("5", "Sara Holt is a fictional character from a radio serial of the 1970s.")]
+    picked = answer_sentences("Mira Holt is a fictional character from a radio serial devised by whom?", passages, limit=3)
+    assert picked[-1] == ("It was devised by the producer Gwen Parry in 1961.", "4")
+    assert ("Harbour Road is a Welsh radio serial.", "4") not in picked
+
+
 def test_a_pronoun_opening_bridges_to_the_passage_its_name_opens():
     # "He" stands for the passage's subject, Paul Gross, whom another passage names
     passages = [("1", "Paul Gross is a Canadian actor and director. He is known for his lead role as "

@@ -23,9 +23,11 @@ the best sentence of each leading passage that scores near the best (a multi-hop
 evidence is spread over the passages a local walk links; naive passages, independent matches,
 must score nearer), then the rest, each scored for the question terms the sentences before it
 do not hold yet (the relation word, "godfather", after the sentences about the names); each keeps
-its citation. The last place goes to a bridge's defining sentence where the others name one: the
-opening of a passage about a name they add ("... by the band Iron Maiden" -> "Iron Maiden are an
-English heavy metal band formed in Leyton"), the hop a question's relation words rarely find. English words match by their first STEM_CHARS letters (selected / selection).
+its citation. The last place goes to a bridge's passage where the others name one (a passage
+that opens by defining a name they add): its sentence with a question term they lack ("It was
+created by ...") or else its opening ("... by the band Iron Maiden" -> "Iron Maiden are an English
+heavy metal band formed in Leyton"), the hop a question's relation words rarely find. English
+words match by their first STEM_CHARS letters (selected / selection).
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -248,12 +250,14 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
 
 def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], question: str,
                        scored: dict[int, float]) -> _Sentence | None:
-    """The sentence that defines a bridge the answer names: the opening sentence of a passage
-    about a name that a kept sentence of another passage adds to the question ("... by the band
-    Iron Maiden" -> "Iron Maiden are an English heavy metal band formed in Leyton"), where it says
-    what the name is ("X is/was/are ...", "X (...) was ..."); of several, the best scored. None
-    when the kept sentences name no such passage's subject or already quote its opening."""
+    """The sentence that tells about a bridge the answer names: in a passage that opens by
+    defining a name ("X is/was/are ...", "X (...) was ...") that a kept sentence of another passage
+    adds to the question, its best sentence holding a question term no kept sentence holds ("It
+    was created by ..." for "created by whom?"), else its opening ("... by the band Iron Maiden" ->
+    "Iron Maiden are an English heavy metal band formed in Leyton"); of several passages, the best
+    scored. None when the kept sentences name no such passage's subject or already quote its opening."""
     asked, best, openings = question.lower(), None, {}
+    missing = set(match_terms(question)).difference(*(c.terms for c in kept))
     for s in candidates:
         openings.setdefault(s.order, s)
     for order, opening in openings.items():
@@ -262,9 +266,12 @@ def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], quest
             continue
         if not re.match(rf"{re.escape(name)}\s*(?:\([^)]*\)\s*)?,?\s*(?:is|was|are|were)\b", opening.text):
             continue
-        if any(name in c.text for c in kept if c.order != order) and (
-                best is None or scored[id(opening)] > scored[id(best)]):
-            best = opening
+        if not any(name in c.text for c in kept if c.order != order):
+            continue
+        telling = [s for s in candidates if s.order == order and s.terms & missing and _fresh(s, kept)]
+        pick = max(telling, key=lambda s: scored[id(s)]) if telling else opening
+        if best is None or scored[id(pick)] > scored[id(best)]:
+            best = pick
     return best
 
 
