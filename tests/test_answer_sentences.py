@@ -121,6 +121,37 @@ def test_the_hop_is_a_sentence_about_the_bridge_even_when_another_scores_higher(
     assert picked[1] == ("Dale Brown is an American writer known for aviation techno-thriller novels.", "3")
 
 
+def test_the_last_place_goes_to_the_defining_sentence_of_a_bridge_the_answer_names():
+    # the answer names Harbour Lights (the first hop) but no sentence of the question's words says
+    # where they come from: the opening of the passage about them does, in place of the last sentence
+    passages = [("1", "Seaglass Nights is a live album recorded at a concert in Cardiff in 1988. It was the "
+                      "only live album released by the folk group Harbour Lights."),
+                ("2", "Harbour Nights is a live album recorded by the singer Mary Tern in Swansea."),
+                ("3", "A live album is an album of songs recorded at a concert rather than in a studio."),
+                ("4", "Harbour Lights are a Welsh folk band from Tenby, on the coast of Pembrokeshire."),
+                ("5", "Many groups start out by selling a live album of their first concert in their home town.")]
+    question = "In what town did the group behind the live album Seaglass Nights start out?"
+    picked = answer_sentences(question, passages, limit=4)
+    assert len(picked) == 4 and ("It was the only live album released by the folk group Harbour Lights.", "1") in picked
+    assert picked[-1] == ("Harbour Lights are a Welsh folk band from Tenby, on the coast of Pembrokeshire.", "4")
+    # a passage that only opens with the name (a film about the band) defines no bridge
+    passages[3] = ("4", "Harbour Lights on Tour is a film shot in Tenby, on the coast of Pembrokeshire.")
+    assert all(cite != "4" for _, cite in answer_sentences(question, passages, limit=4))
+
+
+def test_of_a_bridges_passage_the_sentence_with_a_question_term_the_answer_lacks_comes_before_its_opening():
+    # the answer names Harbour Road; its passage's opening only says what it is, its next sentence
+    # holds "devised", which no quoted sentence holds
+    passages = [("1", "Mira Holt is a fictional character from a Welsh radio serial, voiced by Ann Lee from 1990."),
+                ("2", "Tom Holt is a fictional character from the Welsh radio serial Harbour Road."),
+                ("3", "Jon Holt is a fictional character from a radio serial, voiced by Ian Rees."),
+                ("4", "Harbour Road is a Welsh radio serial. It was devised by the producer Gwen Parry in 1961."),
+                ("5", "Sara Holt is a fictional character from a radio serial of the 1970s.")]
+    picked = answer_sentences("Mira Holt is a fictional character from a radio serial devised by whom?", passages, limit=3)
+    assert picked[-1] == ("It was devised by the producer Gwen Parry in 1961.", "4")
+    assert ("Harbour Road is a Welsh radio serial.", "4") not in picked
+
+
 def test_a_pronoun_opening_bridges_to_the_passage_its_name_opens():
     # "He" stands for the passage's subject, Paul Gross, whom another passage names
     passages = [("1", "Paul Gross is a Canadian actor and director. He is known for his lead role as "

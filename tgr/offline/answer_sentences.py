@@ -23,7 +23,11 @@ the best sentence of each leading passage that scores near the best (a multi-hop
 evidence is spread over the passages a local walk links; naive passages, independent matches,
 must score nearer), then the rest, each scored for the question terms the sentences before it
 do not hold yet (the relation word, "godfather", after the sentences about the names); each keeps
-its citation. English words match by their first STEM_CHARS letters (selected / selection).
+its citation. The last place goes to a bridge's passage where the others name one (a passage
+that opens by defining a name they add): its sentence with a question term they lack ("It was
+created by ...") or else its opening ("... by the band Iron Maiden" -> "Iron Maiden are an English
+heavy metal band formed in Leyton"), the hop a question's relation words rarely find. English
+words match by their first STEM_CHARS letters (selected / selection).
 Everything is deterministic and uses no embedder: the answer depends on the store's vectors only
 through the passages retrieval gave it (the weights were tuned on the dev sets' hashed stores).
 """
@@ -223,6 +227,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
+    protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
     represented = {first.order}  # the hop's passage still gives its best sentence
@@ -236,7 +241,38 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         if _fresh(s, chosen):
             chosen.append(s)
     _fill(chosen, [s for s in ranked if _fresh(s, chosen)], shape, idf, mean, limit)
+    if not shape.defines and len(chosen) > max(2, protected):  # the last place: a name's defining sentence
+        defining = _bridge_definition(chosen[:-1], candidates, question, scored)
+        if defining is not None:
+            chosen[-1] = defining
     return [(s.text, s.cite) for s in chosen]
+
+
+def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], question: str,
+                       scored: dict[int, float]) -> _Sentence | None:
+    """The sentence that tells about a bridge the answer names: in a passage that opens by
+    defining a name ("X is/was/are ...", "X (...) was ...") that a kept sentence of another passage
+    adds to the question, its best sentence holding a question term no kept sentence holds ("It
+    was created by ..." for "created by whom?"), else its opening ("... by the band Iron Maiden" ->
+    "Iron Maiden are an English heavy metal band formed in Leyton"); of several passages, the best
+    scored. None when the kept sentences name no such passage's subject or already quote its opening."""
+    asked, best, openings = question.lower(), None, {}
+    missing = set(match_terms(question)).difference(*(c.terms for c in kept))
+    for s in candidates:
+        openings.setdefault(s.order, s)
+    for order, opening in openings.items():
+        name = opening.subject
+        if len(name) < 3 or name.lower() in asked or name in _CALENDAR or not _fresh(opening, kept):
+            continue
+        if not re.match(rf"{re.escape(name)}\s*(?:\([^)]*\)\s*)?,?\s*(?:is|was|are|were)\b", opening.text):
+            continue
+        if not any(name in c.text for c in kept if c.order != order):
+            continue
+        telling = [s for s in candidates if s.order == order and s.terms & missing and _fresh(s, kept)]
+        pick = max(telling, key=lambda s: scored[id(s)]) if telling else opening
+        if best is None or scored[id(pick)] > scored[id(best)]:
+            best = pick
+    return best
 
 
 def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
