@@ -14,12 +14,10 @@ import json
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from functools import partial
-from itertools import chain
 from typing import Callable
 
 from . import stage_inputs as freshness
-from ..store.db import Connection, transaction
+from ..store.db import Connection, in_pages, transaction
 from .stage_inputs import InputHash
 from ..models.gateway import ChatJob, Gateway
 from ..parsing import parse_transformation
@@ -264,9 +262,9 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     args = () if keys is None else (json.dumps(keys),)
     intern = sys.intern  # a chunk's id and a type are said by many rows: one string each
     mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
-                for chunk, name, kind, description, position, key in _in_pages(conn.execute(
+                for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
-    relations = list(_in_pages(conn.execute(
+    relations = list(in_pages(conn.execute(
         RELATIONS_SQL.format(where="" if keys is None else
                              f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)))
     hashes = _key_hashes(settings, mentions, relations)
@@ -276,12 +274,6 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
         hashes = {k: hashes[k] for k in keys if k in hashes}
         stored = dict(conn.execute(f"SELECT id, input_hash FROM entities WHERE id {IN_KEYS}", args).fetchall())
     return mentions, relations, hashes, stored
-
-
-def _in_pages(cursor, size: int = 4096):
-    """A cursor's rows, fetched size at a time (not all at once beside what is made of them;
-    not one at a time either: each fetch is a watched call)."""
-    return chain.from_iterable(iter(partial(cursor.fetchmany, size), []))
 
 
 def _in_scope(mentions, relations, dirty: set[str] | None):

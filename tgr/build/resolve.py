@@ -43,10 +43,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from functools import partial
-from itertools import chain
 
-from ..store.db import Connection, transaction
+from ..store.db import Connection, in_pages, transaction
 from ..offline.entity_types import census_first_names
 from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_given_name, chinese_short_forms
 from ..text import NAME_CONNECTORS, name_key, normalise_name
@@ -305,7 +303,7 @@ def lower_words(conn: Connection, documents: list[str], chunks: tuple[int, int] 
                         f"(SELECT value FROM json_each(?)){between} ORDER BY document_id, ordinal",
                         (json.dumps(sorted(documents)), *(chunks or ())))
     # a chunk at a time (a whole document's words listed at once held ~10 strings per 100 characters)
-    for document, text in chain.from_iterable(iter(partial(rows.fetchmany, 256), [])):
+    for document, text in in_pages(rows, 256):
         words[document].update(_LOWER_WORD.findall(text))
     return words
 

@@ -32,12 +32,13 @@ from collections import Counter, OrderedDict
 from itertools import chain
 from operator import attrgetter
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import NamedTuple
 
 from .name_words import CHINESE_FUNCTION_WORDS
 from .providers import OFFLINE_WRITER
 from .pagerank import personalized_pagerank
+from ..store.db import in_pages
 from ..text import CJK_OR_NUL, CJK_RUN, STOPWORDS, chunk_sentence_spans, has_cjk, shorten
 
 MAX_CLASS_CHUNKS = 200   # chunks read per community (those naming most of its members first)
@@ -488,7 +489,7 @@ class _Mentions:
             "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
             f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args)
         # (fetched a few thousand at a time: a row at a time is a watched call each)
-        for eid, cid, document, ordinal in chain.from_iterable(iter(partial(rows.fetchmany, 4096), [])):
+        for eid, cid, document, ordinal in in_pages(rows):
             number = self._numbers.get(cid)
             if number is None:
                 number = self._numbers[cid] = len(self._chunk_ids)

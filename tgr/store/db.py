@@ -9,7 +9,9 @@ it with another bundled-SQLite driver in one process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
+import itertools
 import os
 import time
 import struct
@@ -119,6 +121,12 @@ def run_script(conn: Connection, script: str) -> None:
             if statement.strip():
                 conn.execute(statement)
             statement = ""
+
+
+def in_pages(cursor, size: int = 4096):
+    """A cursor's rows, fetched size at a time: not all at once beside what the caller makes of
+    them, and not one at a time either (each fetch is a watched call, tgr.store.hardening)."""
+    return itertools.chain.from_iterable(iter(functools.partial(cursor.fetchmany, size), []))
 
 
 class transaction:
