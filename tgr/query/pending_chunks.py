@@ -19,12 +19,6 @@ K1, B = 1.2, 0.75
 IDF_FLOOR = 1e-6  # FTS5's, for a term in more than half the chunks
 
 
-def any_pending(conn: Connection) -> bool:
-    """Whether the store holds chunks not in the full-text index yet."""
-    return has_table(conn, "chunks_unindexed") and conn.execute(
-        "SELECT 1 FROM chunks_unindexed LIMIT 1").fetchone() is not None
-
-
 @dataclass
 class PendingChunks:
     """The terms of the pending chunks (chunk id, term counts, length)."""
@@ -33,7 +27,10 @@ class PendingChunks:
 
     @classmethod
     def read(cls, conn: Connection) -> "PendingChunks":
-        """Compute the terms of up to MAX_PENDING pending chunks, as index_pending would."""
+        """Compute the terms of up to MAX_PENDING pending chunks, as index_pending would
+        (none in a finished store, or one older than the pending list)."""
+        if not has_table(conn, "chunks_unindexed"):
+            return cls([])
         rows = conn.execute(
             "SELECT c.id, d.title, c.text FROM chunks_unindexed u JOIN chunks c ON c.seq = u.seq "
             "JOIN documents d ON d.id = c.document_id ORDER BY u.seq LIMIT ?", (MAX_PENDING,)).fetchall()

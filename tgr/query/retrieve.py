@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
-from .pending_chunks import PendingChunks, any_pending
+from .pending_chunks import PendingChunks
 from ..store.db import Connection, has_table, serialize, vec_param
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
@@ -232,9 +232,9 @@ class Retriever:
             "SELECT c.id, f.s FROM (SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN chunks c ON c.seq = f.rowid "
             "ORDER BY f.s, f.rowid", (match, limit)).fetchall()]
-        if not any_pending(self.conn):
+        pending = self.cache.get(("pending chunks",), lambda: PendingChunks.read(self.conn))
+        if not pending.chunks:  # (read once per version of the store: none, in a finished one)
             return found
-        pending = self.cache.get("pending chunks", lambda: PendingChunks.read(self.conn))
         return sorted(found + pending.bm25(terms, limit), key=lambda hit: -hit[1])[:limit]
 
     def _match_terms(self, question: str) -> list[str]:
