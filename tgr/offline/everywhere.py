@@ -16,6 +16,7 @@ such words out of its "about:" words, and drops a community that has no other na
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from ..text import CJK_RUN
@@ -29,35 +30,51 @@ def _documents(conn) -> int:
     return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
 
 
-def everywhere_names(conn, community_ids: list[str]) -> set[str]:
-    """The names of these communities' members that at least half the store's documents name,
-    and name where a repeated line is: in their first line, or at the start of a line (after a
-    label: "来源：古典文学在线"). A hero named in every chapter's story is no boilerplate."""
+def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[str]:
+    """Those of the names (of these communities' members) that at least half the store's
+    documents name, and name where a repeated line is: in their first line, or at the start of
+    a line (after a label: "来源：古典文学在线"). A hero named in every chapter's story is no
+    boilerplate. Only the names a theme would show are tested: a big store's communities have
+    thousands of members."""
     total = _documents(conn)
-    if total < MIN_DOCUMENTS or not community_ids:
+    names = sorted({n for n in names if isinstance(n, str) and n})
+    if total < MIN_DOCUMENTS or not community_ids or not names:
         return set()
+    needed = math.ceil(EVERYWHERE * total)
     common = {entity: name for entity, name, documents in conn.execute(
-        "SELECT e.id, e.name, count(DISTINCT c.document_id) FROM community_members m "
-        "JOIN entities e ON e.id = m.entity_id JOIN entity_mentions em ON em.entity_id = e.id "
-        "JOIN chunks c ON c.id = em.chunk_id WHERE m.community_id IN (SELECT value FROM json_each(?)) "
-        "GROUP BY e.id", (json.dumps(sorted(set(community_ids))),))
-        if isinstance(name, str) and name and documents >= EVERYWHERE * total}
-    return {name for entity, name in common.items() if _where_lines_repeat(conn, entity, name) >= EVERYWHERE * total}
+        "SELECT e.id, e.name, count(DISTINCT c.document_id) FROM entities e "
+        "JOIN entity_mentions em ON em.entity_id = e.id JOIN chunks c ON c.id = em.chunk_id "
+        "WHERE e.name IN (SELECT value FROM json_each(?)) AND e.id IN (SELECT entity_id FROM "
+        "community_members WHERE community_id IN (SELECT value FROM json_each(?))) GROUP BY e.id",
+        (json.dumps(names), json.dumps(sorted(set(community_ids)))))
+        if documents >= needed}
+    return {name for entity, name in common.items() if _where_lines_repeat(conn, entity, name, needed)}
 
 
-def _where_lines_repeat(conn, entity: str, name: str) -> int:
-    """How many documents name the entity in their first line or at the start of a line."""
+def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
+    """Whether at least `needed` documents name the entity in their first line or at the start
+    of a line. Reads a chunk's text only while its document is undecided: documents first
+    chunks first, and it stops as soon as the answer is known."""
     at_start = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
-    found = set()
-    for document, ordinal, text in conn.execute(
-            "SELECT c.document_id, c.ordinal, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+    lowered = name.lower()
+    chunks: dict[str, list[tuple[int, str]]] = {}
+    for document, ordinal, chunk in conn.execute(
+            "SELECT c.document_id, c.ordinal, c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
             "WHERE em.entity_id = ?", (entity,)):
-        if document in found or not isinstance(text, str):
-            continue
-        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
-        if name.lower() in first.lower() or at_start.search(text):
-            found.add(document)
-    return len(found)
+        chunks.setdefault(document, []).append((ordinal, chunk))
+    found, undecided = 0, len(chunks)
+    for document in sorted(chunks, key=lambda d: (min(chunks[d])[0], d)):
+        if found >= needed or found + undecided < needed:
+            break
+        undecided -= 1
+        for ordinal, chunk in sorted(chunks[document]):
+            row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk,)).fetchone()
+            text = row[0] if row and isinstance(row[0], str) else ""
+            first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+            if lowered in first.lower() or at_start.search(text):
+                found += 1
+                break
+    return found >= needed
 
 
 def everywhere_words(conn, words: list[str]) -> set[str]:

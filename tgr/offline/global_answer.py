@@ -117,8 +117,7 @@ def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tupl
     pairs, parsed defensively (a store from elsewhere may hold anything). A name that half the
     store's documents repeat (tgr.offline.everywhere) names no theme; a community with no other
     name is none."""
-    themes, said = [], {}
-    repeated = everywhere_names(conn, report_ids)
+    themes, said, parsed = [], {}, []
     for cid in report_ids:
         row = conn.execute(f"SELECT title, substr(summary, 1, {MAX_CONTEXT_TEXT}), rating, findings "
                            "FROM reports WHERE community_id = ?", (cid,)).fetchone()
@@ -130,9 +129,12 @@ def _read(conn, report_ids: list[str]) -> tuple[list[Theme], dict[str, list[tupl
             findings = []
         findings = [f for f in findings if isinstance(f, dict)] if isinstance(findings, list) else []
         listed = next((f for f in findings if isinstance(f.get("key_phrases"), list)), {})
-        phrases = [cap(str(p)) for p in listed.get("key_phrases", []) if isinstance(p, str)]
         members = [cap(str(m)) for m in listed.get("members", []) if isinstance(m, str)] \
             if isinstance(listed.get("members"), list) else []
+        parsed.append((cid, row, findings, listed, members))
+    repeated = everywhere_names(conn, report_ids, [m for *_, members in parsed for m in members])
+    for cid, row, findings, listed, members in parsed:
+        phrases = [cap(str(p)) for p in listed.get("key_phrases", []) if isinstance(p, str)]
         title = cap(str(row[0]))
         names = [m for m in members if m not in repeated][:3] or [re.split(r"[:：]", title, maxsplit=1)[0]]
         if members and all(m in repeated for m in members):

@@ -175,6 +175,7 @@ def _alias_hits(conn: Connection, keys: list[str]) -> list[str]:
 # Latin letters with accents (Latin-1 Supplement to Latin Extended-B, Latin Extended Additional):
 # only a name with one of them can fold to a different plain-ASCII spelling
 _ACCENTED = "*[À-ɏḀ-ỿ]*"
+_NOT_ASCII = "length(CAST({0} AS BLOB)) > length({0})"  # more UTF-8 bytes than characters
 
 
 def _accented_names(conn: Connection, keys: set[str]) -> list[str]:
@@ -187,10 +188,13 @@ def _accented_names(conn: Connection, keys: set[str]) -> list[str]:
 def _fold_accented(conn: Connection) -> dict[str, list[str]]:
     """{folded spelling: entity ids} of the names and aliases with accented Latin letters
     (one scan per store version, kept by the connection's QueryCache)."""
-    rows = conn.execute("SELECT id, name FROM entities WHERE name GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
+    # Only a name with a byte past ASCII is matched against the pattern: the same rows, and a
+    # quarter of the time in a big English store (GLOB with a leading * costs ~1 us a name)
+    rows = conn.execute(f"SELECT id, name FROM entities WHERE {_NOT_ASCII.format('name')} AND name GLOB ? "
+                        "LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
     if _has_aliases(conn):
-        rows += conn.execute("SELECT entity_id, alias FROM entity_aliases WHERE alias GLOB ? LIMIT ?",
-                             (_ACCENTED, MAX_ALIASES)).fetchall()
+        rows += conn.execute(f"SELECT entity_id, alias FROM entity_aliases WHERE {_NOT_ASCII.format('alias')} "
+                             "AND alias GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
     rows = [(str(e), str(n)) for e, n in rows if e is not None and n is not None]
     folded: dict[str, list[str]] = {}
     for (entity_id, _), key in zip(rows, fold_many([n for _, n in rows])):
