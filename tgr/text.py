@@ -87,6 +87,7 @@ _NEXT_WORD = re.compile(r"[\"'“‘(\[]*(\w+)")
 # every bigram of each CJK run, in order, and a one-character run whole: one C-level pass
 _RUN_BIGRAMS = f"(?=([{_CJK}]{{2}}|(?<![{_CJK}])[{_CJK}](?![{_CJK}])))"
 _INDEX_WORD = _CjkPattern(f"[^\\W_{_CJK}]+", plain=r"[^\W_]+")  # words of any script but CJK
+INDEX_WORD = _INDEX_WORD  # (match_terms' words, for callers that lower-case them in bulk)
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(

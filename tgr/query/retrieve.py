@@ -25,7 +25,6 @@ import bisect
 import json
 import math
 import re
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
@@ -39,7 +38,7 @@ from ..offline.global_answer import topic_terms
 from .topic_evidence import best_matches, topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
-from ..text import CJK_RUN, has_cjk, match_terms
+from ..text import CJK_RUN, INDEX_WORD, has_cjk, match_terms
 from .graph_walk import walk
 from .focus import Focus, focus
 from .vector_matrix import nearest
@@ -313,8 +312,9 @@ class Retriever:
 
     def _word_overlap(self, question: str, level: int, rows: list[tuple]) -> dict[str, float]:
         """IDF-weighted share of the question's terms in each report's title and summary."""
-        held, counts = self.cache.get(("report terms", level), lambda: _report_terms(rows))
-        idf = {t: math.log(1 + len(held) / (1 + counts[t])) for t in set(match_terms(question))}
+        held = self.cache.get(("report terms", level), lambda: _report_terms(rows))
+        asked = set(match_terms(question))
+        idf = {t: math.log(1 + len(held) / (1 + sum(t in terms for terms in held.values()))) for t in asked}
         total = sum(idf.values())
         if not total:
             return {cid: 0.0 for cid in held}
@@ -462,10 +462,17 @@ def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, f
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _report_terms(rows: list[tuple]) -> tuple[dict[str, frozenset[str]], Counter]:
-    """Each report's terms (of its title and summary) and how many reports hold each term."""
-    held = {r[0]: frozenset(match_terms(f"{r[1]} {r[5]}")) for r in rows}
-    return held, Counter(t for terms in held.values() for t in terms)
+def _report_terms(rows: list[tuple]) -> dict[str, frozenset[str]]:
+    """Each report's terms (of its title and summary): match_terms' words and bigrams, with its
+    stopwords too (a question's terms hold none), read without a Python step per word."""
+    held = {}
+    for r in rows:
+        text = f"{r[1]} {r[5]}"
+        terms = set(map(str.lower, INDEX_WORD.findall(text)))
+        for run in CJK_RUN.findall(text):
+            terms.update(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+        held[r[0]] = frozenset(terms)
+    return held
 
 
 def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:

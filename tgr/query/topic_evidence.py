@@ -40,7 +40,7 @@ def topic_evidence(retriever, question: str, community_ids: list[str],
     rebuilt with issue 25's cleaner graph; on the old graphs 0.785, 0.980, 0.566)."""
     if not community_ids:
         return {}
-    raw = _raw_evidence(retriever, question)
+    raw = _raw_evidence(retriever, question, community_ids)
     found = {cid: raw[cid] for cid in community_ids if raw.get(cid, 0.0) > 0}
     if not found:
         return {}
@@ -50,12 +50,14 @@ def topic_evidence(retriever, question: str, community_ids: list[str],
     return {cid: score / best for cid, score in scored.items()}
 
 
-def _raw_evidence(retriever, question: str) -> dict[str, float]:
-    """Each community's summed topic evidence (before the size), kept for the last question."""
+def _raw_evidence(retriever, question: str, community_ids: list[str]) -> dict[str, float]:
+    """These communities' summed topic evidence (before the size), kept for the last question
+    (ranking the reports asks for all of a level's, the offline answer for some of them)."""
     memo = retriever.cache.get(("topic evidence",), dict)
-    if memo.get("question") != question:
+    wanted = set(community_ids)
+    if memo.get("question") != question or not wanted <= memo["communities"]:
         memo.clear()
-        memo.update(question=question, raw=_evidence_of(retriever, question))
+        memo.update(question=question, communities=wanted, raw=_evidence_of(retriever, question, sorted(wanted)))
     return memo["raw"]
 
 
@@ -71,13 +73,14 @@ def best_matches(retriever, text: str, limit: int) -> dict[str, float]:
     return memo[key]
 
 
-def _evidence_of(retriever, question: str) -> dict[str, float]:
+def _evidence_of(retriever, question: str, community_ids: list[str]) -> dict[str, float]:
     terms = topic_terms(question)
     matched = best_matches(retriever, " ".join(terms), TOPIC_MATCHES) if terms else {}
     if not matched:
         return {}
     conn = retriever.conn
     ids = json.dumps(sorted(matched))
+    communities = json.dumps(community_ids)
     long_chunks = {cid: (text, tokens) for cid, text, tokens in conn.execute(
         f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), tokens FROM chunks "
         f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))
@@ -87,15 +90,17 @@ def _evidence_of(retriever, question: str) -> dict[str, float]:
             # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
             "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
             "JOIN community_members m ON m.entity_id = em.entity_id "
-            "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id", (ids,)):
+            "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) AND +m.community_id IN "
+            "(SELECT value FROM json_each(?)) GROUP BY m.community_id", (ids, communities)):
         raw[cid] += sum(matched.get(c, 0.0) for c in str(chunks).split(",") if c not in long_chunks)
     if long_chunks:
-        for (community, chunk), share in _near_shares(conn, terms, long_chunks).items():
+        for (community, chunk), share in _near_shares(conn, terms, long_chunks, communities).items():
             raw[community] += matched[chunk] * share
     return dict(raw)
 
 
-def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]]) -> dict[tuple[str, str], float]:
+def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]],
+                 communities_json: str) -> dict[tuple[str, str], float]:
     """(community, chunk) -> the share of the chunk's topic words that have one of the
     community's members named near them (NEAR_TOKENS), for chunks longer than a passage."""
     hit = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
@@ -116,8 +121,9 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]]) -> 
         if isinstance(name, str) and name:
             names[entity].add(name)
     communities: dict[str, list[str]] = defaultdict(list)
-    for entity, community in conn.execute("SELECT entity_id, community_id FROM community_members "
-                                          "WHERE entity_id IN (SELECT value FROM json_each(?))", (entities,)):
+    for entity, community in conn.execute(
+            "SELECT entity_id, community_id FROM community_members WHERE entity_id IN (SELECT value FROM "
+            "json_each(?)) AND +community_id IN (SELECT value FROM json_each(?))", (entities, communities_json)):
         communities[entity].append(community)
     near: dict[tuple[str, str], set[int]] = defaultdict(set)  # (community, chunk) -> its topic words
     for chunk, entity in mentioned:
