@@ -523,3 +523,59 @@ def test_a_text_too_big_for_one_value_is_read_as_numbered_parts(tmp_path):
     assert [p.text for p in parts] == ["x" * 10, "x" * 10, "x" * 5]
     assert [p.external_id for p in parts] == ["row 7 part 1", "row 7 part 2", "row 7 part 3"]
     assert in_parts(Record(text="short", title="t"), 10)[0].external_id is None
+
+
+def test_a_file_read_in_parts_replaces_its_whole_and_its_outgrown_parts(tmp_path):
+    """A file indexed whole that grows past one document's limit is read as parts: the parts
+    replace the whole (no stale copy beside them); read again in fewer parts, or whole, the
+    parts it no longer has leave too. (Parts made with a small limit: in_parts' own argument.)"""
+    from tgr.ingest.corpus import store_documents
+    from tgr.ingest.formats import Record, in_parts
+    from tgr.ingest.sources import Document
+    from tgr.text import content_hash
+
+    path = str(tmp_path / "grows.txt")
+
+    def read(text: str, most: int) -> list[Document]:
+        return [Document(id=content_hash(r.text), source=path, title=r.title, text=r.text,
+                         external_id=r.external_id, whole=r.whole)
+                for r in in_parts(Record(text=text, title="grows"), most)]
+
+    def stored(kb) -> list[tuple]:
+        return kb.conn.execute("SELECT external_id, text FROM documents ORDER BY external_id").fetchall()
+
+    paragraphs = [f"Paragraph {i} says Marley was dead, to begin with.\n\n" for i in range(12)]
+    replaced = []
+    with tgr.open(tmp_path / "store.db") as kb:
+        def store(docs):
+            store_documents(kb.conn, docs, chunk_size=300, chunk_overlap=40,
+                            replaced=lambda doc, source: replaced.append((doc.external_id, source)))
+
+        store(read("".join(paragraphs[:5]), 10_000))
+        assert stored(kb) == [(None, "".join(paragraphs[:5]))]
+        grown = "".join(paragraphs)
+        store(read(grown, 200))  # now in parts
+        parts = stored(kb)
+        assert len(parts) > 2 and all(e and e.startswith("part ") for e, _ in parts)
+        assert "".join(t for _, t in sorted(parts, key=lambda p: int(p[0].split()[1]))) == grown
+        assert replaced == [("part 1", path)]
+        fewer = read("".join(paragraphs[:6]), 200)
+        assert 1 < len(fewer) < len(parts)
+        ids = [d.external_id for d in fewer]
+        store(fewer)  # (store_documents empties the list as it stores)
+        assert [e for e, _ in stored(kb)] == ids
+        store(read("".join(paragraphs[:2]), 10_000))  # whole again
+        assert stored(kb) == [(None, "".join(paragraphs[:2]))]
+        chunks = kb.conn.execute("SELECT count(DISTINCT document_id) FROM chunks").fetchone()[0]
+        assert chunks == 1
+        # a read that gives the same text again changes nothing
+        store(read("".join(paragraphs[:2]), 10_000))
+        assert stored(kb) == [(None, "".join(paragraphs[:2]))]
+        # a whole whose text is the same as its first part's now: kept, as part 1
+        store(read("".join(paragraphs[:4]), 10_000))
+        kept = kb.conn.execute("SELECT id FROM documents").fetchone()[0]
+        replaced.clear()
+        store(read(grown, 200))
+        assert "".join(t for _, t in sorted(stored(kb), key=lambda p: int(p[0].split()[1]))) == grown
+        assert kb.conn.execute("SELECT external_id FROM documents WHERE id = ?", (kept,)).fetchone() == ("part 1",)
+        assert ("part 1", path) not in replaced

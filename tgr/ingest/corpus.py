@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from .chunking import Chunk, chunk_text
 from ..store.db import Connection, has_table, transaction
+from .formats import part_id
 from .sources import Document
 from ..text import index_text
 
@@ -147,10 +148,12 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
     # a file that gives several documents without ids (rows with no id): nothing says which
     # stored document a changed one replaces, so those are only ever added
     unnamed = Counter(source_key(d.source) for d in docs if d.external_id is None)
+    outgrown = _outgrown(docs, by_source, known, conn)
     new = [d for d in reversed(docs) if d.id not in known]  # (last first: each is popped once stored)
     docs.clear()
     total = len(new)
     report = progress or (lambda *a: None)
+    replaced = replaced or (lambda d, s: None)
     report("ingest", 0, total)
     for done in range(1, total + 1):
         doc = new.pop()
@@ -159,13 +162,52 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
         old = by_source.pop((key, doc.external_id), []) if key is not None else []
         if len(old) > 1 or (doc.external_id is None and unnamed[key] > 1):
             old = []
+        old += outgrown.pop((key, doc.whole_id), ([], None))[0]
         with transaction(conn):
             delete_documents(conn, old)
             add_document(conn, doc, chunks, index=False)
         for old_id in old:
-            (replaced or (lambda d, s: None))(doc, known.pop(old_id)[0])
+            replaced(doc, known.pop(old_id)[0])
         report("ingest", done, total)
+    for old, doc in outgrown.values():  # a text read in fewer parts, its others unchanged
+        with transaction(conn):
+            delete_documents(conn, old)
+        for old_id in old:
+            replaced(doc, known.pop(old_id)[0])
     return total
+
+
+def _outgrown(docs: list[Document], by_source: dict[tuple, list[str]], known: dict, conn: Connection
+              ) -> dict[tuple, tuple[list[str], Document]]:
+    """{(file, text id): (stored document ids, a document of the text now)} of the stored
+    forms of a text that this read gives in another form: the whole text where it is now read
+    in parts (it grew past what one document holds), or parts where it is now read whole or
+    in fewer parts. Taken out of by_source. A stored form whose text is the same as one of the
+    new forms (a whole that is now part 1) is kept: its id becomes the new form's."""
+    now: dict[tuple, tuple[set, Document]] = {}
+    relabel = {doc.id: doc.external_id for doc in docs}
+    for doc in docs:
+        key = source_key(doc.source)
+        if key is not None:
+            now.setdefault((key, doc.whole_id), (set(), doc))[0].add(doc.external_id)
+    outgrown = {}
+    for (key, whole_id), (ids, doc) in now.items():
+        forms = [whole_id] if whole_id not in ids else []
+        k = 1
+        while (key, part_id(whole_id, k)) in by_source:
+            if part_id(whole_id, k) not in ids:
+                forms.append(part_id(whole_id, k))
+            k += 1
+        old = [i for form in forms if len(by_source.get((key, form), [])) == 1
+               for i in by_source.pop((key, form))]
+        for i in [i for i in old if i in relabel]:  # the same text in its new form: kept
+            with transaction(conn):
+                conn.execute("UPDATE documents SET external_id = ? WHERE id = ?", (relabel[i], i))
+            known[i] = (known[i][0], relabel[i])
+        old = [i for i in old if i not in relabel]
+        if old:
+            outgrown[(key, whole_id)] = (old, doc)
+    return outgrown
 
 
 def document_count(conn: Connection) -> int:

@@ -37,6 +37,21 @@ class Record:
     external_id: str | None = None
     metadata: dict = field(default_factory=dict)
     where: str = ""  # file:line for messages, when a file holds many documents
+    whole: "Whole | None" = None  # set on a part of a text read in parts (in_parts)
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What a part of a text read in parts (in_parts) is part of: the text's own id (None for
+    a file's one text) and how many parts it was cut into."""
+
+    external_id: str | None
+    parts: int
+
+
+def part_id(whole_id: str | None, k: int) -> str:
+    """The id of a text's part k (1-based): "part k", after the text's own id if it has one."""
+    return f"{whole_id} part {k}" if whole_id else f"part {k}"
 
 
 def in_parts(record: Record, most: int) -> list[Record]:
@@ -59,10 +74,10 @@ def in_parts(record: Record, most: int) -> list[Record]:
         cuts.append((start, end))
         start = end
     cuts.append((start, len(text)))
-    prefix = f"{record.external_id} " if record.external_id else ""
+    whole = Whole(record.external_id, len(cuts))
     return [Record(text=text[a:b], title=f"{record.title} (part {k} of {len(cuts)})",
-                   external_id=f"{prefix}part {k}", metadata=dict(record.metadata),
-                   where=f"{record.where or ''} part {k}".strip())
+                   external_id=part_id(record.external_id, k), metadata=dict(record.metadata),
+                   where=f"{record.where or ''} part {k}".strip(), whole=whole)
             for k, (a, b) in enumerate(cuts, 1)]
 
 

@@ -58,6 +58,12 @@ class Document:
     external_id: str | None = None  # the document's own id, e.g. a JSONL row's `id`
     metadata: dict = field(default_factory=dict)
     where: str = ""  # how messages name it (not stored): file:line of a row, else its label
+    whole: formats.Whole | None = None  # set on a part of a text too big for one document
+
+    @property
+    def whole_id(self) -> str | None:
+        """The id of the text this document is of: its own, or for a part, the whole text's."""
+        return self.whole.external_id if self.whole else self.external_id
 
     def __post_init__(self):
         self.where = self.where or self.label
@@ -127,7 +133,7 @@ def _read(file: _File, warn: Warn, keep_boilerplate: bool = False) -> list[Docum
         metadata = {"encoding": encoding, **record.metadata} if encoding else record.metadata
         docs.append(Document(id=content_hash(record.text), source=file.source, title=record.title,
                              text=record.text, external_id=record.external_id, metadata=metadata,
-                             where=record.where))
+                             where=record.where, whole=record.whole))
     return docs
 
 
