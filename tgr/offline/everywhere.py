@@ -41,14 +41,21 @@ def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[st
     if total < MIN_DOCUMENTS or not community_ids or not names:
         return set()
     needed = math.ceil(EVERYWHERE * total)
-    common = {entity: name for entity, name, documents in conn.execute(
-        "SELECT e.id, e.name, count(DISTINCT c.document_id) FROM entities e "
-        "JOIN entity_mentions em ON em.entity_id = e.id JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE e.name IN (SELECT value FROM json_each(?)) AND e.id IN (SELECT entity_id FROM "
-        "community_members WHERE community_id IN (SELECT value FROM json_each(?))) GROUP BY e.id",
-        (json.dumps(names), json.dumps(sorted(set(community_ids)))))
-        if documents >= needed}
-    return {name for entity, name in common.items() if _where_lines_repeat(conn, entity, name, needed)}
+    members = conn.execute(
+        "SELECT e.id, e.name FROM entities e WHERE e.name IN (SELECT value FROM json_each(?)) AND EXISTS "
+        "(SELECT 1 FROM community_members m WHERE m.entity_id = e.id AND m.community_id IN "
+        "(SELECT value FROM json_each(?)))",
+        (json.dumps(names), json.dumps(sorted(set(community_ids))))).fetchall()
+    return {name for entity, name in members
+            if _documents_naming(conn, entity, needed) >= needed and _where_lines_repeat(conn, entity, name, needed)}
+
+
+def _documents_naming(conn, entity: str, most: int) -> int:
+    """How many documents have a chunk that names the entity, counted up to `most` (the
+    scan stops there: a name in every document of a big store has many thousands of chunks)."""
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT c.document_id FROM entity_mentions em JOIN chunks c "
+        "ON c.id = em.chunk_id WHERE em.entity_id = ? LIMIT ?)", (entity, most)).fetchone()[0]
 
 
 def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
