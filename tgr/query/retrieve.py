@@ -277,9 +277,8 @@ class Retriever:
         """(community id, title, full text, rating) of the reports at `level` (plus shallower
         leaves), best first: similarity to the question, then centrality (size and rating)."""
         rows = self.conn.execute(
-            f"SELECT c.id, r.title, substr(r.full_text, 1, {MAX_CONTEXT_TEXT}), r.rating, c.size, "
-            f"substr(r.summary, 1, {MAX_CONTEXT_TEXT}) FROM communities c "
-            "JOIN reports r ON r.community_id = c.id "
+            f"SELECT c.id, r.title, NULL, r.rating, c.size, substr(r.summary, 1, {MAX_CONTEXT_TEXT}) "
+            "FROM communities c JOIN reports r ON r.community_id = c.id "
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:
             return []
@@ -292,7 +291,10 @@ class Retriever:
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
         rows.sort(key=lambda r: (-(similarity.get(r[0], 0.0) + 0.25 * centrality[r[0]]), r[0]))
-        return [r[:4] for r in rows[:top]]
+        full = dict(self.conn.execute(  # the full texts of the top ones only (a big store has thousands)
+            f"SELECT community_id, substr(full_text, 1, {MAX_CONTEXT_TEXT}) FROM reports "
+            "WHERE community_id IN (SELECT value FROM json_each(?))", (json.dumps([r[0] for r in rows[:top]]),)))
+        return [(r[0], r[1], full.get(r[0]), r[3]) for r in rows[:top]]
 
     def _report_similarity(self, q: Question, level: int, rows: list[tuple]) -> dict[str, float]:
         """Each report's similarity to the question, 0..1: the share of the question's terms
