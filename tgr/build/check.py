@@ -93,10 +93,13 @@ def examine(path: str | os.PathLike) -> tuple[list[Problem], str | None]:
         elif not unsafe:
             reading = "its rows"
             left = [Problem("unfinished", m) for m in _work_left(conn, path)]
-            digest.append(integrity.content_digest(conn))
+            actual, sums_wrong = integrity.verify(conn)
+            digest.append(actual)
             problems += left
             problems += _digest_problems(conn, path, digest[0],
                                          work_left=any(p.severity == "unfinished" for p in problems))
+            if sums_wrong:  # a next run would build its digest on them
+                problems.append(Problem("refused", f"content changed since it was built: {sums_wrong}"))
     except db.DatabaseError as exc:
         problems.append(Problem("refused", f"damaged: SQLite stopped reading {reading} ({exc})"))
     finally:

@@ -126,7 +126,7 @@ def _open_input(label: str) -> _Input:
         if damage:
             raise StoreError(f"{label}: refused, damaged: {'; '.join(map(str, damage))}")
         recorded = integrity.recorded_digest(conn)
-        if recorded is not None and recorded != integrity.content_digest(conn):
+        if recorded is not None and recorded != integrity.digest_like(conn, recorded):
             raise StoreError(f"{label}: refused, its content changed since it was built (content digest); "
                              f"see `tgr check {label}`")
         meta = db.get_meta(conn)

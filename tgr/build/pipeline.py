@@ -17,7 +17,7 @@ from .batch import BatchPending, runner_for
 from .cluster import cluster, is_clustered
 from ..ingest.corpus import delete_documents, document_count, find_documents, index_pending, store_documents
 from ..store.db import begin_writing, rollback_open, set_meta, transaction, unfinished_message
-from ..store.integrity import record_digest
+from ..store.integrity import DigestTracker, record_digest
 from .embed import clear_embeddings, embed_all
 from ..errors import InputError, StoreError, tell
 from .estimate import estimate_index
@@ -308,6 +308,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
     chat, embedder = store.models.models()
     store.models.check_chat_model(chat)
     begin_writing(store.conn)
+    tracker = DigestTracker(store.conn)  # before the run's first write: the digest follows its rows
     if "embed_model" not in store.meta:  # vectors of a run whose embedder never answered: not ours
         clear_embeddings(store.conn)
     record_models(store.conn, settings, chat, embedder)  # before the first model call
@@ -342,7 +343,7 @@ def _run(store, command: str, settings: IndexSettings, body, batch=None, progres
         remember_chat_endpoint(store.conn, chat)
         fill_summary(store.conn, summary, gateway, before)
         finish_run(store.conn, run_id, status, summary)
-        record_digest(store.conn)  # what `tgr check` compares the content with
+        record_digest(store.conn, tracker)  # what `tgr check` compares the content with
         complete = store.settle()  # (with no other thread of this process keeping the WAL open)
         store.release_lock()
     if not complete:  # the work is saved, but the .db alone is not the whole store yet

@@ -13,9 +13,31 @@ runs/model_calls ledger (nothing writes them after a build), except the meta row
 the digest itself and sqlite_stat* (ANALYZE). Each value is hashed with its type: NULL 'N';
 integer 'I' + 8 bytes big-endian; real 'F' + IEEE double big-endian; text 'T' and blob 'B' +
 8-byte length + bytes; each table starts with 'table' + its name, each row with 'R'.
+
+That digest ('sha256:', DIGEST_PREFIX) reads the whole store, so recording it after every run
+cost what the store holds (3 s of a one-document add at 10 M characters, ~25 s at 100 M). The
+digest recorded now ('adhash1:', SUM_PREFIX) is one a run can keep up to date from the rows it
+changed. Each table's rows are summed as numbers: sha256('row' + table + row encoded as above)
+read as a 256-bit integer, added mod 2**256 (AdHash: order-free, so a row inserted or deleted
+adds or takes away its own term; a table without a key counts a repeated row twice). The digest
+is sha256 over a version line, the schema's hash (sqlite_master as above) and each table's
+name and sum, tables by name. The sums are recorded with it (STATE_KEY, not itself hashed).
+A run (DigestTracker) takes those sums when it starts, and TEMP triggers (this connection's
+own: nothing is written into the file's schema) put a signed hash of every row a statement
+inserts, deletes or updates in tgr's own tables into a temp table, inside the statement's own
+transaction, so a rolled-back write takes its terms away with it. At the end a tracked
+table's sum is its recorded sum plus those terms; every other table (meta, the FTS5 and
+sqlite-vec shadow tables, whose modules write some of their rows through blob handles no
+trigger sees, any table made or altered during the run) is summed afresh. If anything else
+wrote the file meanwhile (another connection: PRAGMA data_version; a migration: user_version;
+a schema changed: the schema's hash), or the recorded sums do not give the recorded digest,
+every table is summed afresh. `tgr check` always sums afresh, and also compares the recorded
+sums with the content: a changed value anywhere still changes the digest. A store that
+records a 'sha256:' digest is checked with that digest (digest_like).
 """
 from __future__ import annotations
 
+import json
 import struct
 
 import sqlean as sqlite3
@@ -23,7 +45,11 @@ import sqlean as sqlite3
 from . import hardening
 
 DIGEST_KEY = "content_digest"
-DIGEST_PREFIX = "sha256:"
+DIGEST_PREFIX = "sha256:"  # the whole-store digest of tgrs before adhash1 (still checked as such)
+SUM_PREFIX = "adhash1:"
+STATE_KEY = "content_digest_state"  # the per-table sums behind an adhash1 digest (JSON)
+_MODULUS = 1 << 256
+_TEMP_TERMS = "temp.tgr_digest_terms"
 INTEGRITY_LINES = 5  # damage lines of PRAGMA integrity_check kept in a finding
 
 
@@ -47,45 +73,167 @@ def _tables(conn) -> list[str]:
         if not (sql or "").upper().startswith("CREATE VIRTUAL")]
 
 
-def content_digest(conn) -> str:
-    """'sha256:<hex>' over the store's logical content (see the module docstring)."""
+def _row_encoder():
+    """row -> its bytes as the module docstring says (text read as bytearray, blobs as bytes)."""
+    pack_int, pack_float = struct.Struct(">q").pack, struct.Struct(">d").pack
+
+    def encode(row) -> bytes:
+        parts = [b"R"]  # one join a row: a quarter faster than one update a value
+        append = parts.append
+        for value in row:
+            kind = type(value)
+            if kind is bytearray:
+                append(b"T" + pack_int(len(value)))
+                append(value)
+            elif kind is int:
+                append(b"I" + pack_int(value))
+            elif value is None:
+                append(b"N")
+            elif kind is float:
+                append(b"F" + pack_float(value))
+            else:
+                append(b"B" + pack_int(len(value)))
+                append(value)
+        return b"".join(parts)
+    return encode
+
+
+class _RawText:
+    """Text read as bytearray, blobs as bytes, for the block: told apart, never decoded."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.old = self.conn.text_factory
+        self.conn.text_factory = bytearray
+
+    def __exit__(self, *exc):
+        self.conn.text_factory = self.old
+
+
+def digest_like(conn, recorded: str | None) -> str:
+    """The content's digest in the form of the recorded one ('sha256:' for a store an older
+    tgr recorded, 'adhash1:' otherwise): what `tgr check` compares."""
+    if recorded is not None and recorded.startswith(DIGEST_PREFIX):
+        return sha256_digest(conn)
+    return content_digest(conn)
+
+
+def verify(conn) -> tuple[str, str | None]:
+    """(the content's digest in the recorded digest's form, what is wrong with the recorded
+    table sums of an adhash1 digest or None): what `tgr check` reads, everything afresh."""
+    recorded = recorded_digest(conn)
+    if recorded is not None and recorded.startswith(DIGEST_PREFIX):
+        return sha256_digest(conn), None
+    schema, sums = content_sums(conn)
+    actual = _combine(schema, sums)
+    if recorded is None or recorded != actual:
+        return actual, None  # the digest itself differs (or none): said as such
+    return actual, state_problem(conn, schema, sums)
+
+
+def sha256_digest(conn) -> str:
+    """'sha256:<hex>' over the store's logical content, rows in key order (the module docstring)."""
     import hashlib  # not at the top: a cold `tgr ask` never hashes (tests/test_coldstart.py)
 
     digest = hashlib.sha256(b"tgr content digest 1\n")
     update = digest.update
-    pack_int, pack_float = struct.Struct(">q").pack, struct.Struct(">d").pack
+    encode = _row_encoder()
     queries = [("sqlite_master", "SELECT type, name, tbl_name, sql FROM sqlite_master "
                                   "WHERE name NOT LIKE 'sqlite_stat%' ORDER BY name")]
     queries += [(table, _ordered_select(conn, table)) for table in _tables(conn)]
     digest_row = DIGEST_KEY.encode()
-    old_factory = conn.text_factory
-    conn.text_factory = bytearray  # text as bytearray, blobs as bytes: told apart, never decoded
-    try:
+    with _RawText(conn):
         for table, sql in queries:
             update(b"table" + table.encode() + b"\0")
             for row in conn.execute(sql):
                 if table == "meta" and row[0] == digest_row:
                     continue
-                parts = [b"R"]  # one update a row: a quarter faster than one a value
-                append = parts.append
-                for value in row:
-                    kind = type(value)
-                    if kind is bytearray:
-                        append(b"T" + pack_int(len(value)))
-                        append(value)
-                    elif kind is int:
-                        append(b"I" + pack_int(value))
-                    elif value is None:
-                        append(b"N")
-                    elif kind is float:
-                        append(b"F" + pack_float(value))
-                    else:
-                        append(b"B" + pack_int(len(value)))
-                        append(value)
-                update(b"".join(parts))
-    finally:
-        conn.text_factory = old_factory
+                update(encode(row))
     return DIGEST_PREFIX + digest.hexdigest()
+
+
+def _schema_hash(conn) -> bytes:
+    import hashlib
+
+    digest = hashlib.sha256(b"schema\0")
+    encode = _row_encoder()
+    with _RawText(conn):
+        for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                "WHERE name NOT LIKE 'sqlite_stat%' ORDER BY name"):
+            digest.update(encode(row))
+    return digest.digest()
+
+
+def _columns(conn, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")]
+
+
+def table_sum(conn, table: str) -> int:
+    """The table's rows summed (the module docstring), read afresh."""
+    import hashlib
+
+    sha = hashlib.sha256
+    prefix = b"row" + table.encode() + b"\0"
+    encode = _row_encoder()
+    skipped = (DIGEST_KEY.encode(), STATE_KEY.encode()) if table == "meta" else ()
+    total = 0
+    columns = ", ".join(map(_quote, _columns(conn, table)))
+    with _RawText(conn):
+        for row in conn.execute(f"SELECT {columns} FROM {_quote(table)}"):
+            if skipped and row[0] in skipped:
+                continue
+            total += int.from_bytes(sha(prefix + encode(row)).digest(), "big")
+    return total % _MODULUS
+
+
+def _combine(schema: bytes, sums: dict[str, int]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(b"tgr content digest 2\n" + schema)
+    for table in sorted(sums):
+        digest.update(b"table" + table.encode() + b"\0" + sums[table].to_bytes(32, "big"))
+    return SUM_PREFIX + digest.hexdigest()
+
+
+def content_sums(conn) -> tuple[bytes, dict[str, int]]:
+    """(the schema's hash, every table's sum), all read afresh."""
+    return _schema_hash(conn), {table: table_sum(conn, table) for table in _tables(conn)}
+
+
+def content_digest(conn) -> str:
+    """'adhash1:<hex>' over the store's logical content (the module docstring), read afresh."""
+    return _combine(*content_sums(conn))
+
+
+def _state(schema: bytes, sums: dict[str, int], user_version: int) -> str:
+    return json.dumps({"user_version": user_version, "schema": schema.hex(),
+                       "sums": {t: format(v, "064x") for t, v in sorted(sums.items())}}, sort_keys=True)
+
+
+def recorded_state(conn) -> tuple[bytes, dict[str, int], int] | None:
+    """(schema hash, sums, user_version) recorded with an adhash1 digest; None if none or unreadable."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (STATE_KEY,)).fetchone()
+    try:
+        state = json.loads(row[0])
+        sums = {str(t): int(v, 16) % _MODULUS for t, v in state["sums"].items()}
+        return bytes.fromhex(state["schema"]), sums, int(state["user_version"])
+    except (TypeError, ValueError, KeyError, AttributeError):  # none, or not what tgr writes
+        return None
+
+
+def state_problem(conn, schema: bytes, sums: dict[str, int]) -> str | None:
+    """What is wrong with the recorded sums of an adhash1 digest, given the content's own
+    (schema, sums): a next run would build on them. None when they are the content's."""
+    state = recorded_state(conn)
+    if state is None:
+        return "its content digest's table sums are not recorded (or not readable)"
+    if state[0] != schema or state[1] != sums:
+        changed = sorted(t for t in set(sums) | set(state[1]) if sums.get(t) != state[1].get(t))
+        return ("its content digest's recorded table sums are not its content's"
+                + (f" ({', '.join(changed[:5])})" if changed else " (schema)"))
+    return None
 
 
 def recorded_digest(conn) -> str | None:
@@ -93,13 +241,21 @@ def recorded_digest(conn) -> str | None:
     return row[0] if row else None
 
 
-def record_digest(conn) -> str:
-    """Compute the content digest and record it in meta (in its own transaction)."""
-    value = content_digest(conn)
+def record_digest(conn, tracker: "DigestTracker | None" = None) -> str:
+    """Compute the content digest and record it in meta with its table sums (in their own
+    transaction). tracker: the run's DigestTracker, whose tables' sums are taken from the
+    rows the run changed (the others are read afresh)."""
+    kept = tracker.finish() if tracker is not None else None
+    schema = _schema_hash(conn)
+    sums = {table: kept[table] if kept and table in kept else table_sum(conn, table)
+            for table in _tables(conn)}
+    value = _combine(schema, sums)
+    state = _state(schema, sums, conn.execute("PRAGMA user_version").fetchone()[0])
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (DIGEST_KEY, value))
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         [(DIGEST_KEY, value), (STATE_KEY, state)])
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -110,6 +266,124 @@ def record_digest(conn) -> str:
 def forget_digest(conn) -> None:
     """Remove the recorded digest: the content is about to change (a build starts)."""
     conn.execute("DELETE FROM meta WHERE key = ?", (DIGEST_KEY,))
+
+
+def _tracked(conn) -> list[str]:
+    """The tables a DigestTracker follows by trigger: tgr's own ordinary tables; not meta (the
+    digest's own rows, rewritten every run), SQLite's, nor a virtual table's shadow tables."""
+    virtual = [name for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+               if (sql or "").upper().startswith("CREATE VIRTUAL")]
+    return [t for t in _tables(conn) if t != "meta" and not t.startswith("sqlite_")
+            and not any(t.startswith(v + "_") for v in virtual)]
+
+
+def _row_term(table: str, *values) -> bytes:
+    """The trigger's function: sha256 of one row (pairs of is-text flag and value, text cast
+    to a blob so that its bytes are hashed as stored)."""
+    import hashlib
+
+    pack_int, pack_float = struct.Struct(">q").pack, struct.Struct(">d").pack
+    parts = [b"row", table.encode(), b"\0R"]
+    append = parts.append
+    for i in range(0, len(values), 2):
+        is_text, value = values[i], values[i + 1]
+        if value is None:
+            append(b"N")
+        elif is_text:
+            append(b"T" + pack_int(len(value)))
+            append(value)
+        elif type(value) is int:
+            append(b"I" + pack_int(value))
+        elif type(value) is float:
+            append(b"F" + pack_float(value))
+        else:
+            append(b"B" + pack_int(len(value)))
+            append(value)
+    return hashlib.sha256(b"".join(parts)).digest()
+
+
+class DigestTracker:
+    """The rows one run changes, for record_digest (the module docstring). Start it before the
+    run's first write (before start_run forgets the digest); record_digest finishes it."""
+
+    def __init__(self, conn):
+        self.conn, self.active, self.triggers, self.definitions = conn, False, [], {}
+        recorded = recorded_digest(conn)
+        state = recorded_state(conn) if recorded and recorded.startswith(SUM_PREFIX) else None
+        self.user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if state is None or state[2] != self.user_version:
+            return  # nothing to build on: record_digest reads every table
+        schema, sums, _ = state
+        if schema != _schema_hash(conn) or _combine(schema, sums) != recorded:
+            return
+        tables = _tracked(conn)
+        self.base = {t: sums[t] for t in tables if t in sums}
+        self.definitions = self._definitions()
+        self.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+        conn.create_function("tgr_digest_row", -1, _row_term, deterministic=True)
+        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS tgr_digest_terms(tbl TEXT, sign INTEGER, term BLOB)")
+        conn.execute(f"DELETE FROM {_TEMP_TERMS}")
+        conn.execute("PRAGMA recursive_triggers = ON")  # a REPLACE's deletions fire the delete trigger
+        self.active = True
+        for i, table in enumerate(sorted(self.base)):
+            self._triggers(i, table)
+
+    def _definitions(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+
+    def _triggers(self, i: int, table: str) -> None:
+        def row(side: str) -> str:
+            return ", ".join(f"typeof({side}.{c}) = 'text', CASE WHEN typeof({side}.{c}) = 'text' "
+                             f"THEN CAST({side}.{c} AS BLOB) ELSE {side}.{c} END"
+                             for c in map(_quote, _columns(self.conn, table)))
+
+        name = _quote(table)
+        label = "'" + table.replace("'", "''") + "'"
+
+        def term(sign: int, side: str) -> str:
+            return (f"INSERT INTO tgr_digest_terms(tbl, sign, term) "  # (temp: no qualified names here)
+                    f"VALUES ({label}, {sign}, tgr_digest_row({label}, {row(side)}));")
+
+        for event, body in (("INSERT", term(1, "NEW")), ("DELETE", term(-1, "OLD")),
+                            ("UPDATE", term(-1, "OLD") + " " + term(1, "NEW"))):
+            trigger = f"tgr_digest_{i}_{event.lower()}"
+            self.conn.execute(f"CREATE TEMP TRIGGER {trigger} AFTER {event} ON main.{name} "
+                              f"FOR EACH ROW BEGIN {body} END")
+            self.triggers.append((trigger, table))
+
+    def finish(self) -> dict[str, int] | None:
+        """The tracked tables' sums now (None: read every table afresh); the triggers go."""
+        if not self.active:
+            return None
+        conn = self.conn
+        self.active = False
+        try:
+            if conn.execute("PRAGMA data_version").fetchone()[0] != self.data_version \
+                    or conn.execute("PRAGMA user_version").fetchone()[0] != self.user_version:
+                return None  # another connection wrote, or the schema moved on: read everything
+            present = {name for (name,) in conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'")}
+            definitions = self._definitions()
+            lost = {table for trigger, table in self.triggers if trigger not in present}
+            sums = {t: v for t, v in self.base.items()
+                    if t not in lost and definitions.get(t) == self.definitions.get(t)}
+            for table, sign, term in in_terms(conn):
+                if table in sums:
+                    sums[table] = (sums[table] + sign * int.from_bytes(term, "big")) % _MODULUS
+            return sums
+        finally:
+            for trigger, _ in self.triggers:
+                conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger}")
+            conn.execute(f"DROP TABLE IF EXISTS {_TEMP_TERMS}")
+            conn.execute("PRAGMA recursive_triggers = OFF")
+
+
+def in_terms(conn):
+    cursor = conn.execute(f"SELECT tbl, sign, term FROM {_TEMP_TERMS}")
+    while True:
+        rows = cursor.fetchmany(4096)
+        if not rows:
+            return
+        yield from rows
 
 
 def damage(conn) -> list[str]:
