@@ -60,28 +60,25 @@ def _documents_naming(conn, entity: str, most: int) -> int:
 
 def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
     """Whether at least `needed` documents name the entity in their first line or at the start
-    of a line. Reads a chunk's text only while its document is undecided: documents first
-    chunks first, and it stops as soon as the answer is known."""
+    of a line. The chunks naming it are read as they come, a text only while its document is
+    undecided, and the reading stops once `needed` documents have: what every document
+    repeats is found within a few chunks."""
     at_start = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
     lowered = name.lower()
-    chunks: dict[str, list[tuple[int, str]]] = {}
+    found: set[str] = set()
     for document, ordinal, chunk in conn.execute(
             "SELECT c.document_id, c.ordinal, c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
             "WHERE em.entity_id = ?", (entity,)):
-        chunks.setdefault(document, []).append((ordinal, chunk))
-    found, undecided = 0, len(chunks)
-    for document in sorted(chunks, key=lambda d: (min(chunks[d])[0], d)):
-        if found >= needed or found + undecided < needed:
-            break
-        undecided -= 1
-        for ordinal, chunk in sorted(chunks[document]):
-            row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk,)).fetchone()
-            text = row[0] if row and isinstance(row[0], str) else ""
-            first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
-            if lowered in first.lower() or at_start.search(text):
-                found += 1
-                break
-    return found >= needed
+        if document in found:
+            continue
+        row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk,)).fetchone()
+        text = row[0] if row and isinstance(row[0], str) else ""
+        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+        if lowered in first.lower() or at_start.search(text):
+            found.add(document)
+            if len(found) >= needed:
+                return True
+    return False
 
 
 def everywhere_words(conn, words: list[str]) -> set[str]:
