@@ -80,51 +80,54 @@ def _evidence_of(retriever, question: str, community_ids: list[str]) -> dict[str
         return {}
     conn = retriever.conn
     ids = json.dumps(sorted(matched))
-    communities = json.dumps(community_ids)
     long_chunks = {cid: (text, tokens) for cid, text, tokens in conn.execute(
         f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), tokens FROM chunks "
         f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))
         if isinstance(text, str) and isinstance(tokens, int)}  # a store made elsewhere may hold anything
+    # the matched chunks' mentions, and their entities' communities among those asked about:
+    # read once for both the short chunks' sums and the long chunks' near shares
+    mentioned = conn.execute("SELECT chunk_id, entity_id FROM entity_mentions "
+                             "WHERE chunk_id IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
+    entities = json.dumps(sorted({e for _, e in mentioned}))
+    communities: dict[str, list[str]] = defaultdict(list)
+    for entity, community in conn.execute(
+            "SELECT entity_id, community_id FROM community_members WHERE entity_id IN (SELECT value FROM "
+            "json_each(?)) AND +community_id IN (SELECT value FROM json_each(?))",
+            (entities, json.dumps(community_ids))):
+        communities[entity].append(community)
+    named_in: dict[str, dict[str, None]] = defaultdict(dict)  # community -> short chunks naming a member
+    for chunk, entity in mentioned:
+        if chunk not in long_chunks:
+            for community in communities[entity]:
+                named_in[community][chunk] = None
     raw: dict[str, float] = defaultdict(float)
-    for cid, chunks in conn.execute(
-            # by the chunk index; a row per community (the chunk ids are hex: a comma parts them)
-            "SELECT m.community_id, group_concat(DISTINCT em.chunk_id) FROM entity_mentions em "
-            "JOIN community_members m ON m.entity_id = em.entity_id "
-            "WHERE em.chunk_id IN (SELECT value FROM json_each(?)) AND +m.community_id IN "
-            "(SELECT value FROM json_each(?)) GROUP BY m.community_id", (ids, communities)):
-        raw[cid] += sum(matched.get(c, 0.0) for c in str(chunks).split(",") if c not in long_chunks)
+    for community, chunks in named_in.items():
+        raw[community] += sum(matched[c] for c in chunks)
     if long_chunks:
-        for (community, chunk), share in _near_shares(conn, terms, long_chunks, communities).items():
+        for (community, chunk), share in _near_shares(conn, terms, long_chunks, mentioned, communities).items():
             raw[community] += matched[chunk] * share
     return dict(raw)
 
 
-def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]],
-                 communities_json: str) -> dict[tuple[str, str], float]:
+def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], mentioned: list[tuple[str, str]],
+                 communities: dict[str, list[str]]) -> dict[tuple[str, str], float]:
     """(community, chunk) -> the share of the chunk's topic words that have one of the
-    community's members named near them (NEAR_TOKENS), for chunks longer than a passage."""
+    community's members named near them (NEAR_TOKENS), for chunks longer than a passage.
+    mentioned: (chunk, entity) of the chunks' mentions; communities: each entity's."""
     hit = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
                               for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
     windows = {}
     for chunk, (text, tokens) in chunks.items():
         reach = round(NEAR_TOKENS * len(text) / max(1, tokens))  # as many characters as that many tokens here
         windows[chunk] = [text[max(0, m.start() - reach):m.end() + reach] for m in hit.finditer(text)]
-    mentioned = conn.execute("SELECT chunk_id, entity_id FROM entity_mentions "
-                             "WHERE chunk_id IN (SELECT value FROM json_each(?))",
-                             (json.dumps(sorted(c for c in windows if windows[c])),)).fetchall()
-    entities = json.dumps(sorted({e for _, e in mentioned}))
+    mentioned = [(chunk, entity) for chunk, entity in mentioned if windows.get(chunk)]
     names: dict[str, set[str]] = defaultdict(set)
     for entity, name in conn.execute(
             "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?1)) UNION "
             "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
-            (entities,)):
+            (json.dumps(sorted({e for _, e in mentioned})),)):
         if isinstance(name, str) and name:
             names[entity].add(name)
-    communities: dict[str, list[str]] = defaultdict(list)
-    for entity, community in conn.execute(
-            "SELECT entity_id, community_id FROM community_members WHERE entity_id IN (SELECT value FROM "
-            "json_each(?)) AND +community_id IN (SELECT value FROM json_each(?))", (entities, communities_json)):
-        communities[entity].append(community)
     near: dict[tuple[str, str], set[int]] = defaultdict(set)  # (community, chunk) -> its topic words
     for chunk, entity in mentioned:
         close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in names[entity])}
