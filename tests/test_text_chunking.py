@@ -338,3 +338,15 @@ def test_a_big_text_hashes_as_a_small_one_would():
     for text in ("a" * 3_000_001, "孙悟空" * 700_000 + "x", "é\U0001F600" * 600_000, "short"):
         whole = hashlib.sha256((text + "\x1f").encode("utf-8")).hexdigest()
         assert content_hash(text) == whole[:16] and content_hash(text, length=32) == whole[:32]
+
+
+def test_term_set_is_match_terms_as_a_set_with_its_stopwords():
+    """tgr.text.term_set (reports' terms, tested against a question's): every term match_terms
+    gives, Chinese bigrams and a lone character included, and nothing else but stopwords."""
+    from tgr.text import STOPWORDS, match_terms, term_set
+
+    for text in ("Scrooge's nephew, Fred, and the Ghost of Christmas Past", "孙悟空拜师学艺。唐僧 and 猪",
+                 "X 一 y", "Ünal and ÉCOLE"):
+        got = term_set(text)
+        assert set(match_terms(text)) <= got and got - set(match_terms(text)) <= STOPWORDS
+    assert {"孙悟", "悟空", "一"} <= term_set("孙悟空 一") and "the" in term_set("the Ghost")

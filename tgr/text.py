@@ -87,7 +87,6 @@ _NEXT_WORD = re.compile(r"[\"'“‘(\[]*(\w+)")
 # every bigram of each CJK run, in order, and a one-character run whole: one C-level pass
 _RUN_BIGRAMS = f"(?=([{_CJK}]{{2}}|(?<![{_CJK}])[{_CJK}](?![{_CJK}])))"
 _INDEX_WORD = _CjkPattern(f"[^\\W_{_CJK}]+", plain=r"[^\W_]+")  # words of any script but CJK
-INDEX_WORD = _INDEX_WORD  # (match_terms' words, for callers that lower-case them in bulk)
 _WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(
@@ -415,6 +414,15 @@ def match_terms(text: str) -> list[str]:
     terms = [w.lower() for w in _INDEX_WORD.findall(text) if w.lower() not in STOPWORDS]
     for run in CJK_RUN.findall(text):
         terms.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+    return terms
+
+
+def term_set(text: str) -> set[str]:
+    """match_terms' terms of a text as a set, with its stopwords too (for testing a question's
+    terms, which hold none, against many texts): no Python step per word."""
+    terms = set(map(str.lower, _INDEX_WORD.findall(text)))
+    if CJK_RUN.search(text):
+        terms.update(compiled(_RUN_BIGRAMS).findall(text))  # each run's bigrams (a lone character: itself)
     return terms
 
 

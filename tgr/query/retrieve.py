@@ -38,7 +38,7 @@ from ..offline.global_answer import topic_terms
 from .topic_evidence import best_matches, topic_evidence
 from ..offline.pagerank import SMALL_GRAPH_EDGES, personalized_pagerank  # noqa: F401 - part of this API
 from .query_cache import WARM_QUERIES, QueryCache  # noqa: F401 - part of this API
-from ..text import CJK_RUN, INDEX_WORD, has_cjk, match_terms
+from ..text import CJK_RUN, has_cjk, match_terms, term_set
 from .graph_walk import walk
 from .focus import Focus, focus
 from .vector_matrix import nearest
@@ -465,16 +465,8 @@ def _fuse(*rankings: tuple[list[tuple[str, float]], float]) -> list[tuple[str, f
 
 
 def _report_terms(rows: list[tuple]) -> dict[str, frozenset[str]]:
-    """Each report's terms (of its title and summary): match_terms' words and bigrams, with its
-    stopwords too (a question's terms hold none), read without a Python step per word."""
-    held = {}
-    for r in rows:
-        text = f"{r[1]} {r[5]}"
-        terms = set(map(str.lower, INDEX_WORD.findall(text)))
-        for run in CJK_RUN.findall(text):
-            terms.update(run[i:i + 2] for i in range(max(1, len(run) - 1)))
-        held[r[0]] = frozenset(terms)
-    return held
+    """Each report's terms (of its title and summary; tgr.text.term_set)."""
+    return {r[0]: frozenset(term_set(f"{r[1]} {r[5]}")) for r in rows}
 
 
 def _rank_fuse(*scores: dict[str, float]) -> dict[str, float]:
