@@ -148,7 +148,11 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
     # a file that gives several documents without ids (rows with no id): nothing says which
     # stored document a changed one replaces, so those are only ever added
     unnamed = Counter(source_key(d.source) for d in docs if d.external_id is None)
-    outgrown = _outgrown(docs, by_source, known, conn)
+    outgrown, renamed = _outgrown(docs, by_source)
+    if renamed:  # a stored form with a new form's text: kept under the new form's id
+        with transaction(conn):
+            conn.executemany("UPDATE documents SET external_id = ? WHERE id = ?",
+                             [(external_id, doc_id) for doc_id, external_id in renamed.items()])
     new = [d for d in reversed(docs) if d.id not in known]  # (last first: each is popped once stored)
     docs.clear()
     total = len(new)
@@ -177,20 +181,21 @@ def store_documents(conn: Connection, docs: list[Document], *, chunk_size: int, 
     return total
 
 
-def _outgrown(docs: list[Document], by_source: dict[tuple, list[str]], known: dict, conn: Connection
-              ) -> dict[tuple, tuple[list[str], Document]]:
-    """{(file, text id): (stored document ids, a document of the text now)} of the stored
-    forms of a text that this read gives in another form: the whole text where it is now read
-    in parts (it grew past what one document holds), or parts where it is now read whole or
-    in fewer parts. Taken out of by_source. A stored form whose text is the same as one of the
-    new forms (a whole that is now part 1) is kept: its id becomes the new form's."""
+def _outgrown(docs: list[Document], by_source: dict[tuple, list[str]]
+              ) -> tuple[dict[tuple, tuple[list[str], Document]], dict[str, str | None]]:
+    """({(file, text id): (stored document ids, a document of the text now)}, {document id:
+    its new external id}): the stored forms of a text that this read gives in another form
+    (the whole text where it is now read in parts, having grown past what one document holds;
+    parts where it is now read whole or in fewer parts), taken out of by_source. A stored form
+    whose text is the same as one of the new forms (a whole that is now part 1) is not
+    replaced but renamed."""
     now: dict[tuple, tuple[set, Document]] = {}
-    relabel = {doc.id: doc.external_id for doc in docs}
+    new_ids = {doc.id: doc.external_id for doc in docs}
     for doc in docs:
         key = source_key(doc.source)
         if key is not None:
             now.setdefault((key, doc.whole_id), (set(), doc))[0].add(doc.external_id)
-    outgrown = {}
+    outgrown, renamed = {}, {}
     for (key, whole_id), (ids, doc) in now.items():
         forms = [whole_id] if whole_id not in ids else []
         k = 1
@@ -200,14 +205,11 @@ def _outgrown(docs: list[Document], by_source: dict[tuple, list[str]], known: di
             k += 1
         old = [i for form in forms if len(by_source.get((key, form), [])) == 1
                for i in by_source.pop((key, form))]
-        for i in [i for i in old if i in relabel]:  # the same text in its new form: kept
-            with transaction(conn):
-                conn.execute("UPDATE documents SET external_id = ? WHERE id = ?", (relabel[i], i))
-            known[i] = (known[i][0], relabel[i])
-        old = [i for i in old if i not in relabel]
+        renamed.update((i, new_ids[i]) for i in old if i in new_ids)
+        old = [i for i in old if i not in new_ids]
         if old:
             outgrown[(key, whole_id)] = (old, doc)
-    return outgrown
+    return outgrown, renamed
 
 
 def document_count(conn: Connection) -> int:
