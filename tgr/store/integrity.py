@@ -98,6 +98,9 @@ def _row_encoder():
     return encode
 
 
+_ENCODE = _row_encoder()
+
+
 class _RawText:
     """Text read as bytearray, blobs as bytes, for the block: told apart, never decoded."""
 
@@ -278,28 +281,13 @@ def _tracked(conn) -> list[str]:
 
 
 def _row_term(table: str, *values) -> bytes:
-    """The trigger's function: sha256 of one row (pairs of is-text flag and value, text cast
-    to a blob so that its bytes are hashed as stored)."""
+    """The trigger's function: sha256 of one row as table_sum hashes it. values: pairs of an
+    is-text flag and the value (a text cast to a blob, so that its bytes are hashed as stored)."""
     import hashlib
 
-    pack_int, pack_float = struct.Struct(">q").pack, struct.Struct(">d").pack
-    parts = [b"row", table.encode(), b"\0R"]
-    append = parts.append
-    for i in range(0, len(values), 2):
-        is_text, value = values[i], values[i + 1]
-        if value is None:
-            append(b"N")
-        elif is_text:
-            append(b"T" + pack_int(len(value)))
-            append(value)
-        elif type(value) is int:
-            append(b"I" + pack_int(value))
-        elif type(value) is float:
-            append(b"F" + pack_float(value))
-        else:
-            append(b"B" + pack_int(len(value)))
-            append(value)
-    return hashlib.sha256(b"".join(parts)).digest()
+    row = [bytearray(value) if is_text and value is not None else value
+           for is_text, value in zip(values[::2], values[1::2])]
+    return hashlib.sha256(b"row" + table.encode() + b"\0" + _ENCODE(row)).digest()
 
 
 class DigestTracker:
