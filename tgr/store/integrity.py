@@ -43,6 +43,7 @@ import struct
 import sqlean as sqlite3
 
 from . import hardening
+from .db import in_pages
 
 DIGEST_KEY = "content_digest"
 DIGEST_PREFIX = "sha256:"  # the whole-store digest of tgrs before adhash1 (still checked as such)
@@ -354,7 +355,7 @@ class DigestTracker:
             lost = {table for trigger, table in self.triggers if trigger not in present}
             sums = {t: v for t, v in self.base.items()
                     if t not in lost and definitions.get(t) == self.definitions.get(t)}
-            for table, sign, term in in_terms(conn):
+            for table, sign, term in in_pages(conn.execute(f"SELECT tbl, sign, term FROM {_TEMP_TERMS}")):
                 if table in sums:
                     sums[table] = (sums[table] + sign * int.from_bytes(term, "big")) % _MODULUS
             return sums
@@ -363,15 +364,6 @@ class DigestTracker:
                 conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger}")
             conn.execute(f"DROP TABLE IF EXISTS {_TEMP_TERMS}")
             conn.execute("PRAGMA recursive_triggers = OFF")
-
-
-def in_terms(conn):
-    cursor = conn.execute(f"SELECT tbl, sign, term FROM {_TEMP_TERMS}")
-    while True:
-        rows = cursor.fetchmany(4096)
-        if not rows:
-            return
-        yield from rows
 
 
 def damage(conn) -> list[str]:
