@@ -671,3 +671,20 @@ def test_a_chunks_sentences_are_chinese_as_each_is_mostly_cjk(text):
 
     sentences = [text[a:b] for a, b in split_sentences(text)]
     assert _chinese_sentences(sentences, text) == list(map(_mostly_cjk, sentences))
+
+
+def test_the_text_shows_who_is_a_person_by_a_following_he_or_she_and_a_surname_used_alone():
+    found = by_name("Arne Blomberg, was born in 1930 in Gothenburg, Sweden. He started off by studying art. "
+                    "Friedrich Hayek taught at Vienna. Hayek earned a doctorate in 1921.")
+    assert found["Arne Blomberg"].type == "person" and found["Friedrich Hayek"].type == "person", found
+    # an adjective or a place before the repeated word is no given name; a plural is a team
+    found = by_name("Fishing in Central Newfoundland is good. Ships reach Newfoundland in May. The Golden State "
+                    "Warriors won. The Warriors were glad.")
+    assert found["Central Newfoundland"].type != "person" and found["Golden State Warriors"].type != "person", found
+
+
+def test_a_head_noun_after_a_name_and_a_plural_place_of_type_it():
+    found = by_name("The Taubenklippe is a rock formation in the Harz mountains. The album was recorded for the "
+                    "Candid label in 1961. It spans the states of Rajasthan, Madhya Pradesh and Haryana.")
+    assert found["Harz"].type == "location" and found["Candid"].type == "organization", found
+    assert all(found[n].type == "location" for n in ("Rajasthan", "Madhya Pradesh", "Haryana")), found

@@ -262,7 +262,7 @@ def test_types_come_from_the_gazetteer_census_names_and_name_words():
     assert one("Detroit Pistons") == one("NBA") == "organization" and one("Northern New Jersey") == "location"
     assert one("Republic of China") == "country" and one("Michael Jordan") == "person"
     assert one("英语") == one("意大利语") == "language" and one("术语") == "concept"
-    assert one("Hampton Roads") == "concept"  # a place, then a plural that names places: no team
+    assert one("Hampton Roads") == "location"  # a place, then a plural that names places: no team
 
 
 def test_a_title_before_a_lone_word_is_dropped_only_beside_the_bare_word():
@@ -293,3 +293,47 @@ def test_a_chinese_given_name_joins_the_one_surname_and_it():
     assert resolved["和尚"] == "和尚"  # 老 is no surname
     resolved = keys(**{"张小明": {"person": 1}, "李小明": {"person": 1}, "小明": {"person": 1}})
     assert resolved["小明"] == "小明"  # whose? both
+
+
+def test_types_from_the_head_of_x_of_y_a_comma_place_an_epithet_and_a_regnal_number():
+    from tgr.offline.entity_types import entity_type
+
+    one = lambda name: entity_type(name, Counter({"concept": 1}), Counter({name: 1}))
+    assert one("Church of England") == one("Communist Party of China") == "organization"
+    assert one("Siege of Cassel") == one("Battle of Dien Bien Phu") == "event"
+    assert one("Prime Minister of India") == one("Albert, King of Sweden") == "person"
+    assert one("Lynn Township, Hardin County, Ohio") == one("Derwent, Ohio") == "location"
+    assert one("Illinois Route 97") == one("Finger Lakes") == one("Kingdom of Great Britain") == "location"
+    assert one("Republic of Sri Lanka") == "country" and one("Bay of Pigs Invasion") == "event"
+    assert one("Carolina Hurricanes") == "organization" and one("Prime Minister") == "concept"
+    assert one("有田中井手之战") == one("格莱美奖") == "event" and one("埃里克·戈登") == one("列夫·托尔斯泰") == "person"
+    assert one("新撰姓氏录·右京诸蕃") == one("奖") == one("明史·文苑传") == "concept"
+    assert one("亚洲杯") == "event" and one("人民日报") == "work"
+    assert one("Tigranes the Great") == one("Ariarathes VII") == one("John II of Aragon") == "person"
+    # what the words don't say stays a concept
+    assert one("Hello, I'm Your Aunt!") == one("Flag of the United States") == one("Pier II") == "concept"
+    assert one("Count of Monte Cristo") == "concept"
+    assert one("CHSJ-FM") == one("Woxl-Fm") == one("Order of the British Empire") == "organization"
+
+
+def test_a_title_subject_is_typed_by_its_opening_read_without_asides():
+    from tgr.build.title_subjects import _subject_type
+
+    assert _subject_type("Lil Hardin Armstrong", 'Lillian "Lil" Hardin Armstrong (née Hardin; February 3, 1898 – '
+                         "August 27, 1971) was a jazz pianist, composer and bandleader.") == "person"
+    assert _subject_type("Sophie de Condorcet", "Sophie de Condorcet (1764 in Meulan – 8 September 1822 in Paris), "
+                         "best known as Madame de Condorcet, was a prominent salon hostess.") == "person"
+    assert _subject_type("Park Geun-hye", "Park Geun - hye (Hangul: 박근혜; IPA: (pak ‿ k͈ɯn. hje); born 2 February "
+                         "1952) is a former South Korean politician.") == "person"
+    assert _subject_type("Deer Plain, Illinois", "Deer Plain is an unincorporated community in Calhoun County, "
+                         "Illinois, United States.") == "location"
+    # an event's years are no life span; a definition with no known head leaves a concept
+    assert _subject_type("Boer War", "The Boer War (1899 – 1902) was fought in South Africa.") != "person"
+    assert _subject_type("Evening", "Evening (from Old English) is the period of time at the end of the day.") \
+        == "concept"
+    assert _subject_type("Franc Rode", "Franc Rode (or Rodé; born 1934) is a Slovenian Cardinal. He is a prefect.") \
+        == "person"
+    assert _subject_type("Léopold Standaert", "Léopold Standaert was a sailor from Belgium. He sailed at the "
+                         "1920 Summer Olympics.") == "person"
+    assert _subject_type("Hicks Ridge", "Hicks Ridge () is a rugged ridge in Victoria Land. It was mapped by "
+                         "the USGS.") == "location"

@@ -83,7 +83,7 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
     sentences = [s for s in sentences if s]
     name = subject.name  # added even when the extractor found it ("Prestige"): the title is an alias too
     about = [s for s in sentences if name.casefold() in s.casefold()] or sentences[:1]
-    kind = next((e.type for e in same if e.type != "concept"), None) or _subject_type(name, about)
+    kind = next((e.type for e in same if e.type != "concept"), None) or _subject_type(name, text)
     extra = [] if any(e.name == name for e in same) else \
         [RawEntity(name=name, type=kind, description=shorten(" ".join(about[:2]), 300))]
     linked = {name_key(r.source) for r in relations if name_key(r.target) == key} | \
@@ -101,14 +101,61 @@ def with_subject(subject: Subject, text: str, entities: list[RawEntity],
     return extra + list(entities), list(relations) + links
 
 
-def _subject_type(name: str, sentences: list[str]) -> str:
-    """By the defining sentence only: this runs while model answers are awaited, so nothing
-    slow (the gazetteer types the entity at the merge)."""
-    if not has_cjk(name):
-        from ..offline.names_en import defining_type  # (its patterns: not for a Chinese title)
+def _subject_type(name: str, text: str) -> str:
+    """By the document's opening only: this runs while model answers are awaited, so nothing
+    slow (the gazetteer types the entity at the merge). The opening is read without its
+    asides in brackets, where a definition's subject keeps its other names, scripts and dates
+    ("X (née Y; 3 February 1898 – 27 August 1971) was a jazz pianist"), unless the first
+    aside gives a person's birth or life span."""
+    if has_cjk(name):
+        return "concept"  # (the defining patterns are English)
+    from ..offline.names_en import defining_type
 
-        for sentence in sentences[:1]:
-            kind = defining_type(sentence)
-            if kind:
-                return kind
+    opening = text[:_OPENING]
+    if _type_by_head(name) is None and (aside := _FIRST_ASIDE.search(opening)) and _life(aside.group(1)):
+        return "person"
+    plain = _without_asides(opening)
+    sentences = [" ".join(plain[a:b].split()) for a, b in split_sentences(plain)]
+    about = [s for s in sentences if name.casefold() in s.casefold()] or sentences[:1]
+    for sentence in about[:1]:
+        kind = defining_type(sentence)
+        if kind:
+            return kind
+    if len(sentences) > 1 and name.casefold() in sentences[0].casefold() and _type_by_head(name) is None \
+            and _HE_OR_SHE.match(sentences[1]):
+        return "person"  # "Franc Rode is a Slovenian Cardinal. He is the prefect emeritus of ..."
     return "concept"
+
+
+_HE_OR_SHE = re.compile(r"(?:He|She|His|Her)\s")
+_OPENING = 1500  # characters: the first sentence of a document, asides and all
+_ASIDE = re.compile(r"\s*[(（][^()（）]*[)）]")
+# the first aside, right after the opening's first words (its subject's name: "Cláudio Ibrahim Vaz Leal (born ...")
+_FIRST_ASIDE = re.compile(r"^\W*[A-Z][^.!?。(（\s]*(?:\s+[^.!?。(（\s]+){0,7}\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）])*)[)）]")
+# "(born 9 May 1964)", "(née Hardin; ...)", "(c. 1338 – 1 April 1412)", "(1764 in Meulan – 8 September 1822 in Paris)"
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_LIFE_WORD = re.compile(r"\b(?:born|née|nee|b\.|died|d\.)\s")
+_SPAN = re.compile(r"\d{3,4}\b.{0,40}?\s?(?:–|-|--)\s?.{0,25}?\b\d{3,4}\b")
+_FULL_DATE = re.compile(rf"\b\d{{1,2}} {_MONTH} \d{{3,4}}\b|\b{_MONTH} \d{{1,2}}, \d{{3,4}}\b")
+
+
+def _life(aside: str) -> bool:
+    """A birth, a death or a life span with a full date: what an aside after a person's name holds
+    (an event's is years alone: "(1939–1945)")."""
+    return bool(_LIFE_WORD.search(aside) or _SPAN.search(aside) and _FULL_DATE.search(aside))
+
+
+def _without_asides(text: str) -> str:
+    """The text with its bracketed asides removed, innermost first."""
+    while True:
+        plain = _ASIDE.sub("", text)
+        if plain == text:
+            return plain
+        text = plain
+
+
+def _type_by_head(name: str) -> str | None:
+    """The type the name's own words give it (an event's dates are no life span)."""
+    from ..offline.entity_types import type_by_words
+
+    return type_by_words(name)

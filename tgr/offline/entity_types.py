@@ -129,6 +129,8 @@ def place_kind(name: str) -> str | None:
     """"country" or "location" for a name the gazetteer knows, else None."""
     countries, places = _gazetteer()
     key = normalise_name(name)
+    if key not in countries and key not in places:
+        key = "the " + key  # "Netherlands": the gazetteer has "The Netherlands"
     if key in countries:
         return "country"
     return "location" if key in places else None
@@ -147,13 +149,14 @@ def entity_type(surface: str, mention_types: Counter, aliases: Counter) -> str:
             return "location"
     if kind != "concept":
         return kind
-    by_words = _type_by_words(surface) or _team_or_region(surface) or _chinese_language(surface)
+    by_words = type_by_words(surface) or _team_or_region(surface) or _chinese_language(surface) \
+        or _chinese_by_words(surface)
     if by_words:
         return by_words
     if _surname_and_full_name(aliases) or given_and_family_name(surface) \
             or any(given_and_family_name(a) for a in sorted(aliases)) or _first_name_alone(surface):
         return "person"
-    if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS:
+    if _ACRONYM.fullmatch(surface) and surface.lower() not in COMMON_ACRONYMS or _CALL_SIGN.fullmatch(surface):
         return "organization"
     return kind
 
@@ -171,7 +174,37 @@ def _chinese_language(surface: str) -> str | None:
     return None
 
 
+# an event's last words: 有田中井手之战, 第7届日本参议院议员通常选举, 格莱美奖 (an award, as "Grammy Award")
+_CJK_EVENT_ENDS = ("之战", "战役", "战争", "会战", "起义", "革命", "事变", "选举", "大选", "奖", "大赛", "锦标赛",
+                   "运动会", "奥运会", "亚运会", "大运会", "冬奥会", "杯", "杯赛", "晚会", "峰会", "博览会", "电影节",
+                   "音乐节", "艺术节")
+# a newspaper or magazine (as "Herald", "Gazette"): 人民日报, 扬子晚报
+_CJK_WORK_ENDS = ("日报", "晚报", "时报", "周刊", "杂志")
+# a transliterated foreign person's name: given and family names joined by a middle dot (埃里克·戈登),
+# written mostly in the characters of the transliteration tables (not a book and its chapter: 明史·文苑传)
+_CJK_DOTTED_PERSON = re.compile(r"[\u3400-\u9fff]{1,5}(?:[·・•][\u3400-\u9fff]{1,6}){1,3}")
+_TRANSLITERATION = frozenset("".join("""阿埃艾安奥巴贝比彼波伯布查达戴丹道德邓迪蒂丁东杜多厄恩尔法范菲费芬丰弗福富盖甘冈戈格贡古瓜哈海汉
+    豪赫亨洪胡华霍基吉加贾杰金卡凯坎康考柯科克肯库夸奎拉莱赖兰朗劳勒雷蕾里利莉丽林琳隆卢鲁伦罗洛马玛
+    迈麦曼梅门蒙米莫姆穆纳娜奈内尼妮涅宁诺欧帕潘佩彭皮普奇乔切琼萨塞桑瑟森沙莎什施斯苏索塔泰坦汤特提
+    汀廷托图瓦旺威韦维温沃乌伍西希谢辛休雅亚扬耶伊因英尤约泽扎詹兹佐儿列夫娃芙""".split()))
+
+
+def _chinese_by_words(surface: str) -> str | None:
+    """A Chinese name's type by its last characters (an event, a newspaper) or its middle dots (a person)."""
+    if not _CJK.search(surface):
+        return None
+    if surface.endswith(_CJK_EVENT_ENDS) and len(surface) > 2:
+        return "event"
+    if surface.endswith(_CJK_WORK_ENDS) and len(surface) > 3:
+        return "work"
+    if _CJK_DOTTED_PERSON.fullmatch(surface) and all(
+            2 * sum(c in _TRANSLITERATION for c in part) >= len(part) for part in re.split("[·・•]", surface)):
+        return "person"
+    return None
+
+
 _ACRONYM = re.compile(r"[A-Z][A-Z&]{1,3}")  # NBA, BBC, ICAO: organisations far more often than not
+_CALL_SIGN = re.compile(r"[KWC][A-Z]{2,3}-(?:FM|AM|TV|LP|DT)", re.I)  # a broadcaster: "CHSJ-FM", "Woxl-Fm"
 # acronyms that are words, not names (names_en drops them as names on their own)
 COMMON_ACRONYMS = frozenset("""tv dvd dvds cd cds dj djs ep lp mc ceo cfo coo dna rna hiv aids pc gdp
     ufo vhs usd bc bce ce ad am pm ok mp3 usb faq km mph kg lb eur gbp atm api dos av cm cs dd
@@ -198,11 +231,12 @@ def _team_or_region(surface: str) -> str | None:
         return "organization"
     if words[0].lower() in _COMPASS and place_kind(" ".join(words[1:])):
         return "location"
-    if len(words) >= 3 and words[-2] == "of" and (place := place_kind(last)):
-        head = words[-3].lower()
-        if head in _STATE_HEADS and place == "country":
+    if " of " in surface:  # "Republic of Sri Lanka", "County of Wiltshire"
+        before, after = surface.split(" of ", 1)
+        head, place = before.split()[-1].lower(), place_kind(after)
+        if place and head in _STATE_HEADS and place == "country":
             return "country"
-        if head in _REGION_HEADS:
+        if place and head in _REGION_HEADS:
             return "location"
     return None
 
@@ -227,11 +261,12 @@ _LAST_WORD = {
         expressway turnpike highway motorway freeway parkway boulevard trail pass glacier reef strait
         sea ocean gulf lagoon basin delta plateau volcano dam reservoir pier wharf quay cemetery
         mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
-        theater hotel house""",
+        theater hotel house route lane pond plantation empire building""",
     "event": """season tournament championship championships cup games olympics festival election
         elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
         riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
-        derby open rally race summit trophy ceremony concert tour""",
+        derby open rally race summit trophy ceremony concert tour siege invasion bombing bombings
+        assassination expedition olympiad""",
     "work": """album song single film novel book poem opera symphony sonata concerto series show hour
         soundtrack trilogy saga chronicles diaries journal gazette review quarterly tribune herald
         chronicle episode musical ballad hymn anthem requiem overture oratorio cantata anthology
@@ -248,15 +283,67 @@ _PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captai
     dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh""".split())
 
 
-def _type_by_words(surface: str) -> str | None:
-    """"Oxford University Press" -> organization, "1946 NFL season" -> event, "Coach Jeff
-    Quinn" -> person: a type by the name's first or last word."""
+def type_by_words(surface: str) -> str | None:
+    """A type from the name's own words: "Oxford University Press" -> organization, "1946 NFL
+    season" -> event, "Illinois Route 97" -> location (its last word, or the one before a
+    number); "Coach Jeff Quinn", "Tigranes the Great", "Ariarathes VII" -> person; in "X of the
+    Y" X's last word ("Order of the British Empire"), elsewhere the name's last word first ("Bay
+    of Pigs Invasion") and then X's ("Church of England", "Prime Minister of India"); in a name
+    with commas its first part, or a place for "Derwent, Ohio" and "Lynn Township, Hardin
+    County, Ohio" (a place and the places it lies in)."""
     words = surface.lower().replace("&amp;", "&").split()
     if len(words) < 2 or _CJK.search(surface):
         return None
-    if words[0] in _PERSON_TITLES and surface.split()[-1][:1].isupper():
+    if (words[0] in _PERSON_TITLES or words[:2] == ["prime", "minister"] and len(words) > 2) \
+            and surface.split()[-1][:1].isupper():
         return "person"
-    return _TYPE_BY_LAST.get(words[-1]) or _TYPE_BY_FIRST.get(words[0])
+    if " of the " in surface and (kind := _type_of_head(words)):
+        return kind
+    kind = _type_by_last_word(words) or _TYPE_BY_FIRST.get(words[0])
+    if kind:
+        return kind
+    if " of " in surface and (kind := _team_or_region(surface)):
+        return kind  # "Republic of China": a country
+    if _REGNAL.fullmatch(surface) and words[0] not in common_words() or words[-2] == "the" and words[-1] in _EPITHETS:
+        return "person"
+    if kind := _type_of_head(words):
+        return kind
+    if "," in surface:
+        first, *rest = [part.strip() for part in surface.split(",")]
+        kind = type_by_words(first)
+        if kind is None and rest and rest[-1] and place_kind(rest[-1]) and first[:1].isupper():
+            kind = "location"
+        return kind
+    return None
+
+
+def _type_by_last_word(words: list[str]) -> str | None:
+    """By the last word, the word before a number ("Route 97") or a plural place word's singular
+    ("Finger Lakes"; not "Carolina Hurricanes": a team)."""
+    last = words[-2] if words[-1].isdigit() and len(words) > 2 else words[-1]
+    if last.endswith("s") and len(last) > 4 and last not in _TYPE_BY_LAST and _TYPE_BY_LAST.get(last[:-1]) == "location":
+        return "location"
+    return _TYPE_BY_LAST.get(last)
+
+
+def _type_of_head(words: list[str]) -> str | None:
+    """The type of "X of Y" by X's last word."""
+    if "of" not in words[1:-1]:
+        return None
+    head = words[words.index("of", 1) - 1].strip(",")
+    return _TYPE_BY_LAST.get(head) or _HEAD_OF.get(head) or (
+        _TYPE_BY_LAST.get(head[:-1]) if head.endswith("s") and len(head) > 3 else None)
+
+
+_REGNAL = re.compile(r"[A-Z][a-z]+ (?:[IVX]{1,5})(?: of [A-Z][\w ]+)?")
+_EPITHETS = frozenset("great elder younger bold pious fair good wise conqueror confessor lionheart magnificent".split())
+# the head of "X of Y" that is no name's last word: a person's office ("Prime Minister of India"),
+# a body ("Order of the British Empire", "Diocese of Almería"), a territory
+_HEAD_OF = {**{w: "person" for w in """king queen prince princess duke duchess earl
+    emperor empress bishop archbishop president minister chancellor governor mayor secretary
+    marquess baron baroness viscount""".split()},
+            **{w: "organization" for w in "order diocese archdiocese eparchy".split()},
+            **{w: "location" for w in "territory territories kingdom republic empire".split()}}
 
 
 @lru_cache(maxsize=1)

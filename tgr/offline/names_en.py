@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 
 from .demonyms import language_of, only_demonyms, strip_adjective_suffix
-from .entity_types import COMMON_ACRONYMS, census_first_names, given_and_family_name, place_kind
+from .entity_types import (COMMON_ACRONYMS, census_first_names, common_words, given_and_family_name, place_kind,
+                           type_by_words)
 from .name_words import DAYS, MONTHS
 from ..text import CJK_RANGES, STOPWORDS
 
@@ -125,6 +126,7 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
                     continue
             names.append((name, kind, titled, start))
         result.append(_share_list_types(sentence, names))
+    result = _people_by_text(sentences, result, lower)
     surnames = _surnames([n for names in result for n in names])
     return [[(name if titled else surnames.get(name, name), kind) for name, kind, titled in names]
             for names in result]
@@ -149,6 +151,56 @@ def _share_list_types(sentence: str, names: list[tuple[str, str, bool, int]]) ->
             for k in group:
                 kinds[k] = next(iter(known))
     return [(name, kind, titled) for (name, _, titled, _), kind in zip(names, kinds)]
+
+
+_HE_OR_SHE = re.compile(r"\s*[\"“‘']?(?:He|She|His|Her)\s")
+
+
+def _people_by_text(sentences: list[str], result: list[list[tuple[str, str, bool]]],
+                    lower: set[str]) -> list[list[tuple[str, str, bool]]]:
+    """Untyped names that the text shows to be people (a sentence's subject that the next
+    sentence calls he or she, a full name whose last word the text also writes alone) typed
+    person, unless the name's own words give it a type ("Boston Mafia") or it is an acronym."""
+    people = _subjects_before_he_or_she(sentences, result) | _names_with_a_surname_alone(result, lower)
+    people = {name for name in people if not name.isupper() and not type_by_words(name)}
+    if not people:
+        return result
+    return [[(name, "person" if kind == "concept" and name in people else kind, titled) for name, kind, titled in names]
+            for names in result]
+
+
+def _subjects_before_he_or_she(sentences: list[str], result: list[list[tuple[str, str, bool]]]) -> set[str]:
+    """"Arne Blomberg, was born in 1930 in Gothenburg, Sweden. He started ...": the untyped name
+    a sentence opens with, when the next sentence opens with he or she."""
+    return {names[0][0] for names, sentence, following in zip(result, sentences, sentences[1:])
+            if names and names[0][1] == "concept" and _HE_OR_SHE.match(following)
+            and sentence.lstrip(" \"“‘'").startswith(names[0][0])}
+
+
+def _names_with_a_surname_alone(result: list[list[tuple[str, str, bool]]], lower: set[str]) -> set[str]:
+    """"Friedrich Hayek ... Hayek earned doctorates": an untyped full name whose last word the
+    text also writes alone. Not a plural ("Golden State Warriors" / "the Warriors"), a place,
+    an acronym or an English word ("Chesapeake Bay Retriever"), nor after an English word or a
+    demonym ("Central Newfoundland", "English Wikipedia")."""
+    alone: dict[str, set[str]] = {}
+    for names in result:
+        for name, kind, _ in names:
+            if " " not in name:
+                alone.setdefault(name, set()).add(kind)
+    found = set()
+    for names in result:
+        for name, kind, _ in names:
+            parts = name.split()
+            if kind != "concept" or len(parts) < 2:
+                continue
+            first, last = parts[0].split("-")[0], parts[-1]
+            if len(last) > 2 and not last.endswith("s") and not last.isupper() \
+                    and alone.get(last, {"location"}) <= {"concept", "person"} \
+                    and not _CONNECTORS & {p.lower() for p in parts} and first.lower() not in lower \
+                    and not {first.lower(), last.lower()} & common_words() and not only_demonyms(first) \
+                    and not place_kind(last):
+                found.add(name)
+    return found
 
 
 def _surnames(names: list[tuple[str, str, bool]]) -> dict[str, str]:
@@ -403,11 +455,12 @@ _HEADS = {
     "organization": """company corporation band group organization organisation university college
         school team club party firm brand agency institute airline manufacturer label network
         channel church order retailer chain conglomerate charity foundation society
-        association federation league union studio publisher""",
+        association federation league union studio publisher museum diocese archdiocese""",
     "location": """city town village river lake mountain country state province county district
         region island municipality suburb neighborhood neighbourhood borough capital area park
         airport stadium arena building bridge castle street road highway peninsula valley
-        commune parish hamlet settlement resort canal bay census-designated""",
+        commune parish hamlet settlement resort canal bay census-designated township community
+        prison hotel waterfall site ridge peak glacier cove archipelago atoll crater headland""",
     "event": """battle war election tournament festival championship competition siege
         massacre revolution conference expedition""",
 }
@@ -442,12 +495,16 @@ _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|po
                         r"featuring|feat\.|stars|co-stars|voices\s+of|voice\s+of)\s+$", re.I)
 _WORD_BEFORE = re.compile(r"(?<![\w-])([a-z][a-z-]+)\s$")
 _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough|island|region|"
-                       r"municipality|parish|capital|suburb|commune|state)\s+of\s$")
+                       r"municipality|parish|capital|suburb|commune|state)s?\s+of\s$")
 # head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
 _NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
 _PAREN_HEAD = re.compile(r"\s*\((?:[^()]*\s)?([a-z][a-z-]+)\)")  # "(2005 film)", "(band)"
 _APPOSITIVE = re.compile(r",\s+(?:an?|the|one of the)\s+")
+_AFTER_TYPES = {**{w: "location" for w in """mountains mountain range massif river valley region state
+    province district county island islands peninsula basin desert plateau lake coast area village
+    town city""".split()}, **{w: "organization" for w in "label band company brand network party studio firm".split()}}
+_HEAD_NOUN_AFTER = re.compile(r" (" + "|".join(_AFTER_TYPES) + r")\b(?![-'’])")
 _PLACE_AFTER = re.compile(r",\s+((?:[A-Z][\w.]*)(?:\s+[A-Z][\w.]*){0,2})(?=[,.;:)]|\s+[a-z]|$)")
 
 
@@ -469,4 +526,6 @@ def context_type(sentence: str, start: int, end: int) -> str | None:
         return _head_after(sentence, appositive.end())
     if (place := _PLACE_AFTER.match(sentence, end)) and place_kind(place.group(1)):
         return "location"
+    if noun := _HEAD_NOUN_AFTER.match(sentence, end):  # "the Harz mountains", "the Candid label"
+        return _AFTER_TYPES[noun.group(1)]
     return None
