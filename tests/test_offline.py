@@ -681,6 +681,7 @@ def test_the_text_shows_who_is_a_person_by_a_following_he_or_she_and_a_surname_u
     found = by_name("Fishing in Central Newfoundland is good. Ships reach Newfoundland in May. The Golden State "
                     "Warriors won. The Warriors were glad.")
     assert found["Central Newfoundland"].type != "person" and found["Golden State Warriors"].type != "person", found
+    assert by_name("Bob Cratchit came home. The Cratchits sat at the table.")["Cratchits"].type == "person"
 
 
 def test_a_head_noun_after_a_name_and_a_plural_place_of_type_it():

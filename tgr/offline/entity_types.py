@@ -337,11 +337,12 @@ def _type_of_head(words: list[str]) -> str | None:
 
 _REGNAL = re.compile(r"[A-Z][a-z]+ (?:[IVX]{1,5})(?: of [A-Z][\w ]+)?")
 _EPITHETS = frozenset("great elder younger bold pious fair good wise conqueror confessor lionheart magnificent".split())
-# the head of "X of Y" that is no name's last word: a person's office ("Prime Minister of India"),
+# the head of "X of Y" that is no name's last word: a person's office ("Prime Minister of India") or
+# a being ("Ghost of Christmas Past"),
 # a body ("Order of the British Empire", "Diocese of Almería"), a territory
 _HEAD_OF = {**{w: "person" for w in """king queen prince princess duke duchess earl
     emperor empress bishop archbishop president minister chancellor governor mayor secretary
-    marquess baron baroness viscount""".split()},
+    marquess baron baroness viscount ghost spirit""".split()},
             **{w: "organization" for w in "order diocese archdiocese eparchy".split()},
             **{w: "location" for w in "territory territories kingdom republic empire".split()}}
 

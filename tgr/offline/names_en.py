@@ -161,7 +161,8 @@ def _people_by_text(sentences: list[str], result: list[list[tuple[str, str, bool
     """Untyped names that the text shows to be people (a sentence's subject that the next
     sentence calls he or she, a full name whose last word the text also writes alone) typed
     person, unless the name's own words give it a type ("Boston Mafia") or it is an acronym."""
-    people = _subjects_before_he_or_she(sentences, result) | _names_with_a_surname_alone(result, lower)
+    people = _subjects_before_he_or_she(sentences, result) | _names_with_a_surname_alone(result, lower) \
+        | _families(result)
     people = {name for name in people if not name.isupper() and not type_by_words(name)}
     if not people:
         return result
@@ -175,6 +176,13 @@ def _subjects_before_he_or_she(sentences: list[str], result: list[list[tuple[str
     return {names[0][0] for names, sentence, following in zip(result, sentences, sentences[1:])
             if names and names[0][1] == "concept" and _HE_OR_SHE.match(following)
             and sentence.lstrip(" \"“‘'").startswith(names[0][0])}
+
+
+def _families(result: list[list[tuple[str, str, bool]]]) -> set[str]:
+    """"the Cratchits" beside "Bob Cratchit": the plural of a person's family name is the family."""
+    surnames = {name.split()[-1] for names in result for name, kind, _ in names if kind == "person" and " " in name}
+    return {name for names in result for name, kind, _ in names
+            if kind == "concept" and " " not in name and name.endswith("s") and name[:-1] in surnames}
 
 
 def _names_with_a_surname_alone(result: list[list[tuple[str, str, bool]]], lower: set[str]) -> set[str]:
