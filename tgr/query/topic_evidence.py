@@ -138,9 +138,17 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], men
 
 
 def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
-    """How many chunks mention a member of each community (kept between questions)."""
+    """How many chunks mention a member of each community (kept between questions): the
+    counts the store keeps (community_chunks, written by the cluster stage), and for a
+    community without one (a store made before them, or one whose count a change dropped),
+    counted here."""
     known = retriever.cache.get(("community chunks",), dict)
     missing = [c for c in community_ids if c not in known]
+    if missing and _counts_kept(retriever):
+        known.update(retriever.conn.execute(
+            "SELECT community_id, chunks FROM community_chunks WHERE community_id IN "
+            "(SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall())
+        missing = [c for c in missing if c not in known]
     if missing:
         known.update(dict.fromkeys(missing, 0) | dict(retriever.conn.execute(
             "SELECT m.community_id, count(DISTINCT em.chunk_id) FROM community_members m "
@@ -148,3 +156,9 @@ def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
             "WHERE m.community_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
             (json.dumps(missing),)).fetchall()))
     return known
+
+
+def _counts_kept(retriever) -> bool:
+    """Does the store have community_chunks (a store of schema 8 or later)?"""
+    return retriever.cache.get(("community chunks kept",), lambda: retriever.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'community_chunks'").fetchone() is not None)
