@@ -542,17 +542,42 @@ def _page(metadata: dict, char_start: int) -> int | None:
 
 
 def _document_extras(conn: Connection, document_ids: set[str]) -> dict[str, tuple[str | None, dict]]:
-    """external_id and metadata of documents, on stores that have those columns."""
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
-    if "external_id" not in columns:
+    """external_id and metadata of documents, on stores that have those columns (kept by the
+    connection's QueryCache: a question reads a document's once). Read through the index
+    documents_extras where the store has it: the columns follow the document's text in its
+    row, and reaching them without that index walks the text's overflow pages."""
+    cache = QueryCache.of(conn)
+    columns = cache.get(("document extras",), lambda: _DocumentExtras(conn))
+    if not columns.kept:
         return {}
+    missing = sorted(set(document_ids) - columns.read.keys())
+    if missing:
+        columns.read.update(dict.fromkeys(missing))  # (an id without a document: None, left out below)
+        columns.read.update((doc_id, (external_id, metadata)) for doc_id, external_id, metadata in conn.execute(
+            f"SELECT id, external_id, metadata FROM documents {columns.index} "
+            "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall())
     extras = {}
-    for doc_id, external_id, metadata in conn.execute(
-            "SELECT id, external_id, metadata FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(document_ids)),)).fetchall():
+    for doc_id in document_ids:
+        if columns.read.get(doc_id) is None:
+            continue
+        external_id, metadata = columns.read[doc_id]
         try:  # the file may come from anyone: a malformed or hostile value becomes {}
             meta = json.loads(metadata) if metadata and len(metadata) <= 1_000_000 else {}
         except (ValueError, RecursionError):
             meta = {}
         extras[doc_id] = (external_id, meta if isinstance(meta, dict) else {})
     return extras
+
+
+class _DocumentExtras:
+    """Whether the store has documents' external_id and metadata, how to read them, and
+    those read so far."""
+
+    def __init__(self, conn: Connection):
+        self.kept = "external_id" in {r[1] for r in conn.execute("PRAGMA table_info(documents)").fetchall()}
+        indexed = self.kept and [r[2] for r in conn.execute("PRAGMA index_info(documents_extras)")] == \
+            ["id", "external_id", "metadata"] and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'documents_extras' "
+                "AND tbl_name = 'documents'").fetchone() is not None
+        self.index = "INDEXED BY documents_extras" if indexed else ""
+        self.read: dict[str, tuple | None] = {}  # id -> (external_id, metadata as stored)

@@ -114,7 +114,8 @@ def _community_chunks(conn: Connection) -> None:
     """8: community_chunks (each community's count of chunks naming a member) and the triggers
     that drop a count when what it counts changes come from schema.sql, which migrate() runs
     after the steps; the cluster stage of the same run writes the counts. Until then a
-    question counts them itself, as before."""
+    question counts them itself, as before. So does documents_extras (a document's id,
+    external id and metadata, read without its text)."""
 
 
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
