@@ -126,3 +126,21 @@ def test_a_store_without_the_counts_answers_the_same_and_is_not_written(built, t
     before = sha(path)
     assert answers(path, monkeypatch) == answers(copy(built, tmp_path), monkeypatch)
     assert sha(path) == before  # asked, never migrated nor filled
+
+
+def test_the_next_index_of_a_store_made_before_the_counts_keeps_them(built, tmp_path):
+    path = copy(built, tmp_path, "older")
+    conn = sqlite3.connect(path)
+    with conn:  # as a store of schema 7 is
+        for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                       "AND name LIKE 'community_chunks_%'").fetchall():
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE community_chunks")
+        conn.execute("DROP INDEX documents_extras")
+        conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    with tgr.open(path, chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(p) for p in sorted(EN_CORPUS.glob("*.txt"))], **SMALL)  # nothing new: only the upgrade
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == 8
+        check_community_chunks(kb)
+        assert kb.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents_extras'").fetchone()
