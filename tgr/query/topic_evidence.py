@@ -130,9 +130,13 @@ def _near_words(conn, terms: list[str], chunks: dict[str, tuple[str, int]], ment
             (json.dumps(sorted({e for _, e in mentioned})),)):
         if isinstance(name, str) and name:
             names[entity].add(name)
+    joined = {chunk: "\0".join(found) for chunk, found in windows.items()}  # a name in none of them is in no one
     near: dict[tuple[str, str], set[int]] = {}
     for chunk, entity in mentioned:
-        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in names[entity])}
+        named = names[entity]
+        if not any(n in joined[chunk] for n in named):
+            continue
+        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in named)}
         if close:
             near[(chunk, entity)] = close
     return near, {chunk: len(found) for chunk, found in windows.items()}
