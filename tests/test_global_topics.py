@@ -216,3 +216,26 @@ def test_reports_holding_a_term_are_those_whose_words_hold_it():
         want = {r[0] for r in rows if term in term_set(f"{r[1]} {r[5]}")}
         assert held.holders(term) == want, term
     assert held.holders("whale") == {"0.1"} and held.holders("οδος") == {"0.3"} and held.holders("none") == {"0.5"}
+
+
+def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_would():
+    import re
+
+    import sqlean
+
+    from tgr.offline.everywhere import _where_lines_repeat
+
+    name = "Kevin Scott"
+    old = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
+    texts = ["Kevin Scott: hello", "  kevin scott said", "HOST: KEVIN SCOTT", "a\n\tHost：Kevin Scott",
+             "about Kevin Scott", "x: Kevin Scott", "a very long label that is too long: Kevin Scott",
+             "\nKevin Scott", "line\r\nKevin Scott", "no name here", "Kevin\nScott", "说：Kevin Scott"]
+    conn = sqlean.connect(":memory:")
+    conn.executescript("CREATE TABLE chunks(id TEXT PRIMARY KEY, document_id TEXT, ordinal INTEGER, text TEXT);"
+                       "CREATE TABLE entity_mentions(entity_id TEXT, chunk_id TEXT);")
+    for i, text in enumerate(texts):  # each text a document's second chunk: only the line starts count
+        conn.execute("INSERT INTO chunks VALUES (?, ?, 1, ?)", (f"c{i}", f"d{i}", text))
+        conn.execute("INSERT INTO entity_mentions VALUES ('e', ?)", (f"c{i}",))
+    expected = sum(bool(old.search(t)) for t in texts)
+    assert expected == 8
+    assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)
