@@ -19,7 +19,7 @@ INDEX_ONLY = [
     "mcp", "datasette", "pypdf", "litellm", "tgr.models.litellm_chat",
     "tgr.ingest.sources", "tgr.ingest.formats", "tgr.ingest.corpus", "tgr.build.extract", "tgr.build.merge_graph", "tgr.build.cluster",
     "tgr.build.cluster_ahead", "tgr.build.report", "tgr.build.embed", "tgr.build.estimate", "tgr.build.stage_inputs",
-    "tgr.build.pipeline", "tgr.build.idle_work",
+    "tgr.build.pipeline", "tgr.build.idle_work", "tgr.build.batch", "tgr.models.batch_api",
     "tgr.offline.names_en", "tgr.offline.names_zh", "tgr.adapters.mcp_server", "tgr.adapters.datasette", "tgr.query.evaluate", "tgr.build.check",
     "tgr.adapters.retrievers",
     # a question on its own: no conversation, no chat loop (a streamed offline answer: no stream reader)

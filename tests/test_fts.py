@@ -96,6 +96,7 @@ def _downgrade_to_schema_2(path) -> None:
         CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, content='', contentless_delete=1);
         INSERT INTO chunks_fts(rowid, terms) SELECT seq, lower(text) FROM chunks;
         DROP INDEX documents_by_external_id;
+        DROP INDEX IF EXISTS documents_extras;
         ALTER TABLE documents DROP COLUMN external_id;
         ALTER TABLE documents DROP COLUMN metadata;
         ALTER TABLE entities DROP COLUMN input_hash;

@@ -181,3 +181,61 @@ def test_possessive_and_contraction_endings_are_no_topic_words():
     assert topic_words("What is vitamin C good for?") == ["vitamin", "c", "good"]
     assert topic_words("孙悟空的师父是谁？") == ["孙悟空", "师父"]
     assert '"s"' not in heading("How does Scrooge's view of Christmas change?", matched=True)
+
+
+def test_topic_words_match_where_a_word_starts_as_a_look_back_first_would():
+    import re
+
+    from tgr.query.topic_evidence import _topic_words
+    from tgr.text import has_cjk
+
+    terms = ["sea", "seas", "whale", "ahab", "饥荒"]
+    text = ("Sea, seas and SEAS; the_sea, 2sea, oversea, Ahab's whale-boat; (sea) ahab\u00e9 "
+            "\u00e9sea \u1e9eSEA. Der Walfisch: WHALE, whales, swhale. 饥荒来了，大饥荒")
+    old = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
+                              for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
+    new = _topic_words(terms)
+    spans = [m.span() for m in new.finditer(text)]
+    assert spans == [m.span() for m in old.finditer(text)]
+    assert [text[a:b] for a, b in spans] == ["Sea", "seas", "SEAS", "Ahab", "whale", "sea", "ahab", "WHALE",
+                                             "whale", "饥荒", "饥荒"]
+
+
+def test_reports_holding_a_term_are_those_whose_words_hold_it():
+    from tgr.query.retrieve import ReportTerms
+    from tgr.text import term_set
+
+    rows = [("0.1", "Ahab and the whale", None, 1.0, 3, "The WHALE-boat sank."),
+            ("0.2", "Scrooge", None, 1.0, 2, "Overseas trade; whalebone."),
+            ("0.3", "ΟΔΥΣΣΕΥΣ", None, 1.0, 2, "ΘΑΛΑΣΣΑ ΚΑΙ ΟΔΟΣ"),
+            ("0.4", "İstanbul", None, 1.0, 2, "饥荒来了"),
+            ("0.5", None, None, 1.0, 1, None)]
+    held = ReportTerms(rows)
+    for term in ["whale", "boat", "sea", "overseas", "scrooge", "ς", "οδος", "θαλασσα", "i̇stanbul", "饥荒",
+                 "荒来", "none", "the"]:
+        want = {r[0] for r in rows if term in term_set(f"{r[1]} {r[5]}")}
+        assert held.holders(term) == want, term
+    assert held.holders("whale") == {"0.1"} and held.holders("οδος") == {"0.3"} and held.holders("none") == {"0.5"}
+
+
+def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_would():
+    import re
+
+    import sqlean
+
+    from tgr.offline.everywhere import _where_lines_repeat
+
+    name = "Kevin Scott"
+    old = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
+    texts = ["Kevin Scott: hello", "  kevin scott said", "HOST: KEVIN SCOTT", "a\n\tHost：Kevin Scott",
+             "about Kevin Scott", "x: Kevin Scott", "a very long label that is too long: Kevin Scott",
+             "\nKevin Scott", "line\r\nKevin Scott", "no name here", "Kevin\nScott", "说：Kevin Scott"]
+    conn = sqlean.connect(":memory:")
+    conn.executescript("CREATE TABLE chunks(id TEXT PRIMARY KEY, document_id TEXT, ordinal INTEGER, text TEXT);"
+                       "CREATE TABLE entity_mentions(entity_id TEXT, chunk_id TEXT);")
+    for i, text in enumerate(texts):  # each text a document's second chunk: only the line starts count
+        conn.execute("INSERT INTO chunks VALUES (?, ?, 1, ?)", (f"c{i}", f"d{i}", text))
+        conn.execute("INSERT INTO entity_mentions VALUES ('e', ?)", (f"c{i}",))
+    expected = sum(bool(old.search(t)) for t in texts)
+    assert expected == 8
+    assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)

@@ -12,6 +12,7 @@ import pytest
 
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
+from test_community_chunks import check_community_chunks
 from test_equivalence import pieces, run_sequence
 from tgr.store import db
 from tgr.build.cluster import cluster, stored_communities
@@ -47,6 +48,7 @@ def check_row_state(kb) -> None:
     assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
     assign_keys(kb.conn)  # every row's key is the one tgr.build.resolve gives: nothing changes
     assert kb.conn.execute("SELECT count(*) FROM merge_pending").fetchone()[0] == 0
+    check_community_chunks(kb)  # every community's count kept, and the count of what it names now
     model = kb.meta["embed_model"]
     for vec_table, table, key, text_sql in TARGETS.values():
         rows = kb.conn.execute(f"SELECT {key}, {text_sql}, embed_hash FROM {table}").fetchall()

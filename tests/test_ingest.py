@@ -80,6 +80,39 @@ def test_jsonl_rows_become_documents_with_ids_titles_and_metadata(tmp_path, db_p
     assert source["metadata"]["url"] == "https://example.org/whale"
 
 
+@pytest.mark.parametrize("index_kept", ["as made", "dropped", "on other columns"])
+def test_passages_read_their_documents_ids_and_metadata_with_or_without_the_index(tmp_path, index_kept):
+    """documents_extras lets a passage's document id and metadata be read without the text;
+    a store without it (made before it) or with another index of that name reads the same."""
+    import sqlean
+
+    from tgr.query.retrieve import _document_extras
+
+    rows = tmp_path / "corpus.jsonl"
+    rows.write_text(json.dumps({"id": "w", "text": WHALE, "url": "u", "meta": {"n": 1}}) + "\n"
+                    + json.dumps({"id": "c", "text": CAROL}) + "\n", encoding="utf-8")
+    index(tmp_path / "s.db", [rows])
+    if index_kept != "as made":
+        conn = sqlean.connect(tmp_path / "s.db")
+        conn.execute("DROP INDEX documents_extras")
+        if index_kept == "on other columns":
+            conn.execute("CREATE INDEX documents_extras ON documents(title)")
+        conn.commit()
+        conn.close()
+    with offline_store(tmp_path / "s.db") as kb:
+        ids = {r[0]: r[1] for r in kb.conn.execute("SELECT external_id, id FROM documents")}
+        plan = " ".join(r[3] for r in kb.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id, external_id, metadata FROM documents INDEXED BY documents_extras "
+            "WHERE id IN (SELECT value FROM json_each('[]'))")) if index_kept == "as made" else ""
+        first = _document_extras(kb.conn, {ids["w"], "no such document"})
+        again = _document_extras(kb.conn, {ids["w"], ids["c"]})  # one read before, one not
+        sources = {s["external_id"]: s["metadata"] for s in kb.ask("Who commands the Pequod?", mode="naive").sources}
+    assert first == {ids["w"]: ("w", {"url": "u", "n": 1})}
+    assert again == {ids["w"]: ("w", {"url": "u", "n": 1}), ids["c"]: ("c", {})}
+    assert sources["w"] == {"url": "u", "n": 1}
+    assert index_kept != "as made" or "COVERING INDEX documents_extras" in plan
+
+
 def test_metadata_stays_json_that_sqlite_can_query(tmp_path, db_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "w", "text": "%s", "score": NaN, "url": "https://example.org/w"}\n' % WHALE,

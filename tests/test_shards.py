@@ -14,6 +14,7 @@ import sqlean as sqlite3
 import tgr
 from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from fakellm import prompt_kind
+from test_community_chunks import check_community_chunks
 from test_equivalence import TINY, check_hierarchy, pieces, snapshot
 from test_hostile import cli, refused
 from tgr.build.check import diagnose
@@ -53,6 +54,7 @@ def strict(kb) -> dict:
     q = lambda sql: sorted(kb.conn.execute(sql).fetchall())  # noqa: E731
     return {"communities": q("SELECT id, level, parent_id, size, is_leaf FROM communities"),
             "members": q("SELECT community_id, entity_id FROM community_members"),
+            "community_chunks": q("SELECT community_id, chunks FROM community_chunks"),
             "reports": q("SELECT community_id, title, summary, rating, findings, full_text FROM reports"),
             "extractions": q("SELECT x.chunk_id, x.extractor, x.entities, x.relations FROM extractions x"),
             "extracted": q("SELECT chunk_id, position, name, type, description, key FROM extracted_entities")}
@@ -79,6 +81,7 @@ def cache_keys(path) -> set[str]:
 
 def check_equal(out, one, open_store):
     with open_store(out) as merged, open_store(one) as single:
+        check_community_chunks(merged)
         assert snapshot(merged) == snapshot(single)
         assert strict(merged) == strict(single)
         check_hierarchy(merged)

@@ -299,6 +299,7 @@ def test_migration_2_adds_report_context_hash_to_a_version_1_store(db_path):
 def _drop_document_ids(conn) -> None:
     """Undo schema 3 (documents.external_id and documents.metadata)."""
     conn.execute("DROP INDEX documents_by_external_id")
+    conn.execute("DROP INDEX IF EXISTS documents_extras")  # (schema 8)
     conn.execute("ALTER TABLE documents DROP COLUMN external_id")
     conn.execute("ALTER TABLE documents DROP COLUMN metadata")
 

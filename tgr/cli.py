@@ -12,12 +12,11 @@ import click
 
 from .version import __version__
 from .store.db import DatabaseError
-from .errors import TgrError
+from .errors import BatchPending, TgrError
 from .prompts import load_prompts_file
 from .export.writers import DEFAULT_TOP, export_format
 from .build.new_store import RemovedIfUnused
 from .query.modes import MODES
-from .build.batch import BatchPending
 from .store.untrusted_text import terminal_safe
 from .knowledge_base import KnowledgeBase
 

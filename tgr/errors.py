@@ -67,3 +67,11 @@ class StreamBroken(TransientModelError):
     """A streamed answer's connection closed before the answer ended: a dropped network, or a
     one-slot local server (llama-cpp-python's) that dropped it to start another request."""
 
+
+class BatchPending(TgrError):
+    """The wave's batch jobs are submitted or still running, and the run was asked not to wait
+    (tgr.build.batch; defined here so that a command that never indexes does not load that)."""
+
+    def __init__(self, message: str, jobs: int, requests: int):
+        super().__init__(message)
+        self.jobs, self.requests = jobs, requests

@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..models.batch_api import BatchNotFound, JobStatus, batch_api_for, completion_from_body, read_results, request_line
 from ..store.db import Connection, transaction
-from ..errors import ModelError, TgrError, TransientModelError
+from ..errors import BatchPending, ModelError, TransientModelError  # noqa: F401 - BatchPending: part of this API
 
 BATCH_PRICE = 0.5           # of the synchronous price, at OpenAI and Zhipu
 MAX_REQUESTS = 50_000       # per job: OpenAI's and Zhipu's limit
@@ -31,14 +31,6 @@ RETRY_TEMPERATURE = 0.3     # an answer that failed its check is asked again wit
 _OPEN = "outcome IS NULL"
 
 Progress = Callable[[str, int, int], None]
-
-
-class BatchPending(TgrError):
-    """The wave's batch jobs are submitted or still running, and the run was asked not to wait."""
-
-    def __init__(self, message: str, jobs: int, requests: int):
-        super().__init__(message)
-        self.jobs, self.requests = jobs, requests
 
 
 @dataclass

@@ -265,6 +265,8 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     report goes with it (cascade)."""
     inputs = cluster_inputs(conn, max_cluster_size, seed, resolution)
     if not force and freshness.is_fresh(conn, "cluster", inputs):
+        with transaction(conn):  # the merge may have changed what they name (their counts dropped)
+            count_community_chunks(conn)
         levels = dict(conn.execute("SELECT level, count(*) FROM communities GROUP BY level ORDER BY level"))
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
@@ -325,6 +327,7 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
         conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
                          [(c.id, m) for c in changed_members for m in c.members])
         conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
+        count_community_chunks(conn)
         # what produced the stored communities, for people reading meta with sqlite3
         set_meta(conn, max_cluster_size=settings["max_cluster_size"], cluster_seed=settings["seed"],
                  cluster_resolution=settings["resolution"], cluster_library=_leiden_library(),
@@ -335,6 +338,18 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
     return {"communities": sum(levels.values()), "levels": levels,
             "changed": bool(changed_rows or changed_members or gone),
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def count_community_chunks(conn: Connection) -> int:
+    """Write how many chunks mention a member of each community that has no count (a new
+    one, or one whose members or their mentions changed: schema.sql's triggers drop its
+    count), for global search (tgr/query/topic_evidence.py). Returns how many were written."""
+    return conn.execute(
+        "INSERT INTO community_chunks(community_id, chunks) SELECT c.id, "
+        "(SELECT count(DISTINCT em.chunk_id) FROM community_members m "
+        "JOIN entity_mentions em ON em.entity_id = m.entity_id WHERE m.community_id = c.id) "
+        "FROM communities c WHERE NOT EXISTS (SELECT 1 FROM community_chunks k WHERE k.community_id = c.id) "
+        "ORDER BY c.id").rowcount
 
 
 @lru_cache(maxsize=1)

@@ -63,7 +63,11 @@ def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
     of a line. The chunks naming it are read as they come, a text only while its document is
     undecided, and the reading stops once `needed` documents have: what every document
     repeats is found within a few chunks."""
-    at_start = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
+    # at the text's start, or after a newline: two patterns, so that the second starts with its
+    # newline and is looked for as such (a third of the time of one pattern trying "^|\n" at
+    # every character of thousands of chunks)
+    rest = rf"[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}"
+    at_text_start, at_line_start = re.compile(rest, re.IGNORECASE), re.compile("\n" + rest, re.IGNORECASE)
     lowered = name.lower()
     found: set[str] = set()
     for document, ordinal, chunk in conn.execute(
@@ -74,7 +78,7 @@ def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
         row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk,)).fetchone()
         text = row[0] if row and isinstance(row[0], str) else ""
         first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
-        if lowered in first.lower() or at_start.search(text):
+        if lowered in first.lower() or at_text_start.match(text) or at_line_start.search(text):
             found.add(document)
             if len(found) >= needed:
                 return True

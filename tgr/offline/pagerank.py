@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 import sys
 
-SMALL_GRAPH_EDGES = 2000  # a larger graph is worth importing numpy for (~10k nodes, ~30k edges: a few ms)
+# a larger graph is worth importing numpy for: the plain-Python walk costs ~9 us an edge (25 ms
+# at 4,000 edges, 52 ms at 5,800: the local walks of a 100 M-character store), the import
+# 0.1-0.25 s, after which the walk is ~3 ms at that size
+SMALL_GRAPH_EDGES = 15000
 TINY_GRAPH_EDGES = 20     # up to this many edges plain Python walks faster than numpy's calls (~40 us against ~100)
 
 

@@ -190,8 +190,13 @@ def _fold_accented(conn: Connection) -> dict[str, list[str]]:
     (one scan per store version, kept by the connection's QueryCache)."""
     # Only a name with a byte past ASCII is matched against the pattern: the same rows, and a
     # quarter of the time in a big English store (GLOB with a leading * costs ~1 us a name)
-    rows = conn.execute(f"SELECT id, name FROM entities WHERE {_NOT_ASCII.format('name')} AND name GLOB ? "
-                        "LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()
+    # The names are read from their index (entities_by_name: a tenth of the pages the rows
+    # with their descriptions fill, 20 ms instead of 50-180 ms at 100 M characters), then
+    # the entities so named
+    names = [r[0] for r in conn.execute(f"SELECT name FROM entities WHERE {_NOT_ASCII.format('name')} "
+                                        "AND name GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)) if isinstance(r[0], str)]
+    rows = conn.execute("SELECT id, name FROM entities WHERE name IN (SELECT value FROM json_each(?)) LIMIT ?",
+                        (json.dumps(names, ensure_ascii=False), MAX_ALIASES)).fetchall() if names else []
     if _has_aliases(conn):
         rows += conn.execute(f"SELECT entity_id, alias FROM entity_aliases WHERE {_NOT_ASCII.format('alias')} "
                              "AND alias GLOB ? LIMIT ?", (_ACCENTED, MAX_ALIASES)).fetchall()

@@ -84,16 +84,19 @@ def _evidence_of(retriever, question: str, community_ids: list[str]) -> dict[str
         f"SELECT id, substr(text, 1, {MAX_CONTEXT_TEXT}), tokens FROM chunks "
         f"WHERE id IN (SELECT value FROM json_each(?)) AND tokens > {PASSAGE_TOKENS}", (ids,))
         if isinstance(text, str) and isinstance(tokens, int)}  # a store made elsewhere may hold anything
-    # the matched chunks' mentions, and their entities' communities among those asked about:
-    # read once for both the short chunks' sums and the long chunks' near shares
+    # the matched chunks' mentions; in a long chunk, which of its topic words each mentioned
+    # entity is named near; then the communities (among those asked about) of the entities
+    # that count: those named in a short chunk, and those named near a topic word (a tenth of
+    # all at 100 M characters: looking up every mentioned entity's cost 0.1-0.25 s)
     mentioned = conn.execute("SELECT chunk_id, entity_id FROM entity_mentions "
                              "WHERE chunk_id IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
-    entities = json.dumps(sorted({e for _, e in mentioned}))
+    near, topic_words = _near_words(conn, terms, long_chunks, mentioned) if long_chunks else ({}, {})
+    entities = {e for c, e in mentioned if c not in long_chunks} | {e for _, e in near}
     communities: dict[str, list[str]] = defaultdict(list)
     for entity, community in conn.execute(
             "SELECT entity_id, community_id FROM community_members WHERE entity_id IN (SELECT value FROM "
             "json_each(?)) AND +community_id IN (SELECT value FROM json_each(?))",
-            (entities, json.dumps(community_ids))):
+            (json.dumps(sorted(entities)), json.dumps(community_ids))):
         communities[entity].append(community)
     named_in: dict[str, dict[str, None]] = defaultdict(dict)  # community -> short chunks naming a member
     for chunk, entity in mentioned:
@@ -104,18 +107,17 @@ def _evidence_of(retriever, question: str, community_ids: list[str]) -> dict[str
     for community, chunks in named_in.items():
         raw[community] += sum(matched[c] for c in chunks)
     if long_chunks:
-        for (community, chunk), share in _near_shares(conn, terms, long_chunks, mentioned, communities).items():
+        for (community, chunk), share in _near_shares(near, topic_words, communities).items():
             raw[community] += matched[chunk] * share
     return dict(raw)
 
 
-def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], mentioned: list[tuple[str, str]],
-                 communities: dict[str, list[str]]) -> dict[tuple[str, str], float]:
-    """(community, chunk) -> the share of the chunk's topic words that have one of the
-    community's members named near them (NEAR_TOKENS), for chunks longer than a passage.
-    mentioned: (chunk, entity) of the chunks' mentions; communities: each entity's."""
-    hit = re.compile("|".join(re.escape(t) if has_cjk(t) else rf"(?<!\w){re.escape(t)}"
-                              for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
+def _near_words(conn, terms: list[str], chunks: dict[str, tuple[str, int]], mentioned: list[tuple[str, str]]
+                ) -> tuple[dict[tuple[str, str], set[int]], dict[str, int]]:
+    """For chunks longer than a passage: (chunk, entity) -> the chunk's topic words (their
+    numbers) that have the entity named near them (NEAR_TOKENS), for the mentions
+    (chunk, entity) with one; and each chunk's number of topic words."""
+    hit = _topic_words(terms)
     windows = {}
     for chunk, (text, tokens) in chunks.items():
         reach = round(NEAR_TOKENS * len(text) / max(1, tokens))  # as many characters as that many tokens here
@@ -128,19 +130,52 @@ def _near_shares(conn, terms: list[str], chunks: dict[str, tuple[str, int]], men
             (json.dumps(sorted({e for _, e in mentioned})),)):
         if isinstance(name, str) and name:
             names[entity].add(name)
-    near: dict[tuple[str, str], set[int]] = defaultdict(set)  # (community, chunk) -> its topic words
+    joined = {chunk: "\0".join(found) for chunk, found in windows.items()}  # a name in none of them is in no one
+    near: dict[tuple[str, str], set[int]] = {}
     for chunk, entity in mentioned:
-        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in names[entity])}
+        named = names[entity]
+        if not any(n in joined[chunk] for n in named):
+            continue
+        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in named)}
         if close:
-            for community in communities[entity]:
-                near[(community, chunk)] |= close
-    return {key: len(found) / len(windows[key[1]]) for key, found in near.items()}
+            near[(chunk, entity)] = close
+    return near, {chunk: len(found) for chunk, found in windows.items()}
+
+
+def _near_shares(near: dict[tuple[str, str], set[int]], topic_words: dict[str, int],
+                 communities: dict[str, list[str]]) -> dict[tuple[str, str], float]:
+    """(community, chunk) -> the share of the chunk's topic words that have one of the
+    community's members named near them (near and topic_words: _near_words'), for chunks
+    longer than a passage; communities: each entity's."""
+    words: dict[tuple[str, str], set[int]] = defaultdict(set)  # (community, chunk) -> its topic words
+    for (chunk, entity), close in near.items():
+        for community in communities[entity]:
+            words[(community, chunk)] |= close
+    return {key: len(found) / topic_words[key[1]] for key, found in words.items()}
+
+
+def _topic_words(terms: list[str]) -> re.Pattern:
+    """The topic words, longest first, in any case; a word of letters not right after another
+    word character. That test comes after the word, as a look back over the word and the
+    character before it (an ignore-case word matches as many characters as it has): a
+    pattern that starts with a look back is tried at every character of a chunk, one that
+    starts with a word's letters is not (twice as fast over a thousand 20,000-character chunks)."""
+    return re.compile("|".join(re.escape(t) if has_cjk(t) else rf"{re.escape(t)}(?<!\w(?s:.){{{len(t)}}})"
+                               for t in sorted(set(terms), key=len, reverse=True)), re.IGNORECASE)
 
 
 def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
-    """How many chunks mention a member of each community (kept between questions)."""
+    """How many chunks mention a member of each community (kept between questions): the
+    counts the store keeps (community_chunks, written by the cluster stage), and for a
+    community without one (a store made before them, or one whose count a change dropped),
+    counted here."""
     known = retriever.cache.get(("community chunks",), dict)
     missing = [c for c in community_ids if c not in known]
+    if missing and _counts_kept(retriever):
+        known.update(retriever.conn.execute(
+            "SELECT community_id, chunks FROM community_chunks WHERE community_id IN "
+            "(SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall())
+        missing = [c for c in missing if c not in known]
     if missing:
         known.update(dict.fromkeys(missing, 0) | dict(retriever.conn.execute(
             "SELECT m.community_id, count(DISTINCT em.chunk_id) FROM community_members m "
@@ -148,3 +183,9 @@ def _community_chunks(retriever, community_ids: list[str]) -> dict[str, int]:
             "WHERE m.community_id IN (SELECT value FROM json_each(?)) GROUP BY m.community_id",
             (json.dumps(missing),)).fetchall()))
     return known
+
+
+def _counts_kept(retriever) -> bool:
+    """Does the store have community_chunks (a store of schema 8 or later)?"""
+    return retriever.cache.get(("community chunks kept",), lambda: retriever.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'community_chunks'").fetchone() is not None)

@@ -110,9 +110,17 @@ def _batch_jobs(conn: Connection) -> None:
         conn.execute("ALTER TABLE model_calls ADD COLUMN price REAL NOT NULL DEFAULT 1")
 
 
+def _community_chunks(conn: Connection) -> None:
+    """8: community_chunks (each community's count of chunks naming a member) and the triggers
+    that drop a count when what it counts changes come from schema.sql, which migrate() runs
+    after the steps; the cluster stage of the same run writes the counts. Until then a
+    question counts them itself, as before. So does documents_extras (a document's id,
+    external id and metadata, read without its text)."""
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
                                     4: _external_content_fts, 5: _keyed_extractions, 6: _entity_aliases,
-                                    7: _batch_jobs}
+                                    7: _batch_jobs, 8: _community_chunks}
 
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
