@@ -226,14 +226,16 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         assign_keys(conn)  # rows stored without keys (by hand) get theirs too
     mentions, relations, hashes, stored_hashes = _read_rows(
         conn, inputs, key_of, repr((summary_tokens, summariser.name, summariser.prompt)))
-    steps = len(mentions) + len(relations) + 1
+    steps = len(mentions) + relations.count + 1
     report("merge", 0, steps)
     if everything or (disambiguate and llm):
         dirty = None  # splits of one name can move relationships of another
     else:
         dirty = {k for k, h in hashes.items() if stored_hashes.get(k) != h} | (stored_hashes.keys() - hashes.keys())
+    read = len(mentions)
     groups, relations = _in_scope(mentions, relations, dirty)
-    report("merge", len(mentions), steps)
+    del mentions  # (the groups hold the mentions in scope)
+    report("merge", read, steps)
     splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
     entities, by_key = _entities(groups, splits, relations, dirty)
     edges = _edges(relations, entities, by_key)
@@ -264,9 +266,8 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
                 for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
-    relations = list(in_pages(conn.execute(
-        RELATIONS_SQL.format(where="" if keys is None else
-                             f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)))
+    relations = _Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
+                                                 f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)
     hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
@@ -276,15 +277,46 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     return mentions, relations, hashes, stored
 
 
+class _Rows:
+    """The rows of a query, read again from the store on each pass a page at a time instead of
+    held: the relationship rows of a merge are most of what it reads (80 MB of a 10 M character
+    mixed-language build's 130), and two passes read them (their hashes, then the edges).
+    count: the rows of the last complete pass."""
+
+    def __init__(self, conn: Connection, sql: str, args: tuple = ()):
+        self.conn, self.sql, self.args = conn, sql, args
+        self.count = 0
+
+    def __iter__(self):
+        count = 0
+        for count, row in enumerate(in_pages(self.conn.execute(self.sql, self.args)), 1):
+            yield row
+        self.count = count
+
+
+class _InScope:
+    """The relationship rows (with their ends' keys, without the position) of the entities
+    recomputed, read as they are iterated (each pass reads them again)."""
+
+    def __init__(self, relations, dirty: set[str] | None):
+        self.relations, self.dirty = relations, dirty
+
+    def __iter__(self):
+        if self.dirty is None:
+            return (row[:5] + row[6:] for row in self.relations)
+        inside = self.dirty.__contains__
+        return (row[:5] + row[6:] for row in self.relations if inside(row[6] or "") or inside(row[7] or ""))
+
+
 def _in_scope(mentions, relations, dirty: set[str] | None):
     """The mentions grouped by entity key, and the relationship rows (with their ends' keys),
-    of the entities recomputed."""
+    of the entities recomputed (an iterable: relations is read again on each pass)."""
     inside = (lambda key: True) if dirty is None else dirty.__contains__
     groups: dict[str, list[_Mention]] = defaultdict(list)
     for mention, _, key in mentions:
         if key and inside(key):
             groups[key].append(mention)
-    return groups, [row[:5] + row[6:] for row in relations if inside(row[6] or "") or inside(row[7] or "")]
+    return groups, _InScope(relations, dirty)
 
 
 def _entities(groups, splits, relations, dirty: set[str] | None):
