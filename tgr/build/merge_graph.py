@@ -148,7 +148,7 @@ class MergePlan:
     hashes: dict[str, str]         # entity id -> hash of its inputs
     dirty: set[str] | None         # the entity ids recomputed (None: every entity)
     entities: dict[str, _Entity]
-    edges: dict[str, dict]
+    edges: dict[str, dict]         # relationship id -> its source, target, chunks and weight
     edge_rows: dict[str, tuple]
     edge_ends: set[str]            # entities at either end of a changed relationship
     stored: "_Stored"
@@ -243,6 +243,8 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
                        fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
                  for rid, e in edges.items()}
+    for edge in edges.values():  # in edge_rows now: what is left is the graph and its mentions
+        del edge["predicates"], edge["descriptions"]
     stored = _stored_rows(conn, dirty, edge_rows)
     changed_edges = {i for i, row in edge_rows.items() if stored.edges.get(i) != row} | \
         (stored.edges.keys() - edge_rows.keys())
@@ -343,7 +345,7 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
     """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
     edges: dict[str, dict] = {}
     ids: dict[tuple[str, str], str] = {}  # (a, b) -> the relationship's id, hashed once
-    said: dict[str, set[str]] = {}        # each relationship's descriptions, to test without a scan
+    said: dict[str, set[str]] = {}        # a long list of descriptions, to test without a scan
     for chunk_id, source, target, predicate, description, source_key, target_key in relations:
         ends = [_resolve(entities, by_key, name, key, chunk_id, description)
                 for name, key in ((source, source_key), (target, target_key))]
@@ -356,16 +358,25 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
             edge = edges[rel_id] = {"source": a, "target": b, "predicates": Counter(),
                                     "descriptions": [], "chunks": set(), "weight": 0}
         edge["predicates"][" ".join(predicate.split())] += 1
-        seen = said.setdefault(rel_id, set())
-        if description and description not in seen:  # (the raw text against the tidied ones, as it was)
+        # (the raw text against the tidied ones, as it was): in the list while it is short,
+        # a set beside it once it is long (a set per relationship was ~12 MB per 10 M characters)
+        descriptions = edge["descriptions"]
+        seen = said.get(rel_id, descriptions)
+        if description and description not in seen:
             tidied = " ".join(description.split())
-            seen.add(tidied)
-            edge["descriptions"].append(tidied)
+            descriptions.append(tidied)
+            if seen is not descriptions:
+                seen.add(tidied)
+            elif len(descriptions) >= _SCANNED:
+                said[rel_id] = set(descriptions)
         edge["chunks"].add(chunk_id)
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
     return edges
+
+
+_SCANNED = 8  # a relationship's descriptions looked through in a list, up to this many
 
 
 def _stored_rows(conn: Connection, dirty: set[str] | None, edge_rows: dict[str, tuple]) -> _Stored:
