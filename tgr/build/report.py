@@ -313,6 +313,10 @@ class _Order:
             if not self._children[parent]:
                 self._ready.append(parent)
 
+    def waiting(self, community_id: str | None) -> bool:
+        """Whether this community is still to be written from its sub-communities' reports."""
+        return community_id in self._waiting
+
     def released(self) -> list[_Community]:
         """The communities that became ready since the last call, deepest first."""
         ready, self._ready = self._ready, []
@@ -502,7 +506,8 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         nonlocal written
         full = report_text(parsed)
         saving.add(community.id, parsed, full, generator, context_hash)
-        child_reports[community.id] = (full, community.members)
+        if order.waiting(community.parent_id):  # only a parent still to write reads it (and lets it go)
+            child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)
 
@@ -529,6 +534,8 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
             ready = order.released()
             if ready:
                 fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
+                for child in (child for c in ready for child in c.children):  # in their parents' contexts now
+                    child_reports.pop(child, None)
             elif order.first and handed - written < FEED_AHEAD:
                 fresh = items(order.first_items(FEED_STEP))
             else:
