@@ -1,6 +1,6 @@
 """Memory of an offline build, stage by stage: what grows with the corpus (issue 41 item 2).
 
-    python bench/stage_rss.py STORE CORPUS [--trace] [--trim] [--grown] [--peak-site]
+    python bench/stage_rss.py STORE CORPUS [--trace] [--trim] [--grown] [--peak-site] [--split]
 
 Indexes CORPUS into a new STORE offline (tgr:hash-384) in this process and prints, as each
 stage starts, the process's resident set (VmRSS) and its peak so far (ru_maxrss); --trace also
@@ -10,7 +10,12 @@ malloc_trim(0) at each stage change and prints the RSS after it (what freed memo
 allocator was only keeping); --grown prints, as each stage starts, the 6 allocation sites (8 frames
 deep) whose live memory grew most since the previous stage started: what a stage keeps;
 --peak-site samples RSS every 20 ms in a thread and prints, for each stage, the main thread's
-stack when the RSS was at its highest (where the peak is, at full speed: no tracing). Run it at two sizes (e.g. 4 and 10 M chars) and compare the rows.
+stack when the RSS was at its highest (where the peak is, at full speed: no tracing); --split
+prints what the RSS is made of as each stage starts: anonymous and file-backed pages
+(/proc/self/status RssAnon, RssFile), SQLite's own heap now and its highest since the previous
+stage (sqlite3_memory_used / _highwater of the driver's library) and the Python objects the
+cyclic collector tracks (no tracing: full speed). Run it at two sizes (e.g. 4 and 10 M chars)
+and compare the rows.
 """
 from __future__ import annotations
 
@@ -27,6 +32,23 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import tgr  # noqa: E402
+
+
+def split() -> str:
+    """RssAnon / RssFile, SQLite's heap (now, highest since the last call) and gc-tracked objects."""
+    import gc
+    import importlib
+
+    with open("/proc/self/status") as status:
+        fields = {k: int(v.split()[0]) // 1024 for k, v in (line.split(":", 1) for line in status)
+                  if k in ("RssAnon", "RssFile", "RssShmem")}
+    lib = ctypes.CDLL(importlib.import_module("sqlean._sqlite3").__file__)
+    lib.sqlite3_memory_used.restype = lib.sqlite3_memory_highwater.restype = ctypes.c_int64
+    lib.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+    used, high = lib.sqlite3_memory_used() >> 20, lib.sqlite3_memory_highwater(1) >> 20
+    return (f"anon {fields.get('RssAnon')} MB, file {fields.get('RssFile')} MB, sqlite {used} MB "
+            f"(highest {high} MB), gc objects {len(gc.get_objects()) // 1000}k, "
+            f"blocks {sys.getallocatedblocks() // 1000}k")
 
 
 def rss_mb() -> tuple[int, int]:
@@ -84,6 +106,8 @@ def main() -> int:
     parser.add_argument("--trim", action="store_true", help="malloc_trim(0) at each stage change")
     parser.add_argument("--grown", action="store_true", help="the sites that grew most since the previous stage")
     parser.add_argument("--peak-site", action="store_true", help="the main thread's stack at the highest RSS")
+    parser.add_argument("--split", action="store_true",
+                        help="anonymous / file pages, SQLite's heap and Python objects at each stage")
     args = parser.parse_args()
     args.store.unlink(missing_ok=True)
     state = {"stage": None, "largest": 0, "snapshot": None, "previous": None}
@@ -97,6 +121,8 @@ def main() -> int:
             if args.trace:
                 traced, traced_peak = tracemalloc.get_traced_memory()
                 line += f", traced {traced >> 20} MB (peak {traced_peak >> 20} MB)"
+            if args.split:
+                line += ", " + split()
             if args.trim:
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 line += f", after malloc_trim {rss_mb()[0]} MB"
@@ -114,7 +140,7 @@ def main() -> int:
     if sampler:
         sampler.report()
     current, peak = rss_mb()
-    print(f"end: RSS {current} MB, peak {peak} MB", flush=True)
+    print(f"end: RSS {current} MB, peak {peak} MB" + (", " + split() if args.split else ""), flush=True)
     if state["snapshot"]:
         stage, snapshot = state["snapshot"]
         print(f"largest traced heap {state['largest'] >> 20} MB, during {stage}:")

@@ -170,6 +170,24 @@ def test_repeated_relation_in_one_chunk_counts_twice_but_one_mention(db_path):
         assert edge["predicate"] == "knows"  # the most frequent predicate
 
 
+def test_a_relationships_many_descriptions_are_each_kept_once_in_first_seen_order(db_path):
+    """Past merge_graph._SCANNED descriptions a relationship's are looked up in a set instead
+    of its list: the same descriptions, once each, in the order first said, either way."""
+    said = [f"A meets B, time {n % 13}." for n in range(40)] + ["A  meets B, time 1.", "A meets B, time 1."]
+    with open_store(db_path) as kb:
+        load(kb, [(f"c{n}", [E("A", "person", "a"), E("B", "person", "b")], [R("A", "B", "meets", text)])
+                  for n, text in enumerate(said)])
+        merge(kb, summary_tokens=2000)
+        (edge,) = relationships(kb).values()
+        assert edge["weight"] == len(said)
+        kept: list[str] = []  # the raw text is tested against the tidied ones (so "A  meets B" twice)
+        for text in said:
+            if text not in kept:
+                kept.append(" ".join(text.split()))
+        assert kept.count("A meets B, time 1.") == 2 and len(kept) == 14
+        assert edge["description"] == " ".join(kept)
+
+
 def test_self_relations_are_dropped(db_path):
     with open_store(db_path) as kb:
         load(kb, CAROL)

@@ -71,6 +71,13 @@ class _Entity:
             self._type = entity_type(self.surface(), self.types(), self.aliases())
         return self._type
 
+    def settle(self) -> None:
+        """Work out its type and aliases, then let its mentions go: once its descriptions are
+        joined, the rest of a merge needs only those (a merge held every mention's text to
+        its end: ~30 MB per 10 M mixed-language characters)."""
+        self.type()
+        self.mentions, self.extra_descriptions = [], []
+
     def descriptions(self) -> list[str]:
         """Distinct descriptions, each without sentences an earlier one already said
         (overlapping chunks often repeat the same sentence)."""
@@ -148,7 +155,7 @@ class MergePlan:
     hashes: dict[str, str]         # entity id -> hash of its inputs
     dirty: set[str] | None         # the entity ids recomputed (None: every entity)
     entities: dict[str, _Entity]
-    edges: dict[str, dict]
+    edges: dict[str, dict]         # relationship id -> its source, target, chunks and weight
     edge_rows: dict[str, tuple]
     edge_ends: set[str]            # entities at either end of a changed relationship
     stored: "_Stored"
@@ -226,14 +233,16 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         assign_keys(conn)  # rows stored without keys (by hand) get theirs too
     mentions, relations, hashes, stored_hashes = _read_rows(
         conn, inputs, key_of, repr((summary_tokens, summariser.name, summariser.prompt)))
-    steps = len(mentions) + len(relations) + 1
+    steps = len(mentions) + relations.count + 1
     report("merge", 0, steps)
     if everything or (disambiguate and llm):
         dirty = None  # splits of one name can move relationships of another
     else:
         dirty = {k for k, h in hashes.items() if stored_hashes.get(k) != h} | (stored_hashes.keys() - hashes.keys())
+    read = len(mentions)
     groups, relations = _in_scope(mentions, relations, dirty)
-    report("merge", len(mentions), steps)
+    del mentions  # (the groups hold the mentions in scope)
+    report("merge", read, steps)
     splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
     entities, by_key = _entities(groups, splits, relations, dirty)
     edges = _edges(relations, entities, by_key)
@@ -241,6 +250,8 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
                        fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
                  for rid, e in edges.items()}
+    for edge in edges.values():  # in edge_rows now: what is left is the graph and its mentions
+        del edge["predicates"], edge["descriptions"]
     stored = _stored_rows(conn, dirty, edge_rows)
     changed_edges = {i for i, row in edge_rows.items() if stored.edges.get(i) != row} | \
         (stored.edges.keys() - edge_rows.keys())
@@ -264,9 +275,8 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
                 for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
-    relations = list(in_pages(conn.execute(
-        RELATIONS_SQL.format(where="" if keys is None else
-                             f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)))
+    relations = _Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
+                                                 f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)
     hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
@@ -276,15 +286,46 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     return mentions, relations, hashes, stored
 
 
+class _Rows:
+    """The rows of a query, read again from the store on each pass a page at a time instead of
+    held: the relationship rows of a merge are most of what it reads (80 MB of a 10 M character
+    mixed-language build's 130), and two passes read them (their hashes, then the edges).
+    count: the rows of the last complete pass."""
+
+    def __init__(self, conn: Connection, sql: str, args: tuple = ()):
+        self.conn, self.sql, self.args = conn, sql, args
+        self.count = 0
+
+    def __iter__(self):
+        count = 0
+        for count, row in enumerate(in_pages(self.conn.execute(self.sql, self.args)), 1):
+            yield row
+        self.count = count
+
+
+class _InScope:
+    """The relationship rows (with their ends' keys, without the position) of the entities
+    recomputed, read as they are iterated (each pass reads them again)."""
+
+    def __init__(self, relations, dirty: set[str] | None):
+        self.relations, self.dirty = relations, dirty
+
+    def __iter__(self):
+        if self.dirty is None:
+            return (row[:5] + row[6:] for row in self.relations)
+        inside = self.dirty.__contains__
+        return (row[:5] + row[6:] for row in self.relations if inside(row[6] or "") or inside(row[7] or ""))
+
+
 def _in_scope(mentions, relations, dirty: set[str] | None):
     """The mentions grouped by entity key, and the relationship rows (with their ends' keys),
-    of the entities recomputed."""
+    of the entities recomputed (an iterable: relations is read again on each pass)."""
     inside = (lambda key: True) if dirty is None else dirty.__contains__
     groups: dict[str, list[_Mention]] = defaultdict(list)
     for mention, _, key in mentions:
         if key and inside(key):
             groups[key].append(mention)
-    return groups, [row[:5] + row[6:] for row in relations if inside(row[6] or "") or inside(row[7] or "")]
+    return groups, _InScope(relations, dirty)
 
 
 def _entities(groups, splits, relations, dirty: set[str] | None):
@@ -311,7 +352,7 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
     """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
     edges: dict[str, dict] = {}
     ids: dict[tuple[str, str], str] = {}  # (a, b) -> the relationship's id, hashed once
-    said: dict[str, set[str]] = {}        # each relationship's descriptions, to test without a scan
+    said: dict[str, set[str]] = {}        # a long list of descriptions, to test without a scan
     for chunk_id, source, target, predicate, description, source_key, target_key in relations:
         ends = [_resolve(entities, by_key, name, key, chunk_id, description)
                 for name, key in ((source, source_key), (target, target_key))]
@@ -324,16 +365,25 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
             edge = edges[rel_id] = {"source": a, "target": b, "predicates": Counter(),
                                     "descriptions": [], "chunks": set(), "weight": 0}
         edge["predicates"][" ".join(predicate.split())] += 1
-        seen = said.setdefault(rel_id, set())
-        if description and description not in seen:  # (the raw text against the tidied ones, as it was)
+        # (the raw text against the tidied ones, as it was): in the list while it is short,
+        # a set beside it once it is long (a set per relationship was ~12 MB per 10 M characters)
+        descriptions = edge["descriptions"]
+        seen = said.get(rel_id, descriptions)
+        if description and description not in seen:
             tidied = " ".join(description.split())
-            seen.add(tidied)
-            edge["descriptions"].append(tidied)
+            descriptions.append(tidied)
+            if seen is not descriptions:
+                seen.add(tidied)
+            elif len(descriptions) >= _SCANNED:
+                said[rel_id] = set(descriptions)
         edge["chunks"].add(chunk_id)
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
     return edges
+
+
+_SCANNED = 8  # a relationship's descriptions looked through in a list, up to this many
 
 
 def _stored_rows(conn: Connection, dirty: set[str] | None, edge_rows: dict[str, tuple]) -> _Stored:
@@ -497,6 +547,7 @@ class _SummaryJobs:
             parts = entity.descriptions()
             text = " ".join(parts)
             self.combined[entity.id] = text
+            entity.settle()
             if estimate_tokens(text) > self.budget:
                 job = self.summariser.job(entity.id, entity.surface(), entity.type(), parts, self.budget)
                 if job is None:

@@ -236,6 +236,16 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     return raw_context(graph, community.members, budget)[0]
 
 
+def _parent_contexts(graph: _Graph, ready: list[_Community], child_reports: dict[str, tuple[str, list[str]]],
+                     budget: int) -> list[tuple[_Community, str]]:
+    """Each community made ready with its context (substituted_context); its sub-communities'
+    reports are let go: no other community reads them."""
+    contexts = [(c, substituted_context(graph, c, child_reports, budget)) for c in ready]
+    for child in (child for c in ready for child in c.children):
+        child_reports.pop(child, None)
+    return contexts
+
+
 def _with_ancestors(communities: dict[str, "_Community"], ids: set[str]) -> set[str]:
     """The communities of ids, with all their ancestors."""
     touched = ids & communities.keys()
@@ -312,6 +322,10 @@ class _Order:
             self._children[parent].discard(community_id)
             if not self._children[parent]:
                 self._ready.append(parent)
+
+    def waiting(self, community_id: str | None) -> bool:
+        """Whether this community is still to be written from its sub-communities' reports."""
+        return community_id in self._waiting
 
     def released(self) -> list[_Community]:
         """The communities that became ready since the last call, deepest first."""
@@ -500,9 +514,9 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
 
     def save(community: _Community, parsed: dict, generator: str, context_hash: str) -> None:
         nonlocal written
-        full = report_text(parsed)
-        saving.add(community.id, parsed, full, generator, context_hash)
-        child_reports[community.id] = (full, community.members)
+        saving.add(community.id, parsed, full := report_text(parsed), generator, context_hash)
+        if order.waiting(community.parent_id):  # only a parent still to write reads it (and lets it go)
+            child_reports[community.id] = (full, community.members)
         written += 1
         report("report", written + checked, total)
 
@@ -528,7 +542,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
         while True:
             ready = order.released()
             if ready:
-                fresh = items([(c, substituted_context(graph, c, child_reports, budget)) for c in ready])
+                fresh = items(_parent_contexts(graph, ready, child_reports, budget))
             elif order.first and handed - written < FEED_AHEAD:
                 fresh = items(order.first_items(FEED_STEP))
             else:
