@@ -197,56 +197,183 @@ def _final(joined: dict[str, str], key: str) -> str:
     return key
 
 
+# what resolved_names was computed by: a store whose meta 'resolved_names' differs resolves every
+# document again (raise RULES when a rule or a word list changes what a document's names resolve to)
+RULES = "resolve 1"
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def _rules() -> str:
+    from ..version import __version__
+
+    return f"{RULES}; tgr {__version__}"
+
+
 def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
     """Give every extraction row the key of its entity (module docstring); rows whose key
     changes, and the keys they leave and join, are marked for the merge (merge_pending).
     ahead: the per-document work done while the extraction answers were awaited (the same
-    keys; only what it computed from exactly these rows and texts is taken)."""
+    keys; only what it computed from exactly these rows and texts is taken).
+
+    Each document's own answers (its names' keys before the step across documents, which of
+    them are no entity, which it types a place or a body) are kept in resolved_names. Only
+    the documents in resolve_pending (their rows, chunks or title changed) are resolved again;
+    across documents only the single words they join (or joined) are looked at again, and the
+    rows of other documents whose key that changes. The keys are those of resolving every
+    document afresh, which a store without meta 'resolved_names' (or of other rules) does."""
+    recorded = conn.execute("SELECT value FROM meta WHERE key = 'resolved_names'").fetchone()
+    everything = recorded is None or recorded[0] != _rules()
+    if everything:
+        scope, args, pending = "", (), set()
+    else:
+        pending = {r[0] for r in conn.execute("SELECT document_id FROM resolve_pending")}
+        if not pending:
+            return  # no document's inputs changed: every key is as resolved
+        scope, args = f" WHERE c.document_id {_IN}", (json.dumps(sorted(pending), ensure_ascii=False),)
     rows = conn.execute(
         "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
-        "JOIN chunks c ON c.id = e.chunk_id").fetchall()
+        "JOIN chunks c ON c.id = e.chunk_id" + scope, args).fetchall()
     relations = conn.execute(
         "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
-        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id").fetchall()
+        "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id" + scope, args).fetchall()
     names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
-    ahead = ahead or KeysAhead(conn)
-    resolved = {document: ahead.document_keys(document, found) for document, found in names.items()}
-    _across_documents(names, resolved)
-    # names that share a sentence with another (the offline extractor's links across sentences are weaker)
-    related = {(document, name) for _, document, source, target, _, _, strength in relations if strength >= 1
-               for name in (source, target)}
-    for document, words in common_words(conn, names, related, ahead.lower_words).items():
-        for name in words:
-            resolved[document][name] = ""  # no entity: a row without a key is merged into none
-    for document, words in chinese_common_nouns(conn, names).items():
-        for name in words:
-            resolved[document][name] = ""  # 和尚, 言语: a dictionary's "name" the text uses as a noun
-    for document, found in names.items():
-        for name in CHINESE_FUNCTION_WORDS.intersection(found):
-            resolved[document][name] = ""  # "闻言", "二人": no name, whatever a tagger said
+    state = _document_state(conn, names, relations, ahead or KeysAhead(conn))
 
-    def key(document: str, name: str) -> str:
-        known = resolved.get(document, {}).get(name)
+    # across documents: the full name each single word joins (_across_documents), for the words
+    # these documents join or joined and the keys they give
+    ours = [(d, joins, key) for d, found in state.items() for _, (key, joins, _, _) in found.items()]
+    if everything:
+        before: dict[str, set] = {}
+        after = _targets(ours)
+    else:
+        old = conn.execute(f"SELECT document_id, name, key, joins FROM resolved_names WHERE document_id {_IN}",
+                           args).fetchall()
+        words = {j for _, j, _ in ours if j} | {k for _, _, k in ours if k} | {j for _, _, _, j in old if j}
+        others = [(d, j, k) for d, j, k in conn.execute(
+            f"SELECT document_id, joins, key FROM resolved_names WHERE joins {_IN}",
+            (json.dumps(sorted(words), ensure_ascii=False),)) if d not in pending]
+        before = _targets(others + [(d, j, k) for d, _, k, j in old])
+        after = _targets(others + ours)
+    agreed = {short: next(iter(keys)) for short, keys in after.items() if len(keys) == 1}
+
+    keys = {(document, name): _row_key(name, key, no_entity, place, agreed)
+            for document, found in state.items() for name, (key, _, no_entity, place) in found.items()}
+    changed_rows: dict[tuple[str, str], str] = {}  # (document, name) of other documents -> its new key
+    if not everything:
+        was = {short: next(iter(k)) for short, k in before.items() if len(k) == 1}
+        moved = sorted(s for s in set(was) | set(agreed) if was.get(s) != agreed.get(s))
+        old_keys: set[str] = set()
+        for document, name, key, no_entity, place in conn.execute(
+                f"SELECT document_id, name, key, no_entity, place FROM resolved_names WHERE key {_IN}",
+                (json.dumps(moved, ensure_ascii=False),)):
+            if document in pending:
+                continue
+            then, now = (_row_key(name, key, no_entity, place, w) for w in (was, agreed))
+            if then != now:
+                changed_rows[(document, name)] = now
+                old_keys.add(then)
+        if changed_rows:  # their rows, by the key they hold now
+            wanted = (json.dumps(sorted(old_keys), ensure_ascii=False),)
+            rows += conn.execute(
+                "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+                f"JOIN chunks c ON c.id = e.chunk_id WHERE e.key {_IN}", wanted).fetchall()
+            relations += conn.execute(
+                "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
+                f"FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
+                f"WHERE r.source_key {_IN} OR r.target_key {_IN}", wanted * 2).fetchall()
+            keys.update(changed_rows)
+
+    def key(document: str, name: str, old: str | None) -> str:
+        if document not in state and document not in pending:  # another document's: only the names listed change
+            return changed_rows.get((document, name), old)
+        known = keys.get((document, name))
         return known if known is not None else name_key(name)
 
-    entity_updates, relation_updates, touched = [], [], set()
+    entity_updates, relation_updates, touched, seen = [], [], set(), set()
     for rowid, document, name, _, old in rows:
-        new = key(document, name)
-        if new != old:
+        new = key(document, name, old)
+        if new != old and rowid not in seen:
+            seen.add(rowid)
             entity_updates.append((new, rowid))
             touched.update(k for k in (old, new) if k)
+    seen.clear()
     for rowid, document, source, target, old_source, old_target, _ in relations:
-        new_source, new_target = key(document, source), key(document, target)
-        if (new_source, new_target) != (old_source, old_target):
+        new_source, new_target = key(document, source, old_source), key(document, target, old_target)
+        if (new_source, new_target) != (old_source, old_target) and rowid not in seen:
+            seen.add(rowid)
             relation_updates.append((new_source, new_target, rowid))
             touched.update(k for k in (old_source, old_target, new_source, new_target) if k)
-    if not (entity_updates or relation_updates):
-        return
     with transaction(conn):
         conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
         conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
                          relation_updates)
         conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+        if everything:
+            conn.execute("DELETE FROM resolved_names")
+        else:
+            conn.execute(f"DELETE FROM resolved_names WHERE document_id {_IN}", args)
+        conn.executemany(
+            "INSERT INTO resolved_names(document_id, name, key, joins, no_entity, place) VALUES (?, ?, ?, ?, ?, ?)",
+            [(document, name, key, joins, int(no_entity), int(place)) for document, found in sorted(state.items())
+             for name, (key, joins, no_entity, place) in sorted(found.items())])
+        conn.execute("DELETE FROM resolve_pending")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('resolved_names', ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
+
+
+def _document_state(conn: Connection, names: dict[str, dict[str, Counter]], relations: list,
+                    ahead: "KeysAhead") -> dict[str, dict[str, tuple]]:
+    """document -> name -> (its key by the document's own names or None, the single word it
+    joins across documents or None, no entity?, typed a place or a body?): what a document
+    alone decides (resolved_names), for the names its entity rows give."""
+    own = {document: ahead.document_keys(document, found) for document, found in names.items()}
+    # names that share a sentence with another (the offline extractor's links across sentences are weaker)
+    related = {(document, name) for _, document, source, target, _, _, strength in relations if strength >= 1
+               for name in (source, target)}
+    blank: dict[str, set[str]] = defaultdict(set)
+    for document, words in common_words(conn, names, related, ahead.lower_words).items():
+        blank[document] |= words  # no entity: a row without a key is merged into none
+    for document, words in chinese_common_nouns(conn, names).items():
+        blank[document] |= words  # 和尚, 言语: a dictionary's "name" the text uses as a noun
+    for document, found in names.items():
+        blank[document] |= CHINESE_FUNCTION_WORDS.intersection(found)  # "闻言", "二人": no name
+    state: dict[str, dict[str, tuple]] = {}
+    for document, found in names.items():
+        keys, none = own[document], blank.get(document, set())
+        state[document] = {name: (keys.get(name), _joins(name, keys.get(name)), name in none,
+                                  _kind(found[name]) in _PLACE_OR_BODY)
+                           for name in found if name in keys or name in none}
+    return state
+
+
+def _joins(name: str, key: str | None) -> str | None:
+    """The single word a document's name makes its key across documents ("scrooge" of
+    "Scrooge" resolved to "ebenezer scrooge"), or None."""
+    if key is None:
+        return None
+    short = name_key(name)
+    if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
+        return short
+    return None
+
+
+def _targets(rows) -> dict[str, set[str]]:
+    """single word -> the keys documents join it to, from (document, joins, key) rows."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    for _, joins, key in rows:
+        if joins:
+            targets[joins].add(key)
+    return targets
+
+
+def _row_key(name: str, key: str | None, no_entity: bool, place: bool, agreed: dict[str, str]) -> str:
+    """A name's key in its document: none for no entity, the full name a single word joins
+    across documents (not for a place or body), else the document's own key."""
+    if no_entity:
+        return ""
+    if key is None:
+        return name_key(name)
+    return agreed[key] if key in agreed and not place else key
 
 
 _CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}")
@@ -369,25 +496,6 @@ class KeysAhead:
             else:  # every chunk read: the document's words are complete
                 self.lower_words[document] = self._partial.pop(document)
         return bool(self._pending)
-
-
-def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:
-    """A single-word name that the documents which resolve it all resolve to one full name
-    joins that name in the other documents too (one book in two files: "Scrooge" in the
-    second is the first's "Ebenezer Scrooge"), unless a document types it a place or body."""
-    targets: dict[str, set[str]] = defaultdict(set)
-    for document, keys in resolved.items():
-        for name, key in keys.items():
-            short = name_key(name)
-            if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
-                targets[short].add(key)
-    agreed = {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
-    if not agreed:
-        return
-    for document, keys in resolved.items():
-        for name, key in keys.items():
-            if key in agreed and _kind(names[document][name]) not in _PLACE_OR_BODY:
-                keys[name] = agreed[key]
 
 
 def write_aliases(conn: Connection, aliases: dict[str, Counter], removed: set[str] | list[str]) -> None:

@@ -24,7 +24,7 @@ from ..version import __version__
 from . import hardening
 from ..errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 MEMORY = ":memory:"  # a throw-away store, e.g. for `tgr index --estimate` of a new file
 FORMAT_TAG = "tgr"
 SETTLE_WAIT_S = 5.0  # how long settle() waits for other processes to close the store

@@ -59,6 +59,9 @@ def _external_content_fts(conn: Connection) -> None:
         terms       TEXT NOT NULL DEFAULT '')""")
     columns = "seq, id, document_id, ordinal, text, char_start, char_end, tokens, embed_hash"
     conn.execute(f"INSERT INTO chunks_v4({columns}) SELECT {columns} FROM chunks")
+    for event in ("added", "removed", "changed"):  # (schema.sql's triggers that read chunks: made again after)
+        conn.execute(f"DROP TRIGGER IF EXISTS resolve_entity_{event}")
+        conn.execute(f"DROP TRIGGER IF EXISTS resolve_relation_{event}")
     conn.execute("DROP TABLE chunks")  # foreign keys are off during migrations: nothing cascades
     conn.execute("ALTER TABLE chunks_v4 RENAME TO chunks")
     conn.execute("CREATE INDEX chunks_by_document ON chunks(document_id, ordinal)")
@@ -110,9 +113,16 @@ def _batch_jobs(conn: Connection) -> None:
         conn.execute("ALTER TABLE model_calls ADD COLUMN price REAL NOT NULL DEFAULT 1")
 
 
+def _resolved_names(conn: Connection) -> None:
+    """8: entity resolution's answers per document (resolved_names) and the documents to
+    resolve again (resolve_pending, kept by triggers); both come from schema.sql. Without
+    meta 'resolved_names' the next merge resolves every document (tgr/build/resolve.py)."""
+    conn.execute("DELETE FROM meta WHERE key = 'resolved_names'")
+
+
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
                                     4: _external_content_fts, 5: _keyed_extractions, 6: _entity_aliases,
-                                    7: _batch_jobs}
+                                    7: _batch_jobs, 8: _resolved_names}
 
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
