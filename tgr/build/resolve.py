@@ -236,6 +236,9 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
     relations = conn.execute(
         "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
         "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id" + scope, args).fetchall()
+    if pending:  # the whole-store query's order (a scan by rowid), on which the first of tied types depends
+        rows.sort()
+        relations.sort()
     names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
     state = _document_state(conn, names, relations, ahead or KeysAhead(conn))
 
@@ -475,8 +478,12 @@ class KeysAhead:
     def step(self) -> bool:
         """One piece of the work (an idle step: False when there is none left)."""
         if self._pending is None:
+            recorded = self.conn.execute("SELECT value FROM meta WHERE key = 'resolved_names'").fetchone()
+            scope = "" if recorded is None or recorded[0] != _rules() else \
+                " WHERE c.document_id IN (SELECT document_id FROM resolve_pending)"  # the only ones assign_keys asks for
             names = _names_by_document(self.conn.execute(
-                "SELECT c.document_id, e.name, e.type FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id"))
+                "SELECT c.document_id, e.name, e.type FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id"
+                + scope))
             last = dict(self.conn.execute("SELECT document_id, max(ordinal) FROM chunks GROUP BY document_id"))
             self._pending = [("keys", d, found) for d, found in sorted(names.items())]
             for document, found in sorted(names.items()):
