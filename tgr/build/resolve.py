@@ -242,56 +242,88 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
     names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
     state = _document_state(conn, names, relations, ahead or KeysAhead(conn))
 
-    # across documents: the full name each single word joins (_across_documents), for the words
-    # these documents join or joined and the keys they give
-    ours = [(d, joins, key) for d, found in state.items() for _, (key, joins, _, _) in found.items()]
-    if everything:
-        before: dict[str, set] = {}
-        after = _targets(ours)
-    else:
-        old = conn.execute(f"SELECT document_id, name, key, joins FROM resolved_names WHERE document_id {_IN}",
-                           args).fetchall()
-        words = {j for _, j, _ in ours if j} | {k for _, _, k in ours if k} | {j for _, _, _, j in old if j}
-        others = [(d, j, k) for d, j, k in conn.execute(
-            f"SELECT document_id, joins, key FROM resolved_names WHERE joins {_IN}",
-            (json.dumps(sorted(words), ensure_ascii=False),)) if d not in pending]
-        before = _targets(others + [(d, j, k) for d, _, k, j in old])
-        after = _targets(others + ours)
-    agreed = {short: next(iter(keys)) for short, keys in after.items() if len(keys) == 1}
-
+    was, agreed = _agreed(conn, state, None if everything else pending)
     keys = {(document, name): _row_key(name, key, no_entity, place, agreed)
             for document, found in state.items() for name, (key, _, no_entity, place) in found.items()}
-    changed_rows: dict[tuple[str, str], str] = {}  # (document, name) of other documents -> its new key
-    if not everything:
-        was = {short: next(iter(k)) for short, k in before.items() if len(k) == 1}
-        moved = sorted(s for s in set(was) | set(agreed) if was.get(s) != agreed.get(s))
-        old_keys: set[str] = set()
-        for document, name, key, no_entity, place in conn.execute(
-                f"SELECT document_id, name, key, no_entity, place FROM resolved_names WHERE key {_IN}",
-                (json.dumps(moved, ensure_ascii=False),)):
-            if document in pending:
-                continue
-            then, now = (_row_key(name, key, no_entity, place, w) for w in (was, agreed))
-            if then != now:
-                changed_rows[(document, name)] = now
-                old_keys.add(then)
-        if changed_rows:  # their rows, by the key they hold now
-            wanted = (json.dumps(sorted(old_keys), ensure_ascii=False),)
-            rows += conn.execute(
-                "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
-                f"JOIN chunks c ON c.id = e.chunk_id WHERE e.key {_IN}", wanted).fetchall()
-            relations += conn.execute(
-                "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
-                f"FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
-                f"WHERE r.source_key {_IN} OR r.target_key {_IN}", wanted * 2).fetchall()
-            keys.update(changed_rows)
+    moved: dict[tuple[str, str], str] = {}  # (document, name) of other documents -> its new key
+    if was is not None:
+        moved, more_rows, more_relations = _moved(conn, pending, was, agreed)
+        rows, relations = rows + more_rows, relations + more_relations
 
     def key(document: str, name: str, old: str | None) -> str:
-        if document not in state and document not in pending:  # another document's: only the names listed change
-            return changed_rows.get((document, name), old)
+        if not everything and document not in pending:  # another document's row: only the names moved change
+            return moved.get((document, name), old)
         known = keys.get((document, name))
         return known if known is not None else name_key(name)
 
+    with transaction(conn):
+        _write_keys(conn, rows, relations, key)
+        if everything:
+            conn.execute("DELETE FROM resolved_names")
+        else:
+            conn.execute(f"DELETE FROM resolved_names WHERE document_id {_IN}", args)
+        conn.executemany(
+            "INSERT INTO resolved_names(document_id, name, key, joins, no_entity, place) VALUES (?, ?, ?, ?, ?, ?)",
+            [(document, name, key, joins, int(no_entity), int(place)) for document, found in sorted(state.items())
+             for name, (key, joins, no_entity, place) in sorted(found.items())])
+        conn.execute("DELETE FROM resolve_pending")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('resolved_names', ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
+
+
+def _agreed(conn: Connection, state: dict[str, dict[str, tuple]], pending: set[str] | None):
+    """(single word -> the full name it joins across documents before these documents'
+    answers replace their stored ones, and after): a word joins when every document that
+    joins it joins the same full name. pending: the documents resolved again (None: every
+    document, and nothing before). Only the words these documents join (or joined) and the
+    keys they give are looked up."""
+    ours = [(d, joins, key) for d, found in state.items() for _, (key, joins, _, _) in found.items()]
+    if pending is None:
+        return None, _joined(_targets(ours))
+    wanted = (json.dumps(sorted(pending), ensure_ascii=False),)
+    old = conn.execute(f"SELECT document_id, name, key, joins FROM resolved_names WHERE document_id {_IN}",
+                       wanted).fetchall()
+    words = {j for _, j, _ in ours if j} | {k for _, _, k in ours if k} | {j for _, _, _, j in old if j}
+    others = [(d, j, k) for d, j, k in conn.execute(
+        f"SELECT document_id, joins, key FROM resolved_names WHERE joins {_IN}",
+        (json.dumps(sorted(words), ensure_ascii=False),)) if d not in pending]
+    return _joined(_targets(others + [(d, j, k) for d, _, k, j in old])), _joined(_targets(others + ours))
+
+
+def _joined(targets: dict[str, set[str]]) -> dict[str, str]:
+    return {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
+
+
+def _moved(conn: Connection, pending: set[str], was: dict[str, str], agreed: dict[str, str]):
+    """The names of other documents whose key moves with the words joined across documents
+    ((document, name) -> new key), and their rows (entity rows, relation rows), found by the
+    keys they hold."""
+    words = sorted(s for s in set(was) | set(agreed) if was.get(s) != agreed.get(s))
+    moved, old_keys = {}, set()
+    for document, name, key, no_entity, place in conn.execute(
+            f"SELECT document_id, name, key, no_entity, place FROM resolved_names WHERE key {_IN}",
+            (json.dumps(words, ensure_ascii=False),)):
+        if document in pending:
+            continue
+        then, now = (_row_key(name, key, no_entity, place, w) for w in (was, agreed))
+        if then != now:
+            moved[(document, name)] = now
+            old_keys.add(then)
+    if not moved:
+        return moved, [], []
+    wanted = (json.dumps(sorted(old_keys), ensure_ascii=False),)
+    rows = conn.execute("SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+                        f"JOIN chunks c ON c.id = e.chunk_id WHERE e.key {_IN}", wanted).fetchall()
+    relations = conn.execute(
+        "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
+        f"FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
+        f"WHERE r.source_key {_IN} OR r.target_key {_IN}", wanted * 2).fetchall()
+    return moved, rows, relations
+
+
+def _write_keys(conn: Connection, rows: list, relations: list, key) -> None:
+    """Store the rows' keys that changed (key(document, name, old key)) and mark the keys they
+    leave and join for the merge (inside the caller's transaction)."""
     entity_updates, relation_updates, touched, seen = [], [], set(), set()
     for rowid, document, name, _, old in rows:
         new = key(document, name, old)
@@ -306,22 +338,10 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
             seen.add(rowid)
             relation_updates.append((new_source, new_target, rowid))
             touched.update(k for k in (old_source, old_target, new_source, new_target) if k)
-    with transaction(conn):
-        conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
-        conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
-                         relation_updates)
-        conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
-        if everything:
-            conn.execute("DELETE FROM resolved_names")
-        else:
-            conn.execute(f"DELETE FROM resolved_names WHERE document_id {_IN}", args)
-        conn.executemany(
-            "INSERT INTO resolved_names(document_id, name, key, joins, no_entity, place) VALUES (?, ?, ?, ?, ?, ?)",
-            [(document, name, key, joins, int(no_entity), int(place)) for document, found in sorted(state.items())
-             for name, (key, joins, no_entity, place) in sorted(found.items())])
-        conn.execute("DELETE FROM resolve_pending")
-        conn.execute("INSERT INTO meta(key, value) VALUES ('resolved_names', ?) "
-                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
+    conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
+    conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
+                     relation_updates)
+    conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
 
 
 def _document_state(conn: Connection, names: dict[str, dict[str, Counter]], relations: list,
