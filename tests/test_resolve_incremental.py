@@ -74,3 +74,17 @@ def test_a_changed_document_is_listed_for_resolution_by_the_store_itself(tmp_pat
         kb.conn.execute("DELETE FROM resolve_pending")
         kb.conn.execute("DELETE FROM chunks")
         assert pending() == [document]
+
+
+def test_rebuilding_the_graph_resolves_every_document_afresh(tmp_path):
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(DOCS[name], encoding="utf-8")
+    with tgr.open(tmp_path / "kb.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+        keys = kb.conn.execute(KEYS).fetchall()
+        kb.conn.execute("UPDATE extracted_entities SET key = 'someone else' WHERE name = 'Scrooge'")  # by hand
+        kb.index([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+        assert scrooge_of_a(kb) == {"someone else"}  # no document changed: nothing is resolved again
+        kb.rebuild("graph")
+        assert kb.conn.execute(KEYS).fetchall() == keys
+        assert scrooge_of_a(kb) == {"ebenezer scrooge"}

@@ -271,6 +271,12 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
 
 
+def forget_resolutions(conn: Connection) -> None:
+    """Have the next assign_keys resolve every document afresh (resolved_names is not trusted)."""
+    with transaction(conn):
+        conn.execute("DELETE FROM meta WHERE key = 'resolved_names'")
+
+
 def _agreed(conn: Connection, state: dict[str, dict[str, tuple]], pending: set[str] | None):
     """(single word -> the full name it joins across documents before these documents'
     answers replace their stored ones, and after): a word joins when every document that
