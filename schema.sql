@@ -164,6 +164,63 @@ CREATE TRIGGER IF NOT EXISTS extracted_relation_key_changed
 END;
 
 
+-- Entity resolution's answers per document (tgr/build/resolve.py), so that a run resolves
+-- again only the documents whose inputs changed: for each name a document's entity rows give,
+-- the key the document's own names give it (key; NULL when only the no-entity rules name it),
+-- the single word it makes that full name across documents (joins, resolve.py's
+-- _across_documents), whether it is no entity there (a common word, a title alone) and whether
+-- the document types it a place or a body (such a name never takes a key across documents).
+-- Valid while meta 'resolved_names' holds the rules' version; documents whose extraction rows,
+-- chunks or title changed since are listed in resolve_pending (by the triggers below, on every
+-- path that changes them), and are resolved again by the next run.
+CREATE TABLE IF NOT EXISTS resolved_names (
+    document_id TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    key         TEXT,
+    joins       TEXT,
+    no_entity   INTEGER NOT NULL,
+    place       INTEGER NOT NULL,
+    PRIMARY KEY (document_id, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS resolved_names_by_key ON resolved_names(key);
+CREATE INDEX IF NOT EXISTS resolved_names_by_joins ON resolved_names(joins) WHERE joins IS NOT NULL;
+CREATE TABLE IF NOT EXISTS resolve_pending (
+    document_id TEXT PRIMARY KEY
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS resolve_entity_added AFTER INSERT ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks WHERE id = new.chunk_id;
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_entity_removed AFTER DELETE ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks WHERE id = old.chunk_id;
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_entity_changed AFTER UPDATE OF name, type, chunk_id ON extracted_entities BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks
+        WHERE id IN (old.chunk_id, new.chunk_id);
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_relation_added AFTER INSERT ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks WHERE id = new.chunk_id;
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_relation_removed AFTER DELETE ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks WHERE id = old.chunk_id;
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_relation_changed
+    AFTER UPDATE OF source, target, strength, chunk_id ON extracted_relations BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) SELECT document_id FROM chunks
+        WHERE id IN (old.chunk_id, new.chunk_id);
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_chunk_added AFTER INSERT ON chunks BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) VALUES (new.document_id);
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_chunk_removed AFTER DELETE ON chunks BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) VALUES (old.document_id);
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_chunk_changed AFTER UPDATE OF id, document_id, ordinal, text ON chunks BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) VALUES (old.document_id), (new.document_id);
+END;
+CREATE TRIGGER IF NOT EXISTS resolve_title_changed AFTER UPDATE OF id, title ON documents BEGIN
+    INSERT OR IGNORE INTO resolve_pending(document_id) VALUES (old.id), (new.id);
+END;
+
 -- The entity graph (merge stage). id is the normalised name; a same-name entity
 -- split off by LLM disambiguation gets the suffix '#<n>'.
 CREATE TABLE IF NOT EXISTS entities (

@@ -85,6 +85,11 @@ def _downgrade_to_schema_2(path) -> None:
     conn.executescript("""
         BEGIN;
         DROP TABLE chunks_fts;
+        DROP TABLE resolved_names;  -- (schema 8, with its triggers: they read chunks)
+        DROP TABLE resolve_pending;
+        DROP TRIGGER resolve_entity_added; DROP TRIGGER resolve_entity_removed; DROP TRIGGER resolve_entity_changed;
+        DROP TRIGGER resolve_relation_added; DROP TRIGGER resolve_relation_removed;
+        DROP TRIGGER resolve_relation_changed; DROP TRIGGER resolve_title_changed;
         CREATE TABLE chunks_v2 (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
             document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
             ordinal INTEGER NOT NULL, text TEXT NOT NULL, char_start INTEGER NOT NULL,

@@ -32,6 +32,7 @@ from .memory import give_back
 from .portable_vectors import DEFAULT_PORTABLE, keep_portable, refresh_portable, start_portable
 from ..models.registry import make_embedder
 from .report import build_reports, report_settings, reports_state
+from .resolve import forget_resolutions
 from .role_providers import extractor_for, report_writer_for
 from ..settings import IndexSettings, IndexSummary, with_types
 
@@ -218,6 +219,8 @@ def rebuild(store, stage: str, *, progress: Progress | None, overrides: dict) ->
 
     def body(gateway: Gateway, summary: IndexSummary) -> None:
         store.record_prompts()
+        if stage == "graph":
+            forget_resolutions(store.conn)  # every document resolved afresh too, as a fresh build does
         Build(store, gateway, settings, summary, progress).derive(
             force_merge=stage == "graph", force_cluster=stage == "communities", force_reports=stage == "reports")
 

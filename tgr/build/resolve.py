@@ -197,62 +197,221 @@ def _final(joined: dict[str, str], key: str) -> str:
     return key
 
 
+# what resolved_names was computed by: a store whose meta 'resolved_names' differs resolves every
+# document again (raise RULES when a rule or a word list changes what a document's names resolve to)
+RULES = "resolve 1"
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def _rules() -> str:
+    from ..version import __version__
+
+    return f"{RULES}; tgr {__version__}"
+
+
 def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
     """Give every extraction row the key of its entity (module docstring); rows whose key
     changes, and the keys they leave and join, are marked for the merge (merge_pending).
     ahead: the per-document work done while the extraction answers were awaited (the same
-    keys; only what it computed from exactly these rows and texts is taken)."""
-    # every extraction row is read twice a page at a time (what the documents name, then
-    # which rows' keys change) rather than held: they were ~70 MB per 10 M mixed-language characters
-    def rows():
-        return in_pages(conn.execute(
-            "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
-            "JOIN chunks c ON c.id = e.chunk_id"))
+    keys; only what it computed from exactly these rows and texts is taken).
 
-    def relations():
-        return in_pages(conn.execute(
-            "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
-            "FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id"))
+    Each document's own answers (its names' keys before the step across documents, which of
+    them are no entity, which it types a place or a body) are kept in resolved_names. Only
+    the documents in resolve_pending (their rows, chunks or title changed) are resolved again;
+    across documents only the single words they join (or joined) are looked at again, and the
+    rows of other documents whose key that changes. The keys are those of resolving every
+    document afresh, which a store without meta 'resolved_names' (or of other rules) does."""
+    recorded = conn.execute("SELECT value FROM meta WHERE key = 'resolved_names'").fetchone()
+    everything = recorded is None or recorded[0] != _rules()
+    if everything:
+        scope, args, pending = "", (), set()
+    else:
+        pending = {r[0] for r in conn.execute("SELECT document_id FROM resolve_pending")}
+        if not pending:
+            return  # no document's inputs changed: every key is as resolved
+        scope, args = f" WHERE c.document_id {_IN}", (json.dumps(sorted(pending), ensure_ascii=False),)
+    rows = _Rows(conn, "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+                       "JOIN chunks c ON c.id = e.chunk_id" + scope, args)
+    relations = _Rows(conn, "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, "
+                            "r.strength FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id" + scope, args)
+    if pending:  # a few documents' rows, held, in the whole-store query's order (a scan by rowid), on
+        rows, relations = sorted(rows), sorted(relations)  # which the first of tied types depends
+    names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
+    state = _document_state(conn, names, relations, ahead or KeysAhead(conn))
 
-    names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows())
-    ahead = ahead or KeysAhead(conn)
-    resolved = {document: ahead.document_keys(document, found) for document, found in names.items()}
-    _across_documents(names, resolved)
-    # names that share a sentence with another (the offline extractor's links across sentences are weaker)
-    related = {(document, name) for _, document, source, target, _, _, strength in relations() if strength >= 1
-               for name in (source, target)}
-    for document, words in common_words(conn, names, related, ahead.lower_words).items():
-        for name in words:
-            resolved[document][name] = ""  # no entity: a row without a key is merged into none
-    for document, words in chinese_common_nouns(conn, names).items():
-        for name in words:
-            resolved[document][name] = ""  # 和尚, 言语: a dictionary's "name" the text uses as a noun
-    for document, found in names.items():
-        for name in CHINESE_FUNCTION_WORDS.intersection(found):
-            resolved[document][name] = ""  # "闻言", "二人": no name, whatever a tagger said
+    was, agreed = _agreed(conn, state, None if everything else pending)
+    keys = {(document, name): _row_key(name, key, no_entity, place, agreed)
+            for document, found in state.items() for name, (key, _, no_entity, place) in found.items()}
+    moved: dict[tuple[str, str], str] = {}  # (document, name) of other documents -> its new key
+    if was is not None:
+        moved, more_rows, more_relations = _moved(conn, pending, was, agreed)
+        rows, relations = rows + more_rows, relations + more_relations
 
-    def key(document: str, name: str) -> str:
-        known = resolved.get(document, {}).get(name)
+    def key(document: str, name: str, old: str | None) -> str:
+        if not everything and document not in pending:  # another document's row: only the names moved change
+            return moved.get((document, name), old)
+        known = keys.get((document, name))
         return known if known is not None else name_key(name)
 
-    entity_updates, relation_updates, touched = [], [], set()
-    for rowid, document, name, _, old in rows():
-        new = key(document, name)
-        if new != old:
+    with transaction(conn):
+        _write_keys(conn, rows, relations, key)
+        if everything:
+            conn.execute("DELETE FROM resolved_names")
+        else:
+            conn.execute(f"DELETE FROM resolved_names WHERE document_id {_IN}", args)
+        conn.executemany(
+            "INSERT INTO resolved_names(document_id, name, key, joins, no_entity, place) VALUES (?, ?, ?, ?, ?, ?)",
+            [(document, name, key, joins, int(no_entity), int(place)) for document, found in sorted(state.items())
+             for name, (key, joins, no_entity, place) in sorted(found.items())])
+        conn.execute("DELETE FROM resolve_pending")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('resolved_names', ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
+
+
+class _Rows:
+    """The rows of a query, read a page at a time each time they are gone through: every
+    extraction row of a store is gone through twice (what the documents name, then which keys
+    change) rather than held (~70 MB per 10 M mixed-language characters)."""
+
+    def __init__(self, conn: Connection, sql: str, args: tuple) -> None:
+        self.conn, self.sql, self.args = conn, sql, args
+
+    def __iter__(self):
+        return iter(in_pages(self.conn.execute(self.sql, self.args)))
+
+
+def forget_resolutions(conn: Connection) -> None:
+    """Have the next assign_keys resolve every document afresh (resolved_names is not trusted)."""
+    with transaction(conn):
+        conn.execute("DELETE FROM meta WHERE key = 'resolved_names'")
+
+
+def _agreed(conn: Connection, state: dict[str, dict[str, tuple]], pending: set[str] | None):
+    """(single word -> the full name it joins across documents before these documents'
+    answers replace their stored ones, and after): a word joins when every document that
+    joins it joins the same full name. pending: the documents resolved again (None: every
+    document, and nothing before). Only the words these documents join (or joined) and the
+    keys they give are looked up."""
+    ours = [(d, joins, key) for d, found in state.items() for _, (key, joins, _, _) in found.items()]
+    if pending is None:
+        return None, _joined(_targets(ours))
+    wanted = (json.dumps(sorted(pending), ensure_ascii=False),)
+    old = conn.execute(f"SELECT document_id, name, key, joins FROM resolved_names WHERE document_id {_IN}",
+                       wanted).fetchall()
+    words = {j for _, j, _ in ours if j} | {k for _, _, k in ours if k} | {j for _, _, _, j in old if j}
+    others = [(d, j, k) for d, j, k in conn.execute(
+        f"SELECT document_id, joins, key FROM resolved_names WHERE joins {_IN}",
+        (json.dumps(sorted(words), ensure_ascii=False),)) if d not in pending]
+    return _joined(_targets(others + [(d, j, k) for d, _, k, j in old])), _joined(_targets(others + ours))
+
+
+def _joined(targets: dict[str, set[str]]) -> dict[str, str]:
+    return {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
+
+
+def _moved(conn: Connection, pending: set[str], was: dict[str, str], agreed: dict[str, str]):
+    """The names of other documents whose key moves with the words joined across documents
+    ((document, name) -> new key), and their rows (entity rows, relation rows), found by the
+    keys they hold."""
+    words = sorted(s for s in set(was) | set(agreed) if was.get(s) != agreed.get(s))
+    moved, old_keys = {}, set()
+    for document, name, key, no_entity, place in conn.execute(
+            f"SELECT document_id, name, key, no_entity, place FROM resolved_names WHERE key {_IN}",
+            (json.dumps(words, ensure_ascii=False),)):
+        if document in pending:
+            continue
+        then, now = (_row_key(name, key, no_entity, place, w) for w in (was, agreed))
+        if then != now:
+            moved[(document, name)] = now
+            old_keys.add(then)
+    if not moved:
+        return moved, [], []
+    wanted = (json.dumps(sorted(old_keys), ensure_ascii=False),)
+    rows = conn.execute("SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+                        f"JOIN chunks c ON c.id = e.chunk_id WHERE e.key {_IN}", wanted).fetchall()
+    relations = conn.execute(
+        "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, r.strength "
+        f"FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id "
+        f"WHERE r.source_key {_IN} OR r.target_key {_IN}", wanted * 2).fetchall()
+    return moved, rows, relations
+
+
+def _write_keys(conn: Connection, rows: list, relations: list, key) -> None:
+    """Store the rows' keys that changed (key(document, name, old key)) and mark the keys they
+    leave and join for the merge (inside the caller's transaction)."""
+    entity_updates, relation_updates, touched, seen = [], [], set(), set()
+    for rowid, document, name, _, old in rows:
+        new = key(document, name, old)
+        if new != old and rowid not in seen:
+            seen.add(rowid)
             entity_updates.append((new, rowid))
             touched.update(k for k in (old, new) if k)
-    for rowid, document, source, target, old_source, old_target, _ in relations():
-        new_source, new_target = key(document, source), key(document, target)
-        if (new_source, new_target) != (old_source, old_target):
+    seen.clear()
+    for rowid, document, source, target, old_source, old_target, _ in relations:
+        new_source, new_target = key(document, source, old_source), key(document, target, old_target)
+        if (new_source, new_target) != (old_source, old_target) and rowid not in seen:
+            seen.add(rowid)
             relation_updates.append((new_source, new_target, rowid))
             touched.update(k for k in (old_source, old_target, new_source, new_target) if k)
-    if not (entity_updates or relation_updates):
-        return
-    with transaction(conn):
-        conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
-        conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
-                         relation_updates)
-        conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+    conn.executemany("UPDATE extracted_entities SET key = ? WHERE rowid = ?", entity_updates)
+    conn.executemany("UPDATE extracted_relations SET source_key = ?, target_key = ? WHERE rowid = ?",
+                     relation_updates)
+    conn.executemany("INSERT OR IGNORE INTO merge_pending(name) VALUES (?)", [(k,) for k in sorted(touched)])
+
+
+def _document_state(conn: Connection, names: dict[str, dict[str, Counter]], relations: list,
+                    ahead: "KeysAhead") -> dict[str, dict[str, tuple]]:
+    """document -> name -> (its key by the document's own names or None, the single word it
+    joins across documents or None, no entity?, typed a place or a body?): what a document
+    alone decides (resolved_names), for the names its entity rows give."""
+    own = {document: ahead.document_keys(document, found) for document, found in names.items()}
+    # names that share a sentence with another (the offline extractor's links across sentences are weaker)
+    related = {(document, name) for _, document, source, target, _, _, strength in relations if strength >= 1
+               for name in (source, target)}
+    blank: dict[str, set[str]] = defaultdict(set)
+    for document, words in common_words(conn, names, related, ahead.lower_words).items():
+        blank[document] |= words  # no entity: a row without a key is merged into none
+    for document, words in chinese_common_nouns(conn, names).items():
+        blank[document] |= words  # 和尚, 言语: a dictionary's "name" the text uses as a noun
+    for document, found in names.items():
+        blank[document] |= CHINESE_FUNCTION_WORDS.intersection(found)  # "闻言", "二人": no name
+    state: dict[str, dict[str, tuple]] = {}
+    for document, found in names.items():
+        keys, none = own[document], blank.get(document, set())
+        state[document] = {name: (keys.get(name), _joins(name, keys.get(name)), name in none,
+                                  _kind(found[name]) in _PLACE_OR_BODY)
+                           for name in found if name in keys or name in none}
+    return state
+
+
+def _joins(name: str, key: str | None) -> str | None:
+    """The single word a document's name makes its key across documents ("scrooge" of
+    "Scrooge" resolved to "ebenezer scrooge"), or None."""
+    if key is None:
+        return None
+    short = name_key(name)
+    if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
+        return short
+    return None
+
+
+def _targets(rows) -> dict[str, set[str]]:
+    """single word -> the keys documents join it to, from (document, joins, key) rows."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    for _, joins, key in rows:
+        if joins:
+            targets[joins].add(key)
+    return targets
+
+
+def _row_key(name: str, key: str | None, no_entity: bool, place: bool, agreed: dict[str, str]) -> str:
+    """A name's key in its document: none for no entity, the full name a single word joins
+    across documents (not for a place or body), else the document's own key."""
+    if no_entity:
+        return ""
+    if key is None:
+        return name_key(name)
+    return agreed[key] if key in agreed and not place else key
 
 
 _CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}")
@@ -354,8 +513,12 @@ class KeysAhead:
     def step(self) -> bool:
         """One piece of the work (an idle step: False when there is none left)."""
         if self._pending is None:
+            recorded = self.conn.execute("SELECT value FROM meta WHERE key = 'resolved_names'").fetchone()
+            scope = "" if recorded is None or recorded[0] != _rules() else \
+                " WHERE c.document_id IN (SELECT document_id FROM resolve_pending)"  # the only ones assign_keys asks for
             names = _names_by_document(self.conn.execute(
-                "SELECT c.document_id, e.name, e.type FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id"))
+                "SELECT c.document_id, e.name, e.type FROM extracted_entities e JOIN chunks c ON c.id = e.chunk_id"
+                + scope))
             last = dict(self.conn.execute("SELECT document_id, max(ordinal) FROM chunks GROUP BY document_id"))
             self._pending = [("keys", d, found) for d, found in sorted(names.items())]
             for document, found in sorted(names.items()):
@@ -375,25 +538,6 @@ class KeysAhead:
             else:  # every chunk read: the document's words are complete
                 self.lower_words[document] = self._partial.pop(document)
         return bool(self._pending)
-
-
-def _across_documents(names: dict[str, dict[str, Counter]], resolved: dict[str, dict[str, str]]) -> None:
-    """A single-word name that the documents which resolve it all resolve to one full name
-    joins that name in the other documents too (one book in two files: "Scrooge" in the
-    second is the first's "Ebenezer Scrooge"), unless a document types it a place or body."""
-    targets: dict[str, set[str]] = defaultdict(set)
-    for document, keys in resolved.items():
-        for name, key in keys.items():
-            short = name_key(name)
-            if key != short and name_key(key) != short and " " not in short and not _CJK.search(short):
-                targets[short].add(key)
-    agreed = {short: next(iter(keys)) for short, keys in targets.items() if len(keys) == 1}
-    if not agreed:
-        return
-    for document, keys in resolved.items():
-        for name, key in keys.items():
-            if key in agreed and _kind(names[document][name]) not in _PLACE_OR_BODY:
-                keys[name] = agreed[key]
 
 
 def write_aliases(conn: Connection, aliases: dict[str, Counter], removed: set[str] | list[str]) -> None:

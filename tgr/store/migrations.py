@@ -59,6 +59,9 @@ def _external_content_fts(conn: Connection) -> None:
         terms       TEXT NOT NULL DEFAULT '')""")
     columns = "seq, id, document_id, ordinal, text, char_start, char_end, tokens, embed_hash"
     conn.execute(f"INSERT INTO chunks_v4({columns}) SELECT {columns} FROM chunks")
+    for event in ("added", "removed", "changed"):  # (schema.sql's triggers that read chunks: made again after)
+        conn.execute(f"DROP TRIGGER IF EXISTS resolve_entity_{event}")
+        conn.execute(f"DROP TRIGGER IF EXISTS resolve_relation_{event}")
     conn.execute("DROP TABLE chunks")  # foreign keys are off during migrations: nothing cascades
     conn.execute("ALTER TABLE chunks_v4 RENAME TO chunks")
     conn.execute("CREATE INDEX chunks_by_document ON chunks(document_id, ordinal)")
@@ -110,17 +113,21 @@ def _batch_jobs(conn: Connection) -> None:
         conn.execute("ALTER TABLE model_calls ADD COLUMN price REAL NOT NULL DEFAULT 1")
 
 
-def _community_chunks(conn: Connection) -> None:
+def _community_chunks_and_resolved_names(conn: Connection) -> None:
     """8: community_chunks (each community's count of chunks naming a member) and the triggers
     that drop a count when what it counts changes come from schema.sql, which migrate() runs
     after the steps; the cluster stage of the same run writes the counts. Until then a
     question counts them itself, as before. So does documents_extras (a document's id,
-    external id and metadata, read without its text)."""
+    external id and metadata, read without its text). Also from schema.sql: entity
+    resolution's answers per document (resolved_names) and the documents to resolve again
+    (resolve_pending, kept by triggers); without meta 'resolved_names' the next merge resolves
+    every document (tgr/build/resolve.py)."""
+    conn.execute("DELETE FROM meta WHERE key = 'resolved_names'")
 
 
 MIGRATIONS: dict[int, Migration] = {2: _add_report_context_hash, 3: _add_document_ids_and_metadata,
                                     4: _external_content_fts, 5: _keyed_extractions, 6: _entity_aliases,
-                                    7: _batch_jobs, 8: _community_chunks}
+                                    7: _batch_jobs, 8: _community_chunks_and_resolved_names}
 
 
 def migrate(conn: Connection, migrations: Mapping[int, Migration] | None = None,
