@@ -287,8 +287,9 @@ def type_by_words(surface: str) -> str | None:
     """A type from the name's own words: "Oxford University Press" -> organization, "1946 NFL
     season" -> event, "Illinois Route 97" -> location (its last word, or the one before a
     number); "Coach Jeff Quinn", "Tigranes the Great", "Ariarathes VII" -> person; in "X of the
-    Y" X's last word ("Order of the British Empire"), elsewhere the name's last word first ("Bay
-    of Pigs Invasion") and then X's ("Church of England", "Prime Minister of India"); in a name
+    Y" X's last word alone ("Order of the British Empire"; "Representative of the Falkland
+    Islands" is no place), elsewhere the name's last word first ("Bay of Pigs Invasion") and then
+    X's ("Church of England", "Prime Minister of India"); in a name
     with commas its first part, or a place for "Derwent, Ohio" and "Lynn Township, Hardin
     County, Ohio" (a place and the places it lies in)."""
     words = surface.lower().replace("&amp;", "&").split()
@@ -297,8 +298,8 @@ def type_by_words(surface: str) -> str | None:
     if (words[0] in _PERSON_TITLES or words[:2] == ["prime", "minister"] and len(words) > 2) \
             and surface.split()[-1][:1].isupper():
         return "person"
-    if " of the " in surface and (kind := _type_of_head(words)):
-        return kind
+    if " of the " in surface:  # what follows "of the" is not what the name is ("Representative of the Falkland Islands")
+        return _type_of_head(words) or _TYPE_BY_FIRST.get(words[0]) or _type_by_commas(surface)
     kind = _type_by_last_word(words) or _TYPE_BY_FIRST.get(words[0])
     if kind:
         return kind
@@ -306,15 +307,18 @@ def type_by_words(surface: str) -> str | None:
         return kind  # "Republic of China": a country
     if _REGNAL.fullmatch(surface) and words[0] not in common_words() or words[-2] == "the" and words[-1] in _EPITHETS:
         return "person"
-    if kind := _type_of_head(words):
-        return kind
-    if "," in surface:
-        first, *rest = [part.strip() for part in surface.split(",")]
-        kind = type_by_words(first)
-        if kind is None and rest and rest[-1] and place_kind(rest[-1]) and first[:1].isupper():
-            kind = "location"
-        return kind
-    return None
+    return _type_of_head(words) or _type_by_commas(surface)
+
+
+def _type_by_commas(surface: str) -> str | None:
+    """A name with commas by its first part, or a place when its last part is one ("Derwent, Ohio")."""
+    if "," not in surface:
+        return None
+    first, *rest = [part.strip() for part in surface.split(",")]
+    kind = type_by_words(first)
+    if kind is None and rest and rest[-1] and place_kind(rest[-1]) and first[:1].isupper():
+        kind = "location"
+    return kind
 
 
 def _type_by_last_word(words: list[str]) -> str | None:
