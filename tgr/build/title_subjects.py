@@ -109,10 +109,12 @@ def _subject_type(name: str, text: str) -> str:
     aside gives a person's birth or life span."""
     if has_cjk(name):
         return "concept"  # (the defining patterns are English)
+    from ..offline.entity_types import type_by_words
     from ..offline.names_en import defining_type
 
     opening = text[:_OPENING]
-    if _type_by_head(name) is None and (aside := _FIRST_ASIDE.search(opening)) and _life(aside.group(1)):
+    by_words = type_by_words(name)  # what the name's own words say (an event's dates are no life span)
+    if by_words is None and (aside := _FIRST_ASIDE.search(opening)) and _life(aside.group(1)):
         return "person"
     plain = _without_asides(opening)
     sentences = [" ".join(plain[a:b].split()) for a, b in split_sentences(plain)]
@@ -121,7 +123,7 @@ def _subject_type(name: str, text: str) -> str:
         kind = defining_type(sentence)
         if kind:
             return kind
-    if len(sentences) > 1 and name.casefold() in sentences[0].casefold() and _type_by_head(name) is None \
+    if len(sentences) > 1 and name.casefold() in sentences[0].casefold() and by_words is None \
             and _HE_OR_SHE.match(sentences[1]):
         return "person"  # "Franc Rode is a Slovenian Cardinal. He is the prefect emeritus of ..."
     return "concept"
@@ -129,7 +131,6 @@ def _subject_type(name: str, text: str) -> str:
 
 _HE_OR_SHE = re.compile(r"(?:He|She|His|Her)\s")
 _OPENING = 1500  # characters: the first sentence of a document, asides and all
-_ASIDE = re.compile(r"\s*[(（][^()（）]*[)）]")
 # the first aside, right after the opening's first words (its subject's name: "Cláudio Ibrahim Vaz Leal (born ...")
 _FIRST_ASIDE = re.compile(r"^\W*[A-Z][^.!?。(（\s]*(?:\s+[^.!?。(（\s]+){0,7}\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）])*)[)）]")
 # "(born 9 May 1964)", "(née Hardin; ...)", "(c. 1338 – 1 April 1412)", "(1764 in Meulan – 8 September 1822 in Paris)"
@@ -148,14 +149,8 @@ def _life(aside: str) -> bool:
 def _without_asides(text: str) -> str:
     """The text with its bracketed asides removed, innermost first."""
     while True:
-        plain = _ASIDE.sub("", text)
+        plain = _PARENTHESISED.sub("", text)
         if plain == text:
             return plain
         text = plain
 
-
-def _type_by_head(name: str) -> str | None:
-    """The type the name's own words give it (an event's dates are no life span)."""
-    from ..offline.entity_types import type_by_words
-
-    return type_by_words(name)
