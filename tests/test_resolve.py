@@ -321,6 +321,19 @@ def test_types_from_the_head_of_x_of_y_a_comma_place_an_epithet_and_a_regnal_num
     assert one("CHSJ-FM") == one("Woxl-Fm") == one("Order of the British Empire") == "organization"
 
 
+def test_types_from_a_name_particle_a_title_or_a_head_word_before_the_title_decides():
+    from tgr.offline.entity_types import entity_type
+
+    one = lambda name: entity_type(name, Counter({"concept": 1}), Counter({name: 1}))
+    assert one("William de Braose") == one("Bree Van de Kamp") == one("Jean-Pierre Fougerat") == "person"
+    assert one("Napoléon Bonaparte") == one("Qianlong Emperor") == one("Cardinal Alessandro Farnese") == "person"
+    assert one("Le Chevalier de Maison-Rouge") == one("William de") == "concept"  # a particle neither leads nor ends a name
+    assert one("Intrepid Wind Farm") == one("Cascade Range") == one("Massachusetts Bay Colony") == "location"
+    assert one("World Health Organization") == one("Argonne National Laboratory") == "organization"
+    # a title first names a person only when the last word says nothing else
+    assert one("General Motors") == "organization" and one("Prince Edward Island") == "location"
+
+
 def test_a_title_subject_is_typed_by_its_opening_read_without_asides():
     from tgr.build.title_subjects import _subject_type
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -253,7 +254,8 @@ _LAST_WORD = {
         technologies communications broadcasting pharmaceuticals authority commission bureau brigade
         regiment squadron battalion fleet command guard legion cartel congress cabinet court
         tribunal observatory seminary conservatory polytechnic bros brothers partners associates
-        holdings ventures""",
+        holdings ventures organization organisation enterprises secretariat directorate infantry
+        artillery cavalry institution laboratory center centre movement""",
     "location": """airport station bridge prairie park valley heights beach falls creek hills
         district region province county city town village island islands river lake mountain
         mountains peninsula bay harbour harbor street avenue road square castle palace tower
@@ -261,7 +263,9 @@ _LAST_WORD = {
         expressway turnpike highway motorway freeway parkway boulevard trail pass glacier reef strait
         sea ocean gulf lagoon basin delta plateau volcano dam reservoir pier wharf quay cemetery
         mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
-        theater hotel house route lane pond plantation empire building""",
+        theater hotel house route lane pond plantation empire building farm garden range monument
+        base colony territory inn mound peak waterfall brook canyon ridge zoo estate manor site
+        ranch lodge gorge cove sanctuary""",
     "event": """season tournament championship championships cup games olympics festival election
         elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
         riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
@@ -271,6 +275,7 @@ _LAST_WORD = {
         soundtrack trilogy saga chronicles diaries journal gazette review quarterly tribune herald
         chronicle episode musical ballad hymn anthem requiem overture oratorio cantata anthology
         encyclopedia dictionary manifesto""",
+    "person": "emperor empress",  # "Qianlong Emperor"
 }
 _FIRST_WORD = {
     "organization": "university museum bank ministry department council house government cabinet parliament",
@@ -280,7 +285,8 @@ _TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.sp
 _TYPE_BY_FIRST = {w: kind for kind, words in _FIRST_WORD.items() for w in words.split()}
 _PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captain general colonel
     major admiral judge senator governor president prince princess king queen lord lady sir dr
-    dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh""".split())
+    dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh marshal rabbi cardinal pope bishop
+    archbishop emperor empress tsar czar sultan imam chief father uncle aunt grandad""".split())
 
 
 def type_by_words(surface: str) -> str | None:
@@ -297,7 +303,7 @@ def type_by_words(surface: str) -> str | None:
         return None
     if (words[0] in _PERSON_TITLES or words[:2] == ["prime", "minister"] and len(words) > 2) \
             and surface.split()[-1][:1].isupper():
-        return "person"
+        return _type_by_last_word(words) or "person"  # "General Motors", "Prince Edward Island"
     if " of the " in surface:  # what follows "of the" is not what the name is ("Representative of the Falkland Islands")
         return _type_of_head(words) or _TYPE_BY_FIRST.get(words[0]) or _type_by_commas(surface)
     kind = _type_by_last_word(words) or _TYPE_BY_FIRST.get(words[0])
@@ -375,14 +381,23 @@ _NOT_FAMILY = frozenset("""christmas day eve award awards prize cup league serie
     records music band company group party""".split())
 
 
+# the particles of family names: "William de Braose", "Bree Van de Kamp", "Ahmad ibn Hanbal"
+_PARTICLES = frozenset("de da di del della van von der den du la le dos das bin ibn al".split())
+
+
 def given_and_family_name(surface: str) -> bool:
-    """"Louis Prima", "Amy Hester": a census first name, then one or two capitalised words
-    that end in no institution or event word; not a place, nor a place's name after a
-    first name that is a place too ("Charlotte Jordan" may be either)."""
+    """"Louis Prima", "Amy Hester", "Jean-Pierre Fougerat", "William de Braose": a census first
+    name (each part of a hyphenated one, accents aside), then one or two capitalised words
+    (family-name particles aside) that end in no institution or event word; not a place, nor a
+    place's name after a first name that is a place too ("Charlotte Jordan" may be either)."""
     words = surface.split()
-    if not 2 <= len(words) <= 3 or _CJK.search(surface) or not all(w[:1].isupper() for w in words):
+    if _CJK.search(surface) or len(words) < 2 or {words[0].lower(), words[-1].lower()} & _PARTICLES:
         return False
-    if words[0].lower().strip(".") not in census_first_names() or words[-1].lower() in _NOT_FAMILY:
+    named = [words[0], *(w for w in words[1:] if w.lower() not in _PARTICLES)]
+    if not 2 <= len(named) <= 3 or len(words) - len(named) > 2 or not all(w[:1].isupper() for w in named):
+        return False
+    given = unicodedata.normalize("NFKD", words[0].lower().strip(".")).encode("ascii", "ignore").decode()
+    if not all(part in census_first_names() for part in given.split("-")) or words[-1].lower() in _NOT_FAMILY:
         return False
     # "Michael Jordan" is a person, "Charlotte Jordan" too ambiguous to tell
     return place_kind(surface) is None and (place_kind(words[-1]) is None or place_kind(words[0]) is None)
