@@ -179,6 +179,9 @@ def test_long_names_with_connectors_initials_and_commas():
             "University of California, Berkeley"} <= set(found), list(found)
     assert found["G. Stanley Hall"].type == "person"
     assert found["University of California, Berkeley"].type == "organization"
+    found = by_name("After he left the University of Vienna, Hayek earned a doctorate. "
+                    "She studied at the University of California, Davis, for two years.")
+    assert {"University of Vienna", "Hayek", "University of California, Davis"} <= set(found), list(found)
 
 
 def test_a_leading_the_is_not_part_of_the_name_so_mentions_agree():

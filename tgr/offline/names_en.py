@@ -295,10 +295,17 @@ def _gap(sentence: str, before: re.Match, after: re.Match) -> str:
 
 
 def _comma_continues(words: list[re.Match], i: int, j: int) -> bool:
-    """"University of California, Berkeley": a campus after an institution's name."""
+    """"University of California, Berkeley": a campus after an institution's name, when it is
+    a place or a word that stands alone ("..., Davis)"); in "the University of Vienna, Hayek
+    earned" the word after the comma starts the sentence's subject."""
     run = [w.group().lower() for w in words[i:j]]
-    return "of" in run and run[0] in {"university", "college", "institute"} and (
-        j + 1 >= len(words) or not words[j + 1].group()[0].isupper())
+    if not ("of" in run and run[0] in {"university", "college", "institute"}):
+        return False
+    if j + 1 >= len(words):
+        return True
+    campus, after = words[j], words[j + 1]
+    alone = campus.string[campus.end():after.start()] != " "
+    return not after.group()[0].isupper() and (alone or place_kind(campus.group()) is not None)
 
 
 def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
