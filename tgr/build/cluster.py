@@ -149,6 +149,8 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
     for groups in previous.values():
         sizes.update(groups.values())
     nodes = entity_graph.nodes
+    # the positions of new and changed entities (few): every other one is unchanged
+    moved = {i for i, n in enumerate(nodes) if n not in unchanged}
     import igraph  # imported when clustering: queries never pay for it
 
     graph = igraph.Graph(n=len(nodes))
@@ -161,9 +163,9 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
         if len(component) == 1:
             top.append(component)
             continue
-        kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
+        kept = _kept(component, nodes, {}, previous.get(0), sizes, bool(unchanged), moved, whole=True)
         top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
-                                                        start=_start(component, nodes, previous.get(0), unchanged)))
+                                                        start=_start(component, nodes, previous.get(0), moved)))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -176,10 +178,10 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
             if len(group) > max_cluster_size:
                 members = sorted(group)
                 parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
-                              unchanged, whole=False)
+                              bool(unchanged), moved, whole=False)
                 if parts is None:
                     parts = _split(graph, members, seed, resolution, whole=False,
-                                   start=_start(members, nodes, previous.get(level + 1), unchanged))
+                                   start=_start(members, nodes, previous.get(level + 1), moved))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -188,11 +190,12 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
 
 
 def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: dict[str, str] | None,
-          sizes: dict[str, int], unchanged: set[str], whole: bool) -> list[list[int]] | None:
-    """The previous split of members, if it still holds: every member unchanged, and the
+          sizes: dict[str, int], known: bool, moved: set[int], whole: bool) -> list[list[int]] | None:
+    """The previous split of members, if it still holds: every member unchanged (known: which
+    entities are unchanged is known; moved: the positions of those that are not), and the
     members are exactly one previous group (for a component: exactly whole previous
     communities). None when Leiden must run."""
-    if not unchanged or any(nodes[i] not in unchanged for i in members):
+    if not known or not moved.isdisjoint(members):
         return None
     inner = inner or {}
     if whole:  # a component: its previous level-0 communities must cover exactly these members
@@ -216,10 +219,10 @@ def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: di
 
 
 def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None,
-           unchanged: set[str]) -> tuple[list[int], list[bool]] | None:
+           moved: set[int]) -> tuple[list[int], list[bool]] | None:
     """An initial membership for Leiden on members (sorted): their previous communities,
     each new node on its own; and which members are fixed there (unchanged ones that had a
-    community). None when there is nothing to start from."""
+    community; moved: the positions of the others). None when there is nothing to start from."""
     if not previous:
         return None
     labels: dict[str, int] = {}
@@ -227,7 +230,7 @@ def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None
     for i in members:
         old = previous.get(nodes[i])
         start.append(labels.setdefault(old or f"new:{i}", len(labels)))
-        fixed.append(old is not None and nodes[i] in unchanged)
+        fixed.append(old is not None and i not in moved)
     return start, fixed
 
 
@@ -552,7 +555,13 @@ def stable_ids(new: list[Community], previous: list[Community], used: dict[int, 
     for level in sorted({c.level for c in new}):
         old = old_by_level.get(level, [])
         owner = {m: c for c in old for m in c.members}
+        # a community with exactly the members of a previous one keeps its id (the majority
+        # rule below gives the same when no entity is in two previous communities of the level)
+        same = {tuple(c.members): c.id for c in old} if len(owner) == sum(len(c.members) for c in old) else {}
         for c in (c for c in new if c.level == level):
+            if (kept := same.get(tuple(c.members))) is not None:
+                rename[c.id] = kept
+                continue
             overlap = Counter(owner[m].id for m in c.members if m in owner)
             best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
             if best is not None:
