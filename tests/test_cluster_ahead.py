@@ -8,7 +8,7 @@ from conftest import ScriptedChat
 from test_communities import as_tuples, random_graph, shapes
 from test_merge import CAROL, load, long_descriptions, merge, open_store, summarize_prompts
 from tgr.build.cluster_ahead import ClusterAhead
-from tgr.build.cluster import cluster, graph_hash, hierarchical_leiden, stored_communities
+from tgr.build.cluster import Graph, cluster, graph_hash, hierarchical_leiden, stored_communities
 from tgr.build.merge_graph import plan_merge, store_merge, summarise
 from tgr.build.idle_work import Overlap
 from tgr.prompts import Prompts
@@ -64,7 +64,7 @@ def test_no_summary_wave_no_child(db_path):
         overlap = Overlap(kb.conn, kb.gateway(), SETTINGS, ahead_min_edges=0)
         plan = _merge_overlapped(kb, overlap)
         assert plan.jobs == []
-        assert overlap.clustered_meanwhile(*stored_graph(kb.conn), {}, None) is None
+        assert overlap.clustered_meanwhile(Graph.from_edges(*stored_graph(kb.conn)), {}, None) is None
         overlap.close()
 
 
@@ -93,10 +93,10 @@ def test_small_graphs_are_clustered_in_process():
     assert ahead.result() is None, "handed over once"
 
 
-def _ahead_result(ahead, settings, nodes, edges, start, unchanged):
+def _ahead_result(ahead, settings, graph, start, unchanged):
     """What Overlap.clustered_meanwhile does with a first clustering's child."""
     early = ahead.result()
-    return early[1] if early and early[0] == graph_hash(nodes, edges, **settings) else None
+    return early[1] if early and early[0] == graph.hash(**settings) else None
 
 
 def test_cluster_takes_the_early_result_only_for_the_stored_graph(db_path):

@@ -8,7 +8,7 @@ import pytest
 
 import tgr
 from conftest import EN_CORPUS, SMALL, ZH_CORPUS
-from tgr.build.cluster import _split, cluster, hierarchical_leiden, stored_communities
+from tgr.build.cluster import _split, cluster, cluster_graph, hierarchical_leiden, stored_communities
 
 
 def clique(prefix: str, n: int) -> tuple[list[str], list[tuple[str, str, float]]]:
@@ -348,3 +348,63 @@ def test_an_unrelated_addition_leaves_every_unchanged_entity_where_it_was():
         before, after = level_of(first, level), level_of(again, level)
         for node in set(nodes) - touched:  # the same community, give or take the touched and new
             assert before.get(node, frozenset()) - news == after.get(node, frozenset()) - news, (level, node)
+
+
+def test_the_stored_graph_is_read_as_the_sorted_rows_gave_it():
+    """Graph.read keeps, for a pair stored more than once (either way round), the weight of its
+    last row in sorted (source, target, weight) order, as the dict of sorted rows did; self-loops
+    and relationships to an entity not stored are left out."""
+    import sqlite3
+
+    from tgr.build.cluster import Graph
+
+    rng = random.Random(3)
+    names = ["é", "z", "Ahab", "ahab", "b#2", "b", "中"] + [f"n{i}" for i in range(30)]
+    rows = [(rng.choice(names), rng.choice(names), float(rng.randint(1, 4))) for _ in range(300)]
+    rows += [("b", "ghost", 2.0), ("ghost", "z", 1.0)]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE entities(id TEXT PRIMARY KEY)")
+    conn.execute("CREATE TABLE relationships(source_id TEXT, target_id TEXT, weight REAL)")
+    conn.executemany("INSERT INTO entities VALUES (?)", [(n,) for n in names])
+    conn.executemany("INSERT INTO relationships VALUES (?, ?, ?)", rows)
+    graph = Graph.read(conn)
+    nodes = sorted(names)
+    index = {n: i for i, n in enumerate(nodes)}
+    expected = sorted({(min(index[a], index[b]), max(index[a], index[b])): w for a, b, w in sorted(rows)
+                       if a in index and b in index and a != b}.items())
+    assert graph.nodes == nodes
+    assert list(zip(graph.pairs(), graph.w.tolist())) == expected
+    assert graph.hash(10, 42, 1.0) == Graph.from_edges(nodes, sorted(rows)).hash(10, 42, 1.0)
+    assert as_tuples(cluster_graph(graph, max_cluster_size=4)) == \
+        as_tuples(hierarchical_leiden(names, sorted(rows), max_cluster_size=4))
+
+
+def test_ids_follow_the_majority_of_members_whether_or_not_a_community_is_unchanged():
+    """stable_ids: a community with exactly a previous one's members takes its id at once; the
+    result is the majority rule's (checked here against the rule written out)."""
+    from tgr.build.cluster import Community, stable_ids
+
+    nodes, edges = random_graph(seed=11)
+    before = hierarchical_leiden(nodes, edges, max_cluster_size=8)
+    rng = random.Random(5)
+    after = hierarchical_leiden(nodes, [e for e in edges if rng.random() < 0.9], max_cluster_size=8)
+    previous = [Community(f"{c.level}.{i + 100}", c.level, None, c.members) for i, c in enumerate(before)]
+    renamed = stable_ids(after, previous, {})
+    used: dict[int, int] = {}
+    for c in previous:
+        used[c.level] = max(used.get(c.level, -1), int(c.id.split(".")[1]))
+    expected = {}
+    for level in sorted({c.level for c in after}):
+        owner = {m: c for c in previous if c.level == level for m in c.members}
+        for c in (c for c in after if c.level == level):
+            overlap = Counter(owner[m].id for m in c.members if m in owner)
+            best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
+            size = sum(len(o.members) for o in previous if o.id == best)
+            if best is not None and 2 * overlap[best] > len(c.members) and 2 * overlap[best] > size:
+                expected[c.id] = best
+            else:
+                used[level] = used.get(level, -1) + 1
+                expected[c.id] = f"{level}.{used[level]}"
+    assert [c.id for c in renamed] == [expected[c.id] for c in after]
+    kept = sum(c.id in {p.id for p in previous} for c in renamed)
+    assert 0 < kept < len(renamed)  # both kinds occur

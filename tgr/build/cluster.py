@@ -43,11 +43,97 @@ class Community:
     is_leaf: bool = True
 
 
+@dataclass
+class Graph:
+    """The undirected graph Leiden is given: sorted nodes, and each connected pair once as
+    positions lo < hi in nodes, sorted, with its weight (numpy arrays)."""
+    nodes: list[str]
+    lo: "np.ndarray"
+    hi: "np.ndarray"
+    w: "np.ndarray"
+
+    @classmethod
+    def from_edges(cls, nodes: list[str], edges: list[tuple[str, str, float]]) -> "Graph":
+        """nodes and edges (a, b, weight); self-loops and edges to unknown nodes are left out,
+        and a pair given more than once keeps the weight given last."""
+        nodes = sorted(set(nodes))
+        index = {n: i for i, n in enumerate(nodes)}
+        edges = [(index[a], index[b], w) for a, b, w in edges if a in index and b in index]
+        return cls.from_positions(nodes, *_columns(edges))
+
+    @classmethod
+    def from_positions(cls, nodes: list[str], source, target, weight) -> "Graph":
+        """nodes (sorted, distinct) and edges as positions in nodes, in the order given (the
+        last weight given for a pair is kept)."""
+        import numpy as np
+
+        lo, hi = np.minimum(source, target), np.maximum(source, target)
+        keep = lo != hi
+        lo, hi, w = lo[keep], hi[keep], np.asarray(weight, dtype=float)[keep]
+        order = np.lexsort((hi, lo))  # stable: a pair's edges stay in the order given
+        lo, hi, w = lo[order], hi[order], w[order]
+        last = np.ones(len(lo), dtype=bool)
+        last[:-1] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+        return cls(nodes, lo[last], hi[last], w[last])
+
+    @classmethod
+    def read(cls, conn: Connection) -> "Graph":
+        """The stored entity graph (a pair stored more than once keeps the weight of the
+        last of its rows in sorted (source, target, weight) order)."""
+        import numpy as np
+
+        nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
+        index = {n: i for i, n in enumerate(nodes)}
+        rows = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
+        position = lambda column: np.fromiter((index.get(r[column], -1) for r in rows), np.int64, len(rows))
+        source, target = position(0), position(1)
+        weight = np.fromiter((r[2] for r in rows), float, len(rows))
+        known = (source >= 0) & (target >= 0)  # a relationship to an entity not stored is left out
+        source, target, weight = source[known], target[known], weight[known]
+        order = np.lexsort((weight, target, source))  # the rows' sorted order: positions follow the names
+        return cls.from_positions(nodes, source[order], target[order], weight[order])
+
+    def within(self, keep: "np.ndarray") -> "Graph":
+        """The subgraph of the nodes where keep is true."""
+        import numpy as np
+
+        position = np.cumsum(keep) - 1
+        inside = keep[self.lo] & keep[self.hi]
+        return Graph([n for n, k in zip(self.nodes, keep.tolist()) if k], position[self.lo[inside]],
+                     position[self.hi[inside]], self.w[inside])
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return list(zip(self.lo.tolist(), self.hi.tolist()))
+
+    def hash(self, max_cluster_size: int, seed: int, resolution: float) -> str:
+        """Hash of the graph with the clustering settings."""
+        inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in self.nodes)
+        return inputs.add("edges", self.lo.tobytes(), self.hi.tobytes(), self.w.tobytes()).hexdigest()
+
+
+def _columns(edges: list[tuple[int, int, float]]):
+    import numpy as np
+
+    if not edges:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    source, target, weight = zip(*edges)
+    return np.array(source, dtype=np.int64), np.array(target, dtype=np.int64), np.array(weight, dtype=float)
+
+
 def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *,
                         max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
                         previous: dict[int, dict[str, str]] | None = None,
                         unchanged: set[str] | None = None) -> list[Community]:
-    """Communities of every level for the graph (nodes, weighted undirected edges).
+    """Communities of every level for the graph (nodes, weighted undirected edges); see
+    cluster_graph."""
+    return cluster_graph(Graph.from_edges(nodes, edges), max_cluster_size=max_cluster_size, seed=seed,
+                         resolution=resolution, previous=previous, unchanged=unchanged)
+
+
+def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0,
+                  previous: dict[int, dict[str, str]] | None = None,
+                  unchanged: set[str] | None = None) -> list[Community]:
+    """Communities of every level for the graph.
 
     previous: level -> entity -> community id of an earlier clustering; Leiden then starts
     from that membership (new entities alone), so a small change moves few nodes.
@@ -62,15 +148,14 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
     sizes: Counter = Counter()  # community id -> members (ids carry their level: unique)
     for groups in previous.values():
         sizes.update(groups.values())
-    nodes = sorted(set(nodes))
-    index = {n: i for i, n in enumerate(nodes)}
+    nodes = entity_graph.nodes
+    # the positions of new and changed entities (few): every other one is unchanged
+    moved = {i for i, n in enumerate(nodes) if n not in unchanged}
     import igraph  # imported when clustering: queries never pay for it
 
     graph = igraph.Graph(n=len(nodes))
-    clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w
-                    for a, b, w in edges if a in index and b in index and a != b}.items())
-    graph.add_edges([pair for pair, _ in clean])
-    graph.es["weight"] = [float(w) for _, w in clean]
+    graph.add_edges(entity_graph.pairs())
+    graph.es["weight"] = entity_graph.w.tolist()
 
     result: list[Community] = []
     top: list[list[int]] = []
@@ -78,9 +163,9 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
         if len(component) == 1:
             top.append(component)
             continue
-        kept = _kept(component, nodes, {}, previous.get(0), sizes, unchanged, whole=True)
+        kept = _kept(component, nodes, {}, previous.get(0), sizes, bool(unchanged), moved, whole=True)
         top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
-                                                        start=_start(component, nodes, previous.get(0), unchanged)))
+                                                        start=_start(component, nodes, previous.get(0), moved)))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -93,10 +178,10 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
             if len(group) > max_cluster_size:
                 members = sorted(group)
                 parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
-                              unchanged, whole=False)
+                              bool(unchanged), moved, whole=False)
                 if parts is None:
                     parts = _split(graph, members, seed, resolution, whole=False,
-                                   start=_start(members, nodes, previous.get(level + 1), unchanged))
+                                   start=_start(members, nodes, previous.get(level + 1), moved))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -105,11 +190,12 @@ def hierarchical_leiden(nodes: list[str], edges: list[tuple[str, str, float]], *
 
 
 def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: dict[str, str] | None,
-          sizes: dict[str, int], unchanged: set[str], whole: bool) -> list[list[int]] | None:
-    """The previous split of members, if it still holds: every member unchanged, and the
+          sizes: dict[str, int], known: bool, moved: set[int], whole: bool) -> list[list[int]] | None:
+    """The previous split of members, if it still holds: every member unchanged (known: which
+    entities are unchanged is known; moved: the positions of those that are not), and the
     members are exactly one previous group (for a component: exactly whole previous
     communities). None when Leiden must run."""
-    if not unchanged or any(nodes[i] not in unchanged for i in members):
+    if not known or not moved.isdisjoint(members):
         return None
     inner = inner or {}
     if whole:  # a component: its previous level-0 communities must cover exactly these members
@@ -133,10 +219,10 @@ def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: di
 
 
 def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None,
-           unchanged: set[str]) -> tuple[list[int], list[bool]] | None:
+           moved: set[int]) -> tuple[list[int], list[bool]] | None:
     """An initial membership for Leiden on members (sorted): their previous communities,
     each new node on its own; and which members are fixed there (unchanged ones that had a
-    community). None when there is nothing to start from."""
+    community; moved: the positions of the others). None when there is nothing to start from."""
     if not previous:
         return None
     labels: dict[str, int] = {}
@@ -144,7 +230,7 @@ def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None
     for i in members:
         old = previous.get(nodes[i])
         start.append(labels.setdefault(old or f"new:{i}", len(labels)))
-        fixed.append(old is not None and nodes[i] in unchanged)
+        fixed.append(old is not None and i not in moved)
     return start, fixed
 
 
@@ -230,22 +316,21 @@ def stored_communities(conn: Connection, holding: set[str] | None = None) -> lis
     return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
 
 
-def _affected(nodes: list[str], edges: list[tuple[str, str, float]], changed: set[str],
-              known: dict[str, str]) -> set[str]:
-    """The entities of the connected components that hold a changed entity or one that no
-    stored community holds (known: entity -> its level-0 community)."""
+def _affected(graph: Graph, changed: set[str], known: set[str]) -> "np.ndarray":
+    """Which nodes are in a connected component that holds a changed entity or one that no
+    stored community holds (known: the entities a level-0 community holds)."""
     import igraph
+    import numpy as np
 
-    index = {n: i for i, n in enumerate(nodes)}
-    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges
-                                              if a in index and b in index and a != b])
-    membership = graph.connected_components().membership
-    hit = {membership[i] for i, n in enumerate(nodes) if n in changed or n not in known}
-    return {n for i, n in enumerate(nodes) if membership[i] in hit}
+    membership = np.array(igraph.Graph(n=len(graph.nodes), edges=graph.pairs()).connected_components().membership,
+                          dtype=np.int64)
+    hit = np.zeros(len(graph.nodes) and int(membership.max()) + 1, dtype=bool)
+    hit[[membership[i] for i, n in enumerate(graph.nodes) if n in changed or n not in known]] = True
+    return hit[membership]
 
 
-# (nodes, edges, previous partition, unchanged) -> communities computed earlier from exactly these, or None
-Precomputed = Callable[[list, list, dict, "set[str] | None"], "list[Community] | None"]
+# (graph, previous partition, unchanged) -> communities computed earlier from exactly these, or None
+Precomputed = Callable[[Graph, dict, "set[str] | None"], "list[Community] | None"]
 
 
 def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
@@ -257,7 +342,7 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
     were computed (None: unknown); every other entity is unchanged (see
     hierarchical_leiden). Only trusted when those used the same settings.
 
-    precomputed(nodes, edges, previous, unchanged): communities computed earlier (while a
+    precomputed(graph, previous, unchanged): communities computed earlier (while a
     model wait was in progress, see tgr/build/idle_work.py) from exactly these Leiden inputs, or
     None; Leiden runs here when it gives None.
 
@@ -271,11 +356,11 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
         return {"communities": sum(levels.values()), "levels": levels, "changed": False,  # same graph
                 "rewritten": 0, "removed": 0, "changed_ids": set(), "computed_meanwhile": False}
     settings = dict(max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
-    nodes, edges, start, unchanged, previous, used = _leiden_inputs(conn, settings, force, changed)
-    communities = precomputed(nodes, edges, start, unchanged) if precomputed else None
+    graph, start, unchanged, previous, used = _leiden_inputs(conn, settings, force, changed)
+    communities = precomputed(graph, start, unchanged) if precomputed else None
     computed_meanwhile = communities is not None
     if communities is None:
-        communities = hierarchical_leiden(nodes, edges, **settings, previous=start, unchanged=unchanged)
+        communities = cluster_graph(graph, **settings, previous=start, unchanged=unchanged)
     if previous or used:  # numbers once given are never given again
         communities = stable_ids(communities, previous, used)
     for c in communities:
@@ -285,15 +370,15 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
 
 
 def _leiden_inputs(conn: Connection, settings: dict, force: bool, changed: set[str] | None):
-    """(nodes, edges, previous partition, unchanged entities) to give Leiden, the stored
+    """(graph, previous partition, unchanged entities) to give Leiden, the stored
     communities they replace, and the community numbers used so far per level."""
-    nodes, edges = _graph(conn)
+    graph = Graph.read(conn)
     meta = get_meta(conn)
     same_settings = _same_settings(meta, **settings)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
-    scoped = _changed_components(conn, nodes, edges, changed) if not force and same_settings else None
+    scoped = _changed_components(conn, graph, changed) if not force and same_settings else None
     if scoped is not None:
-        nodes, edges, previous = scoped
+        graph, previous = scoped
         for level, number in conn.execute(
                 "SELECT level, max(CAST(substr(id, instr(id, '.') + 1) AS INTEGER)) FROM communities "
                 "GROUP BY level").fetchall():
@@ -301,8 +386,8 @@ def _leiden_inputs(conn: Connection, settings: dict, force: bool, changed: set[s
     else:
         previous = stored_communities(conn)
     start = _membership(previous) if not force else {}  # force: Leiden from scratch
-    unchanged = set(nodes) - changed if (start and same_settings and changed is not None) else None
-    return nodes, edges, start, unchanged, previous, used
+    unchanged = set(graph.nodes) - changed if (start and same_settings and changed is not None) else None
+    return graph, start, unchanged, previous, used
 
 
 def _store_communities(conn: Connection, communities: list[Community], previous: list[Community],
@@ -375,29 +460,31 @@ def _membership(communities: list[Community]) -> dict[int, dict[str, str]]:
     return start
 
 
-def _changed_components(conn: Connection, nodes: list[str], edges: list[tuple[str, str, float]],
-                        changed: set[str] | None):
-    """(nodes, edges, stored communities) of the connected components that hold a changed
-    entity, or None when everything is to be clustered. Components without a changed entity
-    keep their communities as stored, which is what Leiden from the previous partition
-    would give them."""
+def _changed_components(conn: Connection, graph: Graph, changed: set[str] | None):
+    """(graph, stored communities) of the connected components that hold a changed entity,
+    or None when everything is to be clustered. Components without a changed entity keep
+    their communities as stored, which is what Leiden from the previous partition would
+    give them."""
     if changed is None:
         return None
-    known = dict(conn.execute("SELECT m.entity_id, m.community_id FROM community_members m "
-                              "JOIN communities c ON c.id = m.community_id WHERE c.level = 0").fetchall())
+    stored = stored_communities(conn)  # one read of them all: cheaper than picking the scope's
+    known = {m for c in stored if c.level == 0 for m in c.members}
     if not known:
         return None
-    scope = _affected(nodes, edges, changed, known)
-    gone = changed - set(nodes)
-    previous = stored_communities(conn, scope | gone)
+    keep = _affected(graph, changed, known)
+    scoped = graph.within(keep)
+    scope = set(scoped.nodes)
+    gone = changed - set(graph.nodes)
+    previous = [c for c in stored if not c.members or not scope.isdisjoint(c.members)
+                or not gone.isdisjoint(c.members)]
     if not all(m in scope or m in gone for c in previous for m in c.members):
         return None  # stored communities that straddle components: cluster everything
-    return sorted(scope), [e for e in edges if e[0] in scope], previous  # edges stay inside a component
+    return scoped, previous  # edges stay inside a component
 
 
-def leiden_key(nodes, edges, start, unchanged, settings: dict) -> str:
-    """Hash of everything hierarchical_leiden is given."""
-    digest = InputHash(sorted(settings.items())).rows((n,) for n in nodes).rows(tuple(e) for e in edges)
+def leiden_key(graph: Graph, start, unchanged, settings: dict) -> str:
+    """Hash of everything cluster_graph is given."""
+    digest = InputHash(sorted(settings.items()), graph.hash(**settings))
     digest.rows((level, sorted(groups.items())) for level, groups in sorted(start.items()))
     return digest.add(sorted(unchanged) if unchanged is not None else None).hexdigest()
 
@@ -413,14 +500,14 @@ def cluster_future_graph(conn: Connection, settings: dict, recomputed: set[str],
     graph_nodes = sorted((set(stored_nodes) - recomputed) | set(nodes))
     graph_edges = sorted([e for e in stored_edges if e[0] not in recomputed and e[1] not in recomputed]
                          + [tuple(e) for e in edges])
-    scoped = _changed_components(conn, graph_nodes, graph_edges, changed)
+    scoped = _changed_components(conn, Graph.from_edges(graph_nodes, graph_edges), changed)
     if scoped is None:
         return None
-    scope_nodes, scope_edges, previous = scoped
+    graph, previous = scoped
     start = _membership(previous)
-    unchanged = set(scope_nodes) - changed
-    return (leiden_key(scope_nodes, scope_edges, start, unchanged, settings),
-            hierarchical_leiden(scope_nodes, scope_edges, **settings, previous=start, unchanged=unchanged))
+    unchanged = set(graph.nodes) - changed
+    return (leiden_key(graph, start, unchanged, settings),
+            cluster_graph(graph, **settings, previous=start, unchanged=unchanged))
 
 
 def _graph(conn: Connection) -> tuple[list[str], list[tuple[str, str, float]]]:
@@ -439,9 +526,8 @@ def cluster_inputs(conn: Connection, max_cluster_size: int, seed: int, resolutio
 
 def graph_hash(nodes: list[str], edges: list[tuple[str, str, float]], max_cluster_size: int, seed: int,
                resolution: float) -> str:
-    """Hash of a graph (sorted nodes, sorted edges) with the clustering settings."""
-    inputs = InputHash("cluster", max_cluster_size, seed, resolution).rows((n,) for n in sorted(nodes))
-    return inputs.add("edges").rows(tuple(e) for e in sorted(edges)).hexdigest()
+    """Hash of a graph (nodes, edges, as Leiden is given them) with the clustering settings."""
+    return Graph.from_edges(nodes, edges).hash(max_cluster_size, seed, resolution)
 
 
 def is_clustered(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42, resolution: float = 1.0) -> bool:
@@ -469,7 +555,13 @@ def stable_ids(new: list[Community], previous: list[Community], used: dict[int, 
     for level in sorted({c.level for c in new}):
         old = old_by_level.get(level, [])
         owner = {m: c for c in old for m in c.members}
+        # a community with exactly the members of a previous one keeps its id (the majority
+        # rule below gives the same when no entity is in two previous communities of the level)
+        same = {tuple(c.members): c.id for c in old} if len(owner) == sum(len(c.members) for c in old) else {}
         for c in (c for c in new if c.level == level):
+            if (kept := same.get(tuple(c.members))) is not None:
+                rename[c.id] = kept
+                continue
             overlap = Counter(owner[m].id for m in c.members if m in owner)
             best = min(overlap, key=lambda oid: (-overlap[oid], oid)) if overlap else None
             if best is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .cluster_ahead import MIN_EDGES, ClusterAhead
-from .cluster import Community, cluster_future_graph, graph_hash, leiden_key
+from .cluster import Community, Graph, cluster_future_graph, leiden_key
 from ..ingest.corpus import IndexWhileWaiting
 from ..store.db import Connection
 from .embed import EmbedWhileWaiting
@@ -82,16 +82,16 @@ class Overlap:
 
         return one_after_another(step, rows)
 
-    def clustered_meanwhile(self, nodes: list, edges: list, start: dict, unchanged) -> list[Community] | None:
+    def clustered_meanwhile(self, graph: Graph, start: dict, unchanged) -> list[Community] | None:
         """For cluster(precomputed=...): the communities computed during the summary wave from
         exactly these Leiden inputs, or None."""
         if self._started_ahead and not start:
             early = self._ahead.result()  # waits for the child, if it is still running
-            if early is not None and early[0] == graph_hash(nodes, edges, **self.cluster_settings):
+            if early is not None and early[0] == graph.hash(**self.cluster_settings):
                 return early[1]
             return None
         if self._meanwhile is not None and \
-                self._meanwhile[0] == leiden_key(nodes, edges, start, unchanged, self.cluster_settings):
+                self._meanwhile[0] == leiden_key(graph, start, unchanged, self.cluster_settings):
             return self._meanwhile[1]
         return None
 
