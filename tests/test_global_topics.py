@@ -239,3 +239,31 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
     assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)
+
+
+def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
+    import random
+    import re
+
+    from tgr.query.topic_evidence import _CASE_TRAPS, _topic_spans, _topic_words
+
+    # every character past ASCII that lower() makes longer, an ASCII letter or another kind of
+    # word character, or that matches an ASCII letter ignoring case, is a trap
+    letter, word = re.compile(r"[a-z0-9_]", re.IGNORECASE), re.compile(r"\w")
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        low = ch.lower()
+        if low == ch and ch.upper() == ch:
+            continue  # uncased: lower() keeps it, and it matches no letter ignoring case
+        if len(low) != 1 or low.isascii() or letter.match(ch) or bool(word.match(ch)) != bool(word.match(low)):
+            assert _CASE_TRAPS.match(ch), hex(cp)
+    terms = ["sea", "seas", "whale", "ahab", "a.b", "Moby"]
+    alphabet = list("seawhlbSEAWHLB .,_'-2\n") + ["é", "É", "ß", "ẞ", "Σ", "ς", "ǅ", "\u0130", "\u0131", "\u017f",
+                                                   "\u212a", "K", "k", "饥"]
+    rng = random.Random(41)
+    spans, hit = _topic_spans(terms), _topic_words(terms)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        text = text.replace("w", rng.choice(["whale", "w", "Ahab", "MOBY", "a.b"]))
+        assert spans(text) == [m.span() for m in hit.finditer(text)], text
+    assert _topic_spans(["饥荒", "sea"])("饥荒 SEA") == [(0, 2), (3, 6)]  # not all ASCII: the ignore-case pattern
