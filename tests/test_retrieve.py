@@ -533,3 +533,33 @@ def test_a_local_context_reads_its_relationships_in_pages_in_the_order_of_one_qu
             kb.ask(question, mode="local", context_only=True)
     assert seen == expected and all(t.count("\n") > 3 for t in seen)
     assert "missing entity" not in "".join(seen)
+
+
+def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_texts_found_it(hierarchy_store):
+    """defining_chunk orders an entity's chunks by id first and reads each text as it looks
+    at it: the same chunk, for every entity of a store, as sorting the chunks with their texts."""
+    import sqlean
+
+    from tgr.offline.answer_sentences import defines
+    from tgr.query.focus import MAX_SCANNED, defining_chunk
+    from tgr.text import split_sentences
+
+    def sorted_with_texts(conn, entity_id, surfaces):
+        surfaces = tuple(dict.fromkeys(s for s in surfaces if s))
+        for chunk_id, text in conn.execute(
+                "SELECT c.id, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+                "WHERE em.entity_id = ? ORDER BY c.document_id, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED)):
+            for a, b in split_sentences(text):
+                sentence = " ".join(text[a:b].split())
+                if any(s in sentence and defines(sentence, s) for s in surfaces):
+                    return chunk_id
+        return None
+
+    conn = sqlean.connect(str(hierarchy_store))
+    found = 0
+    for entity_id, name in conn.execute("SELECT id, name FROM entities ORDER BY id").fetchall():
+        chunk = defining_chunk(conn, entity_id, (name, entity_id))
+        assert chunk == sorted_with_texts(conn, entity_id, (name, entity_id)), entity_id
+        found += chunk is not None
+    conn.close()
+    assert found > 5
