@@ -253,10 +253,8 @@ def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
     for cp in range(0x80, 0x110000):
         ch = chr(cp)
         low = ch.lower()
-        if low == ch and ch.upper() == ch:
-            continue  # uncased: lower() keeps it, and it matches no letter ignoring case
         if len(low) != 1 or low.isascii() or letter.match(ch) or bool(word.match(ch)) != bool(word.match(low)):
-            assert _CASE_TRAPS.match(ch), hex(cp)
+            assert ch in _CASE_TRAPS, hex(cp)
     terms = ["sea", "seas", "whale", "ahab", "a.b", "Moby"]
     alphabet = list("seawhlbSEAWHLB .,_'-2\n") + ["é", "É", "ß", "ẞ", "Σ", "ς", "ǅ", "\u0130", "\u0131", "\u017f",
                                                    "\u212a", "K", "k", "饥"]

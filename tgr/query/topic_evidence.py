@@ -159,7 +159,7 @@ def _near_shares(near: dict[tuple[str, str], set[int]], topic_words: dict[str, i
 # match ASCII letters ignoring case (or lower-case to more than one character). For every other
 # character, lower() keeps one character, keeps it a word character or not, and makes it no
 # ASCII letter (tests/test_global_topics.py checks this over all of Unicode).
-_CASE_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
+_CASE_TRAPS = "\u0130\u0131\u017f\u212a"  # looked for one by one: `in` is 25 times as fast as a class
 
 
 def _topic_spans(terms: list[str]):
@@ -175,7 +175,7 @@ def _topic_spans(terms: list[str]):
     plain = re.compile(_topic_pattern([t.lower() for t in terms]))  # the same pattern, not ignoring case
 
     def spans(text: str) -> list[tuple[int, int]]:
-        if _CASE_TRAPS.search(text):
+        if any(trap in text for trap in _CASE_TRAPS):
             return [m.span() for m in hit.finditer(text)]
         return [m.span() for m in plain.finditer(text.lower())]
     return spans
