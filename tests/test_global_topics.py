@@ -265,3 +265,22 @@ def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
         text = text.replace("w", rng.choice(["whale", "w", "Ahab", "MOBY", "a.b"]))
         assert spans(text) == [m.span() for m in hit.finditer(text)], text
     assert _topic_spans(["饥荒", "sea"])("饥荒 SEA") == [(0, 2), (3, 6)]  # not all ASCII: the ignore-case pattern
+
+
+def test_texts_with_the_same_terms_share_their_best_matches(hierarchy_store):
+    """best_matches keeps a full-text ranking by the terms it matches: two texts with the same
+    terms ("Scrooge?" and "scrooge"; at 100 M "Who is Scrooge?" too, whose "who" and "is" are in
+    most chunks) run one ranking, the same as each would run alone."""
+    import tgr
+    from tgr.query.retrieve import Retriever
+    from tgr.query.topic_evidence import best_matches
+
+    with tgr.open(hierarchy_store, readonly=True) as kb:
+        alone = {text: dict(Retriever(kb.conn).bm25(text, 50)) for text in ["Scrooge?", "scrooge", "Marley"]}
+        retriever, calls = Retriever(kb.conn), []
+        real = retriever.bm25
+        retriever.bm25 = lambda text, limit: calls.append(text) or real(text, limit)
+        assert retriever.bm25_terms("Scrooge?") == retriever.bm25_terms("scrooge") == ["scrooge"]
+        for text in ["Scrooge?", "scrooge", "Marley", "Scrooge?"]:
+            assert best_matches(retriever, text, 50) == alone[text]
+    assert calls == ["Scrooge?", "Marley"] and alone["scrooge"]
