@@ -239,3 +239,48 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
     assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)
+
+
+def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
+    import random
+    import re
+
+    from tgr.query.topic_evidence import _CASE_TRAPS, _topic_spans, _topic_words
+
+    # every character past ASCII that lower() makes longer, an ASCII letter or another kind of
+    # word character, or that matches an ASCII letter ignoring case, is a trap
+    letter, word = re.compile(r"[a-z0-9_]", re.IGNORECASE), re.compile(r"\w")
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        low = ch.lower()
+        if len(low) != 1 or low.isascii() or letter.match(ch) or bool(word.match(ch)) != bool(word.match(low)):
+            assert ch in _CASE_TRAPS, hex(cp)
+    terms = ["sea", "seas", "whale", "ahab", "a.b", "Moby"]
+    alphabet = list("seawhlbSEAWHLB .,_'-2\n") + ["é", "É", "ß", "ẞ", "Σ", "ς", "ǅ", "\u0130", "\u0131", "\u017f",
+                                                   "\u212a", "K", "k", "饥"]
+    rng = random.Random(41)
+    spans, hit = _topic_spans(terms), _topic_words(terms)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        text = text.replace("w", rng.choice(["whale", "w", "Ahab", "MOBY", "a.b"]))
+        assert spans(text) == [m.span() for m in hit.finditer(text)], text
+    assert _topic_spans(["饥荒", "sea"])("饥荒 SEA") == [(0, 2), (3, 6)]  # not all ASCII: the ignore-case pattern
+
+
+def test_texts_with_the_same_terms_share_their_best_matches(hierarchy_store):
+    """best_matches keeps a full-text ranking by the terms it matches: two texts with the same
+    terms ("Scrooge?" and "scrooge"; at 100 M "Who is Scrooge?" too, whose "who" and "is" are in
+    most chunks) run one ranking, the same as each would run alone."""
+    import tgr
+    from tgr.query.retrieve import Retriever
+    from tgr.query.topic_evidence import best_matches
+
+    with tgr.open(hierarchy_store, readonly=True) as kb:
+        alone = {text: dict(Retriever(kb.conn).bm25(text, 50)) for text in ["Scrooge?", "scrooge", "Marley"]}
+        retriever, calls = Retriever(kb.conn), []
+        real = retriever.bm25
+        retriever.bm25 = lambda text, limit: calls.append(text) or real(text, limit)
+        assert retriever.bm25_terms("Scrooge?") == retriever.bm25_terms("scrooge") == ["scrooge"]
+        for text in ["Scrooge?", "scrooge", "Marley", "Scrooge?"]:
+            assert best_matches(retriever, text, 50) == alone[text]
+    assert calls == ["Scrooge?", "Marley"] and alone["scrooge"]

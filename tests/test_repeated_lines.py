@@ -69,3 +69,24 @@ def test_a_single_document_keeps_its_hero_among_the_names(tmp_path):
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], **SMALL)
         themes, _ = kb.themes("What are the main themes?")
     assert any("Scrooge" in n for t in themes for n in t.names)
+
+
+def test_a_label_is_taken_whole_and_the_line_starts_found_are_those_of_the_plain_pattern():
+    import random
+
+    from tgr.offline import everywhere
+
+    rng = random.Random(41)
+    alphabet = list("ab :：\n\tXY") + ["Kevin", "KEVIN SCOTT", "kevin"]
+    for name in ["Kevin", "Kevin Scott", "a:b", "凯文"]:
+        rest = f"[ \\t]*(?:{everywhere._LABEL}[:：][ \\t]*)?{re.escape(name)}"
+        plain = rf"[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}"
+        ours = re.compile("\n" + rest, re.IGNORECASE), re.compile(rest, re.IGNORECASE)
+        theirs = re.compile("\n" + plain, re.IGNORECASE), re.compile(plain, re.IGNORECASE)
+        for _ in range(4000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+            text = text.replace("Y", rng.choice(["", " " * 19, "x" * 20, "x" * 21, "凯文"]))
+            assert bool(ours[0].search(text)) == bool(theirs[0].search(text)), (name, text)
+            assert bool(ours[1].match(text)) == bool(theirs[1].match(text)), (name, text)
+    assert re.search("\n[ \\t]*(?:" + everywhere._LABEL + "[:：][ \\t]*)?Kevin", "\n" + "x" * 20 + ":Kevin")
+    assert not re.search("\n[ \\t]*(?:" + everywhere._LABEL + "[:：][ \\t]*)?Kevin", "\n" + "x" * 21 + ":Kevin")

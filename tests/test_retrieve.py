@@ -479,3 +479,87 @@ def test_score_fusion_scales_each_list_and_a_list_of_equal_scores_to_one():
     assert _fuse(([("a", 3.0)], 1.0)) == [("a", 1.0)]  # one chunk: the best of its list
     fused = dict(_fuse(([("a", 9.0), ("b", 5.0), ("c", 1.0)], 1.0), ([("b", 0.8), ("d", 0.8)], 0.25)))
     assert fused == {"a": 1.0, "b": 0.5 + 0.25, "d": 0.25, "c": 0.0}
+
+
+def test_a_local_context_reads_its_relationships_in_pages_in_the_order_of_one_query(hierarchy_store, tmp_path,
+                                                                                    monkeypatch):
+    """The Relationships table is read a page at a time as it fills: the same rows, numbered
+    the same, as ranking every relationship of the chosen entities with its text; one whose
+    entity is missing (a store made elsewhere) is left out either way."""
+    import json
+    import shutil
+
+    import sqlean
+
+    import tgr
+    from tgr.query import modes
+    from tgr.text import ContextTable, shorten
+
+    path = tmp_path / "store.db"
+    shutil.copy(hierarchy_store, path)
+    conn = sqlean.connect(str(path))
+    scrooge = conn.execute("SELECT id FROM entities ORDER BY degree DESC, id LIMIT 1").fetchone()[0]
+    conn.execute("INSERT INTO relationships (id, source_id, target_id, predicate, description, weight) "
+                 "VALUES ('dangling', ?, 'no such entity', 'knows', 'a missing entity', 99.0)", (scrooge,))
+    conn.commit()
+    conn.close()
+
+    def one_query(self, ids, entities, scores):  # the table as one query over every relationship made it
+        rows = sorted(self.conn.execute(
+            "SELECT r.id, s.name, t.name, r.predicate, r.description, r.weight, r.source_id, r.target_id "
+            "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+            "WHERE r.source_id IN (SELECT value FROM json_each(?1)) OR r.target_id IN (SELECT value FROM json_each(?1))",
+            (json.dumps(ids),)).fetchall(),
+            key=lambda r: (-(scores.get(r[6], 0.0) + scores.get(r[7], 0.0)), -r[5], r[0]))
+        table = ContextTable("Relationships", "id|source|target|description|weight", int(self.settings.context_tokens * 0.25))
+        for n, (_, src, dst, pred, desc, weight, _, _) in enumerate(rows, 1):
+            if not table.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
+                break
+        return table.text()
+
+    expected, seen = [], []
+    real = modes.Searcher._local_tables
+
+    def both(self, ids, entities, scores):
+        expected.append(one_query(self, ids, entities, scores))
+        tables, used = real(self, ids, entities, scores)
+        seen.append(tables[1].text())
+        return tables, used
+
+    monkeypatch.setattr(modes.Searcher, "_local_tables", both)
+    monkeypatch.setattr(modes, "RELATIONSHIP_PAGE", 3)
+    with tgr.open(path, readonly=True) as kb:
+        for question in ["Who is Scrooge?", "Who is Marley?", "孙悟空是谁？"]:
+            kb.ask(question, mode="local", context_only=True)
+    assert seen == expected and all(t.count("\n") > 3 for t in seen)
+    assert "missing entity" not in "".join(seen)
+
+
+def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_texts_found_it(hierarchy_store):
+    """defining_chunk orders an entity's chunks by id first and reads each text as it looks
+    at it: the same chunk, for every entity of a store, as sorting the chunks with their texts."""
+    import sqlean
+
+    from tgr.offline.answer_sentences import defines
+    from tgr.query.focus import MAX_SCANNED, defining_chunk
+    from tgr.text import split_sentences
+
+    def sorted_with_texts(conn, entity_id, surfaces):
+        surfaces = tuple(dict.fromkeys(s for s in surfaces if s))
+        for chunk_id, text in conn.execute(
+                "SELECT c.id, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+                "WHERE em.entity_id = ? ORDER BY c.document_id, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED)):
+            for a, b in split_sentences(text):
+                sentence = " ".join(text[a:b].split())
+                if any(s in sentence and defines(sentence, s) for s in surfaces):
+                    return chunk_id
+        return None
+
+    conn = sqlean.connect(str(hierarchy_store))
+    found = 0
+    for entity_id, name in conn.execute("SELECT id, name FROM entities ORDER BY id").fetchall():
+        chunk = defining_chunk(conn, entity_id, (name, entity_id))
+        assert chunk == sorted_with_texts(conn, entity_id, (name, entity_id)), entity_id
+        found += chunk is not None
+    conn.close()
+    assert found > 5

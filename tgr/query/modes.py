@@ -35,6 +35,7 @@ from .retrieve import (MODES, Passage, Retriever, is_hashed_embedder, is_lexical
 from ..text import ContextTable, shorten
 
 LOCAL_PASSAGES = 40   # passages ranked for a local context (the budget keeps the best)
+RELATIONSHIP_PAGE = 64  # relationships read at a time for a local context (a table holds a few dozen)
 RESPONSE_TYPE = "a few concise paragraphs"
 
 
@@ -270,13 +271,13 @@ class Searcher:
         scores of the entities they touch."""
         budget = self.settings.context_tokens
         chosen = json.dumps(ids, ensure_ascii=False)
-        relationships = sorted(self.conn.execute(
-            f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight, "
-            "r.source_id, r.target_id "
-            "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+        # the relationships in their order first (ids and weights), their names and texts only
+        # for as many as the table takes: the chosen entities of a big store touch thousands
+        ranked = sorted(self.conn.execute(
+            "SELECT r.id, r.weight, r.source_id, r.target_id FROM relationships r "
             "WHERE r.source_id IN (SELECT value FROM json_each(?1)) "
             "OR r.target_id IN (SELECT value FROM json_each(?1))", (chosen,)).fetchall(),
-            key=lambda r: (-(scores.get(r[6], 0.0) + scores.get(r[7], 0.0)), -r[5], r[0]))
+            key=lambda r: (-(scores.get(r[2], 0.0) + scores.get(r[3], 0.0)), -r[1], r[0]))
         communities: dict[str, float] = {}
         for cid, eid in self.conn.execute(
                 "SELECT community_id, entity_id FROM community_members "
@@ -290,7 +291,7 @@ class Searcher:
             _, name, etype, desc, degree = entities[eid]
             ent.add(f"{n}|{name}|{etype}|{shorten(desc, 500)}|{degree}")
         rel = ContextTable("Relationships", "id|source|target|description|weight", int(budget * 0.25))
-        for n, (_, src, dst, pred, desc, weight, _, _) in enumerate(relationships, 1):
+        for n, (src, dst, pred, desc, weight) in enumerate(self._relationship_rows([r[0] for r in ranked]), 1):
             if not rel.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
                 break
         rep = ContextTable("Reports", "id|title|content", int(budget * 0.2))
@@ -300,6 +301,18 @@ class Searcher:
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
         return [ent, rel, rep], used_reports
+
+    def _relationship_rows(self, ids: list[str]):
+        """(source name, target name, predicate, description, weight) of these relationships,
+        in this order, read a page at a time as they are used; one whose source or target
+        entity is missing (a store made elsewhere) is left out."""
+        for start in range(0, len(ids), RELATIONSHIP_PAGE):
+            page = ids[start:start + RELATIONSHIP_PAGE]
+            rows = {r[0]: r[1:] for r in self.conn.execute(
+                f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight "
+                "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+                "WHERE r.id IN (SELECT value FROM json_each(?))", (json.dumps(page, ensure_ascii=False),))}
+            yield from (rows[rid] for rid in page if rid in rows)
 
     # -- naive ----------------------------------------------------------------------------
 

@@ -222,7 +222,7 @@ class Retriever:
     def bm25(self, question: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best FTS5 matches of the question's terms, and of the
         chunks an interrupted run stored before indexing them (tgr.query.pending_chunks)."""
-        terms = self._match_terms(question)
+        terms = self.bm25_terms(question)
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
@@ -236,9 +236,9 @@ class Retriever:
             return found
         return sorted(found + pending.bm25(terms, limit), key=lambda hit: -hit[1])[:limit]
 
-    def _match_terms(self, question: str) -> list[str]:
+    def bm25_terms(self, question: str) -> list[str]:
         """The question's terms to match (see tgr.query.question_terms), leaving out the
-        commonest ones."""
+        commonest ones: bm25() of two texts with the same terms is the same."""
         terms = question_terms(question)
         if not terms:
             return []
