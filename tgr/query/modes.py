@@ -291,7 +291,7 @@ class Searcher:
             _, name, etype, desc, degree = entities[eid]
             ent.add(f"{n}|{name}|{etype}|{shorten(desc, 500)}|{degree}")
         rel = ContextTable("Relationships", "id|source|target|description|weight", int(budget * 0.25))
-        for n, (src, dst, pred, desc, weight) in enumerate(self._relationship_rows([r[0] for r in ranked]), 1):
+        for n, (src, dst, pred, desc, weight) in enumerate(relationship_rows(self.conn, [r[0] for r in ranked]), 1):
             if not rel.add(f"{n}|{src}|{dst}|{pred}: {shorten(desc, 300)}|{weight:g}"):
                 break
         rep = ContextTable("Reports", "id|title|content", int(budget * 0.2))
@@ -301,18 +301,6 @@ class Searcher:
             if rep.add(f"{cid}|{title}|{shorten(full, 1200)}"):
                 used_reports.append(cid)
         return [ent, rel, rep], used_reports
-
-    def _relationship_rows(self, ids: list[str]):
-        """(source name, target name, predicate, description, weight) of these relationships,
-        in this order, read a page at a time as they are used; one whose source or target
-        entity is missing (a store made elsewhere) is left out."""
-        for start in range(0, len(ids), RELATIONSHIP_PAGE):
-            page = ids[start:start + RELATIONSHIP_PAGE]
-            rows = {r[0]: r[1:] for r in self.conn.execute(
-                f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight "
-                "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
-                "WHERE r.id IN (SELECT value FROM json_each(?))", (json.dumps(page, ensure_ascii=False),))}
-            yield from (rows[rid] for rid in page if rid in rows)
 
     # -- naive ----------------------------------------------------------------------------
 
@@ -384,3 +372,16 @@ def final_answer(items: Iterator[str | Answer]) -> Answer:
 def _cited(passages: list[Passage]) -> list[tuple[str, str]]:
     """(citation, text) of ranked passages: passage n is source n."""
     return [(str(n), p.text) for n, p in enumerate(passages, 1)]
+
+
+def relationship_rows(conn, ids: list[str]):
+    """(source name, target name, predicate, description, weight) of these relationships, in
+    this order, read a page at a time as they are used; one whose source or target entity is
+    missing (a store made elsewhere) is left out."""
+    for start in range(0, len(ids), RELATIONSHIP_PAGE):
+        page = ids[start:start + RELATIONSHIP_PAGE]
+        rows = {r[0]: r[1:] for r in conn.execute(
+            f"SELECT r.id, s.name, t.name, r.predicate, substr(r.description, 1, {MAX_CONTEXT_TEXT}), r.weight "
+            "FROM relationships r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+            "WHERE r.id IN (SELECT value FROM json_each(?))", (json.dumps(page, ensure_ascii=False),))}
+        yield from (rows[rid] for rid in page if rid in rows)
