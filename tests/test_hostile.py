@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import sqlean as sqlite3
@@ -163,6 +164,25 @@ def test_statement_watchdog_stops_a_runaway_query(store, monkeypatch):
             conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
                          "SELECT count(*) FROM n").fetchone()
         assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0  # still usable
+    finally:
+        conn.close()
+
+
+def test_the_watchdog_bounds_each_run_of_an_executemany_not_the_whole_batch(tmp_path, monkeypatch):
+    # a 100 M-character build inserts millions of rows in one executemany: together they may
+    # take longer than one statement may, while a runaway row is still stopped
+    monkeypatch.setenv("TGR_STATEMENT_SECONDS", "0.02")
+    conn = storefile.connect(tmp_path / "kb.db")
+    try:
+        conn.execute("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)")
+        started = time.thread_time()
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t(b) VALUES (?)", ((f"row {i}" * 8,) for i in range(200_000)))
+        conn.execute("COMMIT")
+        assert time.thread_time() - started > 0.04 and conn.execute("SELECT count(*) FROM t").fetchone()[0] == 200_000
+        with pytest.raises(StoreError, match="took too long"):
+            conn.executemany("INSERT INTO t(b) SELECT count(*) FROM (WITH RECURSIVE n(i) AS "
+                             "(SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n)", [(1,), (10 ** 9,)])
     finally:
         conn.close()
 
