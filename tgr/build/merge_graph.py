@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import stage_inputs as freshness
-from ..store.db import Connection, in_pages, transaction
+from ..store.db import Connection, Rows, in_pages, transaction
 from .stage_inputs import InputHash
 from ..models.gateway import ChatJob, Gateway
 from ..parsing import parse_transformation
@@ -275,8 +275,8 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
                 for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
-    relations = _Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
-                                                 f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)
+    relations = Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
+                                                f"WHERE r.source_key {IN_KEYS} OR r.target_key {IN_KEYS}"), args * 2)
     hashes = _key_hashes(settings, mentions, relations)
     if keys is None:
         stored = dict(conn.execute("SELECT id, input_hash FROM entities").fetchall())
@@ -284,23 +284,6 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
         hashes = {k: hashes[k] for k in keys if k in hashes}
         stored = dict(conn.execute(f"SELECT id, input_hash FROM entities WHERE id {IN_KEYS}", args).fetchall())
     return mentions, relations, hashes, stored
-
-
-class _Rows:
-    """The rows of a query, read again from the store on each pass a page at a time instead of
-    held: the relationship rows of a merge are most of what it reads (80 MB of a 10 M character
-    mixed-language build's 130), and two passes read them (their hashes, then the edges).
-    count: the rows of the last complete pass."""
-
-    def __init__(self, conn: Connection, sql: str, args: tuple = ()):
-        self.conn, self.sql, self.args = conn, sql, args
-        self.count = 0
-
-    def __iter__(self):
-        count = 0
-        for count, row in enumerate(in_pages(self.conn.execute(self.sql, self.args)), 1):
-            yield row
-        self.count = count
 
 
 class _InScope:

@@ -44,7 +44,7 @@ import json
 import re
 from collections import Counter, defaultdict
 
-from ..store.db import Connection, in_pages, transaction
+from ..store.db import Connection, Rows, in_pages, transaction
 from ..offline.entity_types import census_first_names
 from ..offline.name_words import CHINESE_FUNCTION_WORDS, CHINESE_TITLES, chinese_given_name, chinese_short_forms
 from ..text import NAME_CONNECTORS, name_key, normalise_name
@@ -230,10 +230,10 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
         if not pending:
             return  # no document's inputs changed: every key is as resolved
         scope, args = f" WHERE c.document_id {_IN}", (json.dumps(sorted(pending), ensure_ascii=False),)
-    rows = _Rows(conn, "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
-                       "JOIN chunks c ON c.id = e.chunk_id" + scope, args)
-    relations = _Rows(conn, "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, "
-                            "r.strength FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id" + scope, args)
+    rows = Rows(conn, "SELECT e.rowid, c.document_id, e.name, e.type, e.key FROM extracted_entities e "
+                      "JOIN chunks c ON c.id = e.chunk_id" + scope, args)
+    relations = Rows(conn, "SELECT r.rowid, c.document_id, r.source, r.target, r.source_key, r.target_key, "
+                           "r.strength FROM extracted_relations r JOIN chunks c ON c.id = r.chunk_id" + scope, args)
     if pending:  # a few documents' rows, held, in the whole-store query's order (a scan by rowid), on
         rows, relations = sorted(rows), sorted(relations)  # which the first of tied types depends
     names = _names_by_document((document, name, kind) for _, document, name, kind, _ in rows)
@@ -266,18 +266,6 @@ def assign_keys(conn: Connection, ahead: "KeysAhead | None" = None) -> None:
         conn.execute("DELETE FROM resolve_pending")
         conn.execute("INSERT INTO meta(key, value) VALUES ('resolved_names', ?) "
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_rules(),))
-
-
-class _Rows:
-    """The rows of a query, read a page at a time each time they are gone through: every
-    extraction row of a store is gone through twice (what the documents name, then which keys
-    change) rather than held (~70 MB per 10 M mixed-language characters)."""
-
-    def __init__(self, conn: Connection, sql: str, args: tuple) -> None:
-        self.conn, self.sql, self.args = conn, sql, args
-
-    def __iter__(self):
-        return iter(in_pages(self.conn.execute(self.sql, self.args)))
 
 
 def forget_resolutions(conn: Connection) -> None:

@@ -129,6 +129,23 @@ def in_pages(cursor, size: int = 4096):
     return itertools.chain.from_iterable(iter(functools.partial(cursor.fetchmany, size), []))
 
 
+class Rows:
+    """The rows of a query, read again from the store a page at a time (in_pages) on each pass
+    instead of held: what a build goes through twice (every extraction row of a store, in entity
+    resolution and in the merge) would otherwise be in memory whole. count: the rows of the last
+    complete pass."""
+
+    def __init__(self, conn: Connection, sql: str, args: tuple = ()):
+        self.conn, self.sql, self.args = conn, sql, args
+        self.count = 0
+
+    def __iter__(self):
+        count = 0
+        for count, row in enumerate(in_pages(self.conn.execute(self.sql, self.args)), 1):
+            yield row
+        self.count = count
+
+
 class transaction:
     """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (including Ctrl-C)."""
 
