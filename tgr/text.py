@@ -240,6 +240,13 @@ def _token_before(text: str, end: int) -> str:
     return text[start:end]
 
 
+def without_accents(text: str) -> str:
+    """The text with its accents and other combining marks removed ("Napoléon" -> "Napoleon";
+    letters with no decomposition, "ø", stay as they are)."""
+    text = unicodedata.normalize("NFKD", text)
+    return unicodedata.normalize("NFC", "".join(ch for ch in text if not unicodedata.combining(ch)))
+
+
 def normalise_name(name: str) -> str:
     """The merge key of an entity name: NFKC, case-folded, quotes and spaces tidied."""
     if not name.isascii():  # NFKC leaves ASCII as it is

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from ..text import normalise_name
+from ..text import normalise_name, without_accents
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MIN_CITY = 100_000  # smaller towns share names with people and things too often ("Marley")
@@ -396,7 +395,7 @@ def given_and_family_name(surface: str) -> bool:
     named = [words[0], *(w for w in words[1:] if w.lower() not in _PARTICLES)]
     if not 2 <= len(named) <= 3 or len(words) - len(named) > 2 or not all(w[:1].isupper() for w in named):
         return False
-    given = unicodedata.normalize("NFKD", words[0].lower().strip(".")).encode("ascii", "ignore").decode()
+    given = without_accents(words[0].lower().strip("."))
     if not all(part in census_first_names() for part in given.split("-")) or words[-1].lower() in _NOT_FAMILY:
         return False
     # "Michael Jordan" is a person, "Charlotte Jordan" too ambiguous to tell

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 import weakref
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,7 +21,7 @@ from functools import lru_cache
 from ..store.db import Connection, has_table
 from .query_cache import QueryCache
 from .graph_walk import specificity
-from ..text import has_cjk, normalise_name
+from ..text import has_cjk, normalise_name, without_accents
 
 MAX_NAME_CHARS = 120
 MAX_ALIASES = 200_000       # rows of an alias table read at most (an untrusted store may hold millions)
@@ -92,8 +91,7 @@ def fold_many(names: list[str]) -> list[str]:
 def _fold_plain(text: str) -> str:
     if text.isascii():  # most names: nothing to decompose
         return text.strip().strip("\"'()[]").lower()
-    text = unicodedata.normalize("NFKD", normalise_name(text))
-    return unicodedata.normalize("NFC", "".join(ch for ch in text if not unicodedata.combining(ch)))
+    return without_accents(normalise_name(text))
 
 
 def _tidy(text: str) -> str:
