@@ -7,9 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
 import sqlean as sqlite3
 
 from conftest import EN_CORPUS, ROOT, FakeServer
+
+from tgr.store.db import transaction
 
 CORPUS = EN_CORPUS / "carol_stave1_part1.txt"
 
@@ -150,3 +153,19 @@ def test_index_without_paths_creates_nothing(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "nothing to index" in result.stderr
     assert not missing.exists()
+
+
+def test_a_commit_that_fails_leaves_no_transaction_open(tmp_path):
+    """A COMMIT that fails (as one a Ctrl-C interrupts does) keeps its transaction open in SQLite:
+    `transaction` rolls it back, so the next write of the run (the Ctrl-C handler's own saves)
+    can begin instead of failing with 'cannot start a transaction within a transaction'."""
+    conn = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    conn.executescript("PRAGMA foreign_keys = ON; CREATE TABLE parent(id INTEGER PRIMARY KEY);"
+                       "CREATE TABLE child(parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);")
+    with pytest.raises(sqlite3.IntegrityError):
+        with transaction(conn):
+            conn.execute("INSERT INTO child VALUES (7)")  # checked only at COMMIT
+    assert not conn.in_transaction
+    with transaction(conn):
+        conn.execute("INSERT INTO parent VALUES (7)")
+    assert conn.execute("SELECT count(*) FROM child").fetchone()[0] == 0

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ..store.db import Connection, transaction
+from ..store.db import Connection, rollback_open, transaction
 from ..errors import ModelError, StreamBroken, TransientModelError
 from .clients import ChatModel, Completion, Embedder, is_local
 from .turns import TURNS
@@ -650,6 +650,7 @@ def _answer(gateway: "Gateway", stage: str, model: str, misses: dict[str, list[C
                     yield job, outcome.completion.text
                 yield from add_more()
     except KeyboardInterrupt:  # keep the answers already paid for (those in flight)
+        rollback_open(gateway.conn)  # the one the Ctrl-C cut short, if it landed in a write
         in_flight, pending = pending - workers.drain_pending(), 0
         for outcome in workers.results(batch, in_flight, time.monotonic() + INTERRUPT_GRACE_S):
             if outcome.error is None:

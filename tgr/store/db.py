@@ -155,16 +155,20 @@ class transaction:
     def __enter__(self) -> Connection:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
+            return self.conn
         except BaseException:  # Ctrl-C just after BEGIN: __exit__ will not run to roll it back
             rollback_open(self.conn)
             raise
-        return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
+        if exc_type is not None:
             rollback_open(self.conn)
+            return
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:  # a COMMIT that fails or is interrupted leaves the transaction open
+            rollback_open(self.conn)
+            raise
 
 
 def rollback_open(conn: Connection) -> None:
