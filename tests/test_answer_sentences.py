@@ -239,3 +239,14 @@ def test_a_composed_question_is_answered_along_the_chain_its_named_clause_starts
 def test_no_chain_when_the_answer_already_names_the_anchor_or_defines():
     for asked in ("Which river flows through Dunmore?", "Who is Tomas Verlane?"):
         assert not any("Kestrel Bay grew" in s for s, _ in answer_sentences(asked, CHAIN, limit=2))
+
+
+def test_a_person_answered_by_surname_alone_is_named_in_full_by_the_sentence_before():
+    passages = [("1", "The study of tides began with the charts of Mara K. Ostrand in 1890. Ostrand, who was the "
+                      "first director of the Harbour Survey, mapped the whole coast by boat."),
+                ("2", "The Harbour Survey was founded in 1885 and measured the depth of the bay every spring.")]
+    picked = [s for s, _ in answer_sentences("Who was the first director of the Harbour Survey?", passages)]
+    assert picked[:2] == ["The study of tides began with the charts of Mara K. Ostrand in 1890.",
+                          "Ostrand, who was the first director of the Harbour Survey, mapped the whole coast by boat."]
+    asked_when = [s for s, _ in answer_sentences("When was the Harbour Survey founded?", passages)]
+    assert not asked_when[0].startswith("The study of tides")  # not a person asked: no name to complete

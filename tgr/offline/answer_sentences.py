@@ -229,6 +229,9 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
+    named = _full_name_before(first, candidates) if shape.asks == "person" else None
+    if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
+        chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
@@ -484,3 +487,15 @@ def _anchors(question: str) -> list[str]:
     ("British" names no one thing)."""
     found = [_ASKING_WORD.sub("", n.strip(" .")) for n in _NAME_EN.findall(question)]
     return [n for n in dict.fromkeys(found) if len(n) > 2 and not only_demonyms(n)]
+
+
+def _full_name_before(first: _Sentence, candidates: list[_Sentence]) -> _Sentence | None:
+    """The sentence before the answering one, in its passage, that names in full the person it
+    opens with by surname alone ("... G. Stanley Hall's 'Adolescence'." before "Hall, who was ...")."""
+    opening = re.match(r"([A-Z][a-z][\w'’-]+)\s*(?:,|\b(?:was|is|had|became|served)\b)", first.text)
+    if not opening or opening.group(1) in _PRONOUNS or opening.group(1) in _CALENDAR:
+        return None
+    surname = opening.group(1)
+    full = re.compile(rf"\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+{surname}\b")
+    before = [s for s in candidates if s.order == first.order and s is not first and full.search(s.text)]
+    return before[-1] if before and before[-1] in candidates[:candidates.index(first)] else None
