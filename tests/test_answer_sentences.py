@@ -213,3 +213,40 @@ def test_an_english_relation_question_leads_with_the_sentence_that_defines_the_p
     late = [("0", "Tiny Tim's father loved him so, and Tiny Tim loved his father."), ("0b", "The night was cold.")]
     picked = answer_sentences("Who is Tiny Tim's father?", late + passages, names=["Bob Cratchit"])
     assert picked[0][0] != "Bob Cratchit, clerk to Ebenezer Scrooge."
+
+
+CHAIN = [  # the question's words lead to other rivers; only the painter's birthplace leads to the answer
+    ("1", "The Silver River flows through Dunmore, a market town of the northern plain, fed by three lakes. "
+          "Its valley was farmed from the ninth century."),
+    ("2", "Tomas Verlane (born 1950 in Kestrel Bay) is a painter of harbours and fishing boats. "
+          "He studied in Lisbon and Paris."),
+    ("3", "Rivers flowing through the plain: the Silver River, the Dun, the Kell, the Amber River and the Ouse."),
+    ("4", "The Grey River flows through Maldon, a mill town, where a mill stood on its bank until 1902."),
+    ("5", "Kestrel Bay grew around a fish market at the mouth of the Amber River."),
+]
+
+
+def test_a_composed_question_is_answered_along_the_chain_its_named_clause_starts():
+    """"the town where X was born": X's sentence names the town, and the river sentence that
+    holds the town comes with it, though others match the question's words better."""
+    question = "Which river flows through the town where Tomas Verlane was born?"
+    sentences = [s for s, _ in answer_sentences(question, CHAIN, limit=2)]
+    assert sentences[0].startswith("The Silver River flows through Dunmore")  # the best match of its words
+    anchor = sentences.index("Tomas Verlane (born 1950 in Kestrel Bay) is a painter of harbours and fishing boats.")
+    assert sentences[anchor + 1] == "Kestrel Bay grew around a fish market at the mouth of the Amber River."
+
+
+def test_no_chain_when_the_answer_already_names_the_anchor_or_defines():
+    for asked in ("Which river flows through Dunmore?", "Who is Tomas Verlane?"):
+        assert not any("Kestrel Bay grew" in s for s, _ in answer_sentences(asked, CHAIN, limit=2))
+
+
+def test_a_person_answered_by_surname_alone_is_named_in_full_by_the_sentence_before():
+    passages = [("1", "The study of tides began with the charts of Mara K. Ostrand in 1890. Ostrand, who was the "
+                      "first director of the Harbour Survey, mapped the whole coast by boat."),
+                ("2", "The Harbour Survey was founded in 1885 and measured the depth of the bay every spring.")]
+    picked = [s for s, _ in answer_sentences("Who was the first director of the Harbour Survey?", passages)]
+    assert picked[:2] == ["The study of tides began with the charts of Mara K. Ostrand in 1890.",
+                          "Ostrand, who was the first director of the Harbour Survey, mapped the whole coast by boat."]
+    asked_when = [s for s, _ in answer_sentences("When was the Harbour Survey founded?", passages)]
+    assert not asked_when[0].startswith("The study of tides")  # not a person asked: no name to complete

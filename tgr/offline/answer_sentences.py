@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .definitions import in_speech, refers_back, says_what
+from .demonyms import only_demonyms
 from .name_words import chinese_given_name
 from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
@@ -83,6 +84,13 @@ _ASKS = [  # (what the question asks for, its patterns), first match wins
     ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
                          r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
+_ASKING_WORD = re.compile(r"^(?:What|Which|Who|Whom|Whose|When|Where|Why|How|In|On|At|By|For|From|Of|To|The|A|An|"
+                          r"Is|Was|Are|Were|Did|Does|Do|Has|Had|Have|Can|Could|Would|Will)\b\s*")
+_LIST = re.compile(r"(?:\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s*,\s*){3,}")  # "Austria, Belgium, Cyprus, ..."
+# the clause of a composed question that names its bridge by the anchor: "the state where X is
+# located", "the country Signmark is from", "Gisvi's city of birth"
+_BRIDGE_CLAUSE = re.compile(r"\b(?:the|a)\s+(?:[a-z]+(?:\s+[a-z]+)?\s+(?:where|that|which|who|whose|in\s+which)\b|"
+                            r"[a-z]+\s+(?=[A-Z]))[^,?]*|\b[A-Z][\w.-]*['’]s?\s+[a-z]+(?:\s+of\s+[a-z]+)?")
 _PRONOUNS = {"He", "She", "It", "They", "His", "Her", "Its", "Their"}
 _CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "August", "September",
              "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
@@ -221,12 +229,17 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
+    named = _full_name_before(first, candidates) if shape.asks == "person" else None
+    if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
+        chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
+    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean)
+    chosen += chain
     protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
@@ -234,7 +247,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     floor = (LINKED_LEADER_SHARE if linked else LEADER_SHARE) * scored[id(first)]
     leaders = [s for s in ranked if s.order < PASSAGES_QUOTED and scored[id(s)] >= floor
                and not (s.order in represented or represented.add(s.order))]
-    limit += len(chosen) - 1  # the second hop comes on top
+    limit += len(chosen) - 1  # the second hop and the chain come on top
     for s in leaders:
         if len(chosen) >= limit:
             break
@@ -439,3 +452,50 @@ def _held(s: _Sentence, bridges: list[str]) -> int:
 def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
     """A sentence's score as the second hop: plus the bridge names it holds."""
     return score + BRIDGE_BONUS * mean * min(_held(s, bridges), 2)
+
+
+def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sentence],
+                  scored: dict[int, float], mean: float) -> list[_Sentence]:
+    """The chain of a composed question ("What currency predated the Euro in the country Signmark
+    is from?"), which starts at the name it holds and the chosen sentences lack: the anchor's
+    sentence in the best passage naming it ("Signmark ... in Finland's national qualifications"),
+    then the best sentence of another passage that holds a name the first adds (Finland) and a
+    word the question asks with ("The Finnish markka ... was the currency of Finland"). A sentence
+    listing names ("Austria, Belgium, Finland, ...") tells little about any one: no hop."""
+    asked, names = question.lower(), _anchors(question)
+    clauses = " ".join(m.group(0) for m in _BRIDGE_CLAUSE.finditer(question))
+    asking = set(match_terms(_BRIDGE_CLAUSE.sub(" ", question))) or set(match_terms(question))  # "When was" asks no word
+    for anchor in [a for a in names if a in clauses] or names:  # the name the bridge is told by first
+        holding = [s for s in candidates if anchor in s.text]
+        if not holding or any(anchor in c.text for c in chosen):
+            continue
+        start = min(holding, key=lambda s: (s.order, -scored[id(s)]))
+        adds = [re.sub(r"['’]s?$", "", n.strip(" .")) for n in _NAME_EN.findall(start.text[1:])]
+        adds = [n for n in dict.fromkeys(adds)
+                if len(n) > 2 and n.lower() not in asked and n not in _CALENDAR and anchor not in n]
+        wanted = asking - set(match_terms(anchor))
+        hop = max((s for s in candidates if s.order != start.order and _held(s, adds) and s.terms & wanted
+                   and _fresh(s, chosen) and not _LIST.search(s.text)),
+                  key=lambda s: (_bridge_score(s, adds, scored[id(s)], mean), -s.order), default=None)
+        if hop is not None:
+            return [s for s in (start, hop) if _fresh(s, chosen)]
+    return []
+
+
+def _anchors(question: str) -> list[str]:
+    """The question's names a chain can start from: not its asking word ("What"), nor a demonym
+    ("British" names no one thing)."""
+    found = [_ASKING_WORD.sub("", n.strip(" .")) for n in _NAME_EN.findall(question)]
+    return [n for n in dict.fromkeys(found) if len(n) > 2 and not only_demonyms(n)]
+
+
+def _full_name_before(first: _Sentence, candidates: list[_Sentence]) -> _Sentence | None:
+    """The sentence before the answering one, in its passage, that names in full the person it
+    opens with by surname alone ("... G. Stanley Hall's 'Adolescence'." before "Hall, who was ...")."""
+    opening = re.match(r"([A-Z][a-z][\w'’-]+)\s*(?:,|\b(?:was|is|had|became|served)\b)", first.text)
+    if not opening or opening.group(1) in _PRONOUNS or opening.group(1) in _CALENDAR:
+        return None
+    surname = opening.group(1)
+    full = re.compile(rf"\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+{surname}\b")
+    before = [s for s in candidates if s.order == first.order and s is not first and full.search(s.text)]
+    return before[-1] if before and before[-1] in candidates[:candidates.index(first)] else None
