@@ -250,3 +250,21 @@ def test_a_person_answered_by_surname_alone_is_named_in_full_by_the_sentence_bef
                           "Ostrand, who was the first director of the Harbour Survey, mapped the whole coast by boat."]
     asked_when = [s for s, _ in answer_sentences("When was the Harbour Survey founded?", passages)]
     assert not asked_when[0].startswith("The study of tides")  # not a person asked: no name to complete
+
+
+def test_a_chain_of_three_links_goes_through_the_clause_that_names_the_bridge():
+    """"the city where the makers of Harrow Lanterns were founded": the brand's sentence names
+    the company, the company's sentence with the clause's word ("founded") names the city, and the
+    river sentence holding the city comes last."""
+    passages = [("1", "The Silver River flows through Dunmore, a market city of the northern plain. "
+                      "It is fed by three lakes."),
+                ("2", "Harrow Lanterns is a brand of lamps sold by the Odell Company since 1921."),
+                ("3", "The Odell Company was founded in Brackwater by two tinsmiths. It later moved to Leeds."),
+                ("4", "The Grey River flows through Maldon, a mill city, where a mill stood until 1902."),
+                ("5", "Brackwater grew up around the ford of the Lune River, on the old salt road.")]
+    question = "Which river flows through the city where the makers of Harrow Lanterns were founded?"
+    sentences = [s for s, _ in answer_sentences(question, passages, limit=2)]
+    brand = sentences.index("Harrow Lanterns is a brand of lamps sold by the Odell Company since 1921.")
+    assert sentences[brand + 1:brand + 3] == [
+        "The Odell Company was founded in Brackwater by two tinsmiths.",
+        "Brackwater grew up around the ford of the Lune River, on the old salt road."]

@@ -460,8 +460,10 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
     is from?"), which starts at the name it holds and the chosen sentences lack: the anchor's
     sentence in the best passage naming it ("Signmark ... in Finland's national qualifications"),
     then the best sentence of another passage that holds a name the first adds (Finland) and a
-    word the question asks with ("The Finnish markka ... was the currency of Finland"). A sentence
-    listing names ("Austria, Belgium, Finland, ...") tells little about any one: no hop."""
+    word the question asks with ("The Finnish markka ... was the currency of Finland"). Where none
+    does, a middle link first: a sentence holding an added name and a word of the clause that
+    names the bridge ("the city where the performers of Brother were formed": "Pearl Jam ...
+    formed in Seattle"), then the hop from the names it adds."""
     asked, names = question.lower(), _anchors(question)
     clauses = " ".join(m.group(0) for m in _BRIDGE_CLAUSE.finditer(question))
     asking = set(match_terms(_BRIDGE_CLAUSE.sub(" ", question))) or set(match_terms(question))  # "When was" asks no word
@@ -470,16 +472,34 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
         if not holding or any(anchor in c.text for c in chosen):
             continue
         start = min(holding, key=lambda s: (s.order, -scored[id(s)]))
-        adds = [re.sub(r"['’]s?$", "", n.strip(" .")) for n in _NAME_EN.findall(start.text[1:])]
-        adds = [n for n in dict.fromkeys(adds)
-                if len(n) > 2 and n.lower() not in asked and n not in _CALENDAR and anchor not in n]
-        wanted = asking - set(match_terms(anchor))
-        hop = max((s for s in candidates if s.order != start.order and _held(s, adds) and s.terms & wanted
-                   and _fresh(s, chosen) and not _LIST.search(s.text)),
-                  key=lambda s: (_bridge_score(s, adds, scored[id(s)], mean), -s.order), default=None)
+        own = set(match_terms(anchor))
+        hop = _hop(start, _adds(start, asked, anchor), asking - own, candidates, chosen, scored, mean)
         if hop is not None:
             return [s for s in (start, hop) if _fresh(s, chosen)]
+        middle = _hop(start, _adds(start, asked, anchor), set(match_terms(clauses)) - own, candidates, chosen,
+                      scored, mean)
+        hop = middle and _hop(middle, _adds(middle, asked, anchor), asking - own, candidates, chosen + [start],
+                              scored, mean)
+        if hop:
+            return [s for s in (start, middle, hop) if _fresh(s, chosen)]
     return []
+
+
+def _adds(sentence: _Sentence, asked: str, anchor: str) -> list[str]:
+    """The names a chain's link adds to the question (a possessive's name without its 's)."""
+    found = [re.sub(r"['’]s?$", "", n.strip(" .")) for n in _NAME_EN.findall(sentence.text[1:])]
+    return [n for n in dict.fromkeys(found)
+            if len(n) > 2 and n.lower() not in asked and n not in _CALENDAR and anchor not in n]
+
+
+def _hop(after: _Sentence, adds: list[str], words: set[str], candidates: list[_Sentence],
+         chosen: list[_Sentence], scored: dict[int, float], mean: float) -> _Sentence | None:
+    """The chain's next link: the best sentence of another passage holding a name the link
+    before adds and one of the words; a sentence listing names ("Austria, Belgium, Finland,
+    ...") tells little about any one."""
+    return max((s for s in candidates if s.order != after.order and _held(s, adds) and s.terms & words
+                and _fresh(s, chosen) and not _LIST.search(s.text)),
+               key=lambda s: (_bridge_score(s, adds, scored[id(s)], mean), -s.order), default=None)
 
 
 def _anchors(question: str) -> list[str]:
