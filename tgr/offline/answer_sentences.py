@@ -472,15 +472,15 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
         if not holding or any(anchor in c.text for c in chosen):
             continue
         start = min(holding, key=lambda s: (s.order, -scored[id(s)]))
-        own = set(match_terms(anchor))
-        hop = _hop(start, _adds(start, asked, anchor), asking - own, candidates, chosen, scored, mean)
+        own, adds = set(match_terms(anchor)), _adds(start, asked, anchor)
+        hop = _hop(start, adds, asking - own, candidates, chosen, scored, mean)
         if hop is not None:
             return [s for s in (start, hop) if _fresh(s, chosen)]
-        middle = _hop(start, _adds(start, asked, anchor), set(match_terms(clauses)) - own, candidates, chosen,
-                      scored, mean)
-        hop = middle and _hop(middle, _adds(middle, asked, anchor), asking - own, candidates, chosen + [start],
-                              scored, mean)
-        if hop:
+        middle = _hop(start, adds, set(match_terms(clauses)) - own, candidates, chosen, scored, mean)
+        if middle is None:
+            continue
+        hop = _hop(middle, _adds(middle, asked, anchor), asking - own, candidates, chosen + [start], scored, mean)
+        if hop is not None:
             return [s for s in (start, middle, hop) if _fresh(s, chosen)]
     return []
 
@@ -515,7 +515,6 @@ def _full_name_before(first: _Sentence, candidates: list[_Sentence]) -> _Sentenc
     opening = re.match(r"([A-Z][a-z][\w'’-]+)\s*(?:,|\b(?:was|is|had|became|served)\b)", first.text)
     if not opening or opening.group(1) in _PRONOUNS or opening.group(1) in _CALENDAR:
         return None
-    surname = opening.group(1)
-    full = re.compile(rf"\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+{surname}\b")
-    before = [s for s in candidates if s.order == first.order and s is not first and full.search(s.text)]
-    return before[-1] if before and before[-1] in candidates[:candidates.index(first)] else None
+    full = re.compile(rf"\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+{re.escape(opening.group(1))}\b")
+    before = [s for s in candidates[:candidates.index(first)] if s.order == first.order and full.search(s.text)]
+    return before[-1] if before else None
