@@ -563,3 +563,33 @@ def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_
         found += chunk is not None
     conn.close()
     assert found > 5
+
+
+def test_relation_meetings_read_each_text_once_and_find_what_one_query_per_mention_found(hierarchy_store):
+    """focus._meetings reads each chunk's text once, as bytes: the same meetings, in the same
+    order, as one query over every mention with its text, tested as strings."""
+    import sqlean
+
+    from tgr.query.focus import _RELATED, BEARERS, _forms, _meetings
+
+    def per_mention(conn, subject, relation):
+        forms = _forms(conn, subject)
+        rows = conn.execute(
+            "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em JOIN entities e "
+            "ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
+            "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN (" + _RELATED + ") "
+            "ORDER BY c.document_id, c.ordinal, em.entity_id", (subject, relation, BEARERS)).fetchall()
+        return [(b, c, m, 1) for b, c, m, text in rows if any(form in text for form in forms)]
+
+    conn = sqlean.connect(str(hierarchy_store))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")]
+    met = 0
+    for subject in people:
+        for relation in ("师父", "徒弟", "兄弟", "老"):
+            found = _meetings(conn, subject, relation)
+            expected = per_mention(conn, subject, relation)
+            assert sorted(found) == sorted(expected), (subject, relation)
+            assert [m[1] for m in found] == [m[1] for m in expected], (subject, relation)  # text order
+            met += len(found)
+    conn.close()
+    assert met > 5
