@@ -563,3 +563,68 @@ def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_
         found += chunk is not None
     conn.close()
     assert found > 5
+
+
+def test_relation_meetings_read_each_text_once_and_find_what_one_query_per_mention_found(hierarchy_store):
+    """focus._meetings reads each chunk's text once, as bytes: the same meetings, in the same
+    order, as one query over every mention with its text, tested as strings."""
+    import sqlean
+
+    from tgr.query.focus import _RELATED, BEARERS, _forms, _meetings
+
+    def per_mention(conn, subject, relation):
+        forms = _forms(conn, subject)
+        rows = conn.execute(
+            "SELECT em.entity_id, c.id, e.mentions, c.text FROM entity_mentions em JOIN entities e "
+            "ON e.id = em.entity_id AND e.type = 'person' JOIN chunks c ON c.id = em.chunk_id "
+            "WHERE em.entity_id != ?1 AND instr(c.text, ?2) > 0 AND em.entity_id IN (" + _RELATED + ") "
+            "ORDER BY c.document_id, c.ordinal, em.entity_id", (subject, relation, BEARERS)).fetchall()
+        return [(b, c, m, 1) for b, c, m, text in rows if any(form in text for form in forms)]
+
+    conn = sqlean.connect(str(hierarchy_store))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")]
+    met = 0
+    for subject in people:
+        for relation in ("师父", "徒弟", "兄弟", "老"):
+            found = _meetings(conn, subject, relation)
+            expected = per_mention(conn, subject, relation)
+            assert sorted(found) == sorted(expected), (subject, relation)
+            assert [m[1] for m in found] == [m[1] for m in expected], (subject, relation)  # text order
+            met += len(found)
+    conn.close()
+    assert met > 5
+
+
+def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
+    """graph_walk._subgraph_edges numbers nodes in C-level passes: the same node numbers,
+    edges and weights as numbering each edge's two ends in turn, in sorted edge order."""
+    import math
+    import random
+
+    from tgr.query.graph_walk import RELATION_WEIGHT, _Subgraph, _subgraph_edges, specificity
+
+    rng = random.Random(7)
+    entities = [rng.choice(["a", "ab", "abc", "b", "孙悟空", "悟空"]) + str(rng.randrange(30)) for _ in range(60)]
+    mentions = {e: rng.randrange(1, 80) for e in entities}
+    pairs = {(rng.choice(entities + ["unknown"]), rng.choice(["c1", "c10", "c2", "c", "d5"]) + str(rng.randrange(9)))
+             for _ in range(400)}
+    relations = [(rng.choice(entities), rng.choice(entities), rng.random() * 3, 0, 0) for _ in range(40)]
+    graph = _Subgraph(mentions, pairs, relations)
+
+    index: dict[str, int] = {}
+
+    def node(key):
+        return index.setdefault(key, len(index))
+
+    edges, weights = [], []
+    for eid, cid in sorted(pairs):
+        edges.append((node("e:" + eid), node("c:" + cid)))
+        weights.append(specificity(mentions[eid], 500) if eid in mentions else specificity(1, 500))
+    for src, dst, weight, _, _ in relations:
+        if src != dst:
+            edges.append((node("e:" + src), node("e:" + dst)))
+            weights.append(RELATION_WEIGHT * math.log1p(weight) * min(specificity(mentions[src], 500),
+                                                                       specificity(mentions[dst], 500)))
+    numbered: dict[str, int] = {}
+    assert _subgraph_edges(graph, numbered, 500) == (edges, weights)
+    assert list(numbered.items()) == list(index.items())
