@@ -50,7 +50,7 @@ DIGEST_PREFIX = "sha256:"  # the whole-store digest of tgrs before adhash1 (stil
 SUM_PREFIX = "adhash1:"
 STATE_KEY = "content_digest_state"  # the per-table sums behind an adhash1 digest (JSON)
 _MODULUS = 1 << 256
-_SUM_PAGE = 64  # rows a fetch when summing a table: a vector shadow row is ~200 KB
+_SUM_PAGE = 16  # rows a fetch when summing a table: a vector shadow row is ~200 KB
 _TEMP_TERMS = "temp.tgr_digest_terms"
 INTEGRITY_LINES = 5  # damage lines of PRAGMA integrity_check kept in a finding
 
