@@ -89,7 +89,7 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress,
                                  [(h, rid) for rid, _, h in page])
         return 0
     with transaction(conn):  # vectors of rows that no longer exist
-        conn.execute(f"DELETE FROM {vec_table} WHERE id NOT IN (SELECT {key} FROM {table})")
+        conn.executemany(f"DELETE FROM {vec_table} WHERE id = ?", _stale_vectors(conn, vec_table, table, key))
     # an empty vec table (a first build) has no old vector to delete before each insert
     replacing = conn.execute(f"SELECT 1 FROM {vec_table} LIMIT 1").fetchone() is not None
     stage = f"embed-{kind}"
@@ -103,6 +103,14 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress,
             done += len(batch)
             report(stage, done, max(total, done))
     return done
+
+
+def _stale_vectors(conn: Connection, vec_table: str, table: str, key: str) -> list[tuple[str]]:
+    """The ids of vec_table's vectors whose row no longer exists, from sqlite-vec's id list
+    (its shadow table {vec_table}_rowids): a scan of the vec0 table itself reads every chunk
+    of vectors (0.23 CPU-s of 89 k entities at 100 M characters; the list alone 0.04)."""
+    return conn.execute(f"SELECT id FROM {vec_table}_rowids WHERE id NOT IN (SELECT {key} FROM {table}) "
+                        "ORDER BY rowid").fetchall()
 
 
 class EmbedWhileWaiting:

@@ -50,6 +50,7 @@ DIGEST_PREFIX = "sha256:"  # the whole-store digest of tgrs before adhash1 (stil
 SUM_PREFIX = "adhash1:"
 STATE_KEY = "content_digest_state"  # the per-table sums behind an adhash1 digest (JSON)
 _MODULUS = 1 << 256
+_SUM_PAGE = 16  # rows a fetch when summing a table: a vector shadow row is ~200 KB
 _TEMP_TERMS = "temp.tgr_digest_terms"
 INTEGRITY_LINES = 5  # damage lines of PRAGMA integrity_check kept in a finding
 
@@ -184,8 +185,8 @@ def table_sum(conn, table: str) -> int:
     skipped = (DIGEST_KEY.encode(), STATE_KEY.encode()) if table == "meta" else ()
     total = 0
     columns = ", ".join(map(_quote, _columns(conn, table)))
-    with _RawText(conn):
-        for row in conn.execute(f"SELECT {columns} FROM {_quote(table)}"):
+    with _RawText(conn):  # a page of rows a fetch: one watched call each, not one a row
+        for row in in_pages(conn.execute(f"SELECT {columns} FROM {_quote(table)}"), _SUM_PAGE):
             if skipped and row[0] in skipped:
                 continue
             total += int.from_bytes(sha(prefix + encode(row)).digest(), "big")
