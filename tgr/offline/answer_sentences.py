@@ -91,6 +91,9 @@ _LIST = re.compile(r"(?:\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s*,\s*){3,}")
 # located", "the country Signmark is from", "Gisvi's city of birth"
 _BRIDGE_CLAUSE = re.compile(r"\b(?:the|a)\s+(?:[a-z]+(?:\s+[a-z]+)?\s+(?:where|that|which|who|whose|in\s+which)\b|"
                             r"[a-z]+\s+(?=[A-Z]))[^,?]*|\b[A-Z][\w.-]*['’]s?\s+[a-z]+(?:\s+of\s+[a-z]+)?")
+# capitalised at a sentence's start, but no part of a name before X: "As Scrooge looked ..."
+_OPENING_WORDS = (r"(?:As|When|While|If|But|And|Or|So|Yet|Then|Though|Although|Now|Here|There|This|That|It|He|She|"
+                  r"They|In|On|At|For|With|By|From|After|Before|Once|Since|Until|Where|What|Who|Why|How|Even|Only)")
 _PRONOUNS = {"He", "She", "It", "They", "His", "Her", "Its", "Their"}
 _CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "August", "September",
              "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
@@ -229,7 +232,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
-    named = _full_name_before(first, candidates) if shape.asks == "person" else None
+    named = _full_name_before(first, candidates) if shape.asks == "person" and not shape.defines else None
     if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
         chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
@@ -412,7 +415,8 @@ def defines(text: str, subject: str) -> bool:
     # the subject's last word alone names it too ("Ebenezer Scrooge" for "Scrooge", "Marley was
     # dead" for "Jacob Marley": subject_forms), a first name its full name ("Bob Cratchit, clerk to ..." for "Bob")
     full = "|".join(r"\s+".join(re.escape(w) for w in form.split()) for form in forms)
-    x = r"(?:[A-Z][\w'’.-]*\s+){0,3}" + (f"(?:{full})" if len(forms) > 1 else full) + r"(?:\s+[A-Z][\w'’-]+)?"
+    x = rf"(?:(?!{_OPENING_WORDS}\s)[A-Z][\w'’.-]*\s+){{0,3}}" + (f"(?:{full})" if len(forms) > 1 else full) \
+        + r"(?:\s+[A-Z][\w'’-]+)?"
     return any(re.search(p.format(x=x), text, re.I if p.startswith(r"\b") else 0) for p in _DEFINE_EN)
 
 
@@ -515,6 +519,6 @@ def _full_name_before(first: _Sentence, candidates: list[_Sentence]) -> _Sentenc
     opening = re.match(r"([A-Z][a-z][\w'’-]+)\s*(?:,|\b(?:was|is|had|became|served)\b)", first.text)
     if not opening or opening.group(1) in _PRONOUNS or opening.group(1) in _CALENDAR:
         return None
-    full = re.compile(rf"\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+{re.escape(opening.group(1))}\b")
+    full = re.compile(rf"\b(?:(?!{_OPENING_WORDS}\s)[A-Z][\w.'’-]*\s+)+{re.escape(opening.group(1))}\b")
     before = [s for s in candidates[:candidates.index(first)] if s.order == first.order and full.search(s.text)]
     return before[-1] if before else None
