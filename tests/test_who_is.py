@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import sqlean as sqlite3
+
 import tgr
 from conftest import SMALL
+from tgr.text import content_hash
 from tgr.offline.answer_sentences import answer_sentences, defines
 from tgr.offline.definitions import in_speech, refers_back
 
@@ -71,3 +74,29 @@ def test_the_store_answers_who_is_from_the_defining_narration(tmp_path):
         assert first.startswith(("Hartley was dead", "Walter and he were partners")), first
         first = kb.ask("韩梅梅是谁？").answer.splitlines()[0]
         assert first.startswith("她是一位小学教师"), first
+
+
+def test_a_sentence_opening_word_is_no_part_of_the_name_defined():
+    """"As Scrooge looked fixedly ..., it was a knocker again." names Scrooge after a capitalised
+    "As", and the "was a" is the knocker's: no definition (it had led "Who is Scrooge?")."""
+    assert not defines("As Scrooge looked fixedly at this phenomenon, it was a knocker again.", "Scrooge")
+    assert defines("Ebenezer Scrooge was a grasping old man.", "Scrooge")  # the full name before the surname
+    assert defines("Old Scrooge was a grasping old man.", "Scrooge")
+
+
+def test_who_is_reads_the_documents_in_the_order_they_were_added(tmp_path):
+    """A book in two files: the passage that defines its hero leads, from the first file added,
+    though the second's document id (a hash of its text) sorts first."""
+    opening = "Walter Grice was a miser of the old town.\n\n" + "Walter counted coins at his desk. " * 40
+    later = next(text for n in range(100) for text in [f"Walter Grice was seen at the harbour {n} times.\n\n"
+                                                        + "Walter walked home in the fog. " * 40]
+                 if content_hash(text) < content_hash(opening))
+    first, second = tmp_path / "part1.txt", tmp_path / "part2.txt"
+    first.write_text(opening, encoding="utf-8")
+    second.write_text(later, encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(first), str(second)], **SMALL)
+        assert kb.retrieve("Who is Walter Grice?", "local", 1)[0].text.startswith("Walter Grice was a miser")
+    store = sqlite3.connect(tmp_path / "s.db")
+    ids = [row[0] for row in store.execute("SELECT id FROM documents ORDER BY rowid")]
+    assert ids[1] < ids[0]  # the hash order would have put part 2 first

@@ -67,9 +67,10 @@ def defining_chunk(conn: Connection, entity_id: str, surfaces: tuple[str, ...]) 
     # the chunks in text order first, then the text of each as it is looked at: sorted with
     # their texts, every chunk that mentions the entity was read (thousands for a novel's hero
     # at 100 M characters), and the first few usually answer
-    ordered = [row[0] for row in conn.execute(
+    ordered = [row[0] for row in conn.execute(  # documents in the order they were added (a book's parts)
         "SELECT c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE em.entity_id = ? ORDER BY c.document_id, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED))]
+        "JOIN documents d ON d.id = c.document_id "
+        "WHERE em.entity_id = ? ORDER BY d.rowid, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED))]
     for chunk_id in ordered:
         row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
         if row is None:
