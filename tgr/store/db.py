@@ -177,10 +177,17 @@ def rollback_open(conn: Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+WRITING_CACHE_KIB = 8192  # the page cache of a connection that builds (SQLite's default: 2,000 KiB)
+
+
 def begin_writing(conn: Connection) -> None:
-    """WAL for the duration of an indexing run: readers are never blocked, commits are cheap."""
+    """WAL for the duration of an indexing run: readers are never blocked, commits are cheap.
+    A larger page cache while building: with 2 MB, a build read the same pages again and again
+    (西游记's offline build: 70,890 page reads and 66,022 page writes for a 41 MB store; with
+    8 MB 38,851 and 54,492; Moby-Dick 15,106 / 17,987 -> 10,453 / 17,466), at ~7 MB more peak memory."""
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(f"PRAGMA cache_size = -{WRITING_CACHE_KIB}")
 
 
 def settle(conn: Connection, before_try: Callable[[], None] | None = None) -> bool:

@@ -75,26 +75,27 @@ def _tables(conn) -> list[str]:
         if not (sql or "").upper().startswith("CREATE VIRTUAL")]
 
 
-def _row_encoder():
-    """row -> its bytes as the module docstring says (text read as bytearray, blobs as bytes)."""
-    pack_int, pack_float = struct.Struct(">q").pack, struct.Struct(">d").pack
+def _row_encoder(head: bytes = b"R"):
+    """row -> head + its values' bytes as the module docstring says (text read as bytearray,
+    blobs as bytes). head: b"R", or with table_sum's prefix before it (one join, no copy after)."""
+    tagged, pack_float = struct.Struct(">cq").pack, struct.Struct(">d").pack  # tag and 8 bytes in one call
 
     def encode(row) -> bytes:
-        parts = [b"R"]  # one join a row: a quarter faster than one update a value
+        parts = [head]  # one join a row: a quarter faster than one update a value
         append = parts.append
         for value in row:
             kind = type(value)
             if kind is bytearray:
-                append(b"T" + pack_int(len(value)))
+                append(tagged(b"T", len(value)))
                 append(value)
             elif kind is int:
-                append(b"I" + pack_int(value))
+                append(tagged(b"I", value))
             elif value is None:
                 append(b"N")
             elif kind is float:
                 append(b"F" + pack_float(value))
             else:
-                append(b"B" + pack_int(len(value)))
+                append(tagged(b"B", len(value)))
                 append(value)
         return b"".join(parts)
     return encode
@@ -176,12 +177,12 @@ def _columns(conn, table: str) -> list[str]:
 
 
 def table_sum(conn, table: str) -> int:
-    """The table's rows summed (the module docstring), read afresh."""
+    """The table's rows summed (the module docstring), read afresh a page at a time (a watched
+    call per page, not per row: tgr.store.hardening)."""
     import hashlib
 
-    sha = hashlib.sha256
-    prefix = b"row" + table.encode() + b"\0"
-    encode = _row_encoder()
+    sha, from_bytes = hashlib.sha256, int.from_bytes
+    encode = _row_encoder(b"row" + table.encode() + b"\0R")
     skipped = (DIGEST_KEY.encode(), STATE_KEY.encode()) if table == "meta" else ()
     total = 0
     columns = ", ".join(map(_quote, _columns(conn, table)))
@@ -189,7 +190,7 @@ def table_sum(conn, table: str) -> int:
         for row in in_pages(conn.execute(f"SELECT {columns} FROM {_quote(table)}"), _SUM_PAGE):
             if skipped and row[0] in skipped:
                 continue
-            total += int.from_bytes(sha(prefix + encode(row)).digest(), "big")
+            total += from_bytes(sha(encode(row)).digest(), "big")
     return total % _MODULUS
 
 
