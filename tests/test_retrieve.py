@@ -536,8 +536,9 @@ def test_a_local_context_reads_its_relationships_in_pages_in_the_order_of_one_qu
 
 
 def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_texts_found_it(hierarchy_store):
-    """defining_chunk orders an entity's chunks by id first and reads each text as it looks
-    at it: the same chunk, for every entity of a store, as sorting the chunks with their texts."""
+    """defining_chunk orders an entity's chunks first (documents as added, then their chunks)
+    and reads each text as it looks at it: the same chunk, for every entity of a store, as
+    sorting the chunks with their texts."""
     import sqlean
 
     from tgr.offline.answer_sentences import defines
@@ -548,7 +549,8 @@ def test_the_defining_chunk_is_the_first_in_text_order_as_one_sorted_query_with_
         surfaces = tuple(dict.fromkeys(s for s in surfaces if s))
         for chunk_id, text in conn.execute(
                 "SELECT c.id, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-                "WHERE em.entity_id = ? ORDER BY c.document_id, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED)):
+                "JOIN documents d ON d.id = c.document_id "
+                "WHERE em.entity_id = ? ORDER BY d.rowid, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED)):
             for a, b in split_sentences(text):
                 sentence = " ".join(text[a:b].split())
                 if any(s in sentence and defines(sentence, s) for s in surfaces):
