@@ -223,7 +223,7 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
 
     import sqlean
 
-    from tgr.offline.everywhere import _where_lines_repeat
+    from tgr.offline.everywhere import _chunks_by_document, _document_of_chunk, _where_lines_repeat
 
     name = "Kevin Scott"
     old = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
@@ -231,14 +231,16 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
              "about Kevin Scott", "x: Kevin Scott", "a very long label that is too long: Kevin Scott",
              "\nKevin Scott", "line\r\nKevin Scott", "no name here", "Kevin\nScott", "说：Kevin Scott"]
     conn = sqlean.connect(":memory:")
-    conn.executescript("CREATE TABLE chunks(id TEXT PRIMARY KEY, document_id TEXT, ordinal INTEGER, text TEXT);"
+    conn.executescript("CREATE TABLE chunks(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, document_id TEXT, "
+                       "ordinal INTEGER, text TEXT);"
                        "CREATE TABLE entity_mentions(entity_id TEXT, chunk_id TEXT);")
     for i, text in enumerate(texts):  # each text a document's second chunk: only the line starts count
-        conn.execute("INSERT INTO chunks VALUES (?, ?, 1, ?)", (f"c{i}", f"d{i}", text))
+        conn.execute("INSERT INTO chunks VALUES (?, ?, ?, 1, ?)", (i, f"c{i}", f"d{i}", text))
         conn.execute("INSERT INTO entity_mentions VALUES ('e', ?)", (f"c{i}",))
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
-    assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)
+    documents = _chunks_by_document(conn, "e", _document_of_chunk(conn))
+    assert _where_lines_repeat(conn, name, documents, expected) and not _where_lines_repeat(conn, name, documents, expected + 1)
 
 
 def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():

@@ -52,42 +52,61 @@ def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[st
         "(SELECT 1 FROM community_members m WHERE m.entity_id = e.id AND m.community_id IN "
         "(SELECT value FROM json_each(?)))",
         (json.dumps(names), json.dumps(sorted(set(community_ids))))).fetchall()
+    if not members:
+        return set()
+    document_of = _document_of_chunk(conn)
     return {name for entity, name in members
-            if _documents_naming(conn, entity, needed) >= needed and _where_lines_repeat(conn, entity, name, needed)}
+            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, document_of), needed)}
 
 
-def _documents_naming(conn, entity: str, most: int) -> int:
-    """How many documents have a chunk that names the entity, counted up to `most` (the
-    scan stops there: a name in every document of a big store has many thousands of chunks)."""
-    return conn.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT c.document_id FROM entity_mentions em JOIN chunks c "
-        "ON c.id = em.chunk_id WHERE em.entity_id = ? LIMIT ?)", (entity, most)).fetchone()[0]
+def _document_of_chunk(conn) -> dict[int, str]:
+    """Each chunk's document, by chunk seq: a scan of the index by document (chunks_by_document),
+    ~20 ms for a 100 M-character store, where looking each chunk's document up in its row
+    reads a page a chunk (~3 us: the names a theme shows have tens of thousands of chunks).
+    A document's seqs come as one JSON array: a row a chunk costs twice the time."""
+    rows = conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
+    return {seq: document for document, seqs in rows for seq in json.loads(seqs)}
 
 
-def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
-    """Whether at least `needed` documents name the entity in their first line or at the start
-    of a line. The chunks naming it are read as they come, with their texts (one statement: a
-    statement a chunk cost more than the texts of decided documents read in vain), and the
-    reading stops once `needed` documents have: what every document repeats is found within a
-    few chunks."""
+def _chunks_by_document(conn, entity: str, document_of: dict[int, str]) -> list[list[int]]:
+    """The seqs of the chunks that name the entity, a list per document, the documents with
+    the fewest first (the cheapest to rule out)."""
+    seqs = json.loads(conn.execute(
+        "SELECT json_group_array(c.seq) FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+        "WHERE em.entity_id = ?", (entity,)).fetchone()[0])
+    grouped: dict[str, list[int]] = {}
+    for seq in seqs:
+        if seq in document_of:  # else a chunk added since the map was read
+            grouped.setdefault(document_of[seq], []).append(seq)
+    return [grouped[d] for d in sorted(grouped, key=lambda d: (len(grouped[d]), d))]
+
+
+def _where_lines_repeat(conn, name: str, documents: list[list[int]], needed: int) -> bool:
+    """Whether at least `needed` of the documents (each the seqs of its chunks that name the
+    entity) name it in their first line or at the start of a line. The documents are read one
+    at a time, each until a chunk of it does (one statement a document: a statement a chunk
+    cost more than reading a decided document's texts in vain); the reading stops once
+    `needed` documents have, or once too few are left to: a name most documents hold but
+    only one repeats is ruled out by its rarest documents' few chunks."""
     # at the text's start, or after a newline: two patterns, so that the second starts with its
     # newline and is looked for as such (a third of the time of one pattern trying "^|\n" at
     # every character of thousands of chunks)
     rest = rf"[ \t]*(?:{_LABEL}[:：][ \t]*)?{re.escape(name)}"
     at_text_start, at_line_start = re.compile(rest, re.IGNORECASE), re.compile("\n" + rest, re.IGNORECASE)
     lowered = name.lower()
-    found: set[str] = set()
-    for document, ordinal, text in conn.execute(
-            "SELECT c.document_id, c.ordinal, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-            "WHERE em.entity_id = ?", (entity,)):
-        if document in found:
-            continue
-        text = text if isinstance(text, str) else ""
-        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
-        if lowered in first.lower() or at_text_start.match(text) or at_line_start.search(text):
-            found.add(document)
-            if len(found) >= needed:
-                return True
+    found = 0
+    for left, seqs in zip(range(len(documents), 0, -1), documents):
+        if found + left < needed:
+            return False
+        for ordinal, text in conn.execute("SELECT ordinal, text FROM chunks WHERE seq IN "
+                                          "(SELECT value FROM json_each(?))", (json.dumps(seqs),)):
+            text = text if isinstance(text, str) else ""
+            first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+            if lowered in first.lower() or at_text_start.match(text) or at_line_start.search(text):
+                found += 1
+                break
+        if found >= needed:
+            return True
     return False
 
 
