@@ -108,11 +108,12 @@ def _documents_repeating(conn, entity: str, name: str) -> int:
 
 def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path):
     """Reading a name's documents fewest chunks first, and stopping once the threshold is met
-    or out of reach, decides every threshold as the reference that reads every chunk does."""
+    or out of reach, decides every threshold as the reference that reads every chunk does; a
+    word's documents counted from the map of each chunk's document are SQL's."""
     import math
 
-    from tgr.offline.everywhere import (EVERYWHERE, _chunks_by_document, _document_of_chunk,
-                                        _where_lines_repeat, everywhere_names)
+    from tgr.offline.everywhere import (EVERYWHERE, _chunks_by_document, _document_of_chunk, _documents_holding,
+                                        _fts_match, _where_lines_repeat, everywhere_names, everywhere_words)
     from tgr.store.db import open_file
 
     folder = tmp_path / "corpus"
@@ -141,3 +142,10 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
         names_of.setdefault(name, []).append(entity)
     expected = {name for name, entities in names_of.items() if any(counts[e] >= needed for e in entities)}
     assert everywhere_names(conn, communities, [n for _, n in members]) == expected
+    words = ["kevin scott", "transcript", "西游记", "来源", "Scrooge", "古典文学", "nowhere", ""] + [n for _, n in members]
+    for word in words:  # the documents holding a word: by the map of each chunk's document as by SQL
+        match = _fts_match(word)
+        by_sql = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
+                              "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", (match,)).fetchone()[0] if match else 0
+        assert len(_documents_holding(conn, word, document_of)) == by_sql, word
+    assert everywhere_words(conn, words) >= {"kevin scott", "transcript", "西游记", "来源"}

@@ -113,17 +113,25 @@ def _where_lines_repeat(conn, name: str, documents: list[list[int]], needed: int
 def everywhere_words(conn, words: list[str]) -> set[str]:
     """Those of the words (or phrases) that at least half the store's documents hold."""
     total = _documents(conn)
-    if total < MIN_DOCUMENTS:
+    if total < MIN_DOCUMENTS or not words:
         return set()
+    document_of = _document_of_chunk(conn)
     found = set()
     for word in dict.fromkeys(words):
-        match = _fts_match(word)
-        documents = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
-                                 "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)",
-                                 (match,)).fetchone()[0] if match else 0
-        if documents >= EVERYWHERE * total:
+        if len(_documents_holding(conn, word, document_of)) >= EVERYWHERE * total:
             found.add(word)
     return found
+
+
+def _documents_holding(conn, phrase: str, document_of: dict[int, str]) -> set[str]:
+    """The documents with a chunk the full-text index finds the phrase in (a chunk's rowid
+    there is its seq; one the chunks table no longer holds is in no document)."""
+    match = _fts_match(phrase)
+    if not match:
+        return set()
+    seqs = conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                        (match,)).fetchone()[0]
+    return {document_of[seq] for seq in json.loads(seqs) if seq in document_of}
 
 
 def _fts_match(phrase: str) -> str:
