@@ -240,7 +240,8 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
     documents = _chunks_by_document(conn, "e", _document_of_chunk(conn))
-    assert _where_lines_repeat(conn, name, documents, expected) and not _where_lines_repeat(conn, name, documents, expected + 1)
+    assert _where_lines_repeat(conn, name, documents, expected)
+    assert not _where_lines_repeat(conn, name, documents, expected + 1)
 
 
 def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
@@ -286,3 +287,39 @@ def test_texts_with_the_same_terms_share_their_best_matches(hierarchy_store):
         for text in ["Scrooge?", "scrooge", "Marley", "Scrooge?"]:
             assert best_matches(retriever, text, 50) == alone[text]
     assert calls == ["Scrooge?", "Marley"] and alone["scrooge"]
+
+
+def test_a_reports_first_chunks_are_those_of_sorting_every_member_chunk():
+    """report_chunks counts a community's member chunks from one JSON array and sorts only the
+    matched ones and the unmatched with the most members: the same chunks, in the same order,
+    as grouping in SQLite and sorting them all (demo store; BM25 matches drawn at random, with
+    ties, and some matching chunks of no member)."""
+    import random
+
+    from conftest import FIXTURES
+    from tgr.query.retrieve import _first_chunks, _member_chunks
+    from tgr.store.db import open_file
+
+    conn = open_file(FIXTURES / "demo_carol.db", readonly=True)
+    rng = random.Random(41)
+    communities = [r[0] for r in conn.execute("SELECT id FROM communities")]
+    assert communities
+    for cid in communities:
+        grouped = dict(conn.execute(
+            "SELECT em.chunk_id, count(*) FROM community_members m JOIN entity_mentions em "
+            "ON em.entity_id = m.entity_id WHERE m.community_id = ? GROUP BY em.chunk_id", (cid,)).fetchall())
+        members = _member_chunks(conn, cid)
+        assert members == grouped
+        for _ in range(20):
+            chosen = rng.sample(sorted(members), rng.randint(0, len(members)))
+            matched = {c: rng.choice([0.0, 0.5, 1.0, rng.random()]) for c in chosen + ["elsewhere"]}
+            for n in (1, 3, len(members) + 1):
+                expected = sorted(grouped, key=lambda c: (-matched.get(c, 0.0), -grouped[c], c))[:n]
+                assert _first_chunks(members, matched, n) == expected
+    for _ in range(300):  # a big community's counts, the matched chunks among those that mention the most
+        members = {f"c{i}": rng.randint(1, 40) for i in range(rng.randint(0, 60))}
+        most = sorted(members, key=lambda c: -members[c])[:rng.randint(0, 10)]  # scores of any sign
+        some = most + rng.sample(sorted(members), len(members) // 4)
+        matched = {c: rng.choice([-0.5, 0.0, 0.5, rng.random()]) for c in some}
+        expected = sorted(members, key=lambda c: (-matched.get(c, 0.0), -members[c], c))[:3]
+        assert _first_chunks(members, matched, 3) == expected
