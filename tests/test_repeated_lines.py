@@ -112,7 +112,7 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
     word's documents counted from the map of each chunk's document are SQL's."""
     import math
 
-    from tgr.offline.everywhere import (EVERYWHERE, _chunks_by_document, _document_of_chunk, _documents_holding,
+    from tgr.offline.everywhere import (EVERYWHERE, _chunks_by_document, _documents_holding, _Runs,
                                         _fts_match, _where_lines_repeat, everywhere_names, everywhere_words)
     from tgr.store.db import open_file
 
@@ -126,11 +126,11 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     members = conn.execute("SELECT DISTINCT e.id, e.name FROM entities e JOIN community_members m "
                            "ON m.entity_id = e.id").fetchall()
-    document_of = _document_of_chunk(conn)
+    runs = _Runs(conn)
     counts = {}
     for entity, name in members:
         counts[entity] = _documents_repeating(conn, entity, name)
-        documents = _chunks_by_document(conn, entity, document_of)
+        documents = _chunks_by_document(conn, entity, runs)
         for needed in range(1, total + 2):
             assert _where_lines_repeat(conn, name, documents, needed) == (counts[entity] >= needed), (name, needed)
     needed = math.ceil(EVERYWHERE * total)
@@ -143,9 +143,34 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
     expected = {name for name, entities in names_of.items() if any(counts[e] >= needed for e in entities)}
     assert everywhere_names(conn, communities, [n for _, n in members]) == expected
     words = ["kevin scott", "transcript", "西游记", "来源", "Scrooge", "古典文学", "nowhere", ""] + [n for _, n in members]
-    for word in words:  # the documents holding a word: by the map of each chunk's document as by SQL
+    for word in words:  # the documents holding a word: by the runs as by SQL
         match = _fts_match(word)
         by_sql = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
                               "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", (match,)).fetchone()[0] if match else 0
-        assert len(_documents_holding(conn, word, document_of)) == by_sql, word
+        assert len(_documents_holding(conn, word, runs)) == by_sql, word
     assert everywhere_words(conn, words) >= {"kevin scott", "transcript", "西游记", "来源"}
+
+
+def test_chunks_are_grouped_by_document_as_each_chunks_own_document_says():
+    """The runs of one document's chunks group seqs as looking each chunk's document up does,
+    where documents' chunks interleave and seqs have gaps; a seq of no chunk is in none."""
+    import random
+
+    import sqlean
+
+    from tgr.offline.everywhere import _Runs
+
+    rng = random.Random(41)
+    for _ in range(50):
+        conn = sqlean.connect(":memory:")
+        conn.execute("CREATE TABLE chunks(seq INTEGER PRIMARY KEY, document_id TEXT)")
+        seqs = rng.sample(range(1, 200), rng.randint(0, 80))
+        owner = {seq: rng.choice(["d1", "d2", "d3"][:rng.randint(1, 3)]) for seq in seqs}
+        conn.executemany("INSERT INTO chunks VALUES (?, ?)", owner.items())
+        runs = _Runs(conn)
+        asked = rng.sample(range(0, 220), rng.randint(0, 60))
+        expected: dict[str, list[int]] = {}
+        for seq in sorted(asked):
+            if seq in owner:
+                expected.setdefault(owner[seq], []).append(seq)
+        assert runs.grouped(asked) == expected

@@ -15,6 +15,7 @@ such words out of its "about:" words, and drops a community that has no other na
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -54,30 +55,56 @@ def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[st
         (json.dumps(names), json.dumps(sorted(set(community_ids))))).fetchall()
     if not members:
         return set()
-    document_of = _document_of_chunk(conn)
+    runs = _Runs(conn)
     return {name for entity, name in members
-            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, document_of), needed)}
+            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, runs), needed)}
 
 
-def _document_of_chunk(conn) -> dict[int, str]:
-    """Each chunk's document, by chunk seq: a scan of the index by document (chunks_by_document),
-    ~20 ms for a 100 M-character store, where looking each chunk's document up in its row
-    reads a page a chunk (~3 us: the names a theme shows have tens of thousands of chunks).
-    A document's seqs come as one JSON array: a row a chunk costs twice the time."""
-    rows = conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
-    return {seq: document for document, seqs in rows for seq in json.loads(seqs)}
+class _Runs:
+    """Which document each chunk is in: the store's chunk seqs, cut into runs of consecutive
+    seqs of one document (a document's chunks are added together: a store has about as many
+    runs as documents; a seq between runs, of a chunk removed, is in none). Read from the
+    index by document (chunks_by_document, a JSON array of seqs a document), ~20 ms at 100 M
+    characters, where looking a chunk's document up in its row reads a page a chunk (~3 us:
+    the names a theme shows have tens of thousands of chunks)."""
+
+    def __init__(self, conn):
+        rows = conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
+        document_of = {seq: document for document, seqs in rows for seq in json.loads(seqs)}
+        self.firsts: list[int] = []
+        self.lasts: list[int] = []
+        self.documents: list[str] = []
+        for seq in sorted(document_of):
+            if self.documents and self.documents[-1] == document_of[seq] and self.lasts[-1] == seq - 1:
+                self.lasts[-1] = seq
+            else:
+                self.firsts.append(seq)
+                self.lasts.append(seq)
+                self.documents.append(document_of[seq])
+
+    def grouped(self, seqs: list[int]) -> dict[str, list[int]]:
+        """These chunk seqs by document, in order; a seq of no chunk when the runs were read (a
+        chunk added since: seqs only grow) is in none. A bisection a run, not a look-up a seq."""
+        seqs = sorted(seqs)
+        grouped: dict[str, list[int]] = {}
+        i = 0
+        while i < len(seqs):
+            run = bisect.bisect_right(self.firsts, seqs[i]) - 1
+            if run < 0 or seqs[i] > self.lasts[run]:
+                i += 1
+                continue
+            end = bisect.bisect_right(seqs, self.lasts[run], i)
+            grouped.setdefault(self.documents[run], []).extend(seqs[i:end])
+            i = end
+        return grouped
 
 
-def _chunks_by_document(conn, entity: str, document_of: dict[int, str]) -> list[list[int]]:
+def _chunks_by_document(conn, entity: str, runs: _Runs) -> list[list[int]]:
     """The seqs of the chunks that name the entity, a list per document, the documents with
     the fewest first (the cheapest to rule out)."""
-    seqs = json.loads(conn.execute(
+    grouped = runs.grouped(json.loads(conn.execute(
         "SELECT json_group_array(c.seq) FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE em.entity_id = ?", (entity,)).fetchone()[0])
-    grouped: dict[str, list[int]] = {}
-    for seq in seqs:
-        if seq in document_of:  # else a chunk added since the map was read
-            grouped.setdefault(document_of[seq], []).append(seq)
+        "WHERE em.entity_id = ?", (entity,)).fetchone()[0]))
     return [grouped[d] for d in sorted(grouped, key=lambda d: (len(grouped[d]), d))]
 
 
@@ -115,15 +142,15 @@ def everywhere_words(conn, words: list[str]) -> set[str]:
     total = _documents(conn)
     if total < MIN_DOCUMENTS or not words:
         return set()
-    document_of = _document_of_chunk(conn)
+    runs = _Runs(conn)
     found = set()
     for word in dict.fromkeys(words):
-        if len(_documents_holding(conn, word, document_of)) >= EVERYWHERE * total:
+        if len(_documents_holding(conn, word, runs)) >= EVERYWHERE * total:
             found.add(word)
     return found
 
 
-def _documents_holding(conn, phrase: str, document_of: dict[int, str]) -> set[str]:
+def _documents_holding(conn, phrase: str, runs: _Runs) -> set[str]:
     """The documents with a chunk the full-text index finds the phrase in (a chunk's rowid
     there is its seq; one the chunks table no longer holds is in no document)."""
     match = _fts_match(phrase)
@@ -131,7 +158,7 @@ def _documents_holding(conn, phrase: str, document_of: dict[int, str]) -> set[st
         return set()
     seqs = conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
                         (match,)).fetchone()[0]
-    return {document_of[seq] for seq in json.loads(seqs) if seq in document_of}
+    return set(runs.grouped(json.loads(seqs)))
 
 
 def _fts_match(phrase: str) -> str:
