@@ -239,7 +239,7 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
         conn.execute("INSERT INTO entity_mentions VALUES ('e', ?)", (f"c{i}",))
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
-    documents = _chunks_by_document(conn, "e", _Runs(conn))
+    documents = _chunks_by_document(conn, "e", _Runs(conn), 1)
     assert _where_lines_repeat(conn, name, documents, expected)
     assert not _where_lines_repeat(conn, name, documents, expected + 1)
 

@@ -130,8 +130,8 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
     counts = {}
     for entity, name in members:
         counts[entity] = _documents_repeating(conn, entity, name)
-        documents = _chunks_by_document(conn, entity, runs)
         for needed in range(1, total + 2):
+            documents = _chunks_by_document(conn, entity, runs, needed)
             assert _where_lines_repeat(conn, name, documents, needed) == (counts[entity] >= needed), (name, needed)
     needed = math.ceil(EVERYWHERE * total)
     assert total == 12 and 0 < sum(c >= needed for c in counts.values()) < len(counts)
@@ -147,7 +147,7 @@ def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path
         match = _fts_match(word)
         by_sql = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
                               "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", (match,)).fetchone()[0] if match else 0
-        assert len(_documents_holding(conn, word, runs)) == by_sql, word
+        assert len(_documents_holding(conn, word, runs, 1)) == by_sql, word
     assert everywhere_words(conn, words) >= {"kevin scott", "transcript", "西游记", "来源"}
 
 

@@ -53,11 +53,9 @@ def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[st
         "(SELECT 1 FROM community_members m WHERE m.entity_id = e.id AND m.community_id IN "
         "(SELECT value FROM json_each(?)))",
         (json.dumps(names), json.dumps(sorted(set(community_ids))))).fetchall()
-    if not members:
-        return set()
     runs = _Runs(conn)
     return {name for entity, name in members
-            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, runs), needed)}
+            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, runs, needed), needed)}
 
 
 class _Runs:
@@ -66,10 +64,17 @@ class _Runs:
     runs as documents; a seq between runs, of a chunk removed, is in none). Read from the
     index by document (chunks_by_document, a JSON array of seqs a document), ~20 ms at 100 M
     characters, where looking a chunk's document up in its row reads a page a chunk (~3 us:
-    the names a theme shows have tens of thousands of chunks)."""
+    the names a theme shows have tens of thousands of chunks). Read when first asked: a
+    store of many short documents (1,000 in 1,000 chunks) seldom has a name or word in as many
+    chunks as half its documents, and reading them costs ~25 ms."""
 
     def __init__(self, conn):
-        rows = conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
+        self._conn = conn
+        self._read = False
+
+    def _read_runs(self) -> None:
+        self._read = True
+        rows = self._conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
         document_of = {seq: document for document, seqs in rows for seq in json.loads(seqs)}
         self.firsts: list[int] = []
         self.lasts: list[int] = []
@@ -85,6 +90,8 @@ class _Runs:
     def grouped(self, seqs: list[int]) -> dict[str, list[int]]:
         """These chunk seqs by document, in order; a seq of no chunk when the runs were read (a
         chunk added since: seqs only grow) is in none. A bisection a run, not a look-up a seq."""
+        if not self._read:
+            self._read_runs()
         seqs = sorted(seqs)
         grouped: dict[str, list[int]] = {}
         i = 0
@@ -99,12 +106,16 @@ class _Runs:
         return grouped
 
 
-def _chunks_by_document(conn, entity: str, runs: _Runs) -> list[list[int]]:
+def _chunks_by_document(conn, entity: str, runs: _Runs, needed: int) -> list[list[int]]:
     """The seqs of the chunks that name the entity, a list per document, the documents with
-    the fewest first (the cheapest to rule out)."""
-    grouped = runs.grouped(json.loads(conn.execute(
+    the fewest first (the cheapest to rule out); none where fewer than `needed` chunks do (as
+    few documents do)."""
+    seqs = json.loads(conn.execute(
         "SELECT json_group_array(c.seq) FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-        "WHERE em.entity_id = ?", (entity,)).fetchone()[0]))
+        "WHERE em.entity_id = ?", (entity,)).fetchone()[0])
+    if len(seqs) < needed:
+        return []
+    grouped = runs.grouped(seqs)
     return [grouped[d] for d in sorted(grouped, key=lambda d: (len(grouped[d]), d))]
 
 
@@ -115,6 +126,8 @@ def _where_lines_repeat(conn, name: str, documents: list[list[int]], needed: int
     cost more than reading a decided document's texts in vain); the reading stops once
     `needed` documents have, or once too few are left to: a name most documents hold but
     only one repeats is ruled out by its rarest documents' few chunks."""
+    if len(documents) < needed:  # before its patterns are made (most names of a big store)
+        return False
     # at the text's start, or after a newline: two patterns, so that the second starts with its
     # newline and is looked for as such (a third of the time of one pattern trying "^|\n" at
     # every character of thousands of chunks)
@@ -142,23 +155,21 @@ def everywhere_words(conn, words: list[str]) -> set[str]:
     total = _documents(conn)
     if total < MIN_DOCUMENTS or not words:
         return set()
+    needed = math.ceil(EVERYWHERE * total)
     runs = _Runs(conn)
-    found = set()
-    for word in dict.fromkeys(words):
-        if len(_documents_holding(conn, word, runs)) >= EVERYWHERE * total:
-            found.add(word)
-    return found
+    return {word for word in dict.fromkeys(words) if len(_documents_holding(conn, word, runs, needed)) >= needed}
 
 
-def _documents_holding(conn, phrase: str, runs: _Runs) -> set[str]:
+def _documents_holding(conn, phrase: str, runs: _Runs, needed: int) -> set[str]:
     """The documents with a chunk the full-text index finds the phrase in (a chunk's rowid
-    there is its seq; one the chunks table no longer holds is in no document)."""
+    there is its seq; one the chunks table no longer holds is in no document); none where
+    fewer than `needed` chunks hold it (as few documents do)."""
     match = _fts_match(phrase)
     if not match:
         return set()
-    seqs = conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                        (match,)).fetchone()[0]
-    return set(runs.grouped(json.loads(seqs)))
+    seqs = json.loads(conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                   (match,)).fetchone()[0])
+    return set(runs.grouped(seqs)) if len(seqs) >= needed else set()
 
 
 def _fts_match(phrase: str) -> str:
