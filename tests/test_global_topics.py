@@ -323,3 +323,20 @@ def test_a_reports_first_chunks_are_those_of_sorting_every_member_chunk():
         matched = {c: rng.choice([-0.5, 0.0, 0.5, rng.random()]) for c in some}
         expected = sorted(members, key=lambda c: (-matched.get(c, 0.0), -members[c], c))[:3]
         assert _first_chunks(members, matched, 3) == expected
+
+
+def test_the_windows_holding_a_name_are_those_a_test_of_each_window_finds():
+    """_near_words finds which of a chunk's windows hold a name from its occurrences in the
+    windows joined by NUL: the windows a test of each finds, names with a NUL and windows
+    holding one included, names found several times in a window or overlapping themselves."""
+    import random
+
+    from tgr.query.topic_evidence import _Joined
+
+    rng = random.Random(41)
+    alphabet = ["a", "b", "ab", "\0", "悟空", " ", "aa"]
+    for _ in range(3000):
+        windows = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 6))]
+        names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 3))}
+        expected = {i for i, window in enumerate(windows) if any(n in window for n in names)}
+        assert _Joined(windows).naming(names) == expected, (windows, names)
