@@ -223,7 +223,7 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
 
     import sqlean
 
-    from tgr.offline.everywhere import _where_lines_repeat
+    from tgr.offline.everywhere import _chunks_by_document, _Runs, _where_lines_repeat
 
     name = "Kevin Scott"
     old = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
@@ -231,14 +231,17 @@ def test_a_name_at_a_lines_start_is_found_as_one_pattern_of_text_or_line_start_w
              "about Kevin Scott", "x: Kevin Scott", "a very long label that is too long: Kevin Scott",
              "\nKevin Scott", "line\r\nKevin Scott", "no name here", "Kevin\nScott", "说：Kevin Scott"]
     conn = sqlean.connect(":memory:")
-    conn.executescript("CREATE TABLE chunks(id TEXT PRIMARY KEY, document_id TEXT, ordinal INTEGER, text TEXT);"
+    conn.executescript("CREATE TABLE chunks(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, document_id TEXT, "
+                       "ordinal INTEGER, text TEXT);"
                        "CREATE TABLE entity_mentions(entity_id TEXT, chunk_id TEXT);")
     for i, text in enumerate(texts):  # each text a document's second chunk: only the line starts count
-        conn.execute("INSERT INTO chunks VALUES (?, ?, 1, ?)", (f"c{i}", f"d{i}", text))
+        conn.execute("INSERT INTO chunks VALUES (?, ?, ?, 1, ?)", (i, f"c{i}", f"d{i}", text))
         conn.execute("INSERT INTO entity_mentions VALUES ('e', ?)", (f"c{i}",))
     expected = sum(bool(old.search(t)) for t in texts)
     assert expected == 8
-    assert _where_lines_repeat(conn, "e", name, expected) and not _where_lines_repeat(conn, "e", name, expected + 1)
+    documents = _chunks_by_document(conn, "e", _Runs(conn), 1)
+    assert _where_lines_repeat(conn, name, documents, expected)
+    assert not _where_lines_repeat(conn, name, documents, expected + 1)
 
 
 def test_topic_spans_on_lower_cased_text_are_those_of_the_ignore_case_pattern():
@@ -284,3 +287,56 @@ def test_texts_with_the_same_terms_share_their_best_matches(hierarchy_store):
         for text in ["Scrooge?", "scrooge", "Marley", "Scrooge?"]:
             assert best_matches(retriever, text, 50) == alone[text]
     assert calls == ["Scrooge?", "Marley"] and alone["scrooge"]
+
+
+def test_a_reports_first_chunks_are_those_of_sorting_every_member_chunk():
+    """report_chunks counts a community's member chunks from one JSON array and sorts only the
+    matched ones and the unmatched with the most members: the same chunks, in the same order,
+    as grouping in SQLite and sorting them all (demo store; BM25 matches drawn at random, with
+    ties, and some matching chunks of no member)."""
+    import random
+
+    from conftest import FIXTURES
+    from tgr.query.retrieve import _first_chunks, _member_chunks
+    from tgr.store.db import open_file
+
+    conn = open_file(FIXTURES / "demo_carol.db", readonly=True)
+    rng = random.Random(41)
+    communities = [r[0] for r in conn.execute("SELECT id FROM communities")]
+    assert communities
+    for cid in communities:
+        grouped = dict(conn.execute(
+            "SELECT em.chunk_id, count(*) FROM community_members m JOIN entity_mentions em "
+            "ON em.entity_id = m.entity_id WHERE m.community_id = ? GROUP BY em.chunk_id", (cid,)).fetchall())
+        members = _member_chunks(conn, cid)
+        assert members == grouped
+        for _ in range(20):
+            chosen = rng.sample(sorted(members), rng.randint(0, len(members)))
+            matched = {c: rng.choice([0.0, 0.5, 1.0, rng.random()]) for c in chosen + ["elsewhere"]}
+            for n in (1, 3, len(members) + 1):
+                expected = sorted(grouped, key=lambda c: (-matched.get(c, 0.0), -grouped[c], c))[:n]
+                assert _first_chunks(members, matched, n) == expected
+    for _ in range(300):  # a big community's counts, the matched chunks among those that mention the most
+        members = {f"c{i}": rng.randint(1, 40) for i in range(rng.randint(0, 60))}
+        most = sorted(members, key=lambda c: -members[c])[:rng.randint(0, 10)]  # scores of any sign
+        some = most + rng.sample(sorted(members), len(members) // 4)
+        matched = {c: rng.choice([-0.5, 0.0, 0.5, rng.random()]) for c in some}
+        expected = sorted(members, key=lambda c: (-matched.get(c, 0.0), -members[c], c))[:3]
+        assert _first_chunks(members, matched, 3) == expected
+
+
+def test_the_windows_holding_a_name_are_those_a_test_of_each_window_finds():
+    """_near_words finds which of a chunk's windows hold a name from its occurrences in the
+    windows joined by NUL: the windows a test of each finds, names with a NUL and windows
+    holding one included, names found several times in a window or overlapping themselves."""
+    import random
+
+    from tgr.query.topic_evidence import _Joined
+
+    rng = random.Random(41)
+    alphabet = ["a", "b", "ab", "\0", "悟空", " ", "aa"]
+    for _ in range(3000):
+        windows = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 6))]
+        names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 3))}
+        expected = {i for i, window in enumerate(windows) if any(n in window for n in names)}
+        assert _Joined(windows).naming(names) == expected, (windows, names)

@@ -90,3 +90,87 @@ def test_a_label_is_taken_whole_and_the_line_starts_found_are_those_of_the_plain
             assert bool(ours[1].match(text)) == bool(theirs[1].match(text)), (name, text)
     assert re.search("\n[ \\t]*(?:" + everywhere._LABEL + "[:：][ \\t]*)?Kevin", "\n" + "x" * 20 + ":Kevin")
     assert not re.search("\n[ \\t]*(?:" + everywhere._LABEL + "[:：][ \\t]*)?Kevin", "\n" + "x" * 21 + ":Kevin")
+
+
+def _documents_repeating(conn, entity: str, name: str) -> int:
+    """The reference: how many documents name the entity in their first line or at a line's
+    start, every chunk naming it read (no reading stops early, no document order)."""
+    pattern = re.compile(rf"(?:^|\n)[ \t]*(?:[^\n:：]{{1,20}}[:：][ \t]*)?{re.escape(name)}", re.IGNORECASE)
+    found = set()
+    for document, ordinal, text in conn.execute(
+            "SELECT c.document_id, c.ordinal, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+            "WHERE em.entity_id = ?", (entity,)):
+        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+        if name.lower() in first.lower() or pattern.search(text):
+            found.add(document)
+    return len(found)
+
+
+def test_the_documents_read_in_turn_decide_as_reading_every_chunk_would(tmp_path):
+    """Reading a name's documents fewest chunks first, and stopping once the threshold is met
+    or out of reach, decides every threshold as the reference that reads every chunk does; a
+    word's documents counted from the map of each chunk's document are SQL's."""
+    import math
+
+    from tgr.offline.everywhere import (EVERYWHERE, _chunks_by_document, _documents_holding, _Runs,
+                                        _fts_match, _where_lines_repeat, everywhere_names, everywhere_words)
+    from tgr.store.db import open_file
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    transcripts(folder)
+    chapters(folder)
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(folder)], **SMALL)
+    conn = open_file(tmp_path / "s.db", readonly=True)
+    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    members = conn.execute("SELECT DISTINCT e.id, e.name FROM entities e JOIN community_members m "
+                           "ON m.entity_id = e.id").fetchall()
+    runs = _Runs(conn)
+    counts = {}
+    for entity, name in members:
+        counts[entity] = _documents_repeating(conn, entity, name)
+        for needed in range(1, total + 2):
+            documents = _chunks_by_document(conn, entity, runs, needed)
+            assert _where_lines_repeat(conn, name, documents, needed) == (counts[entity] >= needed), (name, needed)
+    needed = math.ceil(EVERYWHERE * total)
+    assert total == 12 and 0 < sum(c >= needed for c in counts.values()) < len(counts)
+    assert any(c == needed for c in counts.values())  # a name just at the threshold (KEVIN SCOTT's label)
+    communities = [r[0] for r in conn.execute("SELECT id FROM communities")]
+    names_of = {}
+    for entity, name in members:
+        names_of.setdefault(name, []).append(entity)
+    expected = {name for name, entities in names_of.items() if any(counts[e] >= needed for e in entities)}
+    assert everywhere_names(conn, communities, [n for _, n in members]) == expected
+    words = ["kevin scott", "transcript", "西游记", "来源", "Scrooge", "古典文学", "nowhere", ""] + [n for _, n in members]
+    for word in words:  # the documents holding a word: by the runs as by SQL
+        match = _fts_match(word)
+        by_sql = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
+                              "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", (match,)).fetchone()[0] if match else 0
+        assert len(_documents_holding(conn, word, runs, 1)) == by_sql, word
+    assert everywhere_words(conn, words) >= {"kevin scott", "transcript", "西游记", "来源"}
+
+
+def test_chunks_are_grouped_by_document_as_each_chunks_own_document_says():
+    """The runs of one document's chunks group seqs as looking each chunk's document up does,
+    where documents' chunks interleave and seqs have gaps; a seq of no chunk is in none."""
+    import random
+
+    import sqlean
+
+    from tgr.offline.everywhere import _Runs
+
+    rng = random.Random(41)
+    for _ in range(50):
+        conn = sqlean.connect(":memory:")
+        conn.execute("CREATE TABLE chunks(seq INTEGER PRIMARY KEY, document_id TEXT)")
+        seqs = rng.sample(range(1, 200), rng.randint(0, 80))
+        owner = {seq: rng.choice(["d1", "d2", "d3"][:rng.randint(1, 3)]) for seq in seqs}
+        conn.executemany("INSERT INTO chunks VALUES (?, ?)", owner.items())
+        runs = _Runs(conn)
+        asked = rng.sample(range(0, 220), rng.randint(0, 60))
+        expected: dict[str, list[int]] = {}
+        for seq in sorted(asked):
+            if seq in owner:
+                expected.setdefault(owner[seq], []).append(seq)
+        assert runs.grouped(asked) == expected

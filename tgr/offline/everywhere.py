@@ -15,6 +15,7 @@ such words out of its "about:" words, and drops a community that has no other na
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -52,59 +53,123 @@ def everywhere_names(conn, community_ids: list[str], names: list[str]) -> set[st
         "(SELECT 1 FROM community_members m WHERE m.entity_id = e.id AND m.community_id IN "
         "(SELECT value FROM json_each(?)))",
         (json.dumps(names), json.dumps(sorted(set(community_ids))))).fetchall()
+    runs = _Runs(conn)
     return {name for entity, name in members
-            if _documents_naming(conn, entity, needed) >= needed and _where_lines_repeat(conn, entity, name, needed)}
+            if _where_lines_repeat(conn, name, _chunks_by_document(conn, entity, runs, needed), needed)}
 
 
-def _documents_naming(conn, entity: str, most: int) -> int:
-    """How many documents have a chunk that names the entity, counted up to `most` (the
-    scan stops there: a name in every document of a big store has many thousands of chunks)."""
-    return conn.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT c.document_id FROM entity_mentions em JOIN chunks c "
-        "ON c.id = em.chunk_id WHERE em.entity_id = ? LIMIT ?)", (entity, most)).fetchone()[0]
+class _Runs:
+    """Which document each chunk is in: the store's chunk seqs, cut into runs of consecutive
+    seqs of one document (a document's chunks are added together: a store has about as many
+    runs as documents; a seq between runs, of a chunk removed, is in none). Read from the
+    index by document (chunks_by_document, a JSON array of seqs a document), ~20 ms at 100 M
+    characters, where looking a chunk's document up in its row reads a page a chunk (~3 us:
+    the names a theme shows have tens of thousands of chunks). Read when first asked: a
+    store of many short documents (1,000 in 1,000 chunks) seldom has a name or word in as many
+    chunks as half its documents, and reading them costs ~25 ms."""
+
+    def __init__(self, conn):
+        self._conn = conn
+        self._read = False
+
+    def _read_runs(self) -> None:
+        self._read = True
+        rows = self._conn.execute("SELECT document_id, json_group_array(seq) FROM chunks GROUP BY document_id")
+        document_of = {seq: document for document, seqs in rows for seq in json.loads(seqs)}
+        self.firsts: list[int] = []
+        self.lasts: list[int] = []
+        self.documents: list[str] = []
+        for seq in sorted(document_of):
+            if self.documents and self.documents[-1] == document_of[seq] and self.lasts[-1] == seq - 1:
+                self.lasts[-1] = seq
+            else:
+                self.firsts.append(seq)
+                self.lasts.append(seq)
+                self.documents.append(document_of[seq])
+
+    def grouped(self, seqs: list[int]) -> dict[str, list[int]]:
+        """These chunk seqs by document, in order; a seq of no chunk when the runs were read (a
+        chunk added since: seqs only grow) is in none. A bisection a run, not a look-up a seq."""
+        if not self._read:
+            self._read_runs()
+        seqs = sorted(seqs)
+        grouped: dict[str, list[int]] = {}
+        i = 0
+        while i < len(seqs):
+            run = bisect.bisect_right(self.firsts, seqs[i]) - 1
+            if run < 0 or seqs[i] > self.lasts[run]:
+                i += 1
+                continue
+            end = bisect.bisect_right(seqs, self.lasts[run], i)
+            grouped.setdefault(self.documents[run], []).extend(seqs[i:end])
+            i = end
+        return grouped
 
 
-def _where_lines_repeat(conn, entity: str, name: str, needed: int) -> bool:
-    """Whether at least `needed` documents name the entity in their first line or at the start
-    of a line. The chunks naming it are read as they come, with their texts (one statement: a
-    statement a chunk cost more than the texts of decided documents read in vain), and the
-    reading stops once `needed` documents have: what every document repeats is found within a
-    few chunks."""
+def _chunks_by_document(conn, entity: str, runs: _Runs, needed: int) -> list[list[int]]:
+    """The seqs of the chunks that name the entity, a list per document, the documents with
+    the fewest first (the cheapest to rule out); none where fewer than `needed` chunks do (as
+    few documents do)."""
+    seqs = json.loads(conn.execute(
+        "SELECT json_group_array(c.seq) FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+        "WHERE em.entity_id = ?", (entity,)).fetchone()[0])
+    if len(seqs) < needed:
+        return []
+    grouped = runs.grouped(seqs)
+    return [grouped[d] for d in sorted(grouped, key=lambda d: (len(grouped[d]), d))]
+
+
+def _where_lines_repeat(conn, name: str, documents: list[list[int]], needed: int) -> bool:
+    """Whether at least `needed` of the documents (each the seqs of its chunks that name the
+    entity) name it in their first line or at the start of a line. The documents are read one
+    at a time, each until a chunk of it does (one statement a document: a statement a chunk
+    cost more than reading a decided document's texts in vain); the reading stops once
+    `needed` documents have, or once too few are left to: a name most documents hold but
+    only one repeats is ruled out by its rarest documents' few chunks."""
+    if len(documents) < needed:  # before its patterns are made (most names of a big store)
+        return False
     # at the text's start, or after a newline: two patterns, so that the second starts with its
     # newline and is looked for as such (a third of the time of one pattern trying "^|\n" at
     # every character of thousands of chunks)
     rest = rf"[ \t]*(?:{_LABEL}[:：][ \t]*)?{re.escape(name)}"
     at_text_start, at_line_start = re.compile(rest, re.IGNORECASE), re.compile("\n" + rest, re.IGNORECASE)
     lowered = name.lower()
-    found: set[str] = set()
-    for document, ordinal, text in conn.execute(
-            "SELECT c.document_id, c.ordinal, c.text FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
-            "WHERE em.entity_id = ?", (entity,)):
-        if document in found:
-            continue
-        text = text if isinstance(text, str) else ""
-        first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
-        if lowered in first.lower() or at_text_start.match(text) or at_line_start.search(text):
-            found.add(document)
-            if len(found) >= needed:
-                return True
+    found = 0
+    for left, seqs in zip(range(len(documents), 0, -1), documents):
+        if found + left < needed:
+            return False
+        for ordinal, text in conn.execute("SELECT ordinal, text FROM chunks WHERE seq IN "
+                                          "(SELECT value FROM json_each(?))", (json.dumps(seqs),)):
+            text = text if isinstance(text, str) else ""
+            first = text.lstrip().split("\n", 1)[0][:200] if ordinal == 0 else ""
+            if lowered in first.lower() or at_text_start.match(text) or at_line_start.search(text):
+                found += 1
+                break
+        if found >= needed:
+            return True
     return False
 
 
 def everywhere_words(conn, words: list[str]) -> set[str]:
     """Those of the words (or phrases) that at least half the store's documents hold."""
     total = _documents(conn)
-    if total < MIN_DOCUMENTS:
+    if total < MIN_DOCUMENTS or not words:
         return set()
-    found = set()
-    for word in dict.fromkeys(words):
-        match = _fts_match(word)
-        documents = conn.execute("SELECT count(DISTINCT document_id) FROM chunks WHERE seq IN "
-                                 "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)",
-                                 (match,)).fetchone()[0] if match else 0
-        if documents >= EVERYWHERE * total:
-            found.add(word)
-    return found
+    needed = math.ceil(EVERYWHERE * total)
+    runs = _Runs(conn)
+    return {word for word in dict.fromkeys(words) if len(_documents_holding(conn, word, runs, needed)) >= needed}
+
+
+def _documents_holding(conn, phrase: str, runs: _Runs, needed: int) -> set[str]:
+    """The documents with a chunk the full-text index finds the phrase in (a chunk's rowid
+    there is its seq; one the chunks table no longer holds is in no document); none where
+    fewer than `needed` chunks hold it (as few documents do)."""
+    match = _fts_match(phrase)
+    if not match:
+        return set()
+    seqs = json.loads(conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                   (match,)).fetchone()[0])
+    return set(runs.grouped(seqs)) if len(seqs) >= needed else set()
 
 
 def _fts_match(phrase: str) -> str:

@@ -3,6 +3,7 @@ community's members say is about the question's topic (BM25 over the chunks, the
 near the topic's words in long chunks)."""
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections import defaultdict
@@ -132,16 +133,42 @@ def _near_words(conn, terms: list[str], chunks: dict[str, tuple[str, int]], ment
             (json.dumps(sorted({e for _, e in mentioned})),)):
         if isinstance(name, str) and name:
             names[entity].add(name)
-    joined = {chunk: "\0".join(found) for chunk, found in windows.items()}  # a name in none of them is in no one
+    joined = {chunk: _Joined(found) for chunk, found in windows.items()}
     near: dict[tuple[str, str], set[int]] = {}
     for chunk, entity in mentioned:
-        named = names[entity]
-        if not any(n in joined[chunk] for n in named):
-            continue
-        close = {i for i, window in enumerate(windows[chunk]) if any(n in window for n in named)}
+        close = joined[chunk].naming(names[entity])
         if close:
             near[(chunk, entity)] = close
     return near, {chunk: len(found) for chunk, found in windows.items()}
+
+
+class _Joined:
+    """A chunk's windows joined by NUL, to find which of them hold a name: the name's
+    occurrences in the joined text, a window each at most, instead of a test a window (a
+    long chunk of a novel has dozens of windows, and its mentions hundreds of names)."""
+
+    def __init__(self, windows: list[str]):
+        self.windows = windows
+        self.text = "\0".join(windows)
+        self.starts = [0]
+        for window in windows[:-1]:
+            self.starts.append(self.starts[-1] + len(window) + 1)
+
+    def naming(self, names: set[str]) -> set[int]:
+        """The numbers of the windows that hold one of the names."""
+        close: set[int] = set()
+        for name in names:
+            if "\0" in name:  # an occurrence could span two windows: each tested
+                close |= {i for i, window in enumerate(self.windows) if name in window}
+                continue
+            at = self.text.find(name)
+            while at >= 0:
+                window = bisect.bisect_right(self.starts, at) - 1
+                close.add(window)
+                if window + 1 == len(self.starts):
+                    break
+                at = self.text.find(name, self.starts[window + 1])
+        return close
 
 
 def _near_shares(near: dict[tuple[str, str], set[int]], topic_words: dict[str, int],
