@@ -182,7 +182,7 @@ def table_sum(conn, table: str) -> int:
     import hashlib
 
     sha, from_bytes = hashlib.sha256, int.from_bytes
-    encode = _row_encoder(b"row" + table.encode() + b"\0R")
+    encode = _row_encoder(_row_head(table) + b"R")
     skipped = (DIGEST_KEY.encode(), STATE_KEY.encode()) if table == "meta" else ()
     total = 0
     columns = ", ".join(map(_quote, _columns(conn, table)))
@@ -290,7 +290,13 @@ def _row_term(table: str, *values) -> bytes:
 
     row = [bytearray(value) if is_text and value is not None else value
            for is_text, value in zip(values[::2], values[1::2])]
-    return hashlib.sha256(b"row" + table.encode() + b"\0" + _ENCODE(row)).digest()
+    return hashlib.sha256(_row_head(table) + _ENCODE(row)).digest()
+
+
+def _row_head(table: str) -> bytes:
+    """What a row's hash starts with, before the row's encoding: the same for table_sum's read
+    and for the trigger's term (_row_term), or a changed row would not cancel out."""
+    return b"row" + table.encode() + b"\0"
 
 
 class DigestTracker:
