@@ -342,6 +342,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     if len(name) < 2 or only_demonyms(name):
         return None  # "Canadian", "Italian-American": where from, not what
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
+    if kind == "concept" and _life_after(sentence, name, end):
+        kind = "person"
     if kind == "concept":
         kind = _type_of(lowered, previous, after)
     if kind == "concept":
@@ -350,7 +352,30 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         kind = place_kind(name) or ("person" if given_and_family_name(name) else kind)
     if kind == "concept" and not previous:  # the subject of "X is an American actor"
         kind = defining_type(sentence) or kind
+    if kind == "concept":
+        kind = _defined_after(sentence, start, end) or kind
     return name, kind, inside, titled, start
+
+
+def _life_after(sentence: str, name: str, end: int) -> bool:
+    """A birth, death or life span in brackets right after the name ("Amador Salazar Jiménez (30
+    April 1868 – 16 April 1916)"), when the name's words say nothing else (a battle has dates
+    too) and it is no post-nominal ("Ken Annakin, OBE (10 August 1914 – ...)")."""
+    aside = _ASIDE_AFTER.match(sentence, end)
+    return bool(aside) and life_aside(aside.group(1)) and not name.isupper() and type_by_words(name) is None
+
+
+def _defined_after(sentence: str, start: int, end: int) -> str | None:
+    """What a defining clause right after a name says it is, when the name is the whole subject
+    (no word of the subject before it: "Broken Path/Attack Of The Yakuza is a martial arts film",
+    not "No Time for Flowers is a 1952 film") or another name of it ("X, known professionally as
+    Y, is an American rapper")."""
+    before = sentence[:start]
+    if _IS_A_AFTER.match(sentence, end) and not _WORD_AT_END.search(before):
+        return defining_type(sentence[end:])
+    if _KNOWN_AS.search(before) and (clause := _IS_A.search(sentence, end)) and clause.start() - end < 80:
+        return _head_after(sentence, clause.end())
+    return None
 
 
 def _strip_openers(tokens: list[int], lowered: list[str], kind: str, inside: bool,
@@ -470,7 +495,8 @@ _HEADS = {
     "organization": """company corporation band group organization organisation university college
         school team club party firm brand agency institute airline manufacturer label network
         channel church order retailer chain conglomerate charity foundation society
-        association federation league union studio publisher museum diocese archdiocese""",
+        association federation league union studio publisher museum diocese archdiocese duo trio
+        quartet quintet ensemble""",
     "location": """city town village river lake mountain country state province county district
         region island municipality suburb neighborhood neighbourhood borough capital area park
         airport stadium arena building bridge castle street road highway peninsula valley
@@ -481,8 +507,10 @@ _HEADS = {
 }
 _HEAD_TYPES = {word: kind for kind, words in _HEADS.items() for word in words.split()}
 _IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
-_DEFINING_WORD = re.compile(r"[\w\-]+")
-_DEFINING_STOP = frozenset("who which that whose where by from of in for with on at".split())
+_DEFINING_WORD = re.compile(r"[\w\-]+|,")
+_DEFINING_STOP = frozenset("""who which that whose where by from of in for with on at about to as
+    than since until during after before under between""".split())
+_PHRASE_END = re.compile(r"[;:()!?\"“”]")
 
 
 def defining_type(sentence: str) -> str | None:
@@ -494,15 +522,22 @@ def defining_type(sentence: str) -> str | None:
 
 
 def _head_after(sentence: str, position: int) -> str | None:
-    """The type of the first known head noun among the eight words from position on."""
-    for word in _DEFINING_WORD.findall(sentence, position)[:8]:
-        word = word.lower()
-        if word in _DEFINING_STOP:
+    """The type of the noun phrase from position on by its head, its last known noun (English
+    puts the head last: "a film director" is a person, "a film production company" a company,
+    "a rugby union and rugby league footballer" a person): among its first twelve words, up to
+    punctuation (a comma once a head is found), a relative or a preposition, or a participle
+    after a head ("a film directed by"). A capitalised word is a name, no head ("a Studio Ghibli
+    film"), unless it is an office ("a former Prime Minister")."""
+    phrase = _PHRASE_END.split(sentence[position:position + 200], maxsplit=1)[0]
+    kind = None
+    for word in _DEFINING_WORD.findall(phrase)[:12]:
+        if word in _DEFINING_STOP or kind and (word.endswith(("ed", "ing")) or word == ","):
             break
-        kind = _HEAD_TYPES.get(word) or (_HEAD_TYPES.get(word[:-1]) if word.endswith("s") else None)
-        if kind:
-            return kind
-    return None
+        head = word.lower()
+        found = _HEAD_TYPES.get(head) or (_HEAD_TYPES.get(head[:-1]) if head.endswith("s") else None)
+        if found and (word.islower() or word.isupper() or found == "person"):
+            kind = found
+    return kind
 
 
 _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|portrayed|voiced|hosted|sung|"
@@ -514,6 +549,37 @@ _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough
 # head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
 _NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
+_ASIDE_AFTER = re.compile(r"\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）]){1,200}?)[)）]")
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_LIFE_WORD = re.compile(r"\b(?:born|née|nee|b\.|died|d\.)\s")
+_SPAN = re.compile(r"\d{3,4}\b.{0,40}?\s?(?:–|-|--)\s?.{0,25}?\b\d{3,4}\b")
+_FULL_DATE = re.compile(rf"\b\d{{1,2}} {_MONTH} \d{{3,4}}\b|\b{_MONTH} \d{{1,2}}, \d{{3,4}}\b")
+# what is said of a person's relatives: "daughter of X", "the second son of X", "married to X"
+_KIN_OF = re.compile(r"\b(?:sons?|daughters?|wife|husband|widow|widower|father|mother|brothers?|sisters?|"
+                     r"grandsons?|granddaughters?|grandfather|grandmother|nephew|niece|cousin|stepson|stepdaughter|"
+                     r"stepfather|stepmother|half-brother|half-sister|son-in-law|daughter-in-law|father-in-law|"
+                     r"mother-in-law|mistress|consort|spouse)\s+of\s+$|"
+                     r"\b(?:married\s+to|bint|daughter\s+and\s+heiress\s+of)\s+$")
+# another name of a person: "(born Gunasekar Karri", "née Hardin", "courtesy name Zhongmiao", "stage name X"
+_PERSON_NAME_BEFORE = re.compile(r"\b(?:courtesy|stage|pen|birth|real|art|ring|maiden|given|full|baptismal|regnal|"
+                                 r"religious)\s+name\s+(?:was\s+|is\s+)?$")
+_BORN_BEFORE = re.compile(r"\b(?:born|née|nee)\s+$")
+# what follows a birth name, not a birthplace ("born Dayton, Ohio"): "(born Gunasekar Karri;", "born X in Y"
+_AFTER_BIRTH_NAME = re.compile(r"\s*(?:[;)(]|\s(?:in|on|at|to)\s)")
+# the same thing by another name: "X, known professionally as Y, is ..." -> what the sentence defines X as
+_KNOWN_AS = re.compile(r"\b(?:(?:also|better|best|professionally|popularly|commonly|widely|formerly|simply|"
+                       r"mononymously|locally|originally|officially)\s+)?(?:known|credited|billed)\s+"
+                       r"(?:(?:professionally|mononymously|popularly|simply|also)\s+)?(?:as|by\s+(?:the|his|her|their)\s+"
+                       r"(?:stage\s+|pen\s+|ring\s+)?name(?:\s+of)?)\s+[\"“‘']?$")
+_WORD_AT_END = re.compile(r"(?:\w['’]?|[&+])\s*$")  # "Capricorn One: Singles & Rarities"
+_IS_A_AFTER = re.compile(r"\s+(?:is|was)\s+(?:an?|the|one of the)\s+")
+
+
+def life_aside(aside: str) -> bool:
+    """A birth, a death or a life span with a full date: what an aside after a person's name holds
+    ("born 1950", "d. 20 March 851", "30 April 1868 – 16 April 1916"; an event's is years alone:
+    "(1939–1945)")."""
+    return bool(_LIFE_WORD.search(aside) or _SPAN.search(aside) and _FULL_DATE.search(aside))
 _PAREN_HEAD = re.compile(r"\s*\((?:[^()]*\s)?([a-z][a-z-]+)\)")  # "(2005 film)", "(band)"
 _APPOSITIVE = re.compile(r",\s+(?:an?|the|one of the)\s+")
 _AFTER_TYPES = {**{w: "location" for w in """mountains mountain range massif river valley region state
@@ -527,7 +593,10 @@ def context_type(sentence: str, start: int, end: int) -> str | None:
     """The type the words around a name give it: "directed by X", "actor X", "the city of X"
     (before); "X (born 1950)", "X (2005 film)", "X, an American actor", "X, Florida" (after)."""
     before = sentence[:start]
-    if _BY_PERSON.search(before) or _BORN.match(sentence, end):
+    kin = _KIN_OF.search(before) and not _POSSESSIVE.search(sentence[start:end])  # not "son of Allegiant Air's CEO"
+    if _BY_PERSON.search(before) or _BORN.match(sentence, end) or kin \
+            or _PERSON_NAME_BEFORE.search(before) \
+            or _BORN_BEFORE.search(before) and _AFTER_BIRTH_NAME.match(sentence, end):
         return "person"
     if _PLACE_OF.search(before):
         return "location"

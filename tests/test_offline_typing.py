@@ -1,0 +1,65 @@
+"""Offline entity types from what English text says a name is: definitions, asides, kinship,
+other names, titles and a name's own words. The sentences are made up for these tests."""
+from __future__ import annotations
+
+import tgr
+from tgr.offline.names_en import defining_type
+from tgr.offline.providers import extract_heuristic
+
+
+def types_of(text: str) -> dict[str, str]:
+    return {e.name: e.type for e in extract_heuristic(text)[0]}
+
+
+def test_a_life_span_aside_after_a_name_says_a_person():
+    found = types_of("The mill passed to Orvel Quastin (3 May 1870 – 9 June 1931) and then to the town. "
+                     "The war (1939–1945) ended it.")
+    assert found["Orvel Quastin"] == "person"
+
+
+def test_a_relative_of_someone_is_a_person_but_a_possession_is_not():
+    found = types_of("She was the daughter of Brannoc Telvay and the granddaughter of Idris Wold. "
+                     "He is the second son of Ventrel Air's chief executive.")
+    assert found["Brannoc Telvay"] == found["Idris Wold"] == "person"
+    assert found.get("Ventrel Air") != "person"
+
+
+def test_another_name_of_a_person_is_a_person():
+    found = types_of("Tessaly Marr (born Tessaly Ondrane; 1950) sang. Huo Lin, courtesy name Zhaoyu, led the army. "
+                     "Pell Oranwick, known professionally as Tarrow Vane, is an American rapper. "
+                     "Noah Quill (born Kestrow, Ohio) is a poet.")
+    assert found["Tessaly Ondrane"] == found["Zhaoyu"] == found["Tarrow Vane"] == "person"
+    assert found.get("Kestrow") != "person"  # a birthplace, not a birth name
+
+
+def test_known_as_takes_the_type_of_the_definition_that_follows_it_only():
+    found = types_of("Pharnel was a king of Kartav, an old kingdom known as Velmaria in antiquity.")
+    assert found.get("Velmaria") != "person"
+
+
+def test_a_whole_subject_right_before_a_definition_takes_its_type_a_part_of_one_does_not():
+    found = types_of("They filmed in May. Broken Oar/Attack Of The Velds is a 1996 martial arts film. "
+                     "Later, No Time for Lanterns is a 1952 film.")
+    assert found["Attack Of The Velds"] == "work"
+    assert found.get("Lanterns") != "work"
+
+
+def test_a_definition_is_typed_by_its_head_the_last_noun_of_the_phrase():
+    assert defining_type("Marta Rill is an American film director and screenwriter.") == "person"
+    assert defining_type("Quell Pictures is a film production company based in Ohio.") == "organization"
+    assert defining_type("Harro Dunst was a Welsh rugby union and rugby league footballer.") == "person"
+    assert defining_type("Skell is an American country music duo.") == "organization"
+    assert defining_type("Lumen Gate is the third studio album by Orrin Vale.") == "work"
+    assert defining_type("Orrin Vale is a Canadian Studio/ Live Sound Engineer.") != "organization"
+    assert defining_type("Tova Bright is the first EP by Orrin Vale.") == "work"
+
+
+def test_a_store_types_a_relative_and_a_stage_name(tmp_path):
+    corpus = tmp_path / "people.txt"
+    corpus.write_text("Orrin Vale (12 March 1901 – 4 June 1977) was a Welsh rugby union and rugby league footballer. "
+                      "He was the son of Brannoc Telvay and the brother of Idris Wold.\n\n"
+                      "Pell Oranwick, known professionally as Tarrow Vane, is an American rapper.\n", encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(corpus)])
+        types = dict(kb.conn.execute("SELECT name, type FROM entities").fetchall())
+    assert types["Orrin Vale"] == types["Brannoc Telvay"] == types["Idris Wold"] == types["Tarrow Vane"] == "person"
