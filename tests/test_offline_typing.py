@@ -63,3 +63,20 @@ def test_a_store_types_a_relative_and_a_stage_name(tmp_path):
         kb.index([str(corpus)])
         types = dict(kb.conn.execute("SELECT name, type FROM entities").fetchall())
     assert types["Orrin Vale"] == types["Brannoc Telvay"] == types["Idris Wold"] == types["Tarrow Vane"] == "person"
+
+
+def test_a_names_own_words_titles_and_territories():
+    from tgr.offline.entity_types import type_by_words
+
+    assert type_by_words("Archduke Orsin of Velmark") == type_by_words("Crown Prince Adel") == "person"
+    assert type_by_words("Landgravine of Velmark") == type_by_words("Tarrin Khan") == "person"
+    assert type_by_words("Duchy of Velmark") == type_by_words("Khanate of Velmark") == "location"
+    assert type_by_words("Orsin Vale Prize") == type_by_words("Fifth Crusade") == "event"
+    assert type_by_words("Velmark Relief Fund") == "organization"
+
+
+def test_a_given_name_of_a_place_is_a_person_a_noun_of_a_place_is_not():
+    from tgr.offline.entity_types import type_by_words
+
+    assert type_by_words("Margaret of Velmark") == type_by_words("Anna Maria of Velmark") == "person"
+    assert type_by_words("Dawn of Velmark") != "person" and type_by_words("Art of Velmark") != "person"
