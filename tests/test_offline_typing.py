@@ -80,3 +80,13 @@ def test_a_given_name_of_a_place_is_a_person_a_noun_of_a_place_is_not():
 
     assert type_by_words("Margaret of Velmark") == type_by_words("Anna Maria of Velmark") == "person"
     assert type_by_words("Dawn of Velmark") != "person" and type_by_words("Art of Velmark") != "person"
+
+
+def test_a_place_west_of_another_a_monarchs_reign_and_a_name_then_its_rank():
+    from tgr.offline.entity_types import type_by_words
+
+    found = types_of("Orvale is a village. It lies two miles south-southwest of Tennick Ford. "
+                     "The abbey was built during the reign of Wulfrand.")
+    assert found["Tennick Ford"] == "location" and found["Wulfrand"] == "person"
+    assert type_by_words("Orsin, Count of Velmark") == type_by_words("Orsin Vale, 3rd Baron Tennick") == "person"
+    assert type_by_words("What's New, Mr. Velmark?") != "person"

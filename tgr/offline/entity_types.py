@@ -342,12 +342,19 @@ _NOUNS_BEFORE_OF = frozenset("""art dawn chance ray will hope faith grace glory 
     melody liberty victory justice""".split()) | MONTHS | DAYS
 
 
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)\s+")
+# the titles a name takes after a comma (not "What's New, Mr. Magoo?", a show)
+_RANKS = (_PERSON_TITLES | {"count"}) - {"mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "sir"}
+
+
 def _type_by_commas(surface: str) -> str | None:
     """A name with commas by its first part, or a place when its last part is one ("Derwent, Ohio")."""
     if "," not in surface:
         return None
     first, *rest = [part.strip() for part in surface.split(",")]
     kind = type_by_words(first)
+    if kind is None and rest and _ORDINAL.sub("", rest[0]).split(" ")[0].lower() in _RANKS:
+        kind = "person"  # "Matthew, Count of Boulogne", "Pedro Girón, 3rd Count of Ureña"
     if kind is None and rest and rest[-1] and place_kind(rest[-1]) and first[:1].isupper():
         kind = "location"
     return kind

@@ -545,7 +545,11 @@ _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|po
                         r"featuring|feat\.|stars|co-stars|voices\s+of|voice\s+of)\s+$", re.I)
 _WORD_BEFORE = re.compile(r"(?<![\w-])([a-z][a-z-]+)\s$")
 _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough|island|region|"
-                       r"municipality|parish|capital|suburb|commune|state)s?\s+of\s$")
+                       r"municipality|parish|capital|suburb|commune|state)s?\s+of\s$|"
+                       r"\b(?:town|village|county|district|borough|region|municipality|parish)s?\s+of\s+the\s+$|"
+                       r"\b(?:north|south|east|west)(?:-?(?:east|west))?\s+of\s+$")  # "located west of Sanborn"
+# a monarch's reign and what ends or crowns a life: "during the reign of Aurangzeb"
+_LIFE_EVENT_OF = re.compile(r"\b(?:reign|coronation|abdication|assassination|funeral|burial)\s+of\s+$")
 # head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
 _NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
@@ -594,7 +598,7 @@ def context_type(sentence: str, start: int, end: int) -> str | None:
     (before); "X (born 1950)", "X (2005 film)", "X, an American actor", "X, Florida" (after)."""
     before = sentence[:start]
     kin = _KIN_OF.search(before) and not _POSSESSIVE.search(sentence[start:end])  # not "son of Allegiant Air's CEO"
-    if _BY_PERSON.search(before) or _BORN.match(sentence, end) or kin \
+    if _BY_PERSON.search(before) or _BORN.match(sentence, end) or kin or _LIFE_EVENT_OF.search(before) \
             or _PERSON_NAME_BEFORE.search(before) \
             or _BORN_BEFORE.search(before) and _AFTER_BIRTH_NAME.match(sentence, end):
         return "person"
