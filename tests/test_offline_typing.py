@@ -90,3 +90,10 @@ def test_a_place_west_of_another_a_monarchs_reign_and_a_name_then_its_rank():
     assert found["Tennick Ford"] == "location" and found["Wulfrand"] == "person"
     assert type_by_words("Orsin, Count of Velmark") == type_by_words("Orsin Vale, 3rd Baron Tennick") == "person"
     assert type_by_words("What's New, Mr. Velmark?") != "person"
+
+
+def test_an_office_of_a_body_and_a_clergy_or_music_honorific_are_people():
+    from tgr.offline.entity_types import type_by_words
+
+    assert type_by_words("Leader of the Opposition") == type_by_words("Speaker of the Velmark Assembly") == "person"
+    assert type_by_words("Rev. Orsin Vale") == type_by_words("Ustad Tarrin Ali") == "person"

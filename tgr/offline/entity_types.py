@@ -290,7 +290,7 @@ _PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captai
     archbishop emperor empress tsar czar sultan imam chief father uncle aunt grandad archduke archduchess
     duke duchess countess earl baron baroness viscount viscountess marquess marquis marchioness
     margrave margravine landgrave landgravine infante infanta dauphin emir caliph shah pharaoh antipope
-    shaikh honourable honorable""".split())
+    shaikh honourable honorable reverend rev rev. ustad pandit maulana ayatollah swami""".split())
 
 
 def type_by_words(surface: str) -> str | None:
@@ -387,7 +387,7 @@ _HEAD_OF = {**{w: "person" for w in """king queen prince princess duke duchess e
     emperor empress bishop archbishop president minister chancellor governor mayor secretary
     marquess baron baroness viscount ghost spirit archduke archduchess margrave margravine landgrave
     landgravine countess infante infanta dauphin elector emir caliph shah pharaoh sheriff
-    ambassador""".split()},
+    ambassador leader speaker chairman chairwoman commissioner""".split()},
             **{w: "organization" for w in "order diocese archdiocese eparchy".split()},
             **{w: "location" for w in """territory territories kingdom republic empire duchy principality
                 caliphate khanate emirate sultanate margraviate""".split()}}
