@@ -97,3 +97,12 @@ def test_an_office_of_a_body_and_a_clergy_or_music_honorific_are_people():
 
     assert type_by_words("Leader of the Opposition") == type_by_words("Speaker of the Velmark Assembly") == "person"
     assert type_by_words("Rev. Orsin Vale") == type_by_words("Ustad Tarrin Ali") == "person"
+
+
+def test_a_ruler_after_where_he_rules_or_comes_from_is_a_person():
+    from tgr.offline.entity_types import type_by_words
+
+    assert type_by_words("US President Orsin Vale") == type_by_words("Kansas Governor Tarrin Ali") == "person"
+    assert type_by_words("Egyptian Pharaoh Amenhotep IX") == "person"
+    assert type_by_words("GNU General Public License") != "person"
+    assert type_by_words("American Major League Velmark") != "person"

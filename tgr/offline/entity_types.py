@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..text import normalise_name, without_accents
+from .demonyms import only_demonyms
 from .name_words import DAYS, MONTHS
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -310,6 +311,8 @@ def type_by_words(surface: str) -> str | None:
         return _type_by_last_word(words) or "person"  # "General Motors", "Prince Edward Island"
     if " of the " in surface:  # what follows "of the" is not what the name is ("Representative of the Falkland Islands")
         return _type_of_head(words) or _TYPE_BY_FIRST.get(words[0]) or _type_by_commas(surface)
+    if _title_after_where(surface.split(), words):
+        return _type_by_last_word(words) or "person"  # "US President Bill Clinton", "Mughal Emperor Shah Jahan"
     kind = _type_by_last_word(words) or _TYPE_BY_FIRST.get(words[0])
     if kind:
         return kind
@@ -320,6 +323,18 @@ def type_by_words(surface: str) -> str | None:
     return _type_of_head(words) or _type_by_commas(surface) or ("person" if _given_name_of_place(surface) else None)
 
 
+def _title_after_where(original: list[str], words: list[str]) -> bool:
+    """A title after where its holder rules or comes from, then a capitalised name: "US
+    President Bill Clinton", "Egyptian Pharaoh Amenhotep III", "Former Senator Orrin Vale"."""
+    if len(words) < 3 or words[1] not in _RULERS or not original[-1][:1].isupper():
+        return False
+    first = original[0]
+    return first.isupper() or words[0] in ("former", "late") or only_demonyms(first) or place_kind(first) is not None
+
+
+# offices held over a place or people (not "General", "Major", "Mr.": "GNU General Public License")
+_RULERS = frozenset("""president governor senator king queen emperor empress pharaoh prince princess sultan
+    shah emir caliph tsar czar pope archbishop bishop mayor chancellor""".split())
 _TWO_WORD_TITLES = [["prime", "minister"], ["crown", "prince"], ["crown", "princess"], ["grand", "duke"],
                     ["grand", "duchess"]]
 
