@@ -106,3 +106,16 @@ def test_a_ruler_after_where_he_rules_or_comes_from_is_a_person():
     assert type_by_words("Egyptian Pharaoh Amenhotep IX") == "person"
     assert type_by_words("GNU General Public License") != "person"
     assert type_by_words("American Major League Velmark") != "person"
+
+
+def test_a_definition_reads_through_asides_and_quotes_but_not_a_relative_clause_about_someone_else():
+    assert defining_type("Orvale was named for Tarrin Vale, who served in the Senate and was a county judge.") is None
+    assert defining_type("Tarrin Vale, who resembled Orsin Quill, is an amateur detective.") == "person"
+    assert defining_type("Velmark Gate is a rural gmina (administrative district) in Poland.") == "location"
+    assert defining_type('Velm Nails is a "gong\'an" detective novel.') == "work"
+    assert defining_type("Velm Chapel is the First Baptist Church of Velmark.") == "organization"
+
+
+def test_a_capitalised_name_inside_a_definition_is_no_head_unless_it_ends_the_phrase():
+    assert defining_type("Orsin Vale is a dual Austrian/United States citizen.") is None
+    assert defining_type("Orsin Vale is a Studio Velmark film.") == "work"

@@ -374,7 +374,7 @@ def _defined_after(sentence: str, start: int, end: int) -> str | None:
     if _IS_A_AFTER.match(sentence, end) and not _WORD_AT_END.search(before):
         return defining_type(sentence[end:])
     if _KNOWN_AS.search(before) and (clause := _IS_A.search(sentence, end)) and clause.start() - end < 80:
-        return _head_after(sentence, clause.end())
+        return _head_after(sentence, clause.end(), name_heads=True)
     return None
 
 
@@ -487,7 +487,9 @@ _HEADS = {
         photographer economist mathematician inventor screenwriter filmmaker presenter broadcaster
         guitarist drummer bassist pianist vocalist conductor boxer wrestler athlete cyclist
         swimmer golfer jockey priest bishop monk saint explorer astronaut aviator pilot
-        statesman activist critic editor publisher executive heiress socialite man woman""",
+        statesman activist critic editor publisher executive heiress socialite man woman detective
+        teacher leader merchant nobleman noblewoman courtier magnate landowner industrialist banker
+        farmer physician surgeon sailor""",
     "work": """film movie novel book album song single series show sitcom drama documentary opera
         play poem game magazine newspaper comic manga anime episode franchise painting
         sculpture musical soundtrack novella anthology miniseries telenovela journal
@@ -510,34 +512,50 @@ _IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
 _DEFINING_WORD = re.compile(r"[\w\-]+|,")
 _DEFINING_STOP = frozenset("""who which that whose where by from of in for with on at about to as
     than since until during after before under between""".split())
-_PHRASE_END = re.compile(r"[;:()!?\"“”]")
+_PHRASE_END = re.compile(r"[;:!?]")
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|that)\b")
+# asides closed before the definition: "X (the four people who carry ...) is", "X, who resembled Y, is"
+_CLOSED_ASIDES = re.compile(r"[(（][^()（）]*[)）]|,[^,]*,")
 
 
 def defining_type(sentence: str) -> str | None:
     """The type a defining sentence gives its subject: "X is an American actor" -> person,
-    "X, originally published as Y, is a collectible dice game" -> work (the first known
-    head noun among the next eight words after "is a"), or None."""
+    "X, originally published as Y, is a collectible dice game" -> work (_head_after the first
+    "is a"), or None; not what a relative clause says of someone else ("X was named for Y,
+    who was a county judge")."""
     match = _IS_A.search(sentence)
-    return _head_after(sentence, match.end()) if match else None
+    if not match or _RELATIVE.search(_CLOSED_ASIDES.sub("", sentence[:match.start()])):
+        return None
+    return _head_after(sentence, match.end(), name_heads=True)
 
 
-def _head_after(sentence: str, position: int) -> str | None:
+def _head_after(sentence: str, position: int, name_heads: bool = False) -> str | None:
     """The type of the noun phrase from position on by its head, its last known noun (English
     puts the head last: "a film director" is a person, "a film production company" a company,
     "a rugby union and rugby league footballer" a person): among its first twelve words, up to
-    punctuation (a comma once a head is found), a relative or a preposition, or a participle
-    after a head ("a film directed by"). A capitalised word is a name, no head ("a Studio Ghibli
-    film"), unless it is an office ("a former Prime Minister")."""
+    a semicolon, colon, ! or ? (a comma once a head is found), a relative or a preposition, or
+    a participle after a head ("a film directed by"). A capitalised word is part of a name
+    ("a Studio Ghibli film"), no head, unless it is an office ("a former Prime Minister") or,
+    with name_heads (what a definition says: "X is the First Baptist Church of Providence"),
+    the phrase has no lower-case head and ends with it (not "a dual Austrian/United States
+    citizen")."""
     phrase = _PHRASE_END.split(sentence[position:position + 200], maxsplit=1)[0]
-    kind = None
-    for word in _DEFINING_WORD.findall(phrase)[:12]:
-        if word in _DEFINING_STOP or kind and (word.endswith(("ed", "ing")) or word == ","):
+    kind = capitalised = None
+    words = _DEFINING_WORD.findall(phrase)[:12]
+    for k, word in enumerate(words):
+        if word in _DEFINING_STOP or (kind or capitalised) and (word.endswith(("ed", "ing")) or word == ","):
             break
         head = word.lower()
         found = _HEAD_TYPES.get(head) or (_HEAD_TYPES.get(head[:-1]) if head.endswith("s") else None)
         if found and (word.islower() or word.isupper() or found == "person"):
             kind = found
-    return kind
+        elif found:
+            capitalised = found
+        elif capitalised and word.islower():
+            if k + 1 < len(words) and words[k + 1] in _DEFINING_STOP:
+                break  # "an ALA Notable Children's Book written by": a participle ends the phrase
+            capitalised = None  # "a dual Austrian/United States citizen": the phrase goes on past the name
+    return kind or (capitalised if name_heads else None)
 
 
 _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|portrayed|voiced|hosted|sung|"
@@ -551,7 +569,7 @@ _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough
 # a monarch's reign and what ends or crowns a life: "during the reign of Aurangzeb"
 _LIFE_EVENT_OF = re.compile(r"\b(?:reign|coronation|abdication|assassination|funeral|burial)\s+of\s+$")
 # head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
-_NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
+_NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman duo trio quartet".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
 _ASIDE_AFTER = re.compile(r"\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）]){1,200}?)[)）]")
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
