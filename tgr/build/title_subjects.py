@@ -110,11 +110,11 @@ def _subject_type(name: str, text: str) -> str:
     if has_cjk(name):
         return "concept"  # (the defining patterns are English)
     from ..offline.entity_types import type_by_words
-    from ..offline.names_en import defining_type
+    from ..offline.names_en import defining_type, life_aside
 
     opening = text[:_OPENING]
     by_words = type_by_words(name)  # what the name's own words say (an event's dates are no life span)
-    if by_words is None and (aside := _FIRST_ASIDE.search(opening)) and _life(aside.group(1)):
+    if by_words is None and (aside := _FIRST_ASIDE.search(opening)) and life_aside(aside.group(1)):
         return "person"
     plain = _without_asides(opening)
     sentences = [" ".join(plain[a:b].split()) for a, b in split_sentences(plain)]
@@ -133,17 +133,6 @@ _HE_OR_SHE = re.compile(r"(?:He|She|His|Her)\s")
 _OPENING = 1500  # characters: the first sentence of a document, asides and all
 # the first aside, right after the opening's first words (its subject's name: "Cláudio Ibrahim Vaz Leal (born ...")
 _FIRST_ASIDE = re.compile(r"^\W*[A-Z][^.!?。(（\s]*(?:\s+[^.!?。(（\s]+){0,7}\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）])*)[)）]")
-# "(born 9 May 1964)", "(née Hardin; ...)", "(c. 1338 – 1 April 1412)", "(1764 in Meulan – 8 September 1822 in Paris)"
-_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-_LIFE_WORD = re.compile(r"\b(?:born|née|nee|b\.|died|d\.)\s")
-_SPAN = re.compile(r"\d{3,4}\b.{0,40}?\s?(?:–|-|--)\s?.{0,25}?\b\d{3,4}\b")
-_FULL_DATE = re.compile(rf"\b\d{{1,2}} {_MONTH} \d{{3,4}}\b|\b{_MONTH} \d{{1,2}}, \d{{3,4}}\b")
-
-
-def _life(aside: str) -> bool:
-    """A birth, a death or a life span with a full date: what an aside after a person's name holds
-    (an event's is years alone: "(1939–1945)")."""
-    return bool(_LIFE_WORD.search(aside) or _SPAN.search(aside) and _FULL_DATE.search(aside))
 
 
 def _without_asides(text: str) -> str:

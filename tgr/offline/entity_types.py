@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..text import normalise_name, without_accents
+from .demonyms import only_demonyms
+from .name_words import DAYS, MONTHS
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MIN_CITY = 100_000  # smaller towns share names with people and things too often ("Marley")
@@ -254,7 +256,7 @@ _LAST_WORD = {
         regiment squadron battalion fleet command guard legion cartel congress cabinet court
         tribunal observatory seminary conservatory polytechnic bros brothers partners associates
         holdings ventures organization organisation enterprises secretariat directorate infantry
-        artillery cavalry institution laboratory center centre movement""",
+        artillery cavalry institution laboratory center centre movement fund""",
     "location": """airport station bridge prairie park valley heights beach falls creek hills
         district region province county city town village island islands river lake mountain
         mountains peninsula bay harbour harbor street avenue road square castle palace tower
@@ -264,28 +266,32 @@ _LAST_WORD = {
         mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
         theater hotel house route lane pond plantation empire building farm garden range monument
         base colony territory inn mound peak waterfall brook canyon ridge zoo estate manor site
-        ranch lodge gorge cove sanctuary""",
+        ranch lodge gorge cove sanctuary motel duchy principality caliphate khanate emirate sultanate
+        margraviate oblast voivodeship governorate arrondissement""",
     "event": """season tournament championship championships cup games olympics festival election
         elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion
         riot riots crisis scandal disaster earthquake hurricane typhoon expo exposition marathon
         derby open rally race summit trophy ceremony concert tour siege invasion bombing bombings
-        assassination expedition olympiad""",
+        assassination expedition olympiad prize crusade campaign contest""",
     "work": """album song single film novel book poem opera symphony sonata concerto series show hour
         soundtrack trilogy saga chronicles diaries journal gazette review quarterly tribune herald
         chronicle episode musical ballad hymn anthem requiem overture oratorio cantata anthology
         encyclopedia dictionary manifesto""",
-    "person": "emperor empress",  # "Qianlong Emperor"
+    "person": "emperor empress khan jr jr. sr sr.",  # "Qianlong Emperor", "Genghis Khan", "John Sutter Jr."
 }
 _FIRST_WORD = {
     "organization": "university museum bank ministry department council house government cabinet parliament",
-    "location": "mount lake fort port cape river isle",
+    "location": "mount lake fort port cape river isle county",
 }
 _TYPE_BY_LAST = {w: kind for kind, words in _LAST_WORD.items() for w in words.split()}
 _TYPE_BY_FIRST = {w: kind for kind, words in _FIRST_WORD.items() for w in words.split()}
 _PERSON_TITLES = frozenset("""coach producer director lieutenant sergeant captain general colonel
     major admiral judge senator governor president prince princess king queen lord lady sir dr
     dr. mr mr. mrs mrs. ms ms. professor saint st. sheikh marshal rabbi cardinal pope bishop
-    archbishop emperor empress tsar czar sultan imam chief father uncle aunt grandad""".split())
+    archbishop emperor empress tsar czar sultan imam chief father uncle aunt grandad archduke archduchess
+    duke duchess countess earl baron baroness viscount viscountess marquess marquis marchioness
+    margrave margravine landgrave landgravine infante infanta dauphin emir caliph shah pharaoh antipope
+    shaikh honourable honorable reverend rev rev. ustad pandit maulana ayatollah swami""".split())
 
 
 def type_by_words(surface: str) -> str | None:
@@ -300,11 +306,13 @@ def type_by_words(surface: str) -> str | None:
     words = surface.lower().replace("&amp;", "&").split()
     if len(words) < 2 or _CJK.search(surface):
         return None
-    if (words[0] in _PERSON_TITLES or words[:2] == ["prime", "minister"] and len(words) > 2) \
+    if (words[0] in _PERSON_TITLES or words[:2] in _TWO_WORD_TITLES and len(words) > 2) \
             and surface.split()[-1][:1].isupper():
         return _type_by_last_word(words) or "person"  # "General Motors", "Prince Edward Island"
     if " of the " in surface:  # what follows "of the" is not what the name is ("Representative of the Falkland Islands")
         return _type_of_head(words) or _TYPE_BY_FIRST.get(words[0]) or _type_by_commas(surface)
+    if _title_after_where(surface.split(), words):
+        return _type_by_last_word(words) or "person"  # "US President Bill Clinton", "Mughal Emperor Shah Jahan"
     kind = _type_by_last_word(words) or _TYPE_BY_FIRST.get(words[0])
     if kind:
         return kind
@@ -312,7 +320,46 @@ def type_by_words(surface: str) -> str | None:
         return kind  # "Republic of China": a country
     if _REGNAL.fullmatch(surface) and words[0] not in common_words() or words[-2] == "the" and words[-1] in _EPITHETS:
         return "person"
-    return _type_of_head(words) or _type_by_commas(surface)
+    return _type_of_head(words) or _type_by_commas(surface) or ("person" if _given_name_of_place(surface) else None)
+
+
+def _title_after_where(original: list[str], words: list[str]) -> bool:
+    """A title after where its holder rules or comes from, then a capitalised name: "US
+    President Bill Clinton", "Egyptian Pharaoh Amenhotep III", "Former Senator Orrin Vale"."""
+    if len(words) < 3 or words[1] not in _RULERS or not original[-1][:1].isupper():
+        return False
+    first = original[0]
+    return first.isupper() or words[0] in ("former", "late") or only_demonyms(first) or place_kind(first) is not None
+
+
+# offices held over a place or people (not "General", "Major", "Mr.": "GNU General Public License")
+_RULERS = frozenset("""president governor senator king queen emperor empress pharaoh prince princess sultan
+    shah emir caliph tsar czar pope archbishop bishop mayor chancellor""".split())
+_TWO_WORD_TITLES = [["prime", "minister"], ["crown", "prince"], ["crown", "princess"], ["grand", "duke"],
+                    ["grand", "duchess"]]
+
+
+def _given_name_of_place(surface: str) -> bool:
+    """"Anna of Brunswick", "Johann Wilhelm of Saxe-Weimar": one or two given names (the first a
+    census first name that is no common word or place), "of", then a capitalised place name: how
+    medieval and noble people are named."""
+    before, of, after = surface.partition(" of ")
+    given = before.split()
+    if not of or not 1 <= len(given) <= 2 or not after[:1].isupper() or after.startswith("The "):
+        return False
+    first = without_accents(given[0].lower())
+    return all(w[:1].isupper() for w in given) and first in census_first_names() \
+        and first not in common_words() and first not in _NOUNS_BEFORE_OF and place_kind(given[0]) is None
+
+
+# census first names that are also nouns heading an "X of Y" phrase ("Art of Fugue", "Dawn of Justice")
+_NOUNS_BEFORE_OF = frozenset("""art dawn chance ray will hope faith grace glory joy destiny harmony
+    melody liberty victory justice""".split()) | MONTHS | DAYS
+
+
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)\s+")
+# the titles a name takes after a comma (not "What's New, Mr. Magoo?", a show)
+_RANKS = (_PERSON_TITLES | {"count"}) - {"mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "sir"}
 
 
 def _type_by_commas(surface: str) -> str | None:
@@ -321,6 +368,8 @@ def _type_by_commas(surface: str) -> str | None:
         return None
     first, *rest = [part.strip() for part in surface.split(",")]
     kind = type_by_words(first)
+    if kind is None and rest and _ORDINAL.sub("", rest[0]).split(" ")[0].lower() in _RANKS:
+        kind = "person"  # "Matthew, Count of Boulogne", "Pedro Girón, 3rd Count of Ureña"
     if kind is None and rest and rest[-1] and place_kind(rest[-1]) and first[:1].isupper():
         kind = "location"
     return kind
@@ -351,9 +400,12 @@ _EPITHETS = frozenset("great elder younger bold pious fair good wise conqueror c
 # a body ("Order of the British Empire", "Diocese of Almería"), a territory
 _HEAD_OF = {**{w: "person" for w in """king queen prince princess duke duchess earl
     emperor empress bishop archbishop president minister chancellor governor mayor secretary
-    marquess baron baroness viscount ghost spirit""".split()},
+    marquess baron baroness viscount ghost spirit archduke archduchess margrave margravine landgrave
+    landgravine countess infante infanta dauphin elector emir caliph shah pharaoh sheriff
+    ambassador leader speaker chairman chairwoman commissioner""".split()},
             **{w: "organization" for w in "order diocese archdiocese eparchy".split()},
-            **{w: "location" for w in "territory territories kingdom republic empire".split()}}
+            **{w: "location" for w in """territory territories kingdom republic empire duchy principality
+                caliphate khanate emirate sultanate margraviate""".split()}}
 
 
 @lru_cache(maxsize=1)

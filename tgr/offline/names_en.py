@@ -342,6 +342,8 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     if len(name) < 2 or only_demonyms(name):
         return None  # "Canadian", "Italian-American": where from, not what
     after = words[tokens[-1] + 1].group().lower() if tokens[-1] + 1 < len(words) else ""
+    if kind == "concept" and _life_after(sentence, name, end):
+        kind = "person"
     if kind == "concept":
         kind = _type_of(lowered, previous, after)
     if kind == "concept":
@@ -350,7 +352,30 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
         kind = place_kind(name) or ("person" if given_and_family_name(name) else kind)
     if kind == "concept" and not previous:  # the subject of "X is an American actor"
         kind = defining_type(sentence) or kind
+    if kind == "concept":
+        kind = _defined_after(sentence, start, end) or kind
     return name, kind, inside, titled, start
+
+
+def _life_after(sentence: str, name: str, end: int) -> bool:
+    """A birth, death or life span in brackets right after the name ("Amador Salazar Jiménez (30
+    April 1868 – 16 April 1916)"), when the name's words say nothing else (a battle has dates
+    too) and it is no post-nominal ("Ken Annakin, OBE (10 August 1914 – ...)")."""
+    aside = _ASIDE_AFTER.match(sentence, end)
+    return bool(aside) and life_aside(aside.group(1)) and not name.isupper() and type_by_words(name) is None
+
+
+def _defined_after(sentence: str, start: int, end: int) -> str | None:
+    """What a defining clause right after a name says it is, when the name is the whole subject
+    (no word of the subject before it: "Broken Path/Attack Of The Yakuza is a martial arts film",
+    not "No Time for Flowers is a 1952 film") or another name of it ("X, known professionally as
+    Y, is an American rapper")."""
+    before = sentence[:start]
+    if _IS_A_AFTER.match(sentence, end) and not _WORD_AT_END.search(before):
+        return defining_type(sentence[end:])
+    if _KNOWN_AS.search(before) and (clause := _IS_A.search(sentence, end)) and clause.start() - end < 80:
+        return _head_after(sentence, clause.end(), name_heads=True)
+    return None
 
 
 def _strip_openers(tokens: list[int], lowered: list[str], kind: str, inside: bool,
@@ -462,7 +487,9 @@ _HEADS = {
         photographer economist mathematician inventor screenwriter filmmaker presenter broadcaster
         guitarist drummer bassist pianist vocalist conductor boxer wrestler athlete cyclist
         swimmer golfer jockey priest bishop monk saint explorer astronaut aviator pilot
-        statesman activist critic editor publisher executive heiress socialite man woman""",
+        statesman activist critic editor publisher executive heiress socialite man woman detective
+        teacher leader merchant nobleman noblewoman courtier magnate landowner industrialist banker
+        farmer physician surgeon sailor""",
     "work": """film movie novel book album song single series show sitcom drama documentary opera
         play poem game magazine newspaper comic manga anime episode franchise painting
         sculpture musical soundtrack novella anthology miniseries telenovela journal
@@ -470,7 +497,8 @@ _HEADS = {
     "organization": """company corporation band group organization organisation university college
         school team club party firm brand agency institute airline manufacturer label network
         channel church order retailer chain conglomerate charity foundation society
-        association federation league union studio publisher museum diocese archdiocese""",
+        association federation league union studio publisher museum diocese archdiocese duo trio
+        quartet quintet ensemble""",
     "location": """city town village river lake mountain country state province county district
         region island municipality suburb neighborhood neighbourhood borough capital area park
         airport stadium arena building bridge castle street road highway peninsula valley
@@ -481,28 +509,53 @@ _HEADS = {
 }
 _HEAD_TYPES = {word: kind for kind, words in _HEADS.items() for word in words.split()}
 _IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+")
-_DEFINING_WORD = re.compile(r"[\w\-]+")
-_DEFINING_STOP = frozenset("who which that whose where by from of in for with on at".split())
+_DEFINING_WORD = re.compile(r"[\w\-]+|,")
+_DEFINING_STOP = frozenset("""who which that whose where by from of in for with on at about to as
+    than since until during after before under between""".split())
+_PHRASE_END = re.compile(r"[;:!?]")
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|that)\b")
+# asides closed before the definition: "X (the four people who carry ...) is", "X, who resembled Y, is"
+_CLOSED_ASIDES = re.compile(r"[(（][^()（）]*[)）]|,[^,]*,")
 
 
 def defining_type(sentence: str) -> str | None:
     """The type a defining sentence gives its subject: "X is an American actor" -> person,
-    "X, originally published as Y, is a collectible dice game" -> work (the first known
-    head noun among the next eight words after "is a"), or None."""
+    "X, originally published as Y, is a collectible dice game" -> work (_head_after the first
+    "is a"), or None; not what a relative clause says of someone else ("X was named for Y,
+    who was a county judge")."""
     match = _IS_A.search(sentence)
-    return _head_after(sentence, match.end()) if match else None
+    if not match or _RELATIVE.search(_CLOSED_ASIDES.sub("", sentence[:match.start()])):
+        return None
+    return _head_after(sentence, match.end(), name_heads=True)
 
 
-def _head_after(sentence: str, position: int) -> str | None:
-    """The type of the first known head noun among the eight words from position on."""
-    for word in _DEFINING_WORD.findall(sentence, position)[:8]:
-        word = word.lower()
-        if word in _DEFINING_STOP:
+def _head_after(sentence: str, position: int, name_heads: bool = False) -> str | None:
+    """The type of the noun phrase from position on by its head, its last known noun (English
+    puts the head last: "a film director" is a person, "a film production company" a company,
+    "a rugby union and rugby league footballer" a person): among its first twelve words, up to
+    a semicolon, colon, ! or ? (a comma once a head is found), a relative or a preposition, or
+    a participle after a head ("a film directed by"). A capitalised word is part of a name
+    ("a Studio Ghibli film"), no head, unless it is an office ("a former Prime Minister") or,
+    with name_heads (what a definition says: "X is the First Baptist Church of Providence"),
+    the phrase has no lower-case head and ends with it (not "a dual Austrian/United States
+    citizen")."""
+    phrase = _PHRASE_END.split(sentence[position:position + 200], maxsplit=1)[0]
+    kind = capitalised = None
+    words = _DEFINING_WORD.findall(phrase)[:12]
+    for k, word in enumerate(words):
+        if word in _DEFINING_STOP or (kind or capitalised) and (word.endswith(("ed", "ing")) or word == ","):
             break
-        kind = _HEAD_TYPES.get(word) or (_HEAD_TYPES.get(word[:-1]) if word.endswith("s") else None)
-        if kind:
-            return kind
-    return None
+        head = word.lower()
+        found = _HEAD_TYPES.get(head) or (_HEAD_TYPES.get(head[:-1]) if head.endswith("s") else None)
+        if found and (word.islower() or word.isupper() or found == "person"):
+            kind = found
+        elif found:
+            capitalised = found
+        elif capitalised and word.islower():
+            if k + 1 < len(words) and words[k + 1] in _DEFINING_STOP:
+                break  # "an ALA Notable Children's Book written by": a participle ends the phrase
+            capitalised = None  # "a dual Austrian/United States citizen": the phrase goes on past the name
+    return kind or (capitalised if name_heads else None)
 
 
 _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|portrayed|voiced|hosted|sung|"
@@ -510,10 +563,45 @@ _BY_PERSON = re.compile(r"\b(?:(?:directed|written|co-written|composed|played|po
                         r"featuring|feat\.|stars|co-stars|voices\s+of|voice\s+of)\s+$", re.I)
 _WORD_BEFORE = re.compile(r"(?<![\w-])([a-z][a-z-]+)\s$")
 _PLACE_OF = re.compile(r"\b(?:city|town|village|county|province|district|borough|island|region|"
-                       r"municipality|parish|capital|suburb|commune|state)s?\s+of\s$")
+                       r"municipality|parish|capital|suburb|commune|state)s?\s+of\s$|"
+                       r"\b(?:town|village|county|district|borough|region|municipality|parish)s?\s+of\s+the\s+$|"
+                       r"\b(?:north|south|east|west)(?:-?(?:east|west))?\s+of\s+$")  # "located west of Sanborn"
+# a monarch's reign and what ends or crowns a life: "during the reign of Aurangzeb"
+_LIFE_EVENT_OF = re.compile(r"\b(?:reign|coronation|abdication|assassination|funeral|burial)\s+of\s+$")
 # head nouns that are also verbs or adjectives before a capitalised word ("to play Hamlet")
-_NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman".split())
+_NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman duo trio quartet".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
+_ASIDE_AFTER = re.compile(r"\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）]){1,200}?)[)）]")
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_LIFE_WORD = re.compile(r"\b(?:born|née|nee|b\.|died|d\.)\s")
+_SPAN = re.compile(r"\d{3,4}\b.{0,40}?\s?(?:–|-|--)\s?.{0,25}?\b\d{3,4}\b")
+_FULL_DATE = re.compile(rf"\b\d{{1,2}} {_MONTH} \d{{3,4}}\b|\b{_MONTH} \d{{1,2}}, \d{{3,4}}\b")
+# what is said of a person's relatives: "daughter of X", "the second son of X", "married to X"
+_KIN_OF = re.compile(r"\b(?:sons?|daughters?|wife|husband|widow|widower|father|mother|brothers?|sisters?|"
+                     r"grandsons?|granddaughters?|grandfather|grandmother|nephew|niece|cousin|stepson|stepdaughter|"
+                     r"stepfather|stepmother|half-brother|half-sister|son-in-law|daughter-in-law|father-in-law|"
+                     r"mother-in-law|mistress|consort|spouse)\s+of\s+$|"
+                     r"\b(?:married\s+to|bint|daughter\s+and\s+heiress\s+of)\s+$")
+# another name of a person: "(born Gunasekar Karri", "née Hardin", "courtesy name Zhongmiao", "stage name X"
+_PERSON_NAME_BEFORE = re.compile(r"\b(?:courtesy|stage|pen|birth|real|art|ring|maiden|given|full|baptismal|regnal|"
+                                 r"religious)\s+name\s+(?:was\s+|is\s+)?$")
+_BORN_BEFORE = re.compile(r"\b(?:born|née|nee)\s+$")
+# what follows a birth name, not a birthplace ("born Dayton, Ohio"): "(born Gunasekar Karri;", "born X in Y"
+_AFTER_BIRTH_NAME = re.compile(r"\s*(?:[;)(]|\s(?:in|on|at|to)\s)")
+# the same thing by another name: "X, known professionally as Y, is ..." -> what the sentence defines X as
+_KNOWN_AS = re.compile(r"\b(?:(?:also|better|best|professionally|popularly|commonly|widely|formerly|simply|"
+                       r"mononymously|locally|originally|officially)\s+)?(?:known|credited|billed)\s+"
+                       r"(?:(?:professionally|mononymously|popularly|simply|also)\s+)?(?:as|by\s+(?:the|his|her|their)\s+"
+                       r"(?:stage\s+|pen\s+|ring\s+)?name(?:\s+of)?)\s+[\"“‘']?$")
+_WORD_AT_END = re.compile(r"(?:\w['’]?|[&+])\s*$")  # "Capricorn One: Singles & Rarities"
+_IS_A_AFTER = re.compile(r"\s+(?:is|was)\s+(?:an?|the|one of the)\s+")
+
+
+def life_aside(aside: str) -> bool:
+    """A birth, a death or a life span with a full date: what an aside after a person's name holds
+    ("born 1950", "d. 20 March 851", "30 April 1868 – 16 April 1916"; an event's is years alone:
+    "(1939–1945)")."""
+    return bool(_LIFE_WORD.search(aside) or _SPAN.search(aside) and _FULL_DATE.search(aside))
 _PAREN_HEAD = re.compile(r"\s*\((?:[^()]*\s)?([a-z][a-z-]+)\)")  # "(2005 film)", "(band)"
 _APPOSITIVE = re.compile(r",\s+(?:an?|the|one of the)\s+")
 _AFTER_TYPES = {**{w: "location" for w in """mountains mountain range massif river valley region state
@@ -527,7 +615,10 @@ def context_type(sentence: str, start: int, end: int) -> str | None:
     """The type the words around a name give it: "directed by X", "actor X", "the city of X"
     (before); "X (born 1950)", "X (2005 film)", "X, an American actor", "X, Florida" (after)."""
     before = sentence[:start]
-    if _BY_PERSON.search(before) or _BORN.match(sentence, end):
+    kin = _KIN_OF.search(before) and not _POSSESSIVE.search(sentence[start:end])  # not "son of Allegiant Air's CEO"
+    if _BY_PERSON.search(before) or _BORN.match(sentence, end) or kin or _LIFE_EVENT_OF.search(before) \
+            or _PERSON_NAME_BEFORE.search(before) \
+            or _BORN_BEFORE.search(before) and _AFTER_BIRTH_NAME.match(sentence, end):
         return "person"
     if _PLACE_OF.search(before):
         return "location"
