@@ -407,10 +407,11 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
             "ON CONFLICT(id) DO UPDATE SET level = excluded.level, parent_id = excluded.parent_id, "
             "size = excluded.size, is_leaf = excluded.is_leaf",
             [(c.id, *row(c)) for c in sorted(changed_rows, key=lambda c: c.level)])
+        left, joined = _member_changes(changed_members, old)
+        conn.executemany("DELETE FROM community_members WHERE community_id = ? AND entity_id = ?", left)
         conn.executemany("DELETE FROM community_members WHERE community_id = ?",
-                         [(c.id,) for c in changed_members])
-        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
-                         [(c.id, m) for c in changed_members for m in c.members])
+                         [(c.id,) for c in changed_members if c.id not in old])
+        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)", joined)
         conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
         count_community_chunks(conn)
         # what produced the stored communities, for people reading meta with sqlite3
@@ -423,6 +424,20 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
     return {"communities": sum(levels.values()), "levels": levels,
             "changed": bool(changed_rows or changed_members or gone),
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _member_changes(changed: list[Community], old: dict[str, Community]) -> tuple[list[tuple], list[tuple]]:
+    """The (community, entity) rows to delete and to insert so that the stored members of the
+    changed communities become theirs: of a community stored before (old, as read), only the
+    members that left and those that joined (a large community gaining one entity rewrote
+    thousands of rows, each through the digest's and community_chunks' triggers)."""
+    left, joined = [], []
+    for c in changed:
+        before = set(old[c.id].members) if c.id in old else set()
+        now = set(c.members)
+        left += [(c.id, m) for m in sorted(before - now)]
+        joined += [(c.id, m) for m in c.members if m not in before]
+    return left, joined
 
 
 def count_community_chunks(conn: Connection) -> int:
