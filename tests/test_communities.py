@@ -408,3 +408,83 @@ def test_ids_follow_the_majority_of_members_whether_or_not_a_community_is_unchan
     assert [c.id for c in renamed] == [expected[c.id] for c in after]
     kept = sum(c.id in {p.id for p in previous} for c in renamed)
     assert 0 < kept < len(renamed)  # both kinds occur
+
+
+def _igraph_of(nodes, edges):
+    import igraph
+
+    index = {n: i for i, n in enumerate(nodes)}
+    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
+    graph.es["weight"] = [w for _, _, w in edges]
+    return graph
+
+
+def _whole_subgraph_leiden(sub, seed, labels, fixed):
+    """Leiden from a start with fixed members on the whole subgraph (before _collapsed)."""
+    import leidenalg
+
+    partition = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=labels, weights="weight")
+    optimiser = leidenalg.Optimiser()
+    optimiser.set_rng_seed(seed)
+    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=fixed)
+    return partition.membership
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_fixed_members_are_one_node_each_community_and_the_quality_is_the_same(seed):
+    """With most members fixed, Leiden is given each start community's fixed members as one
+    node: a graph the size of the communities and the free members, on which every
+    assignment of the free members has the quality it has on the whole subgraph."""
+    import leidenalg
+
+    from tgr.build.cluster import _collapsed
+
+    nodes, edges = random_graph(seed)
+    sub = _igraph_of(nodes, edges)
+    labels = leidenalg.find_partition(sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
+                                      seed=seed).membership
+    rng = random.Random(seed)
+    free = set(rng.sample(range(len(nodes)), 5))
+    fixed = [v not in free for v in range(len(nodes))]
+    collapsed, node, initial, fixed_nodes = _collapsed(sub, labels, fixed)
+    assert collapsed.vcount() == len(set(labels)) + len(free) and fixed_nodes.count(False) == len(free)
+    assert [initial[node[v]] == initial[node[u]] for v, u in zip(range(len(nodes)), range(1, len(nodes)))] == \
+        [labels[v] == labels[u] for v, u in zip(range(len(nodes)), range(1, len(nodes)))]
+    for _ in range(5):  # the free members anywhere: the same quality on both graphs
+        moved = list(labels)
+        for v in free:
+            moved[v] = rng.choice(labels + [max(labels) + 1])
+        grouped = {}
+        for v, label in enumerate(moved):
+            grouped.setdefault(node[v], label)
+        whole = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=moved, weights="weight")
+        small = leidenalg.RBConfigurationVertexPartition(
+            collapsed, initial_membership=[grouped[n] for n in range(collapsed.vcount())], weights="weight")
+        assert small.quality() == pytest.approx(whole.quality())
+    # and Leiden from the start places the free members as it does on the whole subgraph here
+    from tgr.build.cluster import _leiden
+
+    start = (labels, fixed, set(labels) - {labels[v] for v in free})
+    found = _leiden(sub, seed, 1.0, start)
+    expected = _whole_subgraph_leiden(sub, seed, labels, fixed)
+    same = lambda m: {frozenset(v for v in range(len(m)) if m[v] == c) for c in set(m)}  # noqa: E731
+    assert same(found) == same(expected)
+
+
+def test_a_community_its_free_member_held_together_is_cut_into_its_pieces():
+    """a - b - c were one community; b (free: its edges changed) now belongs with the y
+    clique: a and c, fixed, are no longer connected inside their community and part."""
+    from tgr.build.cluster import _leiden
+
+    x_nodes, x_edges = clique("x", 6)
+    y_nodes, y_edges = clique("y", 6)
+    nodes = x_nodes + y_nodes + ["a", "b", "c"]
+    edges = x_edges + y_edges + [("a", "x0", 1.0), ("c", "x1", 1.0), ("a", "b", 0.1), ("b", "c", 0.1)]
+    edges += [("b", y, 5.0) for y in y_nodes] + [("x5", "y5", 1.0)]
+    sub = _igraph_of(nodes, edges)
+    labels = [0] * 6 + [1] * 6 + [2, 2, 2]
+    fixed = [n != "b" for n in nodes]
+    membership = _leiden(sub, 42, 1.0, (labels, fixed, {0, 1}))
+    at = {n: membership[i] for i, n in enumerate(nodes)}
+    assert at["b"] == at["y0"] and at["a"] != at["c"]
+    assert len({at[n] for n in x_nodes}) == 1 and at["a"] != at["x0"]

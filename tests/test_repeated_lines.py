@@ -174,3 +174,19 @@ def test_chunks_are_grouped_by_document_as_each_chunks_own_document_says():
             if seq in owner:
                 expected.setdefault(owner[seq], []).append(seq)
         assert runs.grouped(asked) == expected
+
+
+def test_repeated_words_are_read_from_a_to_z_only(tmp_path):
+    """repeated_words reads only the full-text index's terms from 'a' to 'z' (a mixed store's
+    Chinese terms are most of them): words at both ends of that range are still found."""
+    from tgr.offline.community_reports import repeated_words
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for n, story in enumerate(["孙悟空拜师学艺。", "猪八戒吃西瓜。", "沙和尚挑着担子。", "唐僧念经。"]):
+        (folder / f"part_{n}.txt").write_text(f"Zephyr Abbey Records, part {n + 1}.\n\n{story}\n", encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(folder)], **SMALL)
+        repeated = repeated_words(kb.conn)
+    assert {"zephyr", "abbey", "records"} <= repeated, repeated
+    assert not any(ord(w[0]) > 127 for w in repeated)

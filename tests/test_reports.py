@@ -166,3 +166,52 @@ def test_contexts_do_not_depend_on_how_many_rows_are_kept(db_path):
                     for graph in (small, large)]
         assert contexts[0] == contexts[1] and any(text for text, _ in contexts[0])
         assert len(small._entity_texts) + len(small._edge_texts) <= 6 < len(large._entity_texts)
+
+
+def _substituted_by_trying_each(graph, community, child_reports, budget):
+    """substituted_context as first written: the raw material made after every sub-report."""
+    from tgr.build.report import _counted, _table, raw_context
+    from tgr.text import shorten
+
+    children = sorted((c for c in community.children if c in child_reports),
+                      key=lambda c: (-len(child_reports[c][1]), c))
+    covered, report_rows = set(), []
+    for child in children:
+        report_rows.append(_counted(f"{child}|{shorten(child_reports[child][0], 1500)}"))
+        covered.update(child_reports[child][1])
+        rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
+        rest, fits = raw_context(graph, [m for m in community.members if m not in covered], max(0, budget - used))
+        if fits or child == children[-1]:
+            return "\n".join(t for t in (rep_text, rest) if t)
+    return raw_context(graph, community.members, budget)[0]
+
+
+def test_material_too_large_for_the_budget_is_not_made(db_path):
+    """A top-level community's material is most of the graph: material_fits and
+    substituted_context see from its entity count alone that it cannot fit, never make it,
+    and give the contexts they gave when they made it."""
+    from tgr.build.report import _Community, _Graph, material_fits, substituted_context
+
+    kb, _ = build(db_path, ZH_CORPUS, max_cluster_size=6)
+    with kb:
+        rows = kb.conn.execute("SELECT id, level, parent_id FROM communities ORDER BY level, id").fetchall()
+        communities = {cid: _Community(cid, level, parent, []) for cid, level, parent in rows}
+        for cid, eid in kb.conn.execute("SELECT community_id, entity_id FROM community_members ORDER BY 1, 2"):
+            communities[cid].members.append(eid)
+        for c in communities.values():
+            if c.parent_id in communities:
+                communities[c.parent_id].children.append(c.id)
+        reports = dict(kb.conn.execute("SELECT community_id, full_text FROM reports"))
+        child_reports = {cid: (reports[cid], communities[cid].members) for cid in reports}
+        parents = [c for c in communities.values() if len(c.children) > 1]
+        largest = max(parents, key=lambda c: len(c.members))
+        budget = len(largest.members)  # two tokens a row: its entity rows alone pass it
+        graph = _Graph(kb.conn)
+        assert not material_fits(graph, largest.members, budget)
+        assert tuple(largest.members) not in graph._materials
+        for budget in (60, 150, 400, 1200):
+            for parent in parents:
+                assert substituted_context(graph, parent, child_reports, budget) == \
+                    _substituted_by_trying_each(_Graph(kb.conn), parent, child_reports, budget)
+        substituted_context(graph, largest, child_reports, 60)
+        assert tuple(largest.members) not in graph._materials

@@ -56,3 +56,23 @@ def test_citations_survive_an_unrelated_addition(db_path, model):
             assert kb.conn.execute("SELECT full_text FROM reports WHERE community_id = ?",
                                    (cid,)).fetchone()[0] == before[cid][0]
         assert again.answer
+
+
+def test_a_community_that_gains_members_keeps_the_rows_of_those_it_had(tmp_path):
+    """The cluster stage writes only the member rows that changed: a community that keeps its
+    id after an addition keeps the rows (rowids) of its members that stayed, and the stored
+    members are exactly the new ones."""
+    first, second = sorted(EN_CORPUS.glob("*.txt"))
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(first)], **SMALL)
+        rows = lambda: {(c, e): r for r, c, e in kb.conn.execute(  # noqa: E731
+            "SELECT rowid, community_id, entity_id FROM community_members")}
+        before, groups = rows(), members(kb)
+        kb.index([str(second)])
+        after, now = rows(), members(kb)
+    changed = [cid for cid in groups if cid in now and now[cid] != groups[cid]]
+    assert changed, "the second part moves members of communities the first made"
+    for cid in changed:
+        stayed = groups[cid] & now[cid]
+        assert stayed and all(after[(cid, e)] == before[(cid, e)] for e in stayed), cid
+    assert {k for k in after} == {(c, e) for c, es in now.items() for e in es}

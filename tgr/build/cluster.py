@@ -165,7 +165,7 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
             continue
         kept = _kept(component, nodes, {}, previous.get(0), sizes, bool(unchanged), moved, whole=True)
         top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
-                                                        start=_start(component, nodes, previous.get(0), moved)))
+                                                        start=_start(component, nodes, previous.get(0), moved, sizes)))
     frontier = [(None, top)] if top else []
     level = 0
     while frontier and level < MAX_LEVELS:
@@ -181,7 +181,7 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
                               bool(unchanged), moved, whole=False)
                 if parts is None:
                     parts = _split(graph, members, seed, resolution, whole=False,
-                                   start=_start(members, nodes, previous.get(level + 1), moved))
+                                   start=_start(members, nodes, previous.get(level + 1), moved, sizes))
                 if len(parts) > 1:
                     community.is_leaf = False
                     frontier.append((community.id, parts))
@@ -219,23 +219,28 @@ def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: di
 
 
 def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None,
-           moved: set[int]) -> tuple[list[int], list[bool]] | None:
+           moved: set[int], sizes: dict[str, int]) -> tuple[list[int], list[bool], set[int]] | None:
     """An initial membership for Leiden on members (sorted): their previous communities,
-    each new node on its own; and which members are fixed there (unchanged ones that had a
-    community; moved: the positions of the others). None when there is nothing to start from."""
+    each new node on its own; which members are fixed there (unchanged ones that had a
+    community; moved: the positions of the others); and the labels of the previous
+    communities whose members (sizes: how many each had) are all here, fixed. None when
+    there is nothing to start from."""
     if not previous:
         return None
     labels: dict[str, int] = {}
     start, fixed = [], []
+    held: Counter = Counter()
     for i in members:
         old = previous.get(nodes[i])
         start.append(labels.setdefault(old or f"new:{i}", len(labels)))
         fixed.append(old is not None and i not in moved)
-    return start, fixed
+        if fixed[-1]:
+            held[old] += 1
+    return start, fixed, {labels[old] for old, count in held.items() if count == sizes[old]}
 
 
 def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
-           whole: bool, start: tuple[list[int], list[bool]] | None = None) -> list[list[int]]:
+           whole: bool, start: tuple[list[int], list[bool], set[int]] | None = None) -> list[list[int]]:
     """Leiden on the subgraph of members (from the membership start, with its fixed
     members, if given); tries a finer resolution if it will not split."""
     if not members:
@@ -261,7 +266,7 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
 
 
 def _leiden(sub: igraph.Graph, seed: int, resolution: float,
-            start: tuple[list[int], list[bool]] | None) -> list[int]:
+            start: tuple[list[int], list[bool], set[int]] | None) -> list[int]:
     """Leiden's membership of the subgraph's vertices. From a start with fixed members,
     only the others move, and a community that is no longer connected (an entity that held
     it together deleted or changed) becomes one community per connected piece."""
@@ -271,22 +276,60 @@ def _leiden(sub: igraph.Graph, seed: int, resolution: float,
         return leidenalg.find_partition(
             sub, leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution,
             n_iterations=-1, seed=seed, initial_membership=start[0] if start else None).membership
-    partition = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=start[0], weights="weight",
+    collapsed, node, initial, fixed = _collapsed(sub, start[0], start[1])
+    partition = leidenalg.RBConfigurationVertexPartition(collapsed, initial_membership=initial, weights="weight",
                                                          resolution_parameter=resolution)
     optimiser = leidenalg.Optimiser()
     optimiser.set_rng_seed(seed)
-    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=start[1])
-    return _connected_pieces(sub, partition.membership)
+    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=fixed)
+    membership = [partition.membership[n] for n in node]
+    # a previous community whose members are all here and fixed, and that no free member joined,
+    # is still connected (their edges are what they were when it was found connected): only the
+    # others are looked at
+    whole = start[2]
+    kept = {membership[v] for v, label in enumerate(start[0]) if label in whole}
+    kept -= {membership[v] for v, keep in enumerate(start[1]) if not keep}
+    return _connected_pieces(sub, membership, set(membership) - kept)
 
 
-def _connected_pieces(sub: igraph.Graph, membership: list[int]) -> list[int]:
-    """membership with each community split into its connected pieces."""
+def _collapsed(sub: igraph.Graph, labels: list[int], fixed: list[bool]):
+    """The graph Leiden is given when some members are fixed: the fixed members of each start
+    community made one node (its internal weight a self-loop), the others as they are. Leiden's
+    quality (RB configuration) and every move open to the free members are the same as on the
+    whole subgraph, at a cost that no longer grows with the fixed part. Returns (graph, each
+    vertex's node, the nodes' start membership, which nodes are fixed)."""
+    import igraph
+    import numpy as np
+
+    labels, free = np.asarray(labels, dtype=np.int64), ~np.asarray(fixed, dtype=bool)
+    held = np.unique(labels[~free])  # start communities with fixed members: a node each
+    node = np.empty(len(labels), dtype=np.int64)
+    node[~free] = np.searchsorted(held, labels[~free])
+    node[free] = len(held) + np.arange(int(free.sum()))
+    count = len(held) + int(free.sum())
+    pairs = np.array(sub.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    a, b = node[pairs[:, 0]], node[pairs[:, 1]]
+    keys, where = np.unique(np.minimum(a, b) * count + np.maximum(a, b), return_inverse=True)
+    weights = np.bincount(where.ravel(), weights=np.asarray(sub.es["weight"], dtype=float), minlength=len(keys))
+    collapsed = igraph.Graph(n=count, edges=list(zip((keys // count).tolist(), (keys % count).tolist())))
+    collapsed.es["weight"] = weights.tolist()
+    start = np.concatenate([held, labels[free]])
+    initial = np.unique(start, return_inverse=True)[1].ravel().tolist()
+    return collapsed, node.tolist(), initial, [True] * len(held) + [False] * int(free.sum())
+
+
+def _connected_pieces(sub: igraph.Graph, membership: list[int], check: set[int] | None = None) -> list[int]:
+    """membership with each community (of check, if given) split into its connected pieces."""
     pieces: list[int] = [0] * len(membership)
     labels: dict[tuple[int, int], int] = {}
     groups: dict[int, list[int]] = {}
     for vertex, label in enumerate(membership):
         groups.setdefault(label, []).append(vertex)
     for label, vertices in sorted(groups.items()):
+        if check is not None and label not in check:
+            for vertex in vertices:
+                pieces[vertex] = labels.setdefault((label, 0), len(labels))
+            continue
         inner = sub.induced_subgraph(vertices).connected_components().membership
         for vertex, piece in zip(vertices, inner):
             pieces[vertex] = labels.setdefault((label, piece), len(labels))
@@ -407,10 +450,11 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
             "ON CONFLICT(id) DO UPDATE SET level = excluded.level, parent_id = excluded.parent_id, "
             "size = excluded.size, is_leaf = excluded.is_leaf",
             [(c.id, *row(c)) for c in sorted(changed_rows, key=lambda c: c.level)])
+        left, joined = _member_changes(changed_members, old)
+        conn.executemany("DELETE FROM community_members WHERE community_id = ? AND entity_id = ?", left)
         conn.executemany("DELETE FROM community_members WHERE community_id = ?",
-                         [(c.id,) for c in changed_members])
-        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)",
-                         [(c.id, m) for c in changed_members for m in c.members])
+                         [(c.id,) for c in changed_members if c.id not in old])
+        conn.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)", joined)
         conn.executemany("DELETE FROM communities WHERE id = ?", [(cid,) for cid in sorted(gone)])
         count_community_chunks(conn)
         # what produced the stored communities, for people reading meta with sqlite3
@@ -423,6 +467,20 @@ def _store_communities(conn: Connection, communities: list[Community], previous:
     return {"communities": sum(levels.values()), "levels": levels,
             "changed": bool(changed_rows or changed_members or gone),
             "rewritten": len(touched), "removed": len(gone), "changed_ids": touched}
+
+
+def _member_changes(changed: list[Community], old: dict[str, Community]) -> tuple[list[tuple], list[tuple]]:
+    """The (community, entity) rows to delete and to insert so that the stored members of the
+    changed communities become theirs: of a community stored before (old, as read), only the
+    members that left and those that joined (a large community gaining one entity rewrote
+    thousands of rows, each through the digest's and community_chunks' triggers)."""
+    left, joined = [], []
+    for c in changed:
+        before = set(old[c.id].members) if c.id in old else set()
+        now = set(c.members)
+        left += [(c.id, m) for m in sorted(before - now)]
+        joined += [(c.id, m) for m in c.members if m not in before]
+    return left, joined
 
 
 def count_community_chunks(conn: Connection) -> int:

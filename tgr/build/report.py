@@ -92,6 +92,11 @@ class _Graph:
         self._rows_kept = ROWS_KEPT if rows_kept is None else rows_kept
         self._materials: OrderedDict[tuple, tuple[list[dict], list[dict]]] = OrderedDict()
 
+    def entity_count(self, members) -> int:
+        """How many of members are entities (the rows of their material's entity table)."""
+        rank = self._entity_rank
+        return sum(1 for m in members if m in rank)
+
     def material(self, members: list[str]) -> tuple[list[dict], list[dict]]:
         """Entities by degree, internal edges by combined degree (then weight). Remembered for
         the last communities asked: a report's context and its writer read the same."""
@@ -188,6 +193,8 @@ def _table(title: str, header: str, rows, budget: int) -> tuple[str, int]:
 def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
     """raw_context's second value, without making its tables: the token estimate of its
     full text grows with every row, so the rows stop at the first that passes the budget."""
+    if _too_many_entities(graph.entity_count(members), budget):
+        return False  # (a top-level community's material is most of the graph: not made for this)
     entities, edges = graph.material(members)
     if 2 * (len(entities) + len(edges)) + 20 > budget:
         return False  # (each row costs two tokens or more besides its text)
@@ -198,6 +205,12 @@ def material_fits(graph: _Graph, members: list[str], budget: int) -> bool:
         if tokens_of(length, cjk) + 2 * count + 20 > budget:
             return False
     return tokens_of(length, cjk) + 2 * count + 20 <= budget
+
+
+def _too_many_entities(entities: int, budget: int) -> bool:
+    """Whether that many entity rows alone leave raw_context no room (each row costs two
+    tokens or more besides its text): it then says the material does not fit."""
+    return 2 * entities + 20 > budget
 
 
 def raw_context(graph: _Graph, members: list[str], budget: int) -> tuple[str, bool]:
@@ -223,13 +236,19 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     """Replace the largest sub-communities' material by their reports until the context fits."""
     children = sorted((c for c in community.children if c in child_reports),
                       key=lambda c: (-len(child_reports[c][1]), c))
+    inside = set(community.members)
     covered: set[str] = set()
+    left = graph.entity_count(community.members)  # entities of the members not covered yet
     report_rows: list[tuple[str, int]] = []
     for child in children:
         report_rows.append(_counted(f"{child}|{shorten(child_reports[child][0], 1500)}"))
-        covered.update(child_reports[child][1])
-        remaining = [m for m in community.members if m not in covered]
+        newly = {m for m in child_reports[child][1] if m in inside} - covered
+        covered |= newly
+        left -= graph.entity_count(newly)
         rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
+        if child != children[-1] and _too_many_entities(left, max(0, budget - used)):
+            continue  # raw_context would say it does not fit: its material is not made
+        remaining = [m for m in community.members if m not in covered]
         rest, fits = raw_context(graph, remaining, max(0, budget - used))
         if fits or child == children[-1]:
             return "\n".join(t for t in (rep_text, rest) if t)
