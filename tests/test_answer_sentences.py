@@ -268,3 +268,55 @@ def test_a_chain_of_three_links_goes_through_the_clause_that_names_the_bridge():
     assert sentences[brand + 1:brand + 3] == [
         "The Odell Company was founded in Brackwater by two tinsmiths.",
         "Brackwater grew up around the ford of the Lune River, on the old salt road."]
+
+
+def test_a_plural_matches_its_singular():
+    """"hotel" asks for the sentence about "hotels": a plural's s is no part of the word."""
+    passages = [("1", "Dunmore is a market city of the northern plain with a busy harbour and an old wool trade. "
+                      "Notable hotels in Dunmore include the Gull Inn and the Harbour House."),
+                ("2", "The most popular fair of the plain is held every May on the green at Maldon, where a "
+                      "popular ride is the boat swing.")]
+    picked = answer_sentences("Which hotel in Dunmore is the most popular?", passages, limit=1)
+    assert picked[0][0] == "Notable hotels in Dunmore include the Gull Inn and the Harbour House."
+
+
+def test_the_kind_asked_is_read_from_the_question_word_that_comes_first():
+    assert QuestionShape.of("Who did the Dunmore team play in the final last year?").asks == "person"
+    assert QuestionShape.of("Which city was the band formed in when its singer met the drummer?").asks == "place"
+    assert QuestionShape.of("How many shops are in the town where the painter lived when he died?").asks == "number"
+    assert QuestionShape.of("When did the mill open?").asks == "year"
+    assert QuestionShape.of("谁在哪一年建了这座桥？").asks == "year"  # Chinese: the first kind it holds, as before
+
+
+def test_a_pronoun_sentence_after_a_passages_opening_completes_what_the_opening_lacks():
+    """The opening says who the subject is; "He was the father of ..." says what is asked of him,
+    with "He" standing for the subject, and follows the opening though other passages lead."""
+    passages = [("1", "Tomas Verlane (born 1950) was a painter of harbours and fishing boats from Kestrel Bay. "
+                      "He was one of the best known painters of the coast in the 1970s. "
+                      "He was the father of the sculptor Ilse Verlane."),
+                ("2", "Kestrel Bay is a fishing town on the coast, known for its harbour painters."),
+                ("3", "The sculptor Anna Brook, a painter of the coast, made the harbour statue in 1980.")]
+    picked = [s for s, _ in answer_sentences("Painter Tomas Verlane is father to which sculptor?", passages, limit=3)]
+    assert picked[0].startswith("Tomas Verlane (born 1950)")
+    assert picked[1] == "He was the father of the sculptor Ilse Verlane."
+
+
+def test_a_name_asked_by_what_noun_is_named_in_full_by_the_sentence_before():
+    passages = [("1", "Mara K. Ostrand (born 1850) was a painter of the coast. Ostrand is widely known as the "
+                      "most popular painter of harbours in the 1890s."),
+                ("2", "Jon Ostrand was a painter of mills, little known in his lifetime.")]
+    picked = [s for s, _ in answer_sentences("What painter was more popular in the 1890s, Jon or Mara Ostrand?",
+                                             passages)]
+    assert picked[:2] == ["Mara K. Ostrand (born 1850) was a painter of the coast.",
+                          "Ostrand is widely known as the most popular painter of harbours in the 1890s."]
+
+
+def test_a_chain_without_the_questions_words_hops_to_what_is_asked():
+    """"Who was in charge of the region where Orvik lies?": no sentence holding the region says
+    "charge"; the one holding the region and a person's name is the hop."""
+    passages = [("1", "The harbour master of the region is in charge of the moorings of every boat in the bay."),
+                ("2", "Orvik is a hamlet of fishermen in the Dalmark region."),
+                ("3", "The Dalmark region is a land of lakes and forests on the eastern coast."),
+                ("4", "Hanna Seld was the last governor of Dalmark before the reform of 2001.")]
+    picked = [s for s, _ in answer_sentences("Who was in charge of the region where Orvik lies?", passages, limit=2)]
+    assert "Hanna Seld was the last governor of Dalmark before the reform of 2001." in picked

@@ -12,11 +12,20 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
   "X was a ...", "称名须菩提祖师"); for "X的R是谁" ("X's R", "the R of X"), the sentence that
   defines the person retrieval found in that relation (tgr.query.focus: the first of `names`;
   "Bob Cratchit, clerk to Ebenezer Scrooge."), else one that speaks of R;
+- English words match by their stem (a plural's without its s: "hotels" for "hotel"), and a
+  sentence opening with "He"/"It" holds its passage's subject ("He was the father of ..." in
+  a passage opening "Tomas Verlane (born 1950) was a painter ..." speaks of Tomas Verlane);
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
   question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
 
-The best sentence comes first, then its bridge sentence (from another passage; on top of the
+What a question asks is read from its first question phrase ("Who did X's team play ... last
+year?" asks a person, not a year). The best sentence comes first (led by the sentence naming
+in full a person or thing asked by name that it names by surname alone: "Mara K. Ostrand (born
+1850) was a painter." before "Ostrand is widely known ..."); where it is its passage's opening,
+the sentence of that passage that goes on by a pronoun and holds the question's words the
+opening lacks comes right after it ("He was the father of the sculptor Ilse Verlane." for "...
+is father to which sculptor?"); then its bridge sentence (from another passage; on top of the
 limit): one that holds a name the first adds, or whose passage opens with it ("It is
 headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject. Then
 the best sentence of each leading passage that scores near the best (a multi-hop question's
@@ -77,13 +86,16 @@ _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|th
               r"\b{x}\s+(?:is|was)\s+(?:a|an|the)\b"]
 _DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
 
-_ASKS = [  # (what the question asks for, its patterns), first match wins
+_ASKS = [  # (what the question asks for, its patterns): see asked_kind
     ("year", re.compile(r"\b(?:what|which|in what)\s+year\b|\bwhen\b|\byear\b|哪一?年|何年|什么时候|何时|时间")),
     ("number", re.compile(r"\bhow\s+(?:many|much|long|old|far|tall)\b|多少|几[个人名位次年岁届]?|数量|人数")),
     ("person", re.compile(r"\bwho(?:m|se)?\b|谁|何人|什么人|哪位")),
-    ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
-                         r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
+    ("place", re.compile(r"\bwhere\b|\b(?:what|which)\s+"
+                         r"(?:city|state|country|town|county|region|province)\b|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
+# "What painter was ...", "Which river makes ...": a name asked by its kind
+_ASKS_THING = re.compile(r"(?:^|[.?!]\s+)(?:what|which)\s+(?:[a-z]+\s+)?[a-z]+\s+"
+                         r"(?:is|was|are|were|did|does|do|has|had|makes?|made)\b", re.I)
 _ASKING_WORD = re.compile(r"^(?:What|Which|Who|Whom|Whose|When|Where|Why|How|In|On|At|By|For|From|Of|To|The|A|An|"
                           r"Is|Was|Are|Were|Did|Does|Do|Has|Had|Have|Can|Could|Would|Will)\b\s*")
 _LIST = re.compile(r"(?:\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s*,\s*){3,}")  # "Austria, Belgium, Cyprus, ..."
@@ -115,7 +127,15 @@ _NOT_RELATIONS = {"is", "was", "are", "were", "the", "a", "an", "and", "or", "na
 
 def match_terms(text: str) -> list[str]:
     """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise)."""
-    return [t[:STEM_CHARS] if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
+    return [_stem(t) if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
+
+
+def _stem(word: str) -> str:
+    """An English word's first STEM_CHARS letters, a plural's without its s ("hotels" as "hotel",
+    "times" as "time"; "class", "bonus", "analysis" keep theirs)."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    return word[:STEM_CHARS]
 
 
 @dataclass
@@ -134,8 +154,7 @@ class QuestionShape:
     def of(cls, question: str) -> "QuestionShape":
         shape = cls(list(dict.fromkeys(match_terms(question))))
         shape.names = frozenset(t for n in _NAME_EN.findall(question[1:]) for t in match_terms(n))
-        lowered = question.lower()
-        shape.asks = next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+        shape.asks = asked_kind(question)
         zh = _RELATION_ZH.match(question)
         relation = (zh.group(1).strip(), zh.group(2).strip()) if zh else relation_en(question)
         definition = None if relation else (_DEFINITION_EN.match(question) or _DEFINITION_ZH.match(question))
@@ -144,6 +163,27 @@ class QuestionShape:
         elif relation:
             shape.subject, shape.relation = relation
         return shape
+
+
+def asked_kind(question: str) -> str | None:
+    """What the question asks for: year, number, person, place or None. An English question asks
+    with the first such phrase it holds ("Who did X's team play ... last year?" asks a person,
+    "Which city was the band formed ... when ...?" no year); a Chinese one, whose question word
+    may come anywhere, with the first kind of _ASKS it holds."""
+    lowered = question.lower()
+    if has_cjk(question):
+        return next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+    found = [(match.start(), order, kind) for order, (kind, pattern) in enumerate(_ASKS)
+             if (match := pattern.search(lowered))]
+    return min(found)[2] if found else None
+
+
+def asks_name(question: str, shape: QuestionShape) -> bool:
+    """The answer is a name: "who ...?", or "what/which NOUN ...?" ("What painter was more popular
+    ...?") rather than a year, a number or a place; not "who is X?"."""
+    if shape.defines:
+        return False
+    return shape.asks == "person" or (shape.asks is None and _ASKS_THING.search(question) is not None)
 
 
 def relation_en(question: str) -> tuple[str, str] | None:
@@ -204,6 +244,7 @@ class _Sentence:
     subject: str = ""  # the name its passage opens with: what "He", "It" stand for (English)
     speech: bool = False  # "who is X": it names X only in quoted speech
     refers: bool = False  # "who is X": a pronoun in it stands for X and it says what X is
+    referent: frozenset[str] = frozenset()  # the terms of its passage's subject, when it opens with "He", "It"
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -232,7 +273,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
-    named = _full_name_before(first, candidates) if shape.asks == "person" and not shape.defines else None
+    named = _full_name_before(first, candidates) if asks_name(question, shape) else None
     if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
         chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
@@ -241,8 +282,11 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
-    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean)
+    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean, shape)
     chosen += chain
+    completion = None if shape.defines else _completion(first, candidates, shape, idf, scored, chosen)
+    if completion is not None:  # it goes on about the first one's subject: right after it
+        chosen.insert(chosen.index(first) + 1, completion)
     protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
@@ -291,6 +335,21 @@ def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], quest
     return best
 
 
+def _completion(first: _Sentence, candidates: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
+                scored: dict[int, float], chosen: list[_Sentence]) -> _Sentence | None:
+    """After a passage's opening sentence that says who or what its subject is, the sentence of
+    the same passage that goes on about the subject by a pronoun and says what the opening lacks:
+    the question's words other than its names ("Tomas Verlane (born 1950) was a painter ..." ->
+    "He was the father of the sculptor Ilse Verlane." for "... is father to which sculptor?")."""
+    opening = next(s for s in candidates if s.order == first.order)
+    if opening is not first:
+        return None
+    held = set().union(*(c.terms for c in chosen))
+    lacking = {t for t in shape.terms if t not in shape.names and t not in held}
+    pool = [s for s in candidates if s.order == first.order and s.referent and s.terms & lacking and _fresh(s, chosen)]
+    return max(pool, key=lambda s: (sum(idf[t] for t in s.terms & lacking), scored[id(s)]), default=None)
+
+
 def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
           mean: float, limit: int) -> None:
     """Add the best of the rest until the limit, each scored for the question terms the chosen
@@ -332,8 +391,19 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
             terms = frozenset(match_terms(sentence + (" " + defined if names_x else "")))
             found.append(_Sentence(sentence, cite, order, terms, whole, subject,
                                    speech=bool(forms) and in_speech(sentence, forms),
-                                   refers=refers and says_what(sentence)))
+                                   refers=refers and says_what(sentence),
+                                   referent=_referent(sentence, subject, text)))
     return found
+
+
+def _referent(sentence: str, subject: str, passage: str) -> frozenset[str]:
+    """The terms of what an English sentence's opening pronoun stands for: its passage's subject
+    ("It is based in Dunmore" in a passage opening "Odell Company is a lamp maker ...").
+    Empty for the passage's opening sentence and any other."""
+    if not subject or passage.lstrip(" \"'“").startswith(sentence[:20]):
+        return frozenset()
+    opening = re.match(r"[\"'“]?([A-Z][a-z]*)\b", sentence)
+    return frozenset(match_terms(subject)) if opening and opening.group(1) in _PRONOUNS else frozenset()
 
 
 def _fragment(sentence: str) -> bool:
@@ -353,7 +423,8 @@ def _idf(terms: list[str], sentences: list[_Sentence]) -> dict[str, float]:
 def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: float) -> float:
     """How well the sentence answers: matched question terms, scaled by what it adds, plus
     what the question asks for."""
-    overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in s.terms)
+    held = s.terms | s.referent  # "He was the father of ...": the pronoun holds its passage's subject
+    overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in held)
     bearer = _defines_bearer(s, shape)
     if overlap <= 0 and not bearer:
         return 0.0
@@ -459,7 +530,7 @@ def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -
 
 
 def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sentence],
-                  scored: dict[int, float], mean: float) -> list[_Sentence]:
+                  scored: dict[int, float], mean: float, shape: QuestionShape) -> list[_Sentence]:
     """The chain of a composed question ("What currency predated the Euro in the country Signmark
     is from?"), which starts at the name it holds and the chosen sentences lack: the anchor's
     sentence in the best passage naming it ("Signmark ... in Finland's national qualifications"),
@@ -467,7 +538,9 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
     word the question asks with ("The Finnish markka ... was the currency of Finland"). Where none
     does, a middle link first: a sentence holding an added name and a word of the clause that
     names the bridge ("the city where the performers of Brother were formed": "Pearl Jam ...
-    formed in Seattle"), then the hop from the names it adds."""
+    formed in Seattle"), then the hop from the names it adds. Where no link holds such a word,
+    the hop holding an added name and what the question asks for ("Who was in charge of the region
+    where Orvik lies?": "Hanna Seld was the last governor of Dalmark")."""
     asked, names = question.lower(), _anchors(question)
     clauses = " ".join(m.group(0) for m in _BRIDGE_CLAUSE.finditer(question))
     asking = set(match_terms(_BRIDGE_CLAUSE.sub(" ", question))) or set(match_terms(question))  # "When was" asks no word
@@ -486,7 +559,37 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
         hop = _hop(middle, _adds(middle, asked, anchor), asking - own, candidates, chosen + [start], scored, mean)
         if hop is not None:
             return [s for s in (start, middle, hop) if _fresh(s, chosen)]
+    return _wanted_hop(question, [a for a in names if a in clauses], candidates, chosen, scored, mean, shape)
+
+
+def _wanted_hop(question: str, anchors: list[str], candidates: list[_Sentence], chosen: list[_Sentence],
+                scored: dict[int, float], mean: float, shape: QuestionShape) -> list[_Sentence]:
+    """The chain's last resort: from the sentence of the anchor a bridge clause names, the best
+    sentence of another passage holding a name it adds and the kind of thing asked (a year, a
+    number, a person's or a place's name besides the added ones)."""
+    if shape.asks is None:
+        return []
+    asked = question.lower()
+    for anchor in anchors:
+        holding = [s for s in candidates if anchor in s.text]
+        if not holding or any(anchor in c.text for c in chosen):
+            continue
+        start = min(holding, key=lambda s: (s.order, -scored[id(s)]))
+        adds = _adds(start, asked, anchor)
+        hop = max((s for s in candidates if s.order != start.order and _held(s, adds) and _fresh(s, chosen)
+                   and not _LIST.search(s.text) and _holds_asked(s.text, shape, adds)),
+                  key=lambda s: (_bridge_score(s, adds, scored[id(s)], mean), -s.order), default=None)
+        if hop is not None:
+            return [s for s in (start, hop) if _fresh(s, chosen)]
     return []
+
+
+def _holds_asked(text: str, shape: QuestionShape, adds: list[str]) -> bool:
+    """The text holds what the question asks for, beyond the names a chain's link added."""
+    if shape.asks in ("year", "number"):
+        return _has_wanted(text, shape)
+    return any(n.strip(" .") not in adds and n.lower() not in " ".join(shape.terms) and n not in _CALENDAR
+               for n in _NAME_EN.findall(text[1:]))
 
 
 def _adds(sentence: _Sentence, asked: str, anchor: str) -> list[str]:
