@@ -320,3 +320,24 @@ def test_a_chain_without_the_questions_words_hops_to_what_is_asked():
                 ("4", "Hanna Seld was the last governor of Dalmark before the reform of 2001.")]
     picked = [s for s, _ in answer_sentences("Who was in charge of the region where Orvik lies?", passages, limit=2)]
     assert "Hanna Seld was the last governor of Dalmark before the reform of 2001." in picked
+
+
+def test_a_possessive_names_its_owner_where_a_chain_starts():
+    """"Orla's town of birth": the chain starts at Orla's sentence, which names the town, and the
+    sentence holding the town and the question's words comes with it; "'s" is no question word."""
+    passages = [("1", "The tallest tower of the northern plain is a radio mast that was built in 1960."),
+                ("2", "Orla Vint (born 1950 in Dunmore) is a painter of harbours and boats."),
+                ("3", "The tallest tower in Dunmore is the Salt Tower, built by the wool merchants."),
+                ("4", "Maldon's tower is a mill of grey stone beside the river.")]
+    picked = [s for s, _ in answer_sentences("What is the tallest tower in Orla's town of birth?", passages,
+                                             limit=1)]
+    assert "The tallest tower in Dunmore is the Salt Tower, built by the wool merchants." in picked
+    assert "s" not in QuestionShape.of("What is the tallest tower in Orla's town of birth?").terms
+
+
+def test_an_english_verb_matches_its_ing_and_ed_forms():
+    passages = [("1", "The Dunmore mill was built by the Odell family on the river. "
+                      "Its grand opening was in 1852, with a fair on the green."),
+                ("2", "The Maldon mill was built in 1790 and closed in 1901.")]
+    picked = answer_sentences("When did the Dunmore mill open?", passages, limit=1)
+    assert picked[0][0] == "Its grand opening was in 1852, with a fair on the green."

@@ -12,7 +12,8 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
   "X was a ...", "称名须菩提祖师"); for "X的R是谁" ("X's R", "the R of X"), the sentence that
   defines the person retrieval found in that relation (tgr.query.focus: the first of `names`;
   "Bob Cratchit, clerk to Ebenezer Scrooge."), else one that speaks of R;
-- English words match by their stem (a plural's without its s: "hotels" for "hotel"), and a
+- English words match by their stem (without a plural's s or a verb's -ing, -ed: "hotels" for
+  "hotel", "opening" for "open"; a possessive's s is no word), and a
   sentence opening with "He"/"It" holds its passage's subject ("He was the father of ..." in
   a passage opening "Tomas Verlane (born 1950) was a painter ..." speaks of Tomas Verlane);
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
@@ -98,6 +99,7 @@ _ASKS_THING = re.compile(r"(?:^|[.?!]\s+)(?:what|which)\s+(?:[a-z]+\s+)?[a-z]+\s
                          r"(?:is|was|are|were|did|does|do|has|had|makes?|made)\b", re.I)
 _ASKING_WORD = re.compile(r"^(?:What|Which|Who|Whom|Whose|When|Where|Why|How|In|On|At|By|For|From|Of|To|The|A|An|"
                           r"Is|Was|Are|Were|Did|Does|Do|Has|Had|Have|Can|Could|Would|Will)\b\s*")
+_POSSESSIVE_S = re.compile(r"(?<=\w)['’]s\b")
 _LIST = re.compile(r"(?:\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s*,\s*){3,}")  # "Austria, Belgium, Cyprus, ..."
 # the clause of a composed question that names its bridge by the anchor: "the state where X is
 # located", "the country Signmark is from", "Gisvi's city of birth"
@@ -126,15 +128,21 @@ _NOT_RELATIONS = {"is", "was", "are", "were", "the", "a", "an", "and", "or", "na
 
 
 def match_terms(text: str) -> list[str]:
-    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise)."""
-    return [_stem(t) if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
+    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise); a
+    possessive's s is no term."""
+    return [_stem(t) if t.isascii() and t.isalpha() else t for t in _match_terms(_POSSESSIVE_S.sub("", text))]
 
 
 def _stem(word: str) -> str:
     """An English word's first STEM_CHARS letters, a plural's without its s ("hotels" as "hotel",
-    "times" as "time"; "class", "bonus", "analysis" keep theirs)."""
+    "times" as "time"; "class", "bonus", "analysis" keep theirs), a verb's without -ing or -ed
+    ("opening", "opened" as "open")."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    for ending in ("ing", "ed"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            word = word[:-len(ending)]
+            break
     return word[:STEM_CHARS]
 
 
@@ -611,8 +619,8 @@ def _hop(after: _Sentence, adds: list[str], words: set[str], candidates: list[_S
 
 def _anchors(question: str) -> list[str]:
     """The question's names a chain can start from: not its asking word ("What"), nor a demonym
-    ("British" names no one thing)."""
-    found = [_ASKING_WORD.sub("", n.strip(" .")) for n in _NAME_EN.findall(question)]
+    ("British" names no one thing); a possessive names its owner ("Gisvi's city" starts at Gisvi)."""
+    found = [_POSSESSIVE_S.sub("", _ASKING_WORD.sub("", n.strip(" ."))) for n in _NAME_EN.findall(question)]
     return [n for n in dict.fromkeys(found) if len(n) > 2 and not only_demonyms(n)]
 
 
