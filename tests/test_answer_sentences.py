@@ -341,3 +341,18 @@ def test_an_english_verb_matches_its_ing_and_ed_forms():
                 ("2", "The Maldon mill was built in 1790 and closed in 1901.")]
     picked = answer_sentences("When did the Dunmore mill open?", passages, limit=1)
     assert picked[0][0] == "Its grand opening was in 1852, with a fair on the green."
+
+
+def test_the_hops_passage_completes_it_by_a_pronoun_too():
+    """The hop is the opening of the company's passage; "It is headquartered in ..." goes on
+    about the company and holds the question's word the others lack."""
+    passages = [("1", "Mara Ostrand is an American lamp trade executive. "
+                      "She was the chairman and chief executive of the Odell Company."),
+                ("2", "The Odell Company is an American lamp maker which runs two chains of shops. "
+                      "It sells oil lamps and candles. It is headquartered in Dunmore, Kestria."),
+                ("3", "Harrow Holdings is a lamp holding company headquartered in Maldon, Kestria."),
+                ("4", "Brook Lamps is a lamp holding company headquartered in Leeford, Kestria.")]
+    question = "Mara Ostrand was the chairman of a lamp holding company headquartered in what city?"
+    picked = [s for s, _ in answer_sentences(question, passages, limit=3)]
+    opening = picked.index("The Odell Company is an American lamp maker which runs two chains of shops.")
+    assert picked[opening + 1] == "It is headquartered in Dunmore, Kestria."

@@ -28,7 +28,9 @@ the sentence of that passage that goes on by a pronoun and holds the question's 
 opening lacks comes right after it ("He was the father of the sculptor Ilse Verlane." for "...
 is father to which sculptor?"); then its bridge sentence (from another passage; on top of the
 limit): one that holds a name the first adds, or whose passage opens with it ("It is
-headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject. Then
+headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject; a
+bridge sentence that opens its passage is completed as the first is ("The Odell Company is a lamp
+maker ..." -> "It is headquartered in Dunmore."). Then
 the best sentence of each leading passage that scores near the best (a multi-hop question's
 evidence is spread over the passages a local walk links; naive passages, independent matches,
 must score nearer), then the rest, each scored for the question terms the sentences before it
@@ -285,16 +287,18 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
     if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
         chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
+    hop = None
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
+    for told in [] if shape.defines else [first, hop]:
+        completion = told and _completion(told, candidates, shape, idf, scored, chosen)
+        if completion:  # it goes on about the subject the sentence before it opens with: right after it
+            chosen.insert(chosen.index(told) + 1, completion)
     chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean, shape)
     chosen += chain
-    completion = None if shape.defines else _completion(first, candidates, shape, idf, scored, chosen)
-    if completion is not None:  # it goes on about the first one's subject: right after it
-        chosen.insert(chosen.index(first) + 1, completion)
     protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
     # each for the question terms the sentences before it have not yet given
@@ -343,18 +347,18 @@ def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], quest
     return best
 
 
-def _completion(first: _Sentence, candidates: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
+def _completion(told: _Sentence, candidates: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
                 scored: dict[int, float], chosen: list[_Sentence]) -> _Sentence | None:
-    """After a passage's opening sentence that says who or what its subject is, the sentence of
+    """After a passage's opening sentence (the first or the bridge sentence), the sentence of
     the same passage that goes on about the subject by a pronoun and says what the opening lacks:
     the question's words other than its names ("Tomas Verlane (born 1950) was a painter ..." ->
     "He was the father of the sculptor Ilse Verlane." for "... is father to which sculptor?")."""
-    opening = next(s for s in candidates if s.order == first.order)
-    if opening is not first:
+    opening = next(s for s in candidates if s.order == told.order)
+    if opening is not told:
         return None
     held = set().union(*(c.terms for c in chosen))
     lacking = {t for t in shape.terms if t not in shape.names and t not in held}
-    pool = [s for s in candidates if s.order == first.order and s.referent and s.terms & lacking and _fresh(s, chosen)]
+    pool = [s for s in candidates if s.order == told.order and s.referent and s.terms & lacking and _fresh(s, chosen)]
     return max(pool, key=lambda s: (sum(idf[t] for t in s.terms & lacking), scored[id(s)]), default=None)
 
 
