@@ -356,3 +356,21 @@ def test_the_hops_passage_completes_it_by_a_pronoun_too():
     picked = [s for s, _ in answer_sentences(question, passages, limit=3)]
     opening = picked.index("The Odell Company is an American lamp maker which runs two chains of shops.")
     assert picked[opening + 1] == "It is headquartered in Dunmore, Kestria."
+
+
+def test_a_semicolon_inside_parentheses_ends_no_sentence():
+    passages = [("1", 'Orla Vint (also known as "Orla the Elder"; died 1200 near Maldon, now part of Dunmore) '
+                      "was the ruling lady of the Kestrel coast."),
+                ("2", "The Kestrel coast is a land of harbours and fishing towns.")]
+    picked = [s for s, _ in answer_sentences("In what city did Orla Vint die?", passages)]
+    assert picked[0] == ('Orla Vint (also known as "Orla the Elder"; died 1200 near Maldon, now part of Dunmore) '
+                         "was the ruling lady of the Kestrel coast.")
+
+
+def test_a_date_is_no_answer_to_how_many():
+    """Both sentences hold the question's words and a number; only the second a count."""
+    passages = [("1", "Orla Vint sold her first records on 2 May 1961 at the Dunmore fair."),
+                ("2", "Orla Vint sold some 40 million records at the fairs of the coast.")]
+    picked = answer_sentences("How many records has Orla Vint sold?", passages, limit=1)
+    assert picked[0][0] == "Orla Vint sold some 40 million records at the fairs of the coast."
+    assert QuestionShape.of("Orla Vint is a folk singer who has sold how many records?").asks == "number"

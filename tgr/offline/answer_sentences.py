@@ -79,6 +79,9 @@ _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)|\d{1,2}月\d{1,2}日|\d
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                      r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
                      re.I)
+_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATE_EN = re.compile(rf"\b(?:\d{{1,2}}\s+{_MONTHS}(?:,?\s+\d{{4}})?|{_MONTHS}\s+\d{{1,2}}(?:,\s*\d{{4}})?|"
+                      rf"{_MONTHS}\s+\d{{4}})\b|(?<![\d,.])(?:1[0-9]{{3}}|20[0-9]{{2}})(?![\d,])")
 _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
 _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
               r"^(?:the\s+)?{x}\s+(?:is|was|are|were|had\s+been|has\s+been)\s+(?!not\b)[a-z]",  # "Marley was dead"
@@ -97,6 +100,7 @@ _ASKS = [  # (what the question asks for, its patterns): see asked_kind
                          r"(?:city|state|country|town|county|region|province)\b|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
 # "What painter was ...", "Which river makes ...": a name asked by its kind
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\b")
 _ASKS_THING = re.compile(r"(?:^|[.?!]\s+)(?:what|which)\s+(?:[a-z]+\s+)?[a-z]+\s+"
                          r"(?:is|was|are|were|did|does|do|has|had|makes?|made)\b", re.I)
 _ASKING_WORD = re.compile(r"^(?:What|Which|Who|Whom|Whose|When|Where|Why|How|In|On|At|By|For|From|Of|To|The|A|An|"
@@ -178,11 +182,14 @@ class QuestionShape:
 def asked_kind(question: str) -> str | None:
     """What the question asks for: year, number, person, place or None. An English question asks
     with the first such phrase it holds ("Who did X's team play ... last year?" asks a person,
-    "Which city was the band formed ... when ...?" no year); a Chinese one, whose question word
-    may come anywhere, with the first kind of _ASKS it holds."""
+    "Which city was the band formed ... when ...?" no year), except that "how many/much" asks a
+    number wherever it stands ("a singer who has sold how many records?"); a Chinese one, whose
+    question word may come anywhere, with the first kind of _ASKS it holds."""
     lowered = question.lower()
     if has_cjk(question):
         return next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+    if _HOW_MANY.search(lowered):  # never a relative clause: "a singer who has sold how many records?"
+        return "number"
     found = [(match.start(), order, kind) for order, (kind, pattern) in enumerate(_ASKS)
              if (match := pattern.search(lowered))]
     return min(found)[2] if found else None
@@ -392,7 +399,7 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
         whole = frozenset(match_terms(text))
         opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
         subject = opening.group(0).strip() if opening else ""
-        sentences = [" ".join(text[a:b].split()) for a, b in split_sentences(text)]
+        sentences = _whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)])
         referring = refers_back(sentences, forms)
         for sentence, refers in zip(sentences, referring):
             short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
@@ -406,6 +413,19 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
                                    refers=refers and says_what(sentence),
                                    referent=_referent(sentence, subject, text)))
     return found
+
+
+def _whole_sentences(pieces: list[str]) -> list[str]:
+    """The pieces, each joined to the next while it ends with a semicolon inside an open
+    parenthesis ('Nicholas I (also known as "Niklot"; died 1200 near Waschow) was ...')."""
+    joined: list[str] = []
+    for piece in pieces:
+        last = joined[-1] if joined else ""
+        if last.endswith(";") and last.count("(") > last.count(")"):
+            joined[-1] = f"{last} {piece}"
+        else:
+            joined.append(piece)
+    return joined
 
 
 def _referent(sentence: str, subject: str, passage: str) -> frozenset[str]:
@@ -478,8 +498,8 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
     question = " ".join(shape.terms)
     if shape.asks == "year":
         return any(m.group(0) not in question for m in _YEAR.finditer(text))
-    if shape.asks == "number":
-        return any(m not in question for m in _NUMBER.findall(text))
+    if shape.asks == "number":  # a count or an amount: a date or a year is no answer to "how many"
+        return any(m not in question for m in _NUMBER.findall(_DATE_EN.sub(" ", text)))
     if has_cjk(text):
         return False
     names = [n for n in _NAME_EN.findall(text[1:]) if n.lower() not in question]  # not the first word
