@@ -142,13 +142,15 @@ def match_terms(text: str) -> list[str]:
 def _stem(word: str) -> str:
     """An English word's first STEM_CHARS letters, a plural's without its s ("hotels" as "hotel",
     "times" as "time"; "class", "bonus", "analysis" keep theirs), a verb's without -ing or -ed
-    ("opening", "opened" as "open")."""
+    and a final e ("opening", "opened" as "open"; "invite", "invited" as "invit")."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
     for ending in ("ing", "ed"):
         if word.endswith(ending) and len(word) - len(ending) >= 4:
             word = word[:-len(ending)]
             break
+    if word.endswith("e") and len(word) > 4:  # "invite" as "invited", "inviting"
+        word = word[:-1]
     return word[:STEM_CHARS]
 
 
@@ -643,7 +645,7 @@ def _hop(after: _Sentence, adds: list[str], words: set[str], candidates: list[_S
 
 def _anchors(question: str) -> list[str]:
     """The question's names a chain can start from: not its asking word ("What"), nor a demonym
-    ("British" names no one thing); a possessive names its owner ("Gisvi's city" starts at Gisvi)."""
+    ("British" names no one thing); a possessive names its owner ("Orla's town" starts at Orla)."""
     found = [_POSSESSIVE_S.sub("", _ASKING_WORD.sub("", n.strip(" ."))) for n in _NAME_EN.findall(question)]
     return [n for n in dict.fromkeys(found) if len(n) > 2 and not only_demonyms(n)]
 
