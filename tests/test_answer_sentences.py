@@ -268,3 +268,109 @@ def test_a_chain_of_three_links_goes_through_the_clause_that_names_the_bridge():
     assert sentences[brand + 1:brand + 3] == [
         "The Odell Company was founded in Brackwater by two tinsmiths.",
         "Brackwater grew up around the ford of the Lune River, on the old salt road."]
+
+
+def test_a_plural_matches_its_singular():
+    """"hotel" asks for the sentence about "hotels": a plural's s is no part of the word."""
+    passages = [("1", "Dunmore is a market city of the northern plain with a busy harbour and an old wool trade. "
+                      "Notable hotels in Dunmore include the Gull Inn and the Harbour House."),
+                ("2", "The most popular fair of the plain is held every May on the green at Maldon, where a "
+                      "popular ride is the boat swing.")]
+    picked = answer_sentences("Which hotel in Dunmore is the most popular?", passages, limit=1)
+    assert picked[0][0] == "Notable hotels in Dunmore include the Gull Inn and the Harbour House."
+
+
+def test_the_kind_asked_is_read_from_the_question_word_that_comes_first():
+    assert QuestionShape.of("Who did the Dunmore team play in the final last year?").asks == "person"
+    assert QuestionShape.of("Which city was the band formed in when its singer met the drummer?").asks == "place"
+    assert QuestionShape.of("How many shops are in the town where the painter lived when he died?").asks == "number"
+    assert QuestionShape.of("When did the mill open?").asks == "year"
+    assert QuestionShape.of("谁在哪一年建了这座桥？").asks == "year"  # Chinese: the first kind it holds, as before
+
+
+def test_a_pronoun_sentence_after_a_passages_opening_completes_what_the_opening_lacks():
+    """The opening says who the subject is; "He was the father of ..." says what is asked of him,
+    with "He" standing for the subject, and follows the opening though other passages lead."""
+    passages = [("1", "Tomas Verlane (born 1950) was a painter of harbours and fishing boats from Kestrel Bay. "
+                      "He was one of the best known painters of the coast in the 1970s. "
+                      "He was the father of the sculptor Ilse Verlane."),
+                ("2", "Kestrel Bay is a fishing town on the coast, known for its harbour painters."),
+                ("3", "The sculptor Anna Brook, a painter of the coast, made the harbour statue in 1980.")]
+    picked = [s for s, _ in answer_sentences("Painter Tomas Verlane is father to which sculptor?", passages, limit=3)]
+    assert picked[0].startswith("Tomas Verlane (born 1950)")
+    assert picked[1] == "He was the father of the sculptor Ilse Verlane."
+
+
+def test_a_name_asked_by_what_noun_is_named_in_full_by_the_sentence_before():
+    passages = [("1", "Mara K. Ostrand (born 1850) was a painter of the coast. Ostrand is widely known as the "
+                      "most popular painter of harbours in the 1890s."),
+                ("2", "Jon Ostrand was a painter of mills, little known in his lifetime.")]
+    picked = [s for s, _ in answer_sentences("What painter was more popular in the 1890s, Jon or Mara Ostrand?",
+                                             passages)]
+    assert picked[:2] == ["Mara K. Ostrand (born 1850) was a painter of the coast.",
+                          "Ostrand is widely known as the most popular painter of harbours in the 1890s."]
+
+
+def test_a_chain_without_the_questions_words_hops_to_what_is_asked():
+    """"Who was in charge of the region where Orvik lies?": no sentence holding the region says
+    "charge"; the one holding the region and a person's name is the hop."""
+    passages = [("1", "The harbour master of the region is in charge of the moorings of every boat in the bay."),
+                ("2", "Orvik is a hamlet of fishermen in the Dalmark region."),
+                ("3", "The Dalmark region is a land of lakes and forests on the eastern coast."),
+                ("4", "Hanna Seld was the last governor of Dalmark before the reform of 2001.")]
+    picked = [s for s, _ in answer_sentences("Who was in charge of the region where Orvik lies?", passages, limit=2)]
+    assert "Hanna Seld was the last governor of Dalmark before the reform of 2001." in picked
+
+
+def test_a_possessive_names_its_owner_where_a_chain_starts():
+    """"Orla's town of birth": the chain starts at Orla's sentence, which names the town, and the
+    sentence holding the town and the question's words comes with it; "'s" is no question word."""
+    passages = [("1", "The tallest tower of the northern plain is a radio mast that was built in 1960."),
+                ("2", "Orla Vint (born 1950 in Dunmore) is a painter of harbours and boats."),
+                ("3", "The tallest tower in Dunmore is the Salt Tower, built by the wool merchants."),
+                ("4", "Maldon's tower is a mill of grey stone beside the river.")]
+    picked = [s for s, _ in answer_sentences("What is the tallest tower in Orla's town of birth?", passages,
+                                             limit=1)]
+    assert "The tallest tower in Dunmore is the Salt Tower, built by the wool merchants." in picked
+    assert "s" not in QuestionShape.of("What is the tallest tower in Orla's town of birth?").terms
+
+
+def test_an_english_verb_matches_its_ing_and_ed_forms():
+    passages = [("1", "The Dunmore mill was built by the Odell family on the river. "
+                      "Its grand opening was in 1852, with a fair on the green."),
+                ("2", "The Maldon mill was built in 1790 and closed in 1901.")]
+    picked = answer_sentences("When did the Dunmore mill open?", passages, limit=1)
+    assert picked[0][0] == "Its grand opening was in 1852, with a fair on the green."
+
+
+def test_the_hops_passage_completes_it_by_a_pronoun_too():
+    """The hop is the opening of the company's passage; "It is headquartered in ..." goes on
+    about the company and holds the question's word the others lack."""
+    passages = [("1", "Mara Ostrand is an American lamp trade executive. "
+                      "She was the chairman and chief executive of the Odell Company."),
+                ("2", "The Odell Company is an American lamp maker which runs two chains of shops. "
+                      "It sells oil lamps and candles. It is headquartered in Dunmore, Kestria."),
+                ("3", "Harrow Holdings is a lamp holding company headquartered in Maldon, Kestria."),
+                ("4", "Brook Lamps is a lamp holding company headquartered in Leeford, Kestria.")]
+    question = "Mara Ostrand was the chairman of a lamp holding company headquartered in what city?"
+    picked = [s for s, _ in answer_sentences(question, passages, limit=3)]
+    opening = picked.index("The Odell Company is an American lamp maker which runs two chains of shops.")
+    assert picked[opening + 1] == "It is headquartered in Dunmore, Kestria."
+
+
+def test_a_semicolon_inside_parentheses_ends_no_sentence():
+    passages = [("1", 'Orla Vint (also known as "Orla the Elder"; died 1200 near Maldon, now part of Dunmore) '
+                      "was the ruling lady of the Kestrel coast."),
+                ("2", "The Kestrel coast is a land of harbours and fishing towns.")]
+    picked = [s for s, _ in answer_sentences("In what city did Orla Vint die?", passages)]
+    assert picked[0] == ('Orla Vint (also known as "Orla the Elder"; died 1200 near Maldon, now part of Dunmore) '
+                         "was the ruling lady of the Kestrel coast.")
+
+
+def test_a_date_is_no_answer_to_how_many():
+    """Both sentences hold the question's words and a number; only the second a count."""
+    passages = [("1", "Orla Vint sold her first records on 2 May 1961 at the Dunmore fair."),
+                ("2", "Orla Vint sold some 40 million records at the fairs of the coast.")]
+    picked = answer_sentences("How many records has Orla Vint sold?", passages, limit=1)
+    assert picked[0][0] == "Orla Vint sold some 40 million records at the fairs of the coast."
+    assert QuestionShape.of("Orla Vint is a folk singer who has sold how many records?").asks == "number"

@@ -12,13 +12,25 @@ subject when it asks "who/what is X" ("X是谁"), and its words. Each sentence t
   "X was a ...", "称名须菩提祖师"); for "X的R是谁" ("X's R", "the R of X"), the sentence that
   defines the person retrieval found in that relation (tgr.query.focus: the first of `names`;
   "Bob Cratchit, clerk to Ebenezer Scrooge."), else one that speaks of R;
+- English words match by their stem (without a plural's s or a verb's -ing, -ed: "hotels" for
+  "hotel", "opening" for "open"; a possessive's s is no word), and a
+  sentence opening with "He"/"It" holds its passage's subject ("He was the father of ..." in
+  a passage opening "Tomas Verlane (born 1950) was a painter ..." speaks of Tomas Verlane);
 - plus, for the sentence after the first, the bridge: the names the first sentence adds to the
   question ("He played for the Philadelphia Eagles" -> "The Philadelphia Eagles are ... based
   in Philadelphia, Pennsylvania"), the second hop of a multi-hop question.
 
-The best sentence comes first, then its bridge sentence (from another passage; on top of the
+What a question asks is read from its first question phrase ("Who did X's team play ... last
+year?" asks a person, not a year). The best sentence comes first (led by the sentence naming
+in full a person or thing asked by name that it names by surname alone: "Mara K. Ostrand (born
+1850) was a painter." before "Ostrand is widely known ..."); where it is its passage's opening,
+the sentence of that passage that goes on by a pronoun and holds the question's words the
+opening lacks comes right after it ("He was the father of the sculptor Ilse Verlane." for "...
+is father to which sculptor?"); then its bridge sentence (from another passage; on top of the
 limit): one that holds a name the first adds, or whose passage opens with it ("It is
-headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject. Then
+headquartered in ..."); a first sentence opening with "He"/"It" adds its passage's subject; a
+bridge sentence that opens its passage is completed as the first is ("The Odell Company is a lamp
+maker ..." -> "It is headquartered in Dunmore."). Then
 the best sentence of each leading passage that scores near the best (a multi-hop question's
 evidence is spread over the passages a local walk links; naive passages, independent matches,
 must score nearer), then the rest, each scored for the question terms the sentences before it
@@ -67,6 +79,9 @@ _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)|\d{1,2}月\d{1,2}日|\d
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                      r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
                      re.I)
+_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATE_EN = re.compile(rf"\b(?:\d{{1,2}}\s+{_MONTHS}(?:,?\s+\d{{4}})?|{_MONTHS}\s+\d{{1,2}}(?:,\s*\d{{4}})?|"
+                      rf"{_MONTHS}\s+\d{{4}})\b|(?<![\d,.])(?:1[0-9]{{3}}|20[0-9]{{2}})(?![\d,])")
 _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
 _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|the|one)\b",
               r"^(?:the\s+)?{x}\s+(?:is|was|are|were|had\s+been|has\s+been)\s+(?!not\b)[a-z]",  # "Marley was dead"
@@ -77,15 +92,20 @@ _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|th
               r"\b{x}\s+(?:is|was)\s+(?:a|an|the)\b"]
 _DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
 
-_ASKS = [  # (what the question asks for, its patterns), first match wins
+_ASKS = [  # (what the question asks for, its patterns): see asked_kind
     ("year", re.compile(r"\b(?:what|which|in what)\s+year\b|\bwhen\b|\byear\b|哪一?年|何年|什么时候|何时|时间")),
     ("number", re.compile(r"\bhow\s+(?:many|much|long|old|far|tall)\b|多少|几[个人名位次年岁届]?|数量|人数")),
     ("person", re.compile(r"\bwho(?:m|se)?\b|谁|何人|什么人|哪位")),
-    ("place", re.compile(r"\bwhere\b|\bwhat\s+(?:city|state|country|town|county|region|province)\b"
-                         r"|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
+    ("place", re.compile(r"\bwhere\b|\b(?:what|which)\s+"
+                         r"(?:city|state|country|town|county|region|province)\b|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
+# "What painter was ...", "Which river makes ...": a name asked by its kind
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\b")
+_ASKS_THING = re.compile(r"(?:^|[.?!]\s+)(?:what|which)\s+(?:[a-z]+\s+)?[a-z]+\s+"
+                         r"(?:is|was|are|were|did|does|do|has|had|makes?|made)\b", re.I)
 _ASKING_WORD = re.compile(r"^(?:What|Which|Who|Whom|Whose|When|Where|Why|How|In|On|At|By|For|From|Of|To|The|A|An|"
                           r"Is|Was|Are|Were|Did|Does|Do|Has|Had|Have|Can|Could|Would|Will)\b\s*")
+_POSSESSIVE_S = re.compile(r"(?<=\w)['’]s\b")
 _LIST = re.compile(r"(?:\b[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s*,\s*){3,}")  # "Austria, Belgium, Cyprus, ..."
 # the clause of a composed question that names its bridge by the anchor: "the state where X is
 # located", "the country Signmark is from", "Gisvi's city of birth"
@@ -114,8 +134,24 @@ _NOT_RELATIONS = {"is", "was", "are", "were", "the", "a", "an", "and", "or", "na
 
 
 def match_terms(text: str) -> list[str]:
-    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise)."""
-    return [t[:STEM_CHARS] if t.isascii() and t.isalpha() else t for t in _match_terms(text)]
+    """The text's terms, an English word cut to its stem (tgr.text.match_terms otherwise); a
+    possessive's s is no term."""
+    return [_stem(t) if t.isascii() and t.isalpha() else t for t in _match_terms(_POSSESSIVE_S.sub("", text))]
+
+
+def _stem(word: str) -> str:
+    """An English word's first STEM_CHARS letters, a plural's without its s ("hotels" as "hotel",
+    "times" as "time"; "class", "bonus", "analysis" keep theirs), a verb's without -ing or -ed
+    and a final e ("opening", "opened" as "open"; "invite", "invited" as "invit")."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for ending in ("ing", "ed"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            word = word[:-len(ending)]
+            break
+    if word.endswith("e") and len(word) > 4:  # "invite" as "invited", "inviting"
+        word = word[:-1]
+    return word[:STEM_CHARS]
 
 
 @dataclass
@@ -134,8 +170,7 @@ class QuestionShape:
     def of(cls, question: str) -> "QuestionShape":
         shape = cls(list(dict.fromkeys(match_terms(question))))
         shape.names = frozenset(t for n in _NAME_EN.findall(question[1:]) for t in match_terms(n))
-        lowered = question.lower()
-        shape.asks = next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+        shape.asks = asked_kind(question)
         zh = _RELATION_ZH.match(question)
         relation = (zh.group(1).strip(), zh.group(2).strip()) if zh else relation_en(question)
         definition = None if relation else (_DEFINITION_EN.match(question) or _DEFINITION_ZH.match(question))
@@ -144,6 +179,30 @@ class QuestionShape:
         elif relation:
             shape.subject, shape.relation = relation
         return shape
+
+
+def asked_kind(question: str) -> str | None:
+    """What the question asks for: year, number, person, place or None. An English question asks
+    with the first such phrase it holds ("Who did X's team play ... last year?" asks a person,
+    "Which city was the band formed ... when ...?" no year), except that "how many/much" asks a
+    number wherever it stands ("a singer who has sold how many records?"); a Chinese one, whose
+    question word may come anywhere, with the first kind of _ASKS it holds."""
+    lowered = question.lower()
+    if has_cjk(question):
+        return next((kind for kind, pattern in _ASKS if pattern.search(lowered)), None)
+    if _HOW_MANY.search(lowered):  # never a relative clause: "a singer who has sold how many records?"
+        return "number"
+    found = [(match.start(), order, kind) for order, (kind, pattern) in enumerate(_ASKS)
+             if (match := pattern.search(lowered))]
+    return min(found)[2] if found else None
+
+
+def asks_name(question: str, shape: QuestionShape) -> bool:
+    """The answer is a name: "who ...?", or "what/which NOUN ...?" ("What painter was more popular
+    ...?") rather than a year, a number or a place; not "who is X?"."""
+    if shape.defines:
+        return False
+    return shape.asks == "person" or (shape.asks is None and _ASKS_THING.search(question) is not None)
 
 
 def relation_en(question: str) -> tuple[str, str] | None:
@@ -204,6 +263,7 @@ class _Sentence:
     subject: str = ""  # the name its passage opens with: what "He", "It" stand for (English)
     speech: bool = False  # "who is X": it names X only in quoted speech
     refers: bool = False  # "who is X": a pronoun in it stands for X and it says what X is
+    referent: frozenset[str] = frozenset()  # the terms of its passage's subject, when it opens with "He", "It"
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -232,16 +292,21 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         ranked.insert(0, answering)
     first = ranked[0]
     chosen = [first]
-    named = _full_name_before(first, candidates) if shape.asks == "person" and not shape.defines else None
+    named = _full_name_before(first, candidates) if asks_name(question, shape) else None
     if named is not None:  # "Hall, who was the first president ..." is G. Stanley Hall: the sentence naming him in full
         chosen.insert(0, named)
     bridges = [] if shape.defines else _bridges(first, question, names, passages)  # one hop: X itself
+    hop = None
     if bridges:
         hop = max((s for s in candidates if s.order != first.order and _held(s, bridges)),
                   key=lambda s: (_bridge_score(s, bridges, scored[id(s)], mean), -s.order), default=None)
         if hop is not None:
             chosen.append(hop)
-    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean)
+    for told in [] if shape.defines else [first, hop]:
+        completion = told and _completion(told, candidates, shape, idf, scored, chosen)
+        if completion:  # it goes on about the subject the sentence before it opens with: right after it
+            chosen.insert(chosen.index(told) + 1, completion)
+    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean, shape)
     chosen += chain
     protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
@@ -291,6 +356,21 @@ def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], quest
     return best
 
 
+def _completion(told: _Sentence, candidates: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
+                scored: dict[int, float], chosen: list[_Sentence]) -> _Sentence | None:
+    """After a passage's opening sentence (the first or the bridge sentence), the sentence of
+    the same passage that goes on about the subject by a pronoun and says what the opening lacks:
+    the question's words other than its names ("Tomas Verlane (born 1950) was a painter ..." ->
+    "He was the father of the sculptor Ilse Verlane." for "... is father to which sculptor?")."""
+    opening = next(s for s in candidates if s.order == told.order)
+    if opening is not told:
+        return None
+    held = set().union(*(c.terms for c in chosen))
+    lacking = {t for t in shape.terms if t not in shape.names and t not in held}
+    pool = [s for s in candidates if s.order == told.order and s.referent and s.terms & lacking and _fresh(s, chosen)]
+    return max(pool, key=lambda s: (sum(idf[t] for t in s.terms & lacking), scored[id(s)]), default=None)
+
+
 def _fill(chosen: list[_Sentence], rest: list[_Sentence], shape: QuestionShape, idf: dict[str, float],
           mean: float, limit: int) -> None:
     """Add the best of the rest until the limit, each scored for the question terms the chosen
@@ -321,7 +401,7 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
         whole = frozenset(match_terms(text))
         opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
         subject = opening.group(0).strip() if opening else ""
-        sentences = [" ".join(text[a:b].split()) for a, b in split_sentences(text)]
+        sentences = _whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)])
         referring = refers_back(sentences, forms)
         for sentence, refers in zip(sentences, referring):
             short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
@@ -332,8 +412,32 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
             terms = frozenset(match_terms(sentence + (" " + defined if names_x else "")))
             found.append(_Sentence(sentence, cite, order, terms, whole, subject,
                                    speech=bool(forms) and in_speech(sentence, forms),
-                                   refers=refers and says_what(sentence)))
+                                   refers=refers and says_what(sentence),
+                                   referent=_referent(sentence, subject, text)))
     return found
+
+
+def _whole_sentences(pieces: list[str]) -> list[str]:
+    """The pieces, each joined to the next while it ends with a semicolon inside an open
+    parenthesis ('Nicholas I (also known as "Niklot"; died 1200 near Waschow) was ...')."""
+    joined: list[str] = []
+    for piece in pieces:
+        last = joined[-1] if joined else ""
+        if last.endswith(";") and last.count("(") > last.count(")"):
+            joined[-1] = f"{last} {piece}"
+        else:
+            joined.append(piece)
+    return joined
+
+
+def _referent(sentence: str, subject: str, passage: str) -> frozenset[str]:
+    """The terms of what an English sentence's opening pronoun stands for: its passage's subject
+    ("It is based in Dunmore" in a passage opening "Odell Company is a lamp maker ...").
+    Empty for the passage's opening sentence and any other."""
+    if not subject or passage.lstrip(" \"'“").startswith(sentence[:20]):
+        return frozenset()
+    opening = re.match(r"[\"'“]?([A-Z][a-z]*)\b", sentence)
+    return frozenset(match_terms(subject)) if opening and opening.group(1) in _PRONOUNS else frozenset()
 
 
 def _fragment(sentence: str) -> bool:
@@ -353,7 +457,8 @@ def _idf(terms: list[str], sentences: list[_Sentence]) -> dict[str, float]:
 def _score(s: _Sentence, shape: QuestionShape, idf: dict[str, float], mean: float) -> float:
     """How well the sentence answers: matched question terms, scaled by what it adds, plus
     what the question asks for."""
-    overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in s.terms)
+    held = s.terms | s.referent  # "He was the father of ...": the pronoun holds its passage's subject
+    overlap = sum(w * (NAME_WEIGHT if t in shape.names else 1.0) for t, w in idf.items() if t in held)
     bearer = _defines_bearer(s, shape)
     if overlap <= 0 and not bearer:
         return 0.0
@@ -395,8 +500,8 @@ def _has_wanted(text: str, shape: QuestionShape) -> bool:
     question = " ".join(shape.terms)
     if shape.asks == "year":
         return any(m.group(0) not in question for m in _YEAR.finditer(text))
-    if shape.asks == "number":
-        return any(m not in question for m in _NUMBER.findall(text))
+    if shape.asks == "number":  # a count or an amount: a date or a year is no answer to "how many"
+        return any(m not in question for m in _NUMBER.findall(_DATE_EN.sub(" ", text)))
     if has_cjk(text):
         return False
     names = [n for n in _NAME_EN.findall(text[1:]) if n.lower() not in question]  # not the first word
@@ -459,7 +564,7 @@ def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -
 
 
 def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sentence],
-                  scored: dict[int, float], mean: float) -> list[_Sentence]:
+                  scored: dict[int, float], mean: float, shape: QuestionShape) -> list[_Sentence]:
     """The chain of a composed question ("What currency predated the Euro in the country Signmark
     is from?"), which starts at the name it holds and the chosen sentences lack: the anchor's
     sentence in the best passage naming it ("Signmark ... in Finland's national qualifications"),
@@ -467,7 +572,9 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
     word the question asks with ("The Finnish markka ... was the currency of Finland"). Where none
     does, a middle link first: a sentence holding an added name and a word of the clause that
     names the bridge ("the city where the performers of Brother were formed": "Pearl Jam ...
-    formed in Seattle"), then the hop from the names it adds."""
+    formed in Seattle"), then the hop from the names it adds. Where no link holds such a word,
+    the hop holding an added name and what the question asks for ("Who was in charge of the region
+    where Orvik lies?": "Hanna Seld was the last governor of Dalmark")."""
     asked, names = question.lower(), _anchors(question)
     clauses = " ".join(m.group(0) for m in _BRIDGE_CLAUSE.finditer(question))
     asking = set(match_terms(_BRIDGE_CLAUSE.sub(" ", question))) or set(match_terms(question))  # "When was" asks no word
@@ -486,7 +593,37 @@ def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sent
         hop = _hop(middle, _adds(middle, asked, anchor), asking - own, candidates, chosen + [start], scored, mean)
         if hop is not None:
             return [s for s in (start, middle, hop) if _fresh(s, chosen)]
+    return _wanted_hop(question, [a for a in names if a in clauses], candidates, chosen, scored, mean, shape)
+
+
+def _wanted_hop(question: str, anchors: list[str], candidates: list[_Sentence], chosen: list[_Sentence],
+                scored: dict[int, float], mean: float, shape: QuestionShape) -> list[_Sentence]:
+    """The chain's last resort: from the sentence of the anchor a bridge clause names, the best
+    sentence of another passage holding a name it adds and the kind of thing asked (a year, a
+    number, a person's or a place's name besides the added ones)."""
+    if shape.asks is None:
+        return []
+    asked = question.lower()
+    for anchor in anchors:
+        holding = [s for s in candidates if anchor in s.text]
+        if not holding or any(anchor in c.text for c in chosen):
+            continue
+        start = min(holding, key=lambda s: (s.order, -scored[id(s)]))
+        adds = _adds(start, asked, anchor)
+        hop = max((s for s in candidates if s.order != start.order and _held(s, adds) and _fresh(s, chosen)
+                   and not _LIST.search(s.text) and _holds_asked(s.text, shape, adds)),
+                  key=lambda s: (_bridge_score(s, adds, scored[id(s)], mean), -s.order), default=None)
+        if hop is not None:
+            return [s for s in (start, hop) if _fresh(s, chosen)]
     return []
+
+
+def _holds_asked(text: str, shape: QuestionShape, adds: list[str]) -> bool:
+    """The text holds what the question asks for, beyond the names a chain's link added."""
+    if shape.asks in ("year", "number"):
+        return _has_wanted(text, shape)
+    return any(n.strip(" .") not in adds and n.lower() not in " ".join(shape.terms) and n not in _CALENDAR
+               for n in _NAME_EN.findall(text[1:]))
 
 
 def _adds(sentence: _Sentence, asked: str, anchor: str) -> list[str]:
@@ -508,8 +645,8 @@ def _hop(after: _Sentence, adds: list[str], words: set[str], candidates: list[_S
 
 def _anchors(question: str) -> list[str]:
     """The question's names a chain can start from: not its asking word ("What"), nor a demonym
-    ("British" names no one thing)."""
-    found = [_ASKING_WORD.sub("", n.strip(" .")) for n in _NAME_EN.findall(question)]
+    ("British" names no one thing); a possessive names its owner ("Orla's town" starts at Orla)."""
+    found = [_POSSESSIVE_S.sub("", _ASKING_WORD.sub("", n.strip(" ."))) for n in _NAME_EN.findall(question)]
     return [n for n in dict.fromkeys(found) if len(n) > 2 and not only_demonyms(n)]
 
 
