@@ -597,6 +597,73 @@ def test_relation_meetings_read_each_text_once_and_find_what_one_query_per_menti
     assert met > 5
 
 
+class _TextReads:
+    """A connection that keeps the chunk ids whose text a statement read (CAST(text AS BLOB))."""
+
+    def __init__(self, conn):
+        self.conn, self.read = conn, set()
+
+    def execute(self, sql, params=()):
+        if "CAST(text AS BLOB)" in sql:
+            self.read.update(row[0] for row in self.conn.execute(sql, params))
+        return self.conn.execute(sql, params)
+
+
+def test_relation_meetings_read_only_the_texts_the_full_text_index_can_hold_the_relation_in(hierarchy_store):
+    """focus._meetings reads the texts of the related people's chunks that the full-text index
+    holds the relation word's bigrams and a form of the subject in, not every chunk they are
+    mentioned in (tens of thousands for a novel's hero at 100 M characters)."""
+    import sqlean
+
+    from tgr.query.focus import _forms, _meetings
+
+    conn = sqlean.connect(str(hierarchy_store))
+    texts = dict(conn.execute("SELECT id, text FROM chunks"))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")
+              if all(re.fullmatch("[\u4e00-\u9fff]{2,}", form) for form in _forms(conn, e))]  # (as the index holds them)
+    assert len(people) > 5
+    skipped = 0
+    for subject in people:
+        for relation in ("师父", "徒弟", "兄弟"):
+            reads = _TextReads(conn)
+            found = _meetings(reads, subject, relation)
+            assert all(relation in texts[chunk_id] for chunk_id in reads.read), (subject, relation)
+            assert {m[1] for m in found} <= reads.read
+            mentioned = {c for (c,) in conn.execute(
+                "SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id != ? AND entity_id IN "
+                "(SELECT id FROM entities WHERE type = 'person')", (subject,))}
+            skipped += len(mentioned - reads.read)
+    conn.close()
+    assert skipped > 0
+
+
+def test_relation_meetings_find_the_chunks_an_interrupted_run_left_unindexed(hierarchy_store, tmp_path):
+    """A chunk stored but not indexed yet (chunks_unindexed, no full-text row) is read too:
+    the meetings of a store whose meeting chunk is left unindexed are those of the whole store."""
+    import shutil
+
+    import sqlean
+
+    from tgr.query.focus import _meetings
+
+    path = tmp_path / "pending.db"
+    shutil.copy(hierarchy_store, path)
+    conn = sqlean.connect(str(path))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")]
+    subject, relation, expected = max(((s, r, _meetings(conn, s, r)) for s in people for r in ("师父", "兄弟")),
+                                      key=lambda found: len(found[2]))
+    assert expected
+    seq, terms = conn.execute("SELECT seq, terms FROM chunks WHERE id = ?", (expected[0][1],)).fetchone()
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, terms) VALUES ('delete', ?, ?)", (seq, terms))
+    conn.execute("UPDATE chunks SET terms = '' WHERE seq = ?", (seq,))
+    conn.execute("INSERT INTO chunks_unindexed(seq) VALUES (?)", (seq,))
+    conn.commit()
+    assert _meetings(conn, subject, relation) == expected
+    conn.execute("DELETE FROM chunks_unindexed")  # (without the list the index cannot find it)
+    assert expected[0][1] not in {m[1] for m in _meetings(conn, subject, relation)}
+    conn.close()
+
+
 def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     """graph_walk._subgraph_edges numbers nodes in C-level passes: the same node numbers,
     edges and weights as numbering each edge's two ends in turn, in sorted edge order."""
