@@ -68,7 +68,8 @@ class Searcher:
         self.retriever = Retriever(conn, self._embed, dense=self.dense,
                                    vector_type=vector_type(gateway.embedder), tables=vector_tables,
                                    report_vectors=ranks_reports(gateway.embedder.name),
-                                   hashed=is_hashed_embedder(gateway.embedder.name))
+                                   hashed=is_hashed_embedder(gateway.embedder.name),
+                                   hashed_dim=getattr(gateway.embedder, "dim", None))
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
         self.history: list[dict] = []  # the conversation a question follows (see follow)
         self.turns: list[dict] = []    # ... its latest turns, which the chat model reads

@@ -140,11 +140,12 @@ class Retriever:
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
                  vector_type: str = "float32", tables: dict[str, str] | None = None,
-                 report_vectors: bool = True, hashed: bool = False):
+                 report_vectors: bool = True, hashed: bool = False, hashed_dim: int | None = None):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
         self.hashed = hashed and not self.dense and embed_query is not None
+        self.hashed_dim = hashed_dim if self.hashed else None  # every question vector's length (see nearest_chunks)
         self.report_vectors = self.dense and report_vectors  # see ranks_reports
         self.vector_type = vector_type
         self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.build.portable_vectors)
@@ -259,9 +260,17 @@ class Retriever:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         table = self.tables["chunks"]
         row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
-        if row is None or len(row[0]) != len(q.vector()):
+        if row is None or len(row[0]) != self._vector_bytes(q):
             return []  # no vector, or a malformed one in a file made elsewhere
         return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
+
+    def _vector_bytes(self, q: Question) -> int:
+        """The length of the question's stored vector. Hashed vectors always have their
+        dimension: a Chinese question is then not embedded (nor rjieba loaded, a fifth of a
+        second) only to be measured, as local mode's lexical feedback uses a chunk's vector."""
+        if self.hashed_dim:
+            return self.hashed_dim * (1 if self.vector_type == "int8" else 4)
+        return len(q.vector())
 
     def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
