@@ -664,6 +664,35 @@ def test_relation_meetings_find_the_chunks_an_interrupted_run_left_unindexed(hie
     conn.close()
 
 
+def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
+    """graph_walk._subgraph reads a specific entity's chunks as one JSON array: the same
+    entity-chunk edges as a row a mention, for walks from every entity with a few seeds."""
+    import sqlean
+
+    from tgr.query.graph_walk import HUB_MENTIONS, _subgraph
+
+    conn = sqlean.connect(str(hierarchy_store))
+    chunk_ids = [c for (c,) in conn.execute("SELECT id FROM chunks ORDER BY seq")]
+    checked = 0
+    for n, (entity_id,) in enumerate(conn.execute("SELECT id FROM entities ORDER BY id").fetchall()):
+        seeds = set(chunk_ids[n % len(chunk_ids):n % len(chunk_ids) + 3])
+        graph = _subgraph(conn, {entity_id: 1.0}, seeds)
+        expected = {(e, c) for e, c in conn.execute(
+            "SELECT entity_id, chunk_id FROM entity_mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(seeds)),))}
+        for eid, mentions in graph.entity_mentions.items():
+            if mentions <= HUB_MENTIONS:
+                expected |= set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id = ?", (eid,)))
+        expected |= set(conn.execute(
+            "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+            "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(graph.entity_mentions), ensure_ascii=False),)))
+        assert {(e, c) for e, chunks in graph.entity_chunks.items() for c in chunks} == expected, entity_id
+        checked += len(expected)
+    conn.close()
+    assert checked > 100
+
+
 def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     """graph_walk._subgraph_edges numbers nodes in C-level passes: the same node numbers,
     edges and weights as numbering each edge's two ends in turn, in sorted edge order."""
@@ -678,7 +707,10 @@ def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     pairs = {(rng.choice(entities + ["unknown"]), rng.choice(["c1", "c10", "c2", "c", "d5"]) + str(rng.randrange(9)))
              for _ in range(400)}
     relations = [(rng.choice(entities), rng.choice(entities), rng.random() * 3, 0, 0) for _ in range(40)]
-    graph = _Subgraph(mentions, pairs, relations)
+    chunks_of: dict[str, set[str]] = {}
+    for eid, cid in pairs:
+        chunks_of.setdefault(eid, set()).add(cid)
+    graph = _Subgraph(mentions, chunks_of, relations)
 
     index: dict[str, int] = {}
 

@@ -24,7 +24,7 @@ SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: k
 @dataclass
 class _Subgraph:
     entity_mentions: dict[str, int]            # entity id -> chunks that mention it
-    entity_chunks: set[tuple[str, str]]        # (entity id, chunk id) edges
+    entity_chunks: dict[str, set[str]]         # entity id -> the chunks it has an edge to
     relations: list[tuple]                     # (source, target, weight, mentions, mentions)
 
 
@@ -77,18 +77,24 @@ def _subgraph(conn: Connection, named: dict[str, float], seed_chunks: set[str]) 
     for src, dst, _, ms, mt in relations:
         entity_mentions.setdefault(src, ms)
         entity_mentions.setdefault(dst, mt)
-    # the other chunks of every specific entity: where a bridge entity is written about
+    # the other chunks of every specific entity: where a bridge entity is written about (a
+    # JSON array of them an entity: a row a mention was most of a hub's walk, 140 k of them)
     specific = sorted(e for e, m in entity_mentions.items() if m <= HUB_MENTIONS)
-    edges_em = {(eid, cid) for eid, cid, _ in mentions}
-    edges_em |= set(conn.execute(
-        "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(specific, ensure_ascii=False),)).fetchall())
+    chunks_of: dict[str, set[str]] = {}
+    for eid, cid, _ in mentions:
+        chunks_of.setdefault(eid, set()).add(cid)
+    for eid, chunk_ids in conn.execute(
+            "SELECT entity_id, json_group_array(chunk_id) FROM entity_mentions "
+            "WHERE entity_id IN (SELECT value FROM json_each(?)) GROUP BY entity_id",
+            (json.dumps(specific, ensure_ascii=False),)).fetchall():
+        chunks_of.setdefault(eid, set()).update(json.loads(chunk_ids))
     # an entity named like a document's title is what that document is about
-    edges_em |= set(conn.execute(
-        "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
-        "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
-    return _Subgraph(entity_mentions, edges_em, relations)
+    for eid, cid in conn.execute(
+            "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+            "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall():
+        chunks_of.setdefault(eid, set()).add(cid)
+    return _Subgraph(entity_mentions, chunks_of, relations)
 
 
 def _subgraph_edges(graph: _Subgraph, index: dict[str, int], total: int) -> tuple[list[tuple[int, int]], list[float]]:
@@ -117,14 +123,10 @@ def _subgraph_edges(graph: _Subgraph, index: dict[str, int], total: int) -> tupl
     return edges, weights
 
 
-def _chunks_by_entity(pairs: set[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """The (entity, chunk) pairs grouped by entity, each group's chunks sorted, the groups
-    sorted: sorted(pairs) in groups, several times faster than comparing a hundred thousand
-    tuples."""
-    by_first: dict[str, list[str]] = {}
-    for first, second in pairs:
-        by_first.setdefault(first, []).append(second)
-    return [(first, sorted(by_first[first])) for first in sorted(by_first)]
+def _chunks_by_entity(chunks_of: dict[str, set[str]]) -> list[tuple[str, list[str]]]:
+    """The entity-chunk edges in sorted order, grouped by entity: sorting each entity's
+    chunks apart is several times faster than comparing a hundred thousand tuples."""
+    return [(eid, sorted(chunks_of[eid])) for eid in sorted(chunks_of)]
 
 
 def _number(index: dict[str, int], keys) -> None:
