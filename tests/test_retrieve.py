@@ -665,8 +665,9 @@ def test_relation_meetings_find_the_chunks_an_interrupted_run_left_unindexed(hie
 
 
 def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
-    """graph_walk._subgraph reads a specific entity's chunks as one JSON array: the same
-    entity-chunk edges as a row a mention, for walks from every entity with a few seeds."""
+    """graph_walk._subgraph reads a specific entity's chunks as one JSON array of node keys
+    ("c:" chunk id): the same entity-chunk edges as a row a mention, for walks from every
+    entity with a few seeds."""
     import sqlean
 
     from tgr.query.graph_walk import HUB_MENTIONS, _subgraph
@@ -687,7 +688,8 @@ def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
             "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
             "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(graph.entity_mentions), ensure_ascii=False),)))
-        assert {(e, c) for e, chunks in graph.entity_chunks.items() for c in chunks} == expected, entity_id
+        assert {(e, key[2:]) for e, keys in graph.entity_chunks.items() for key in keys} == expected, entity_id
+        assert all(key.startswith("c:") for keys in graph.entity_chunks.values() for key in keys)
         checked += len(expected)
     conn.close()
     assert checked > 100
@@ -709,7 +711,7 @@ def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     relations = [(rng.choice(entities), rng.choice(entities), rng.random() * 3, 0, 0) for _ in range(40)]
     chunks_of: dict[str, set[str]] = {}
     for eid, cid in pairs:
-        chunks_of.setdefault(eid, set()).add(cid)
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
     graph = _Subgraph(mentions, chunks_of, relations)
 
     index: dict[str, int] = {}

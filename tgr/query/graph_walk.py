@@ -24,7 +24,7 @@ SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: k
 @dataclass
 class _Subgraph:
     entity_mentions: dict[str, int]            # entity id -> chunks that mention it
-    entity_chunks: dict[str, set[str]]         # entity id -> the chunks it has an edge to
+    entity_chunks: dict[str, set[str]]         # entity id -> the node keys ("c:" chunk id) of its chunks
     relations: list[tuple]                     # (source, target, weight, mentions, mentions)
 
 
@@ -80,20 +80,20 @@ def _subgraph(conn: Connection, named: dict[str, float], seed_chunks: set[str]) 
     # the other chunks of every specific entity: where a bridge entity is written about (a
     # JSON array of them an entity: a row a mention was most of a hub's walk, 140 k of them)
     specific = sorted(e for e, m in entity_mentions.items() if m <= HUB_MENTIONS)
-    chunks_of: dict[str, set[str]] = {}
+    chunks_of: dict[str, set[str]] = {}  # (as node keys: made in SQL, not in Python a chunk)
     for eid, cid, _ in mentions:
-        chunks_of.setdefault(eid, set()).add(cid)
-    for eid, chunk_ids in conn.execute(
-            "SELECT entity_id, json_group_array(chunk_id) FROM entity_mentions "
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
+    for eid, chunk_keys in conn.execute(
+            "SELECT entity_id, json_group_array('c:' || chunk_id) FROM entity_mentions "
             "WHERE entity_id IN (SELECT value FROM json_each(?)) GROUP BY entity_id",
             (json.dumps(specific, ensure_ascii=False),)).fetchall():
-        chunks_of.setdefault(eid, set()).update(json.loads(chunk_ids))
+        chunks_of.setdefault(eid, set()).update(json.loads(chunk_keys))
     # an entity named like a document's title is what that document is about
     for eid, cid in conn.execute(
             "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
             "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall():
-        chunks_of.setdefault(eid, set()).add(cid)
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
     return _Subgraph(entity_mentions, chunks_of, relations)
 
 
@@ -107,10 +107,10 @@ def _subgraph_edges(graph: _Subgraph, index: dict[str, int], total: int) -> tupl
     unknown = specificity(1, total)
     edges: list[tuple[int, int]] = []
     weights: list[float] = []
-    for eid, chunk_ids in _chunks_by_entity(graph.entity_chunks):
+    for eid, keys in _chunks_by_entity(graph.entity_chunks):
         entity = index.setdefault("e:" + eid, len(index))
-        keys = ["c:" + cid for cid in chunk_ids]
-        _number(index, keys)
+        new = [key for key in keys if key not in index]  # (an entity's keys are distinct)
+        index.update(zip(new, range(len(index), len(index) + len(new))))
         edges += zip(repeat(entity), map(index.__getitem__, keys))
         weights += repeat(weight_of.get(eid) or unknown, len(keys))
     for src, dst, weight, _, _ in graph.relations:
@@ -124,15 +124,10 @@ def _subgraph_edges(graph: _Subgraph, index: dict[str, int], total: int) -> tupl
 
 
 def _chunks_by_entity(chunks_of: dict[str, set[str]]) -> list[tuple[str, list[str]]]:
-    """The entity-chunk edges in sorted order, grouped by entity: sorting each entity's
-    chunks apart is several times faster than comparing a hundred thousand tuples."""
+    """The entity-chunk edges in sorted order, grouped by entity (the chunks' keys share
+    their prefix: sorted as the chunk ids): sorting each entity's chunks apart is several
+    times faster than comparing a hundred thousand tuples."""
     return [(eid, sorted(chunks_of[eid])) for eid in sorted(chunks_of)]
-
-
-def _number(index: dict[str, int], keys) -> None:
-    """Number the keys index does not hold yet, after those it does, in the order first seen."""
-    new = [key for key in dict.fromkeys(keys) if key not in index]
-    index.update(zip(new, range(len(index), len(index) + len(new))))
 
 
 def specificity(mentions: int, total: int) -> float:
