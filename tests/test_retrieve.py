@@ -637,6 +637,22 @@ def test_relation_meetings_read_only_the_texts_the_full_text_index_can_hold_the_
     assert skipped > 0
 
 
+def test_the_full_text_index_narrows_meetings_only_for_words_of_han_characters(hierarchy_store):
+    """Only a word of two Han characters or more is held as bigrams that FTS5 keeps whole (the
+    kana block's middle dot is a separator to it; a lone character is indexed only standing
+    alone; a Latin form is no bigram): any other relation word, or a subject with any other
+    form, is looked for in every chunk the related people are mentioned in."""
+    import sqlean
+
+    from tgr.query.focus import _indexed_holders
+
+    conn = sqlean.connect(str(hierarchy_store))
+    assert _indexed_holders(conn, "师父", {"悟空", "孙悟空"}) is not None
+    for relation, forms in (("师", {"悟空"}), ("シ・ン", {"悟空"}), ("师父", {"悟空", "Wukong"}), ("师父", {"悟・空"})):
+        assert _indexed_holders(conn, relation, forms) is None, (relation, forms)
+    conn.close()
+
+
 def test_relation_meetings_find_the_chunks_an_interrupted_run_left_unindexed(hierarchy_store, tmp_path):
     """A chunk stored but not indexed yet (chunks_unindexed, no full-text row) is read too:
     the meetings of a store whose meeting chunk is left unindexed are those of the whole store."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..offline.answer_sentences import QuestionShape, defines, relation_stem
 from ..offline.name_words import chinese_given_name
 from ..store.db import Connection, has_table
-from ..text import CJK_RANGES, compiled, has_cjk, normalise_name, split_sentences
+from ..text import compiled, has_cjk, normalise_name, split_sentences
 from .graph_walk import specificity
 from .name_match import alias_entity
 
@@ -35,7 +35,9 @@ MAX_FORMS = 20      # English: the subject's written forms looked for
 _RELATED = ("SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
             "WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3")  # ?1 subject, ?3 how many
 _TITLE = re.compile(r"[A-Z][a-z]+\s+[A-Z]")
-_CHINESE = f"[{CJK_RANGES}]{{2,}}"  # a word the full-text index holds as its bigrams (compiled when used)
+# a word the full-text index holds as its bigrams (compiled when used): Han characters only,
+# each a token to FTS5 (the kana block's middle dot and sound marks are separators to it)
+_CHINESE = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}"
 
 
 @dataclass
