@@ -260,17 +260,10 @@ class Retriever:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         table = self.tables["chunks"]
         row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
-        if row is None or len(row[0]) != self._vector_bytes(q):
+        size = vector_bytes(self.hashed_dim, self.vector_type) if self.hashed_dim else len(q.vector())
+        if row is None or len(row[0]) != size:
             return []  # no vector, or a malformed one in a file made elsewhere
         return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
-
-    def _vector_bytes(self, q: Question) -> int:
-        """The length of the question's stored vector. Hashed vectors always have their
-        dimension: a Chinese question is then not embedded (nor rjieba loaded, a fifth of a
-        second) only to be measured, as local mode's lexical feedback uses a chunk's vector."""
-        if self.hashed_dim:
-            return self.hashed_dim * (1 if self.vector_type == "int8" else 4)
-        return len(q.vector())
 
     def _knn(self, table: str, vector: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the k nearest vectors of a vec0 table, nearest first."""
@@ -437,6 +430,13 @@ class Retriever:
              titled: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
         """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
         return walk(self.conn, named, seeds, titled, self.chunk_total(), numpy=self.cache.numpy_walk)
+
+
+def vector_bytes(dim: int, vector_type: str) -> int:
+    """The length of a stored vector of this dimension. A hashed vector always has its
+    embedder's: a Chinese question is then not embedded (nor rjieba loaded, a fifth of a
+    second) only to be measured, as local mode's lexical feedback uses a chunk's vector."""
+    return dim * (1 if vector_type == "int8" else 4)
 
 
 def _member_chunks(conn: Connection, community_id: str) -> dict[str, int]:
