@@ -103,3 +103,17 @@ def test_cjk_patterns_compiled_on_demand_match_as_the_full_ones(text):
     cjk = len(full["_CJK_RE"].findall(text))
     assert t.has_cjk(text) == (cjk > 0)
     assert t.estimate_tokens(text) == cjk + (len(text) - cjk + 3) // 4
+
+
+@pytest.mark.parametrize("mode", ["local", "naive", "global"])
+def test_a_cold_chinese_question_loads_no_word_cutter(hierarchy_store, mode):
+    """rjieba (a fifth of a second to load) cuts a question's words only for its vector; a
+    store of hashed vectors needs none to answer (local mode's lexical feedback measures the
+    question's vector by the embedder's dimension, tgr.query.retrieve.Retriever._vector_bytes)."""
+    script = SCRIPT.replace("m in forbidden or m.split(\".\")[0] in forbidden", "m == 'rjieba'")
+    assert script != SCRIPT
+    out = subprocess.run([sys.executable, "-c", script, json.dumps([str(hierarchy_store), "孙悟空的师父是谁？", "--mode", mode]),
+                          json.dumps([])], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -597,6 +597,120 @@ def test_relation_meetings_read_each_text_once_and_find_what_one_query_per_menti
     assert met > 5
 
 
+class _TextReads:
+    """A connection that keeps the chunk ids whose text a statement read (CAST(text AS BLOB))."""
+
+    def __init__(self, conn):
+        self.conn, self.read = conn, set()
+
+    def execute(self, sql, params=()):
+        if "CAST(text AS BLOB)" in sql:
+            self.read.update(row[0] for row in self.conn.execute(sql, params))
+        return self.conn.execute(sql, params)
+
+
+def test_relation_meetings_read_only_the_texts_the_full_text_index_can_hold_the_relation_in(hierarchy_store):
+    """focus._meetings reads the texts of the related people's chunks that the full-text index
+    holds the relation word's bigrams and a form of the subject in, not every chunk they are
+    mentioned in (tens of thousands for a novel's hero at 100 M characters)."""
+    import sqlean
+
+    from tgr.query.focus import _forms, _meetings
+
+    conn = sqlean.connect(str(hierarchy_store))
+    texts = dict(conn.execute("SELECT id, text FROM chunks"))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")
+              if all(re.fullmatch("[\u4e00-\u9fff]{2,}", form) for form in _forms(conn, e))]  # (as the index holds them)
+    assert len(people) > 5
+    skipped = 0
+    for subject in people:
+        for relation in ("师父", "徒弟", "兄弟"):
+            reads = _TextReads(conn)
+            found = _meetings(reads, subject, relation)
+            assert all(relation in texts[chunk_id] for chunk_id in reads.read), (subject, relation)
+            assert {m[1] for m in found} <= reads.read
+            mentioned = {c for (c,) in conn.execute(
+                "SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id != ? AND entity_id IN "
+                "(SELECT id FROM entities WHERE type = 'person')", (subject,))}
+            skipped += len(mentioned - reads.read)
+    conn.close()
+    assert skipped > 0
+
+
+def test_the_full_text_index_narrows_meetings_only_for_words_of_han_characters(hierarchy_store):
+    """Only a word of two Han characters or more is held as bigrams that FTS5 keeps whole (the
+    kana block's middle dot is a separator to it; a lone character is indexed only standing
+    alone; a Latin form is no bigram): any other relation word, or a subject with any other
+    form, is looked for in every chunk the related people are mentioned in."""
+    import sqlean
+
+    from tgr.query.focus import _indexed_holders
+
+    conn = sqlean.connect(str(hierarchy_store))
+    assert _indexed_holders(conn, "师父", {"悟空", "孙悟空"}) is not None
+    for relation, forms in (("师", {"悟空"}), ("シ・ン", {"悟空"}), ("师父", {"悟空", "Wukong"}), ("师父", {"悟・空"})):
+        assert _indexed_holders(conn, relation, forms) is None, (relation, forms)
+    conn.close()
+
+
+def test_relation_meetings_find_the_chunks_an_interrupted_run_left_unindexed(hierarchy_store, tmp_path):
+    """A chunk stored but not indexed yet (chunks_unindexed, no full-text row) is read too:
+    the meetings of a store whose meeting chunk is left unindexed are those of the whole store."""
+    import shutil
+
+    import sqlean
+
+    from tgr.query.focus import _meetings
+
+    path = tmp_path / "pending.db"
+    shutil.copy(hierarchy_store, path)
+    conn = sqlean.connect(str(path))
+    people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")]
+    subject, relation, expected = max(((s, r, _meetings(conn, s, r)) for s in people for r in ("师父", "兄弟")),
+                                      key=lambda found: len(found[2]))
+    assert expected
+    seq, terms = conn.execute("SELECT seq, terms FROM chunks WHERE id = ?", (expected[0][1],)).fetchone()
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, terms) VALUES ('delete', ?, ?)", (seq, terms))
+    conn.execute("UPDATE chunks SET terms = '' WHERE seq = ?", (seq,))
+    conn.execute("INSERT INTO chunks_unindexed(seq) VALUES (?)", (seq,))
+    conn.commit()
+    assert _meetings(conn, subject, relation) == expected
+    conn.execute("DELETE FROM chunks_unindexed")  # (without the list the index cannot find it)
+    assert expected[0][1] not in {m[1] for m in _meetings(conn, subject, relation)}
+    conn.close()
+
+
+def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
+    """graph_walk._subgraph reads a specific entity's chunks as one JSON array of node keys
+    ("c:" chunk id): the same entity-chunk edges as a row a mention, for walks from every
+    entity with a few seeds."""
+    import sqlean
+
+    from tgr.query.graph_walk import HUB_MENTIONS, _subgraph
+
+    conn = sqlean.connect(str(hierarchy_store))
+    chunk_ids = [c for (c,) in conn.execute("SELECT id FROM chunks ORDER BY seq")]
+    checked = 0
+    for n, (entity_id,) in enumerate(conn.execute("SELECT id FROM entities ORDER BY id").fetchall()):
+        seeds = set(chunk_ids[n % len(chunk_ids):n % len(chunk_ids) + 3])
+        graph = _subgraph(conn, {entity_id: 1.0}, seeds)
+        expected = {(e, c) for e, c in conn.execute(
+            "SELECT entity_id, chunk_id FROM entity_mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(seeds)),))}
+        for eid, mentions in graph.entity_mentions.items():
+            if mentions <= HUB_MENTIONS:
+                expected |= set(conn.execute("SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id = ?", (eid,)))
+        expected |= set(conn.execute(
+            "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+            "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(graph.entity_mentions), ensure_ascii=False),)))
+        assert {(e, key[2:]) for e, keys in graph.entity_chunks.items() for key in keys} == expected, entity_id
+        assert all(key.startswith("c:") for keys in graph.entity_chunks.values() for key in keys)
+        checked += len(expected)
+    conn.close()
+    assert checked > 100
+
+
 def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     """graph_walk._subgraph_edges numbers nodes in C-level passes: the same node numbers,
     edges and weights as numbering each edge's two ends in turn, in sorted edge order."""
@@ -611,7 +725,10 @@ def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     pairs = {(rng.choice(entities + ["unknown"]), rng.choice(["c1", "c10", "c2", "c", "d5"]) + str(rng.randrange(9)))
              for _ in range(400)}
     relations = [(rng.choice(entities), rng.choice(entities), rng.random() * 3, 0, 0) for _ in range(40)]
-    graph = _Subgraph(mentions, pairs, relations)
+    chunks_of: dict[str, set[str]] = {}
+    for eid, cid in pairs:
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
+    graph = _Subgraph(mentions, chunks_of, relations)
 
     index: dict[str, int] = {}
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..offline.answer_sentences import QuestionShape, defines, relation_stem
 from ..offline.name_words import chinese_given_name
 from ..store.db import Connection, has_table
-from ..text import has_cjk, normalise_name, split_sentences
+from ..text import compiled, has_cjk, normalise_name, split_sentences
 from .graph_walk import specificity
 from .name_match import alias_entity
 
@@ -35,6 +35,9 @@ MAX_FORMS = 20      # English: the subject's written forms looked for
 _RELATED = ("SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END FROM relationships "
             "WHERE source_id = ?1 OR target_id = ?1 ORDER BY weight DESC LIMIT ?3")  # ?1 subject, ?3 how many
 _TITLE = re.compile(r"[A-Z][a-z]+\s+[A-Z]")
+# a word the full-text index holds as its bigrams (compiled when used): Han characters only,
+# each a token to FTS5 (the kana block's middle dot and sound marks are separators to it)
+_CHINESE = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}"
 
 
 @dataclass
@@ -71,12 +74,20 @@ def defining_chunk(conn: Connection, entity_id: str, surfaces: tuple[str, ...]) 
         "SELECT c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
         "JOIN documents d ON d.id = c.document_id "
         "WHERE em.entity_id = ? ORDER BY d.rowid, c.ordinal LIMIT ?", (entity_id, MAX_SCANNED))]
+    # a name without whitespace is in a sentence with its whitespace made single spaces exactly
+    # where it is in the sentence as written: only those that hold one are made so and tested
+    # (a hub's 200 chunks have ten thousand sentences, a few hundred of which name it)
+    spaced = any(s.split() != [s] for s in surfaces)
     for chunk_id in ordered:
         row = conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
         if row is None:
             continue
         text = row[0]
+        if not spaced and not any(s in text for s in surfaces):
+            continue
         for a, b in split_sentences(text):
+            if not spaced and not any(s in text[a:b] for s in surfaces):
+                continue
             sentence = " ".join(text[a:b].split())
             if any(s in sentence and defines(sentence, s) for s in surfaces):
                 return chunk_id
@@ -116,24 +127,53 @@ def _meetings(conn: Connection, subject: str, relation: str) -> list[tuple[str, 
     """(person, chunk, the person's mentions, 1) for each chunk where a person related to the
     subject is mentioned with one of the subject's forms and the relation word, in text order.
 
-    Each chunk's text is read once, however many of the people it mentions, and tested as
-    UTF-8 bytes: a UTF-8 string holds another exactly where its bytes do, and decoding the
-    texts (tens of thousands for a novel's hero at 100 M characters) cost more than the tests."""
-    forms = [form.encode() for form in _forms(conn, subject)]
-    said = relation.encode()
+    Only the chunks the full-text index can hold both in (_indexed_holders) are read, each
+    once, however many of the people it mentions, and tested as UTF-8 bytes: a UTF-8 string
+    holds another exactly where its bytes do, and decoding the texts (tens of thousands for a
+    novel's hero at 100 M characters) cost more than the tests."""
+    forms = _forms(conn, subject)
     people = dict(conn.execute(
         "SELECT id, mentions FROM entities WHERE type = 'person' AND id != ?1 AND id IN (" + _RELATED + ")",
         (subject, relation, BEARERS)))
     mentioned: dict[str, list[str]] = {}  # chunk -> the people it mentions
     for person, chunk_id in conn.execute(
             "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(people), ensure_ascii=False),)):
+            (json.dumps(sorted(people), ensure_ascii=False),)).fetchall():
         mentioned.setdefault(chunk_id, []).append(person)
+    texts = ("SELECT id, document_id, ordinal, CAST(text AS BLOB) FROM chunks "
+             "WHERE id IN (SELECT value FROM json_each(?1))")
+    seqs = _indexed_holders(conn, relation, forms)
+    if seqs is not None:  # looked up by seq: both lists through the id index was a product of the two
+        texts = texts.replace("WHERE id IN", "WHERE +id IN") + " AND seq IN (SELECT value FROM json_each(?2))"
+    said, form_bytes = relation.encode(), [form.encode() for form in forms]
     met = sorted((document, ordinal, chunk_id) for chunk_id, document, ordinal, text in conn.execute(
-        "SELECT id, document_id, ordinal, CAST(text AS BLOB) FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(mentioned), ensure_ascii=False),))
-        if said in text and any(form in text for form in forms))
+        texts, (json.dumps(sorted(mentioned), ensure_ascii=False), *([] if seqs is None else [json.dumps(seqs)])))
+        if said in text and any(form in text for form in form_bytes))
     return [(person, chunk_id, people[person], 1) for *_, chunk_id in met for person in mentioned[chunk_id]]
+
+
+def _indexed_holders(conn: Connection, relation: str, forms: set[str]) -> list[int] | None:
+    """The seqs of the chunks that can hold the relation word and one of the forms: those the
+    full-text index holds every bigram of the word in and every bigram of one form in (it
+    holds each Chinese run as its bigrams, tgr.text.index_terms), and those not indexed yet
+    (chunks_unindexed). None when the index cannot narrow them: a word or every form not
+    wholly Chinese of two characters or more (a lone character is indexed only standing alone)."""
+    either = [_all_bigrams(form) for form in sorted(forms)]
+    if not compiled(_CHINESE).fullmatch(relation) or not all(either):
+        return None
+    match = f"{_all_bigrams(relation)} AND ({' OR '.join(either)})"
+    seqs = json.loads(conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                   (match,)).fetchone()[0])
+    if has_table(conn, "chunks_unindexed"):
+        seqs += [seq for (seq,) in conn.execute("SELECT seq FROM chunks_unindexed")]
+    return seqs
+
+
+def _all_bigrams(word: str) -> str:
+    """An FTS5 query for every bigram of a Chinese word ("" if the word is not one)."""
+    if not compiled(_CHINESE).fullmatch(word):
+        return ""
+    return "(" + " AND ".join(f'"{word[i:i + 2]}"' for i in range(len(word) - 1)) + ")"
 
 
 def _meetings_en(conn: Connection, subject: str, relation: str) -> list[tuple[str, str, int, int]]:

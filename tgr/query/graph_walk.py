@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from itertools import chain
+from itertools import repeat
 
 from ..offline.pagerank import personalized_pagerank
 from ..store.db import Connection
@@ -24,7 +24,7 @@ SHARPNESS = 6.0       # seed chunk weight = (score / best score) ** SHARPNESS: k
 @dataclass
 class _Subgraph:
     entity_mentions: dict[str, int]            # entity id -> chunks that mention it
-    entity_chunks: set[tuple[str, str]]        # (entity id, chunk id) edges
+    entity_chunks: dict[str, set[str]]         # entity id -> the node keys ("c:" chunk id) of its chunks
     relations: list[tuple]                     # (source, target, weight, mentions, mentions)
 
 
@@ -77,55 +77,57 @@ def _subgraph(conn: Connection, named: dict[str, float], seed_chunks: set[str]) 
     for src, dst, _, ms, mt in relations:
         entity_mentions.setdefault(src, ms)
         entity_mentions.setdefault(dst, mt)
-    # the other chunks of every specific entity: where a bridge entity is written about
+    # the other chunks of every specific entity: where a bridge entity is written about (a
+    # JSON array of them an entity: a row a mention was most of a hub's walk, 140 k of them)
     specific = sorted(e for e, m in entity_mentions.items() if m <= HUB_MENTIONS)
-    edges_em = {(eid, cid) for eid, cid, _ in mentions}
-    edges_em |= set(conn.execute(
-        "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(specific, ensure_ascii=False),)).fetchall())
+    chunks_of: dict[str, set[str]] = {}  # (as node keys: made in SQL, not in Python a chunk)
+    for eid, cid, _ in mentions:
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
+    for eid, chunk_keys in conn.execute(
+            "SELECT entity_id, json_group_array('c:' || chunk_id) FROM entity_mentions "
+            "WHERE entity_id IN (SELECT value FROM json_each(?)) GROUP BY entity_id",
+            (json.dumps(specific, ensure_ascii=False),)).fetchall():
+        chunks_of.setdefault(eid, set()).update(json.loads(chunk_keys))
     # an entity named like a document's title is what that document is about
-    edges_em |= set(conn.execute(
-        "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
-        "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall())
-    return _Subgraph(entity_mentions, edges_em, relations)
+    for eid, cid in conn.execute(
+            "SELECT e.id, c.id FROM entities e JOIN documents d ON d.title = e.name COLLATE NOCASE "
+            "JOIN chunks c ON c.document_id = d.id WHERE e.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(entity_mentions), ensure_ascii=False),)).fetchall():
+        chunks_of.setdefault(eid, set()).add("c:" + cid)
+    return _Subgraph(entity_mentions, chunks_of, relations)
 
 
 def _subgraph_edges(graph: _Subgraph, index: dict[str, int], total: int) -> tuple[list[tuple[int, int]], list[float]]:
     """The walk's weighted edges: entity-chunk edges weigh the entity's specificity,
     entity-entity edges the relationship's weight too. Nodes are numbered (in index, by key:
-    "e:" entity id, "c:" chunk id) as the edges first name them; the entity-chunk edges, a
-    hundred thousand around a novel's hero, are numbered and weighed in C-level passes."""
+    "e:" entity id, "c:" chunk id) as the edges first name them, the entity-chunk edges in
+    sorted order; those edges, a hundred thousand around a novel's hero, are numbered and
+    weighed an entity at a time in C-level passes."""
     weight_of = {eid: specificity(m, total) for eid, m in graph.entity_mentions.items()}
     unknown = specificity(1, total)
-    pairs = _sorted_pairs(graph.entity_chunks)
-    entity_keys = ["e:" + eid for eid, _ in pairs]
-    chunk_keys = ["c:" + cid for _, cid in pairs]
-    _number(index, chain.from_iterable(zip(entity_keys, chunk_keys)))
-    edges = list(zip(map(index.__getitem__, entity_keys), map(index.__getitem__, chunk_keys)))
-    weights = [weight_of.get(eid) or unknown for eid, _ in pairs]
+    edges: list[tuple[int, int]] = []
+    weights: list[float] = []
+    for eid, keys in _chunks_by_entity(graph.entity_chunks):
+        entity = index.setdefault("e:" + eid, len(index))
+        new = [key for key in keys if key not in index]  # (an entity's keys are distinct)
+        index.update(zip(new, range(len(index), len(index) + len(new))))
+        edges += zip(repeat(entity), map(index.__getitem__, keys))
+        weights += repeat(weight_of.get(eid) or unknown, len(keys))
     for src, dst, weight, _, _ in graph.relations:
         if src == dst or RELATION_WEIGHT <= 0:
             continue
-        _number(index, ("e:" + src, "e:" + dst))
-        edges.append((index["e:" + src], index["e:" + dst]))
+        source = index.setdefault("e:" + src, len(index))
+        target = index.setdefault("e:" + dst, len(index))
+        edges.append((source, target))
         weights.append(RELATION_WEIGHT * math.log1p(weight) * min(weight_of[src], weight_of[dst]))
     return edges, weights
 
 
-def _sorted_pairs(pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
-    """sorted(pairs), by first element then second: sorted as plain strings, each entity's
-    chunks apart, which is several times faster than comparing a hundred thousand tuples."""
-    by_first: dict[str, list[str]] = {}
-    for first, second in pairs:
-        by_first.setdefault(first, []).append(second)
-    return [(first, second) for first in sorted(by_first) for second in sorted(by_first[first])]
-
-
-def _number(index: dict[str, int], keys) -> None:
-    """Number the keys index does not hold yet, after those it does, in the order first seen."""
-    new = [key for key in dict.fromkeys(keys) if key not in index]
-    index.update(zip(new, range(len(index), len(index) + len(new))))
+def _chunks_by_entity(chunks_of: dict[str, set[str]]) -> list[tuple[str, list[str]]]:
+    """The entity-chunk edges in sorted order, grouped by entity (the chunks' keys share
+    their prefix: sorted as the chunk ids): sorting each entity's chunks apart is several
+    times faster than comparing a hundred thousand tuples."""
+    return [(eid, sorted(chunks_of[eid])) for eid in sorted(chunks_of)]
 
 
 def specificity(mentions: int, total: int) -> float:

@@ -65,10 +65,7 @@ class Searcher:
         self.prompts = prompts
         self.settings = settings or QuerySettings()
         self.dense = not is_lexical_embedder(gateway.embedder.name)
-        self.retriever = Retriever(conn, self._embed, dense=self.dense,
-                                   vector_type=vector_type(gateway.embedder), tables=vector_tables,
-                                   report_vectors=ranks_reports(gateway.embedder.name),
-                                   hashed=is_hashed_embedder(gateway.embedder.name))
+        self.retriever = retriever_for(conn, gateway.embedder, self._embed, vector_tables)
         self.answerer = answerer_for(gateway, prompts, self.settings.response_type)
         self.history: list[dict] = []  # the conversation a question follows (see follow)
         self.turns: list[dict] = []    # ... its latest turns, which the chat model reads
@@ -354,6 +351,14 @@ class Searcher:
         for theme in chosen:
             theme.passages = self.retriever.passages([(cid, 1.0) for cid in theme.chunks])
         return chosen, matched
+
+
+def retriever_for(conn: Connection, embedder, embed_query, vector_tables: dict[str, str] | None) -> Retriever:
+    """The retriever of a store whose vectors the embedder made (embed_query embeds a question)."""
+    return Retriever(conn, embed_query, dense=not is_lexical_embedder(embedder.name),
+                     vector_type=vector_type(embedder), tables=vector_tables,
+                     report_vectors=ranks_reports(embedder.name), hashed=is_hashed_embedder(embedder.name),
+                     hashed_dim=getattr(embedder, "dim", None))
 
 
 def _pieces_of(steps: Generator[str, None, Answer]) -> Iterator[str | Answer]:

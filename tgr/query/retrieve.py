@@ -140,11 +140,12 @@ class Retriever:
 
     def __init__(self, conn: Connection, embed_query=None, dense: bool = False,
                  vector_type: str = "float32", tables: dict[str, str] | None = None,
-                 report_vectors: bool = True, hashed: bool = False):
+                 report_vectors: bool = True, hashed: bool = False, hashed_dim: int | None = None):
         self.conn = conn
         self.embed_query = embed_query
         self.dense = dense and embed_query is not None
         self.hashed = hashed and not self.dense and embed_query is not None
+        self.hashed_dim = hashed_dim if self.hashed else None  # every question vector's length (see nearest_chunks)
         self.report_vectors = self.dense and report_vectors  # see ranks_reports
         self.vector_type = vector_type
         self.tables = tables or VECTOR_TABLES  # kind -> the vec0 table searched (see tgr.build.portable_vectors)
@@ -259,7 +260,8 @@ class Retriever:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         table = self.tables["chunks"]
         row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
-        if row is None or len(row[0]) != len(q.vector()):
+        size = vector_bytes(self.hashed_dim, self.vector_type) if self.hashed_dim else len(q.vector())
+        if row is None or len(row[0]) != size:
             return []  # no vector, or a malformed one in a file made elsewhere
         return [(cid, 1.0 - d) for cid, d in self._knn(table, row[0], min(limit, MAX_KNN))]
 
@@ -428,6 +430,13 @@ class Retriever:
              titled: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
         """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
         return walk(self.conn, named, seeds, titled, self.chunk_total(), numpy=self.cache.numpy_walk)
+
+
+def vector_bytes(dim: int, vector_type: str) -> int:
+    """The length of a stored vector of this dimension. A hashed vector always has its
+    embedder's: a Chinese question is then not embedded (nor rjieba loaded, a fifth of a
+    second) only to be measured, as local mode's lexical feedback uses a chunk's vector."""
+    return dim * (1 if vector_type == "int8" else 4)
 
 
 def _member_chunks(conn: Connection, community_id: str) -> dict[str, int]:
