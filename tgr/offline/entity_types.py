@@ -266,7 +266,7 @@ _LAST_WORD = {
         mall plaza temple mosque abbey monastery chapel shrine fortress citadel lighthouse theatre
         theater hotel house route lane pond plantation empire building farm garden range monument
         base colony territory inn mound peak waterfall brook canyon ridge zoo estate manor site
-        ranch lodge gorge cove sanctuary springs glen land jail prison penitentiary gaol motel duchy principality caliphate khanate emirate sultanate
+        ranch lodge gorge cove sanctuary motel duchy principality caliphate khanate emirate sultanate
         margraviate oblast voivodeship governorate arrondissement""",
     "event": """season tournament championship championships cup games olympics festival election
         elections war battle outbreak prix bowl awards award massacre revolution uprising rebellion

@@ -128,16 +128,8 @@ def english_names(sentences: list[str], text: str | None = None) -> list[list[Na
         result.append(_share_list_types(sentence, names))
     result = _people_by_text(sentences, result, lower)
     surnames = _surnames([n for names in result for n in names])
-    people = {name for names in result for name, kind, _ in names if kind == "person"}
-    return [[(name, kind) if titled or name not in surnames else _as_full_name(surnames[name], kind, people)
-             for name, kind, titled in names] for names in result]
-
-
-def _as_full_name(full: str, kind: str, people: set[str]) -> tuple[str, str]:
-    """A surname written alone, as the full name it stands for. Where the text shows that name
-    to be a person, the surname alone is the person too: "credited to Lennon" is no place
-    (a gazetteer's Jackson or a preposition's "to" said so)."""
-    return full, "person" if full in people and kind in ("location", "concept") else kind
+    return [[(name if titled else surnames.get(name, name), kind) for name, kind, titled in names]
+            for names in result]
 
 
 _LIST_GAPS = frozenset([", ", " and ", ", and ", " & ", " or ", ", or ", " and the ", ", and the "])
@@ -353,7 +345,7 @@ def _name_of(sentence: str, words: list[re.Match], i: int, j: int,
     if kind == "concept" and _life_after(sentence, name, end):
         kind = "person"
     if kind == "concept":
-        kind = _type_of(lowered, previous, after, name, before.lower().endswith(previous))
+        kind = _type_of(lowered, previous, after)
     if kind == "concept":
         kind = context_type(sentence, start, end) or kind
     if kind == "concept":  # what the gazetteer and census say, so that a list can share it
@@ -458,17 +450,7 @@ def _quoted_titles(sentence: str) -> list[tuple[str, int, int]]:
     return found
 
 
-_WHERE = frozenset("in at near".split())  # right before a name, a place; "to", "from": a place or a person
-
-
-def _person_shaped(name: str) -> bool:
-    """A census first name and a family name, with no word that types it otherwise."""
-    return given_and_family_name(name) and type_by_words(name) is None
-
-
-def _type_of(lowered: list[str], previous: str, after: str, name: str, right_after: bool) -> str:
-    """The type the name's words and the words on either side give it (right_after: previous
-    is the text's word just before the name, not one before a number or a title)."""
+def _type_of(lowered: list[str], previous: str, after: str) -> str:
     last, first = _without_possessive(lowered[-1]), lowered[0]
     if len(lowered) <= 2 and " ".join(lowered) in _HOLIDAYS:
         return "event"  # "at Christmas" is a time, not a place
@@ -482,8 +464,8 @@ def _type_of(lowered: list[str], previous: str, after: str, name: str, right_aft
     if after in _PERSON_VERBS or previous in _PERSON_VERBS or after in {"born", "died"} \
             or len(lowered[-1]) > 1 and any(len(w) == 1 for w in lowered[:-1]):  # "G. Stanley Hall"
         return "person"
-    if previous in _PLACE_PREPOSITIONS and (right_after and previous in _WHERE or not _person_shaped(name)):
-        return "location"  # "in Santa Barbara", "to Jackson Heights"; not "credited to John Lennon", "In 1825 George Stephenson built"
+    if previous in _PLACE_PREPOSITIONS:
+        return "location"
     return "concept"
 
 
