@@ -52,7 +52,7 @@ from typing import Sequence
 
 from .definitions import in_speech, refers_back, says_what
 from .demonyms import only_demonyms
-from .name_words import chinese_given_name
+from .name_words import DAYS, MONTH_NAMES, MONTH_PATTERN, chinese_given_name
 from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
@@ -79,7 +79,7 @@ _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)|\d{1,2}月\d{1,2}日|\d
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                      r"thousand|million|billion|once|twice|thrice|dozens?)\b|[一二三四五六七八九十百千万亿两]+[个人名位次年岁届]",
                      re.I)
-_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTHS = MONTH_PATTERN
 _DATE_EN = re.compile(rf"\b(?:\d{{1,2}}\s+{_MONTHS}(?:,?\s+\d{{4}})?|{_MONTHS}\s+\d{{1,2}}(?:,\s*\d{{4}})?|"
                       rf"{_MONTHS}\s+\d{{4}})\b|(?<![\d,.])(?:1[0-9]{{3}}|20[0-9]{{2}})(?![\d,])")
 _NAME_EN = re.compile(r"(?:\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)")
@@ -115,9 +115,7 @@ _BRIDGE_CLAUSE = re.compile(r"\b(?:the|a)\s+(?:[a-z]+(?:\s+[a-z]+)?\s+(?:where|t
 _OPENING_WORDS = (r"(?:As|When|While|If|But|And|Or|So|Yet|Then|Though|Although|Now|Here|There|This|That|It|He|She|"
                   r"They|In|On|At|For|With|By|From|After|Before|Once|Since|Until|Where|What|Who|Why|How|Even|Only)")
 _PRONOUNS = {"He", "She", "It", "They", "His", "Her", "Its", "Their"}
-_CALENDAR = {"January", "February", "March", "April", "May", "June", "July", "August", "September",
-             "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
-             "Saturday", "Sunday"}
+_CALENDAR = set(MONTH_NAMES) | {day.capitalize() for day in DAYS}
 _DEFINITION_EN = re.compile(r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(.+?)\s*[?？.]*\s*$", re.I)
 _DEFINITION_ZH = re.compile(r"^\s*(.+?)(?:是|为)(?:谁|什么人|何人|什么|何物|哪位)[?？。]*\s*$")
 _RELATION_ZH = re.compile(r"^\s*(.+?)的(.+?)(?:是|为)(?:谁|什么人|何人|什么|哪位|哪里)[?？。]*\s*$")

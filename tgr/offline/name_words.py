@@ -6,7 +6,10 @@ from ..text import compiled
 
 CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # for a character class: Han ideographs
 
-MONTHS = frozenset("january february march april may june july august september october november december".split())
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")
+MONTHS = frozenset(m.lower() for m in MONTH_NAMES)
+MONTH_PATTERN = "(?:" + "|".join(MONTH_NAMES) + ")"  # a capitalised month name, for a regular expression
 MONTH_ABBREVIATIONS = frozenset("jan feb mar apr may jun jul aug sep sept oct nov dec".split())
 DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 # Chinese words of speech and narration, pronouns, measure words ("闻言", "二人", "只见"): no

@@ -23,7 +23,7 @@ import re
 from .demonyms import language_of, only_demonyms, strip_adjective_suffix
 from .entity_types import (COMMON_ACRONYMS, census_first_names, common_words, given_and_family_name, place_kind,
                            type_by_words)
-from .name_words import DAYS, MONTHS
+from .name_words import DAYS, MONTH_PATTERN, MONTHS
 from ..text import CJK_RANGES, STOPWORDS
 
 Name = tuple[str, str]  # (name, type)
@@ -572,7 +572,7 @@ _LIFE_EVENT_OF = re.compile(r"\b(?:reign|coronation|abdication|assassination|fun
 _NOT_HEAD_BEFORE = frozenset("play order state single game party model saint man woman duo trio quartet".split())
 _BORN = re.compile(r"\s*\((?:born|née|nee|b\.)\s|\s*\(\d{3,4}\s*[–-]\s*(?:\d|[A-Z][a-z]+ \d)")
 _ASIDE_AFTER = re.compile(r"\s*[(（]((?:[^()（）]|[(（][^()（）]*[)）]){1,200}?)[)）]")
-_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTH = MONTH_PATTERN
 _LIFE_WORD = re.compile(r"\b(?:born|née|nee|b\.|died|d\.)\s")
 _SPAN = re.compile(r"\d{3,4}\b.{0,40}?\s?(?:–|-|--)\s?.{0,25}?\b\d{3,4}\b")
 _FULL_DATE = re.compile(rf"\b\d{{1,2}} {_MONTH} \d{{3,4}}\b|\b{_MONTH} \d{{1,2}}, \d{{3,4}}\b")

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..offline.answer_sentences import QuestionShape, defines, relation_stem
-from ..offline.name_words import chinese_given_name
+from ..offline.name_words import CJK_CHARS, chinese_given_name
 from ..store.db import Connection, has_table
 from ..text import compiled, has_cjk, normalise_name, split_sentences
 from .graph_walk import specificity
@@ -37,7 +37,7 @@ _RELATED = ("SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END F
 _TITLE = re.compile(r"[A-Z][a-z]+\s+[A-Z]")
 # a word the full-text index holds as its bigrams (compiled when used): Han characters only,
 # each a token to FTS5 (the kana block's middle dot and sound marks are separators to it)
-_CHINESE = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}"
+_CHINESE = f"[{CJK_CHARS}]{{2,}}"
 
 
 @dataclass
