@@ -109,7 +109,7 @@ def test_cjk_patterns_compiled_on_demand_match_as_the_full_ones(text):
 def test_a_cold_chinese_question_loads_no_word_cutter(hierarchy_store, mode):
     """rjieba (a fifth of a second to load) cuts a question's words only for its vector; a
     store of hashed vectors needs none to answer (local mode's lexical feedback measures the
-    question's vector by the embedder's dimension, tgr.query.retrieve.Retriever._vector_bytes)."""
+    question's vector by the embedder's dimension, tgr.store.db.vector_bytes)."""
     script = SCRIPT.replace("m in forbidden or m.split(\".\")[0] in forbidden", "m == 'rjieba'")
     assert script != SCRIPT
     out = subprocess.run([sys.executable, "-c", script, json.dumps([str(hierarchy_store), "孙悟空的师父是谁？", "--mode", mode]),

@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..ingest.chunking import chunk_text
 from ..ingest.corpus import add_document
-from ..store.db import Connection, has_table, vec_param
+from ..store.db import Connection, has_table, vec_param, vector_bytes
 from ..errors import StoreError
 from ..models.gateway import cache_key
 from ..ingest.sources import Document
@@ -149,7 +149,7 @@ def _copy_chunk_vectors(target: Target, source: Connection, copied: Copied) -> N
     if not copied.new_chunks or not has_table(source, "vec_chunks"):
         return
     conn = target.conn
-    width = target.embed_dim * (1 if target.embed_vector == "int8" else 4)
+    width = vector_bytes(target.embed_dim, target.embed_vector)
     new = set(copied.new_chunks)
     recorded = {cid: h for cid, h in source.execute("SELECT id, embed_hash FROM chunks WHERE embed_hash IS NOT NULL")
                 if cid in new}
@@ -178,7 +178,7 @@ def known_vectors(target: Target, source: Connection) -> dict[str, array]:
     hash of the row's text as the input holds it with the shared embedder."""
     from .embed import TARGETS, reusable_vectors
 
-    width = target.embed_dim * (1 if target.embed_vector == "int8" else 4)
+    width = vector_bytes(target.embed_dim, target.embed_vector)
     code = "b" if target.embed_vector == "int8" else "f"
     found: dict[str, array] = {}
     for kind in ("entities", "reports"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..store.db import (PORTABLE_MODEL_KEY, PORTABLE_TABLES, Connection, ensure_portable_tables, get_meta, has_table,
-                 serialize, set_meta, transaction, vec_param)
+                 serialize, set_meta, transaction, vec_param, vector_bytes)
 from .embed import TARGETS, reusable_vectors
 from ..errors import ModelError
 from ..store.size_limits import MAX_CONTEXT_TEXT
@@ -67,7 +67,7 @@ def portable_vectors(conn: Connection, source: Connection) -> dict[str, bytes]:
     want, have = get_meta(conn), get_meta(source)
     if not want.get(PORTABLE_MODEL_KEY) or any(str(want.get(k)) != str(have.get(k)) for k in PORTABLE_META):
         return {}
-    width = int(want["portable_embed_dim"]) * (1 if want["portable_embed_vector"] == "int8" else 4)
+    width = vector_bytes(int(want["portable_embed_dim"]), want["portable_embed_vector"])
     found: dict[str, bytes] = {}
     for kind, (_, table, key, text_sql) in TARGETS.items():
         vec_table = PORTABLE_TABLES[kind]

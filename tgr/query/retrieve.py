@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from .common_terms import common_terms
 from .pending_chunks import PendingChunks
-from ..store.db import Connection, has_table, serialize, vec_param
+from ..store.db import Connection, has_table, serialize, vec_param, vector_bytes
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import named_entities, titled_chunks
@@ -260,6 +260,7 @@ class Retriever:
         """(chunk id, cosine) of the chunks nearest to one chunk's stored vector."""
         table = self.tables["chunks"]
         row = self.conn.execute(f"SELECT embedding FROM {table} WHERE id = ?", (chunk_id,)).fetchone()
+        # a hashed vector has its embedder's length: no question embedded (rjieba loaded) to measure
         size = vector_bytes(self.hashed_dim, self.vector_type) if self.hashed_dim else len(q.vector())
         if row is None or len(row[0]) != size:
             return []  # no vector, or a malformed one in a file made elsewhere
@@ -430,13 +431,6 @@ class Retriever:
              titled: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
         """Personalized PageRank over the query subgraph; (chunk scores, entity scores)."""
         return walk(self.conn, named, seeds, titled, self.chunk_total(), numpy=self.cache.numpy_walk)
-
-
-def vector_bytes(dim: int, vector_type: str) -> int:
-    """The length of a stored vector of this dimension. A hashed vector always has its
-    embedder's: a Chinese question is then not embedded (nor rjieba loaded, a fifth of a
-    second) only to be measured, as local mode's lexical feedback uses a chunk's vector."""
-    return dim * (1 if vector_type == "int8" else 4)
 
 
 def _member_chunks(conn: Connection, community_id: str) -> dict[str, int]:

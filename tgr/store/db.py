@@ -287,6 +287,11 @@ def serialize(vector, vector_type: str = "float32") -> bytes:
     return struct.pack(f"{len(values)}b", *(round(x * 127 / peak) for x in values))
 
 
+def vector_bytes(dim: int, vector_type: str) -> int:
+    """The length in bytes of a stored vector of this dimension and type."""
+    return dim * (1 if vector_type == "int8" else 4)
+
+
 def vec_param(vector_type: str = "float32") -> str:
     """The SQL that binds a serialized vector of this type (vec0 reads untyped blobs as float32)."""
     return "vec_int8(?)" if vector_type == "int8" else "?"
