@@ -3,9 +3,10 @@
     python bench/dev_sets.py DRCD_dev.json OUT_DIR        # writes OUT_DIR/drcd_dev/{corpus,questions}.jsonl
     python bench/dev_sets.py musique_train.json OUT_DIR   # writes OUT_DIR/musique/{corpus,questions}.jsonl
     python bench/dev_sets.py hotpotqa_train.json OUT_DIR  # writes OUT_DIR/hotpotqa_train/{corpus,questions}.jsonl
+    python bench/dev_sets.py PROMPT.txt OUT_DIR NAME      # an IRCoT demonstration file: OUT_DIR/NAME/...
 
 The source is told by the file's shape (SQuAD-style {"data": [...]}: DRCD; a list of questions
-with "question_decomposition": MuSiQue; one with "supporting_facts" and "context": HotpotQA). The rows are never copied into the project: rebuild them
+with "question_decomposition": MuSiQue; one with "supporting_facts" and "context": HotpotQA; a text file of "# METADATA:" blocks: IRCoT). The rows are never copied into the project: rebuild them
 with this script, in the format of the shared dev sets (corpus.jsonl, questions.jsonl with
 evidence_doc_ids and evidence_texts; see the shared eval README). Standard library only,
 deterministic: the same file gives byte-identical output. Both builders draw their questions with
@@ -51,6 +52,16 @@ appear there; evidence_texts[i] is the span of that paragraph from its first to 
 supporting sentence; meta.supporting_facts holds each supporting sentence ({doc_id, text}, F@k
 of `tgr eval`), meta.candidate_doc_ids the question's paragraphs. Answers are HotpotQA's (no
 aliases); question_type is multi_hop:bridge or multi_hop:comparison.
+
+ircot_hotpotqa, ircot_2wiki (English, multi hop; small sets no dev question is in, for an unseen
+check of answers). Source: the IRCoT demonstrations HippoRAG ships (same repository and commit;
+from github.com/stonybrooknlp/ircot, Apache 2.0), data/ircot_prompts/{hotpotqa,2wikimultihopqa}/
+gold_with_3_distractors_context_cot_qa_codex.txt: 29 HotpotQA train questions (CC BY-SA 4.0) and
+20 2WikiMultihopQA questions (Apache 2.0), each with its gold paragraphs and up to 3 distractors.
+Built: every question, in the file's order; the corpus is their paragraphs deduplicated by
+(title, text); the answer is what the worked answer ends with ("So the answer is: X.").
+The file does not say which paragraphs are gold: evidence_doc_ids and evidence_texts are empty
+(no recall), meta.candidate_doc_ids lists the question's paragraphs.
 """
 from __future__ import annotations
 
@@ -206,7 +217,30 @@ def build_hotpotqa(raw: list[dict], out: Path, name: str = "hotpotqa_train") -> 
     _write(out, name, corpus, questions)
 
 
-def build(raw: Path, out: Path) -> None:
+def build_ircot(text: str, out: Path, name: str) -> None:
+    ids: dict[tuple[str, str], str] = {}
+    questions = []
+    for block in text.split("# METADATA: ")[1:]:
+        meta, _, body = block.partition("\n")
+        qid = json.loads(meta)["qid"]
+        docs = []
+        for title, paragraph in re.findall(r"Wikipedia Title: (.*)\n(.*)\n", body):
+            docs.append(ids.setdefault((title.strip(), paragraph.strip()), f"{name}-{len(ids):04d}"))
+        question = re.search(r"^Q: (.*)$", body, re.M).group(1).strip()
+        answer = re.search(r"So the answer is: (.*)$", body, re.M).group(1).strip()
+        questions.append({
+            "qid": f"{name}-{qid}", "question": question, "answer": answer[:-1] if answer.endswith(".") else answer,
+            "answer_aliases": [], "question_type": "multi_hop:ircot_demo", "evidence_doc_ids": [],
+            "evidence_texts": [], "meta": {"source_id": qid, "candidate_doc_ids": list(dict.fromkeys(docs))}})
+    corpus = [{"doc_id": doc_id, "title": title, "text": text, "meta": {"source": "IRCoT demonstrations"}}
+              for (title, text), doc_id in ids.items()]
+    _write(out, name, corpus, questions)
+
+
+def build(raw: Path, out: Path, name: str | None = None) -> None:
+    if raw.suffix == ".txt":
+        build_ircot(raw.read_text(encoding="utf-8"), out, name or "ircot")
+        return
     data = json.loads(raw.read_text(encoding="utf-8"))
     if isinstance(data, dict) and "data" in data:
         build_drcd(data, out)
@@ -219,4 +253,4 @@ def build(raw: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1]), Path(sys.argv[2]))
+    build(Path(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4])
