@@ -107,3 +107,11 @@ def test_titles_and_their_small_words_and_a_works_year():
     assert comparison_verdict("Which album was released more recently, If We Had to Stay Home or What'S Left Behind?",
                               passages).lead == "What'S Left Behind"
     assert comparison_verdict("Which film came out first, The Oak Nights or Red Hollow?", passages).lead == "The Oak Nights"
+
+
+def test_a_phrase_before_the_subject_names_no_side():
+    passages = [("1", "Directed by Lena Moor from a novel, Dark Harbor is a film in which two stars meet."),
+                ("2", "Lena Moor (born 12 May 1931) was a Dutch film director."),
+                ("3", "Piet Lanse (born 2 March 1940) is a Dutch actor.")]
+    verdict = comparison_verdict("Who was born first? Lena Moor or Piet Lanse?", passages)
+    assert verdict.lead == "Lena Moor" and verdict.support[0][1] == "2"

@@ -31,9 +31,10 @@ _COPULA = re.compile(r"\s(?:is|was|are|were)\s+(?=[a-z])")
 _PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _KNOWN_AS = re.compile(r"\b(?:known|called)\s+(?:by\s+(?:his|her|their|the)\s+(?:[a-z]+\s+)?(?:name|mononym)\s+|as\s+)"
                        r"[\"“]?([A-Z][^,;]*?)[\"”]?\s*(?:,|$)")
-# lowercase words inside a name or a title ("Géza von Cziffra", "If I Have to Stand Alone")
-_CONNECTORS = {"of", "the", "de", "von", "van", "der", "den", "da", "la", "le", "du", "al", "bin", "y", "and", "&",
-               "to", "a", "an", "in", "on", "for", "with", "at", "from", "by", "or"}
+# lowercase words inside a name ("Géza von Cziffra"); a title's small words only where the name
+# asked has them ("If I Have to Stand Alone"), or "Directed by Raoul Walsh, X is ..." would name him
+_CONNECTORS = {"of", "the", "de", "von", "van", "der", "den", "da", "la", "le", "du", "al", "bin", "y", "and", "&"}
+_TITLE_WORDS = {"to", "a", "an", "in", "on", "for", "with", "at", "from", "by", "or"}
 _PREDICATE_END = re.compile(r"\s(?:who|which|that|whose|where|when|while|since|whom)\b|[;:(]|\.(?:\s|$)|"
                             r",\s(?:and\s)?(?:best|known|born|based|located|situated|founded|formed|"
                             r"published|released|created|established)\b")
@@ -93,21 +94,22 @@ def _names(subject: str, name: str) -> bool:
         return False
     plain = _PARENTHESES.sub(" ", _PARENTHESES.sub(" ", subject))
     known = _KNOWN_AS.search(plain)
-    return _same_name(leading_name(plain), name) or bool(known and _same_name(known.group(1), name))
+    small = {w.lower() for w in name.split()} & _TITLE_WORDS
+    return _same_name(leading_name(plain, small), name) or bool(known and _same_name(known.group(1), name))
 
 
-def leading_name(subject: str) -> str:
-    """The capitalised words a subject opens with (and the small words between them), up to a
-    comma or another lowercase word."""
+def leading_name(subject: str, small: set[str] = frozenset()) -> str:
+    """The capitalised words a subject opens with (and the connectors between them, small: a
+    title's small words too), up to a comma or another lowercase word."""
     words = []
     for word in subject.split():
         bare = word.strip("\"“”'‘’")
-        if not bare or not (bare[0].isupper() or bare[0].isdigit() or bare.lower() in _CONNECTORS):
+        if not bare or not (bare[0].isupper() or bare[0].isdigit() or bare.lower() in _CONNECTORS | small):
             break
         words.append(word.rstrip(","))
         if word.endswith(","):
             break
-    while words and words[-1].lower() in _CONNECTORS:
+    while words and words[-1].lower() in _CONNECTORS | small:
         words.pop()
     return " ".join(words)
 
