@@ -115,3 +115,11 @@ def test_a_phrase_before_the_subject_names_no_side():
                 ("3", "Piet Lanse (born 2 March 1940) is a Dutch actor.")]
     verdict = comparison_verdict("Who was born first? Lena Moor or Piet Lanse?", passages)
     assert verdict.lead == "Lena Moor" and verdict.support[0][1] == "2"
+
+
+def test_a_longer_title_names_another_thing():
+    passages = [("1", "Field Notes for Students is an online magazine published by the Ardent Society."),
+                ("2", "Field Notes is an American science magazine. It has been published since 1922 by the Ardent Society."),
+                ("3", "Loop World is a monthly music magazine, published since July 1980.")]
+    verdict = comparison_verdict("Which magazine was published first, Loop World or Field Notes?", passages)
+    assert verdict.lead == "Field Notes" and verdict.support[1][1] == "2"

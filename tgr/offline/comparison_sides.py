@@ -31,8 +31,9 @@ _COPULA = re.compile(r"\s(?:is|was|are|were)\s+(?=[a-z])")
 _PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _KNOWN_AS = re.compile(r"\b(?:known|called)\s+(?:by\s+(?:his|her|their|the)\s+(?:[a-z]+\s+)?(?:name|mononym)\s+|as\s+)"
                        r"[\"“]?([A-Z][^,;]*?)[\"”]?\s*(?:,|$)")
-# lowercase words inside a name ("Géza von Cziffra"); a title's small words only where the name
-# asked has them ("If I Have to Stand Alone"), or "Directed by Raoul Walsh, X is ..." would name him
+# lowercase words inside a name ("Géza von Cziffra"), and a title's small words ("If I Have to
+# Stand Alone"): a name asked without them is not the one written with them ("Science News for
+# Students", "Directed by Raoul Walsh from the novel, X is ...")
 _CONNECTORS = {"of", "the", "de", "von", "van", "der", "den", "da", "la", "le", "du", "al", "bin", "y", "and", "&"}
 _TITLE_WORDS = {"to", "a", "an", "in", "on", "for", "with", "at", "from", "by", "or"}
 _PREDICATE_END = re.compile(r"\s(?:who|which|that|whose|where|when|while|since|whom)\b|[;:(]|\.(?:\s|$)|"
@@ -94,11 +95,13 @@ def _names(subject: str, name: str) -> bool:
         return False
     plain = _PARENTHESES.sub(" ", _PARENTHESES.sub(" ", subject))
     known = _KNOWN_AS.search(plain)
-    small = {w.lower() for w in name.split()} & _TITLE_WORDS
-    return _same_name(leading_name(plain, small), name) or bool(known and _same_name(known.group(1), name))
+    written = leading_name(plain)
+    if {w.lower() for w in written.split()} & _TITLE_WORDS - {w.lower() for w in name.split()}:
+        written = ""
+    return _same_name(written, name) or bool(known and _same_name(known.group(1), name))
 
 
-def leading_name(subject: str, small: set[str] = frozenset()) -> str:
+def leading_name(subject: str, small: set[str] | frozenset[str] = _TITLE_WORDS) -> str:
     """The capitalised words a subject opens with (and the connectors between them, small: a
     title's small words too), up to a comma or another lowercase word."""
     words = []

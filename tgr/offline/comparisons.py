@@ -88,7 +88,7 @@ def comparison_verdict(question: str, passages: Sequence[tuple[str, str]]) -> Ve
 def _pair(text: str) -> tuple[str, str, str] | None:
     """(A, B, X) of "A and B (both) X": A up to " and ", B the name that follows, X the rest."""
     first, sep, rest = text.partition(" and ")
-    second = leading_name(rest) if sep else ""
+    second = leading_name(rest, frozenset()) if sep else ""
     what = re.sub(r"^both\s+", "", rest[len(second):].strip(" ,"))
     first = re.sub(r"^the\s+", "", first.strip(" ,"), flags=re.I)
     if not (first[:1].isupper() or first[:1].isdigit()) or not second or not what:
