@@ -123,3 +123,10 @@ def test_a_longer_title_names_another_thing():
                 ("3", "Loop World is a monthly music magazine, published since July 1980.")]
     verdict = comparison_verdict("Which magazine was published first, Loop World or Field Notes?", passages)
     assert verdict.lead == "Field Notes" and verdict.support[1][1] == "2"
+
+
+def test_a_nationality_left_unsaid_excludes_nothing():
+    passages = [("1", "Rosa Lind is an American singer and songwriter."),
+                ("2", "Dale Ormsby is a country singer from Austin, Texas.")]
+    assert comparison_verdict("Which singer is American, Rosa Lind or Dale Ormsby?", passages) is None
+    assert comparison_verdict("Are Rosa Lind and Dale Ormsby both American?", passages) is None

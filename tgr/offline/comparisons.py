@@ -118,11 +118,14 @@ def _both(sides: list[Side], what: str) -> bool | None:
 
 def _said(sides: list[Side], what: str) -> list[bool | None]:
     """What each side's definition says of X (tgr.offline.comparisons._holds); a side it says
-    nothing of is no X when the other is one and X's head noun is nowhere in its passage."""
+    nothing of is no X when the other is one and X's head noun, unless a nationality, is nowhere
+    in its passage."""
     said = [_holds(s, what) for s in sides]
     terms = match_terms(what)
+    if not terms or nationalities(what.split()[-1]):  # "American": a Texan's text need not say it
+        return said
     for i, side in enumerate(sides):
-        if said[i] is None and said[1 - i] and terms and terms[-1] not in match_terms(" ".join(side.passage)):
+        if said[i] is None and said[1 - i] and terms[-1] not in match_terms(" ".join(side.passage)):
             said[i] = False
     return said
 
