@@ -2,9 +2,11 @@
 
     python bench/dev_sets.py DRCD_dev.json OUT_DIR        # writes OUT_DIR/drcd_dev/{corpus,questions}.jsonl
     python bench/dev_sets.py musique_train.json OUT_DIR   # writes OUT_DIR/musique/{corpus,questions}.jsonl
+    python bench/dev_sets.py hotpotqa_train.json OUT_DIR  # writes OUT_DIR/hotpotqa_train/{corpus,questions}.jsonl
+    python bench/dev_sets.py PROMPT.txt OUT_DIR NAME      # an IRCoT demonstration file: OUT_DIR/NAME/...
 
 The source is told by the file's shape (SQuAD-style {"data": [...]}: DRCD; a list of questions
-with "question_decomposition": MuSiQue). The rows are never copied into the project: rebuild them
+with "question_decomposition": MuSiQue; one with "supporting_facts" and "context": HotpotQA; a text file of "# METADATA:" blocks: IRCoT). The rows are never copied into the project: rebuild them
 with this script, in the format of the shared dev sets (corpus.jsonl, questions.jsonl with
 evidence_doc_ids and evidence_texts; see the shared eval README). Standard library only,
 deterministic: the same file gives byte-identical output. Both builders draw their questions with
@@ -34,6 +36,32 @@ sentence when one paragraph serves two hops). English sentences end at . ! ? (cl
 after it) before a space and a capital, digit or opening quote, except after an initial or
 a common abbreviation. meta.supporting_facts holds those sentences (F@k of `tgr eval`),
 meta.hops each hop's question, answer and document, meta.candidate_doc_ids the 20 paragraphs.
+
+hotpotqa_train (English, multi hop: bridge and comparison, 9 of the 22 comparisons yes/no). Source:
+HotpotQA (Yang et al., EMNLP 2018; English Wikipedia; licence CC BY-SA 4.0), the 100-question
+train subset HippoRAG ships (distractor setting), same repository and commit as musique, file
+data/hotpotqa_train.json. NB: these are the very questions of the shared hotpotqa set (same
+HotpotQA ids; /work/shared/eval/build.py reads the same file), rebuilt here in musique's format;
+HippoRAG's dev file (data/hotpotqa.json) is not in the mirror. Built: the file holds exactly 100
+questions, all drawn, in the file's order. Each comes with its 10 context paragraphs (2 gold, 8
+distractors; one question has 4); a paragraph's text is its sentences joined as HotpotQA writes
+them (each but the first opens with its space); the corpus is the drawn questions' paragraphs,
+deduplicated by (title, text), numbered in order of first appearance (994 documents).
+evidence_doc_ids are the paragraphs HotpotQA's supporting facts name, in the order they first
+appear there; evidence_texts[i] is the span of that paragraph from its first to its last
+supporting sentence; meta.supporting_facts holds each supporting sentence ({doc_id, text}, F@k
+of `tgr eval`), meta.candidate_doc_ids the question's paragraphs. Answers are HotpotQA's (no
+aliases); question_type is multi_hop:bridge or multi_hop:comparison.
+
+ircot_hotpotqa, ircot_2wiki (English, multi hop; small sets no dev question is in, for an unseen
+check of answers). Source: the IRCoT demonstrations HippoRAG ships (same repository and commit;
+from github.com/stonybrooknlp/ircot, Apache 2.0), data/ircot_prompts/{hotpotqa,2wikimultihopqa}/
+gold_with_3_distractors_context_cot_qa_codex.txt: 29 HotpotQA train questions (CC BY-SA 4.0) and
+20 2WikiMultihopQA questions (Apache 2.0), each with its gold paragraphs and up to 3 distractors.
+Built: every question, in the file's order; the corpus is their paragraphs deduplicated by
+(title, text); the answer is what the worked answer ends with ("So the answer is: X.").
+The file does not say which paragraphs are gold: evidence_doc_ids and evidence_texts are empty
+(no recall), meta.candidate_doc_ids lists the question's paragraphs.
 """
 from __future__ import annotations
 
@@ -157,15 +185,72 @@ def build_musique(raw: list[dict], out: Path, name: str = "musique") -> None:
     _write(out, name, corpus, questions)
 
 
-def build(raw: Path, out: Path) -> None:
+def build_hotpotqa(raw: list[dict], out: Path, name: str = "hotpotqa_train") -> None:
+    order = {id(r): i for i, r in enumerate(raw)}
+    drawn = sorted(_draw(raw), key=lambda r: order[id(r)])
+    ids: dict[tuple[str, str], str] = {}
+    for r in drawn:
+        for title, sentences in r["context"]:
+            ids.setdefault((title, "".join(sentences)), f"{name}-{len(ids):04d}")
+    corpus = [{"doc_id": doc_id, "title": title, "text": text, "meta": {"source": "HotpotQA"}}
+              for (title, text), doc_id in ids.items()]
+    questions = []
+    for r in drawn:
+        paragraphs = {title: sentences for title, sentences in r["context"]}
+        docs = {title: ids[(title, "".join(sentences))] for title, sentences in r["context"]}
+        facts, spans = [], {}
+        for title, index in r["supporting_facts"]:
+            sentences = paragraphs[title]
+            lo = len("".join(sentences[:index]))
+            hi = lo + len(sentences[index])
+            was = spans.get(docs[title], (lo, hi))
+            spans[docs[title]] = (min(lo, was[0]), max(hi, was[1]))
+            facts.append({"doc_id": docs[title], "text": sentences[index].strip()})
+        texts = {docs[t]: "".join(s) for t, s in paragraphs.items()}
+        questions.append({
+            "qid": f"{name}-{r['_id']}", "question": r["question"], "answer": r["answer"],
+            "answer_aliases": [], "question_type": f"multi_hop:{r['type']}",
+            "evidence_doc_ids": list(spans),
+            "evidence_texts": [texts[d][lo:hi].strip() for d, (lo, hi) in spans.items()],
+            "meta": {"source_id": r["_id"], "level": r["level"], "supporting_facts": facts,
+                     "candidate_doc_ids": list(dict.fromkeys(docs.values()))}})
+    _write(out, name, corpus, questions)
+
+
+def build_ircot(text: str, out: Path, name: str) -> None:
+    ids: dict[tuple[str, str], str] = {}
+    questions = []
+    for block in text.split("# METADATA: ")[1:]:
+        meta, _, body = block.partition("\n")
+        qid = json.loads(meta)["qid"]
+        docs = []
+        for title, paragraph in re.findall(r"Wikipedia Title: (.*)\n(.*)\n", body):
+            docs.append(ids.setdefault((title.strip(), paragraph.strip()), f"{name}-{len(ids):04d}"))
+        question = re.search(r"^Q: (.*)$", body, re.M).group(1).strip()
+        answer = re.search(r"So the answer is: (.*)$", body, re.M).group(1).strip()
+        questions.append({
+            "qid": f"{name}-{qid}", "question": question, "answer": answer[:-1] if answer.endswith(".") else answer,
+            "answer_aliases": [], "question_type": "multi_hop:ircot_demo", "evidence_doc_ids": [],
+            "evidence_texts": [], "meta": {"source_id": qid, "candidate_doc_ids": list(dict.fromkeys(docs))}})
+    corpus = [{"doc_id": doc_id, "title": title, "text": text, "meta": {"source": "IRCoT demonstrations"}}
+              for (title, text), doc_id in ids.items()]
+    _write(out, name, corpus, questions)
+
+
+def build(raw: Path, out: Path, name: str | None = None) -> None:
+    if raw.suffix == ".txt":
+        build_ircot(raw.read_text(encoding="utf-8"), out, name or "ircot")
+        return
     data = json.loads(raw.read_text(encoding="utf-8"))
     if isinstance(data, dict) and "data" in data:
         build_drcd(data, out)
     elif isinstance(data, list) and data and "question_decomposition" in data[0]:
         build_musique(data, out)
+    elif isinstance(data, list) and data and {"supporting_facts", "context"} <= set(data[0]):
+        build_hotpotqa(data, out)
     else:
-        sys.exit(f"{raw}: neither DRCD (SQuAD-style) nor MuSiQue")
+        sys.exit(f"{raw}: neither DRCD (SQuAD-style), MuSiQue nor HotpotQA")
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1]), Path(sys.argv[2]))
+    build(Path(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4])

@@ -399,7 +399,7 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
         whole = frozenset(match_terms(text))
         opening = None if has_cjk(text[:40]) else _NAME_EN.match(text.lstrip(" \"'“"))
         subject = opening.group(0).strip() if opening else ""
-        sentences = _whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)])
+        sentences = whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)])
         referring = refers_back(sentences, forms)
         for sentence, refers in zip(sentences, referring):
             short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
@@ -415,7 +415,7 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
     return found
 
 
-def _whole_sentences(pieces: list[str]) -> list[str]:
+def whole_sentences(pieces: list[str]) -> list[str]:
     """The pieces, each joined to the next while it ends with a semicolon inside an open
     parenthesis ('Nicholas I (also known as "Niklot"; died 1200 near Waschow) was ...')."""
     joined: list[str] = []

@@ -31,6 +31,7 @@ from typing import Sequence
 from ..parsing import RawEntity, RawRelation
 from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, jieba_word_terms, match_terms, search_terms, shorten
 from .answer_sentences import answer_sentences
+from .comparisons import comparison_verdict
 from .name_words import CHINESE_TITLES
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
@@ -335,6 +336,10 @@ class ExtractiveAnswerer:
         first (tgr.offline.answer_sentences); linked: a local walk's passages. (The context
         tables are for a chat model.)"""
         picked = answer_sentences(question, passages, names=names, linked=linked)
+        verdict = comparison_verdict(question, passages)
+        if verdict is not None:  # "Yes", "No" or the side asked for, then the sentences that say so
+            picked = verdict.support + [p for p in picked if p[0] not in {s for s, _ in verdict.support}]
         if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
-        return "\n".join(f"{sentence} [Sources: {cite}]" for sentence, cite in picked)
+        lines = [f"{sentence} [Sources: {cite}]" for sentence, cite in picked]
+        return "\n".join([verdict.lead.rstrip(".") + "."] + lines if verdict is not None else lines)
