@@ -140,33 +140,40 @@ def _meetings(conn: Connection, subject: str, relation: str) -> list[tuple[str, 
             "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(people), ensure_ascii=False),)).fetchall():
         mentioned.setdefault(chunk_id, []).append(person)
-    texts = ("SELECT id, document_id, ordinal, CAST(text AS BLOB) FROM chunks "
-             "WHERE id IN (SELECT value FROM json_each(?1))")
-    seqs = _indexed_holders(conn, relation, forms)
+    # a text is read only where the full-text index cannot tell (see _indexed_holders)
+    texts = ("SELECT id, document_id, ordinal, CASE WHEN seq IN (SELECT value FROM json_each(?3)) THEN NULL "
+             "ELSE CAST(text AS BLOB) END FROM chunks WHERE id IN (SELECT value FROM json_each(?1))")
+    seqs, sure = _indexed_holders(conn, relation, forms) or (None, [])
     if seqs is not None:  # looked up by seq: both lists through the id index was a product of the two
         texts = texts.replace("WHERE id IN", "WHERE +id IN") + " AND seq IN (SELECT value FROM json_each(?2))"
     said, form_bytes = relation.encode(), [form.encode() for form in forms]
     met = sorted((document, ordinal, chunk_id) for chunk_id, document, ordinal, text in conn.execute(
-        texts, (json.dumps(sorted(mentioned), ensure_ascii=False), *([] if seqs is None else [json.dumps(seqs)])))
-        if said in text and any(form in text for form in form_bytes))
+        texts, (json.dumps(sorted(mentioned), ensure_ascii=False), json.dumps(seqs), json.dumps(sure)))
+        if text is None or (said in text and any(form in text for form in form_bytes)))
     return [(person, chunk_id, people[person], 1) for *_, chunk_id in met for person in mentioned[chunk_id]]
 
 
-def _indexed_holders(conn: Connection, relation: str, forms: set[str]) -> list[int] | None:
+def _indexed_holders(conn: Connection, relation: str, forms: set[str]) -> tuple[list[int], list[int]] | None:
     """The seqs of the chunks that can hold the relation word and one of the forms: those the
     full-text index holds every bigram of the word in and every bigram of one form in (it
     holds each Chinese run as its bigrams, tgr.text.index_terms), and those not indexed yet
-    (chunks_unindexed). None when the index cannot narrow them: a word or every form not
-    wholly Chinese of two characters or more (a lone character is indexed only standing alone)."""
+    (chunks_unindexed); and the seqs of those that surely hold both. None when the index
+    cannot narrow them: a word or every form not wholly Chinese of two characters or more (a
+    lone character is indexed only standing alone). A text holds a two-character Chinese word
+    exactly where the index holds it as a bigram, and a form holding another form adds no
+    chunk: where the word and each form left are of two characters, the indexed chunks found
+    hold both (the texts need not be read)."""
     either = [_all_bigrams(form) for form in sorted(forms)]
     if not compiled(_CHINESE).fullmatch(relation) or not all(either):
         return None
     match = f"{_all_bigrams(relation)} AND ({' OR '.join(either)})"
     seqs = json.loads(conn.execute("SELECT json_group_array(rowid) FROM chunks_fts WHERE chunks_fts MATCH ?",
                                    (match,)).fetchone()[0])
+    least = [f for f in forms if not any(other != f and other in f for other in forms)]
+    sure = list(seqs) if len(relation) == 2 and all(len(f) == 2 for f in least) else []
     if has_table(conn, "chunks_unindexed"):
         seqs += [seq for (seq,) in conn.execute("SELECT seq FROM chunks_unindexed")]
-    return seqs
+    return seqs, sure
 
 
 def _all_bigrams(word: str) -> str:
