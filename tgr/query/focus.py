@@ -135,15 +135,17 @@ def _meetings(conn: Connection, subject: str, relation: str) -> list[tuple[str, 
     people = dict(conn.execute(
         "SELECT id, mentions FROM entities WHERE type = 'person' AND id != ?1 AND id IN (" + _RELATED + ")",
         (subject, relation, BEARERS)))
+    seqs, sure = _indexed_holders(conn, relation, forms) or (None, [])
+    # the people's mentions in those chunks only (a novel's people are in tens of thousands)
+    within = "?2 IS NULL OR +chunk_id IN (SELECT id FROM chunks WHERE seq IN (SELECT value FROM json_each(?2)))"
     mentioned: dict[str, list[str]] = {}  # chunk -> the people it mentions
     for person, chunk_id in conn.execute(
-            "SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(people), ensure_ascii=False),)).fetchall():
+            f"SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id IN (SELECT value FROM json_each(?1)) "
+            f"AND ({within})", (json.dumps(sorted(people), ensure_ascii=False), None if seqs is None else json.dumps(seqs))).fetchall():
         mentioned.setdefault(chunk_id, []).append(person)
     # a text is read only where the full-text index cannot tell (see _indexed_holders)
     texts = ("SELECT id, document_id, ordinal, CASE WHEN seq IN (SELECT value FROM json_each(?3)) THEN NULL "
              "ELSE CAST(text AS BLOB) END FROM chunks WHERE id IN (SELECT value FROM json_each(?1))")
-    seqs, sure = _indexed_holders(conn, relation, forms) or (None, [])
     if seqs is not None:  # looked up by seq: both lists through the id index was a product of the two
         texts = texts.replace("WHERE id IN", "WHERE +id IN") + " AND seq IN (SELECT value FROM json_each(?2))"
     said, form_bytes = relation.encode(), [form.encode() for form in forms]
