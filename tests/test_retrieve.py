@@ -695,14 +695,14 @@ def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
     entity with a few seeds."""
     import sqlean
 
-    from tgr.query.graph_walk import HUB_MENTIONS, _subgraph
+    from tgr.query.graph_walk import HUB_MENTIONS, _reached, _subgraph
 
     conn = sqlean.connect(str(hierarchy_store))
     chunk_ids = [c for (c,) in conn.execute("SELECT id FROM chunks ORDER BY seq")]
     checked = 0
     for n, (entity_id,) in enumerate(conn.execute("SELECT id FROM entities ORDER BY id").fetchall()):
         seeds = set(chunk_ids[n % len(chunk_ids):n % len(chunk_ids) + 3])
-        graph = _subgraph(conn, {entity_id: 1.0}, seeds)
+        graph = _subgraph(conn, _reached(conn, {entity_id: 1.0}, seeds))
         expected = {(e, c) for e, c in conn.execute(
             "SELECT entity_id, chunk_id FROM entity_mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(seeds)),))}
