@@ -756,3 +756,26 @@ def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     numbered: dict[str, int] = {}
     assert _subgraph_edges(graph, numbered, 500) == (edges, weights)
     assert list(numbered.items()) == list(index.items())
+
+
+def test_a_hubs_first_mentions_read_in_text_order_are_the_sorted_ones(hierarchy_store):
+    """focus._first_mentions reads a hub's chunks in text order until enough mention it: the
+    same chunks, in the same order, as sorting all its mentions, for every entity, both orders
+    of documents and several counts (and some entities are hubs whose scan finds them all)."""
+    import sqlean
+
+    from tgr.query.focus import HUB_SHARE, _first_mentions
+
+    conn = sqlean.connect(str(hierarchy_store))
+    chunks = conn.execute("SELECT max(seq) FROM chunks").fetchone()[0]
+    hubs = 0
+    for entity_id, mentions in conn.execute("SELECT id, mentions FROM entities ORDER BY id").fetchall():
+        for order in ("d.rowid, c.ordinal", "c.document_id, c.ordinal"):
+            for n in (1, 3, 200):
+                expected = [r[0] for r in conn.execute(
+                    "SELECT c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id JOIN documents d "
+                    f"ON d.id = c.document_id WHERE em.entity_id = ? ORDER BY {order} LIMIT ?", (entity_id, n))]
+                assert _first_mentions(conn, entity_id, order, n) == expected, (entity_id, order, n)
+                hubs += mentions * HUB_SHARE >= chunks and mentions * mentions >= n * chunks
+    conn.close()
+    assert hubs > 5
