@@ -598,21 +598,26 @@ def test_relation_meetings_read_each_text_once_and_find_what_one_query_per_menti
 
 
 class _TextReads:
-    """A connection that keeps the chunk ids whose text a statement read (CAST(text AS BLOB))."""
+    """A connection that keeps the chunk ids whose text a statement read (CAST(text AS BLOB),
+    the fourth column: NULL where it was not read)."""
 
     def __init__(self, conn):
-        self.conn, self.read = conn, set()
+        self.conn, self.read, self.listed = conn, set(), set()
 
     def execute(self, sql, params=()):
         if "CAST(text AS BLOB)" in sql:
-            self.read.update(row[0] for row in self.conn.execute(sql, params))
+            rows = self.conn.execute(sql, params).fetchall()
+            self.read.update(row[0] for row in rows if row[3] is not None)
+            self.listed.update(row[0] for row in rows)
         return self.conn.execute(sql, params)
 
 
 def test_relation_meetings_read_only_the_texts_the_full_text_index_can_hold_the_relation_in(hierarchy_store):
-    """focus._meetings reads the texts of the related people's chunks that the full-text index
-    holds the relation word's bigrams and a form of the subject in, not every chunk they are
-    mentioned in (tens of thousands for a novel's hero at 100 M characters)."""
+    """focus._meetings looks only at the related people's chunks that the full-text index holds
+    the relation word's bigrams and a form of the subject in, not every chunk they are mentioned
+    in (tens of thousands for a novel's hero at 100 M characters); where the word and the
+    subject's shortest forms are of two characters it reads none of their texts (the index
+    holds exactly the chunks whose text holds such a word)."""
     import sqlean
 
     from tgr.query.focus import _forms, _meetings
@@ -622,19 +627,23 @@ def test_relation_meetings_read_only_the_texts_the_full_text_index_can_hold_the_
     people = [e for (e,) in conn.execute("SELECT id FROM entities WHERE type = 'person' ORDER BY id")
               if all(re.fullmatch("[\u4e00-\u9fff]{2,}", form) for form in _forms(conn, e))]  # (as the index holds them)
     assert len(people) > 5
-    skipped = 0
+    skipped, unread = 0, 0
     for subject in people:
+        forms = _forms(conn, subject)
+        two = all(len(f) == 2 for f in forms if not any(g != f and g in f for g in forms))
         for relation in ("师父", "徒弟", "兄弟"):
             reads = _TextReads(conn)
             found = _meetings(reads, subject, relation)
-            assert all(relation in texts[chunk_id] for chunk_id in reads.read), (subject, relation)
-            assert {m[1] for m in found} <= reads.read
+            assert all(relation in texts[chunk_id] for chunk_id in reads.listed), (subject, relation)
+            assert {m[1] for m in found} <= reads.listed
+            assert not reads.read if two else reads.read == reads.listed, (subject, relation)
+            unread += len(reads.listed) if two else 0
             mentioned = {c for (c,) in conn.execute(
                 "SELECT DISTINCT chunk_id FROM entity_mentions WHERE entity_id != ? AND entity_id IN "
                 "(SELECT id FROM entities WHERE type = 'person')", (subject,))}
-            skipped += len(mentioned - reads.read)
+            skipped += len(mentioned - reads.listed)
     conn.close()
-    assert skipped > 0
+    assert skipped > 0 and unread > 0
 
 
 def test_the_full_text_index_narrows_meetings_only_for_words_of_han_characters(hierarchy_store):
@@ -686,14 +695,14 @@ def test_the_walks_subgraph_has_the_edges_of_a_row_a_mention(hierarchy_store):
     entity with a few seeds."""
     import sqlean
 
-    from tgr.query.graph_walk import HUB_MENTIONS, _subgraph
+    from tgr.query.graph_walk import HUB_MENTIONS, _reached, _subgraph
 
     conn = sqlean.connect(str(hierarchy_store))
     chunk_ids = [c for (c,) in conn.execute("SELECT id FROM chunks ORDER BY seq")]
     checked = 0
     for n, (entity_id,) in enumerate(conn.execute("SELECT id FROM entities ORDER BY id").fetchall()):
         seeds = set(chunk_ids[n % len(chunk_ids):n % len(chunk_ids) + 3])
-        graph = _subgraph(conn, {entity_id: 1.0}, seeds)
+        graph = _subgraph(conn, _reached(conn, {entity_id: 1.0}, seeds))
         expected = {(e, c) for e, c in conn.execute(
             "SELECT entity_id, chunk_id FROM entity_mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(seeds)),))}
@@ -747,3 +756,26 @@ def test_the_walk_numbers_and_weighs_its_edges_as_one_edge_at_a_time_did():
     numbered: dict[str, int] = {}
     assert _subgraph_edges(graph, numbered, 500) == (edges, weights)
     assert list(numbered.items()) == list(index.items())
+
+
+def test_a_hubs_first_mentions_read_in_text_order_are_the_sorted_ones(hierarchy_store):
+    """focus._first_mentions reads a hub's chunks in text order until enough mention it: the
+    same chunks, in the same order, as sorting all its mentions, for every entity, both orders
+    of documents and several counts (and some entities are hubs whose scan finds them all)."""
+    import sqlean
+
+    from tgr.query.focus import HUB_SHARE, _first_mentions
+
+    conn = sqlean.connect(str(hierarchy_store))
+    chunks = conn.execute("SELECT max(seq) FROM chunks").fetchone()[0]
+    hubs = 0
+    for entity_id, mentions in conn.execute("SELECT id, mentions FROM entities ORDER BY id").fetchall():
+        for order in ("d.rowid, c.ordinal", "c.document_id, c.ordinal"):
+            for n in (1, 3, 200):
+                expected = [r[0] for r in conn.execute(
+                    "SELECT c.id FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id JOIN documents d "
+                    f"ON d.id = c.document_id WHERE em.entity_id = ? ORDER BY {order} LIMIT ?", (entity_id, n))]
+                assert _first_mentions(conn, entity_id, order, n) == expected, (entity_id, order, n)
+                hubs += mentions * HUB_SHARE >= chunks and mentions * mentions >= n * chunks
+    conn.close()
+    assert hubs > 5
