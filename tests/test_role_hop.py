@@ -67,3 +67,4 @@ def test_the_innermost_role_and_the_rest_of_the_question():
     assert question_role("Who is the spouse of Big Eye's main director?") == ("Big Eye", "director", "spouse")
     assert question_role("When did the performers of Stillwater split up?") == ("Stillwater", "performers", "split up")
     assert question_role("What is the date of birth of Ansel Brook?") is None  # asked of the name itself
+    assert question_role("When did the country where the village of Clonmoor lies join the union?") is None

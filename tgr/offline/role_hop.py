@@ -19,8 +19,12 @@ _ROLE_OF = re.compile(r"\bthe\s+([a-z]+)\s+of\s+(?=(?:[a-z]+\s+){0,2}?[A-Z\"“]
 _ROLE_OWNED = re.compile(r"((?:[A-Z][\w.&-]*\s+(?:(?:of|the|de|von|van|and|&)\s+)*)*[A-Z][\w.&-]*?)['’]s?\s+"
                          r"(?:(?:main|first|last|eldest|elder|younger|older|only|former|original|lead)\s+)?([a-z]+)\b")
 _ASKING = re.compile(r"\b(?:what|which|who|whom|whose|when|where|how|is|was|are|were|did|does|do|the|of)\b", re.I)
-_NOT_ROLES = {"date", "place", "year", "time", "name", "number", "cause", "country", "city", "state", "one",
-              "birth", "death", "same", "kind", "type", "part", "most", "first", "last"}
+_NOT_ROLES = {"date", "place", "year", "time", "name", "number", "cause", "birth", "death", "same", "kind", "type",
+              "part", "most", "first", "last", "one",
+              # what names X itself ("the village of Clonmoor", "the film Y"): no role of it
+              "village", "town", "city", "county", "state", "country", "nation", "province", "region", "island",
+              "river", "lake", "mountain", "kingdom", "republic", "empire", "district", "borough", "parish",
+              "film", "movie", "song", "album", "single", "book", "novel", "play", "series", "show", "band", "group"}
 
 
 def question_role(question: str) -> tuple[str, str, str] | None:
