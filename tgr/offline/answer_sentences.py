@@ -53,6 +53,7 @@ from typing import Sequence
 from .definitions import in_speech, refers_back, says_what
 from .demonyms import only_demonyms
 from .name_words import DAYS, MONTH_NAMES, MONTH_PATTERN, chinese_given_name
+from .role_hop import holds_word, named_in, opens_with, question_role, same_person
 from ..text import estimate_tokens, has_cjk, match_terms as _match_terms, split_sentences
 
 PASSAGES_QUOTED = 5     # the leading passages that each give their best sentence
@@ -93,10 +94,15 @@ _DEFINE_EN = [r"^(?:the\s+)?{x}\b[^.]{{0,80}}?\b(?:is|was|are|were)\s+(?:a|an|th
 _DEFINE_ZH = ["^{x}(?:是|乃|者|，|,|（)", "(?:称名|名叫|叫做|名为|号为|唤做|乃是){x}", "{x}(?:是|为)一"]
 
 _ASKS = [  # (what the question asks for, its patterns): see asked_kind
-    ("year", re.compile(r"\b(?:what|which|in what)\s+year\b|\bwhen\b|\byear\b|哪一?年|何年|什么时候|何时|时间")),
+    ("year", re.compile(r"\b(?:what|which|in what)\s+year\b|\bwhen\b|\byear\b|"
+                        r"\bdate\s+of\s+(?:birth|death)\b|\b(?:what|which)\s+date\b|\b(?:birth|death)\s*date\b|"
+                        r"哪一?年|何年|什么时候|何时|时间")),
     ("number", re.compile(r"\bhow\s+(?:many|much|long|old|far|tall)\b|多少|几[个人名位次年岁届]?|数量|人数")),
     ("person", re.compile(r"\bwho(?:m|se)?\b|谁|何人|什么人|哪位")),
-    ("place", re.compile(r"\bwhere\b|\b(?:what|which)\s+"
+    ("place", re.compile(r"\bwhere\b|"  # "What is the place of birth of ...?" (a birthplace on the way is not asked)
+                         r"^(?:what|which)\s+(?:is|was)\s+(?:the\s+)?"
+                         r"(?:place\s+of\s+(?:birth|death|burial)|birth\s*place)\b|"
+                         r"\b(?:what|which)\s+"
                          r"(?:city|state|country|town|county|region|province)\b|哪里|哪儿|何处|什么地方|哪个(?:国家|城市|省|地区)")),
 ]
 # "What painter was ...", "Which river makes ...": a name asked by its kind
@@ -218,7 +224,7 @@ def relation_en(question: str) -> tuple[str, str] | None:
     possessive = _POSSESSIVE_EN.match(text, rest)
     if possessive and _relation_noun(possessive.group(2)):
         return possessive.group(1), possessive.group(2)
-    subject = _named(text[rest:]) if links else None
+    subject = named_in(text[rest:]) if links else None
     if subject and _relation_noun(links.group(1)):
         return subject, links.group(1)
     return None
@@ -226,16 +232,6 @@ def relation_en(question: str) -> tuple[str, str] | None:
 
 def _relation_noun(words: str) -> bool:
     return words.split()[-1] not in _NOT_RELATIONS and not any(w in {"is", "was", "the"} for w in words.split())
-
-
-def _named(rest: str) -> str | None:
-    """The name an of-phrase is about: from its first capitalised word (after at most three
-    others: "the 1961 film Harbour of Glass"), up to a comma or a relative clause."""
-    found = re.match(r"^(?:[\w'’-]+\s+){0,3}?([A-Z].*)$", re.split(r"[,;]", rest)[0])
-    if not found:
-        return None
-    name = re.split(r"\s+(?:that|which|who|whose|where|when)\s", found.group(1))[0]
-    return re.sub(r"(?:\s+[a-z][\w'’-]*)+$", "", name).strip(" \"'“”") or None  # "Apple born" -> Apple
 
 
 def speaks_of(text: str, relation: str) -> bool:
@@ -304,7 +300,7 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         completion = told and _completion(told, candidates, shape, idf, scored, chosen)
         if completion:  # it goes on about the subject the sentence before it opens with: right after it
             chosen.insert(chosen.index(told) + 1, completion)
-    chain = [] if shape.defines else _anchor_chain(question, candidates, chosen, scored, mean, shape)
+    chain = [] if shape.defines else _chain(question, candidates, chosen, scored, mean, shape)
     chosen += chain
     protected = len(chosen)
     # then the best sentence of each leading passage not yet quoted, then the best of the rest,
@@ -559,6 +555,56 @@ def _held(s: _Sentence, bridges: list[str]) -> int:
 def _bridge_score(s: _Sentence, bridges: list[str], score: float, mean: float) -> float:
     """A sentence's score as the second hop: plus the bridge names it holds."""
     return score + BRIDGE_BONUS * mean * min(_held(s, bridges), 2)
+
+
+def _chain(question: str, candidates: list[_Sentence], chosen: list[_Sentence],
+           scored: dict[int, float], mean: float, shape: QuestionShape) -> list[_Sentence]:
+    """A composed question's chain: through the bearer of a role it names ("the director of film
+    X": tgr.offline.role_hop), else from the name it holds (_anchor_chain)."""
+    through_role = _role_chain(question, shape, candidates, chosen, scored)
+    if through_role is not None:
+        return through_role
+    return _anchor_chain(question, candidates, chosen, scored, mean, shape)
+
+
+def _role_chain(question: str, shape: QuestionShape, candidates: list[_Sentence],
+                chosen: list[_Sentence], scored: dict[int, float]) -> list[_Sentence] | None:
+    """The chain through a role's bearer (tgr.offline.role_hop): the sentence of the passage
+    opening with X that speaks of the role and names someone ("The film is directed by Ansel
+    Brook"), then the bearer's sentence holding the kind asked (those not chosen yet). None where
+    the question names no role, asks no kind, asks for the bearer alone ("Who is the director of
+    X?": the bridge sentence is the answer), or the passages hold no such chain."""
+    role = question_role(question) if shape.asks else None
+    if role is None or not role[2]:
+        return None
+    thing, relation, rest = role
+    openings: dict[int, _Sentence] = {}
+    for s in candidates:
+        openings.setdefault(s.order, s)
+    homes = {order for order, s in openings.items() if opens_with(s.text, thing)}
+    asked = question.lower()
+    for bridge in (s for s in candidates if s.order in homes and speaks_of(s.text, relation)):
+        for person in _adds(bridge, asked, thing):
+            passage = next((o for o, s in openings.items() if o not in homes and same_person(person, s.subject)), None)
+            target = None if passage is None else _bearer_sentence(person, passage, rest, shape, candidates, scored)
+            if target is not None:
+                return [s for s in (bridge, target) if _fresh(s, chosen)]
+    return None
+
+
+def _bearer_sentence(person: str, passage: int, rest: str, shape: QuestionShape,
+                     candidates: list[_Sentence], scored: dict[int, float]) -> _Sentence | None:
+    """Of the bearer's passage, the sentence holding the kind asked that opens the passage or
+    names the person: first one holding a word of the question outside the role's phrase
+    (rest: "died", "born"), then the opening, then the best scored; not merely the one sharing
+    most question words ("He won the prize for Best Director" holds no date)."""
+    own = [s for s in candidates if s.order == passage]
+    opening, surname = own[0], person.split()[-1]
+    lacking = set(match_terms(rest)) - set(match_terms(person))
+    pool = [s for s in own if (s is opening or surname in s.text) and not _LIST.search(s.text)
+            and _holds_asked(s.text, shape, [n.strip(" .") for n in _NAME_EN.findall(s.text) if surname in n])]
+    return max(pool, key=lambda s: (holds_word(s.terms, lacking), s is opening, scored[id(s)], -candidates.index(s)),
+               default=None)
 
 
 def _anchor_chain(question: str, candidates: list[_Sentence], chosen: list[_Sentence],
