@@ -321,3 +321,39 @@ def test_a_report_writer_reads_the_mentions_again_in_a_new_stage(two_topics):
         writer.begin()
         after = writer.inputs([entity])
         assert after != before and after == ProfileReportWriter(conn).inputs([entity])
+
+
+def test_form_replacement_without_a_file_extension_uses_the_line_patterns_alone():
+    """_without_form tries the file-name pattern only where an extension is written: on every
+    kind of piece it replaces what the whole pattern replaces."""
+    from tgr.offline.community_reports import _FORM, _without_form
+
+    pieces = ["HOST: welcome back.\nMaria Lopez: thanks for having me.", "# Episode 12\nCHAPTER IV\nplain words",
+              "He read notes.txt and readme.md twice.", "HOST: see the file a.pdf. It said so.",
+              "No label here: just a colon.", "  ## indented heading\ntext", "A.B.C. DEF.\nGHI: jkl",
+              "version 2.txt1 and x.md", "孙悟空：大闹天宫。", "ends with a dot.", "", "\n\nTITLE LINE\n"]
+    for piece in pieces:
+        assert _without_form(piece) == _FORM.sub(" . ", piece)
+
+
+def test_latin_terms_breaks_and_stopwords_end_a_phrase_as_before():
+    """The cached token lookup of latin_terms gives each sentence the terms of the plain loop:
+    content words, and two-word phrases that span no clause break and no stopword."""
+    from tgr.offline.community_reports import _BREAK, _LATIN_WORD, _ContentWords, _content_word, latin_terms
+
+    def plain(text: str) -> list[str]:
+        terms, previous = [], None
+        for word, stop in re.findall(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})", text):
+            word = None if stop else _content_word(word)
+            if word is not None:
+                terms += [word] + ([f"{previous} {word}"] if previous else [])
+            previous = word
+        return terms
+
+    for text in (WHALING, GARDEN, "Scrooge's counting-house -- closed; the clerk's 'own' stool (old) — gone!",
+                 "It's Marley's ghost “walking” in Scrooge’s room\nagain", "孙悟空 met the Dragon King 龙王."):
+        for sentence in text.split("\n"):
+            assert latin_terms(sentence, []) == plain(sentence)
+    words = _ContentWords()  # bounded: cleared when full, each token still its content word
+    tokens = [f"word{n}" for n in range(70_000)] + ["Scrooge's", "the", "--", "Harpoon"]
+    assert [words[t] for t in tokens] == [_content_word(t) for t in tokens] and len(words) < 65_536
