@@ -488,3 +488,22 @@ def test_a_community_its_free_member_held_together_is_cut_into_its_pieces():
     at = {n: membership[i] for i, n in enumerate(nodes)}
     assert at["b"] == at["y0"] and at["a"] != at["c"]
     assert len({at[n] for n in x_nodes}) == 1 and at["a"] != at["x0"]
+
+
+def test_stored_members_read_joined_are_those_read_row_by_row(hierarchy_store, tmp_path):
+    """stored_communities reads each community's members as one joined text: the same members,
+    sorted, as a row each; a community whose ids cannot be joined (a NUL in one) is read by rows."""
+    import shutil
+    import sqlean as sqlite3
+    from tgr.build.cluster import _member_rows, _members, stored_communities
+
+    path = tmp_path / "copy.db"
+    shutil.copy(hierarchy_store, path)
+    conn = sqlite3.connect(path)
+    assert _members(conn, "", ()) == _member_rows(conn, "", ())
+    cid, eid = conn.execute("SELECT community_id, entity_id FROM community_members LIMIT 1").fetchone()
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)", (cid, eid + "\0x"))
+    joined, by_rows = _members(conn, "", ()), _member_rows(conn, "", ())
+    assert joined == by_rows and eid + "\0x" in joined[cid]
+    assert all(c.members == by_rows.get(c.id, []) for c in stored_communities(conn))

@@ -350,13 +350,44 @@ def stored_communities(conn: Connection, holding: set[str] | None = None) -> lis
         args = (json.dumps(sorted(holding)),)
     rows = conn.execute(f"SELECT id, level, parent_id, is_leaf FROM communities {scope} ORDER BY level, id",
                         args).fetchall()
-    members: dict[str, list[str]] = {}
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
-                                 + ("" if holding is None else f"WHERE community_id {_IN} ")
-                                 + "ORDER BY 1, 2", () if holding is None else
-                                 (json.dumps([r[0] for r in rows]),)).fetchall():
-        members.setdefault(cid, []).append(eid)
+    members = _members(conn, "" if holding is None else f"WHERE community_id {_IN}",
+                       () if holding is None else (json.dumps([r[0] for r in rows]),))
     return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
+
+
+JOINED_MEMBERS_BYTES = 32 << 20  # below SQLite's value length limit (tgr.store.hardening): one text per community
+
+
+def _members(conn: Connection, where: str, args: tuple) -> dict[str, list[str]]:
+    """community id -> its member ids, sorted (the rows of community_members matching where).
+    Each community's ids come joined in one text (a row per member took twice the CPU at
+    600 k rows), unless an id holds a NUL or is not text, or they could pass the length limit."""
+    total = conn.execute("SELECT sum(length(CAST(entity_id AS BLOB)) + 1) FROM community_members "
+                         f"{where}", args).fetchone()[0] or 0
+    if total >= JOINED_MEMBERS_BYTES:
+        return _member_rows(conn, where, args)
+    members: dict[str, list[str]] = {}
+    odd = []
+    for cid, joined, count, texts in conn.execute(
+            "SELECT community_id, group_concat(entity_id, char(0)), count(*), sum(typeof(entity_id) = 'text') "
+            f"FROM community_members {where} GROUP BY community_id", args).fetchall():
+        ids = joined.split("\0") if texts == count else []
+        if len(ids) == count:
+            ids.sort()  # (in the index's order already: a linear pass)
+            members[cid] = ids
+        else:
+            odd.append(cid)
+    if odd:
+        members.update(_member_rows(conn, f"WHERE community_id {_IN}", (json.dumps(odd),)))
+    return members
+
+
+def _member_rows(conn: Connection, where: str, args: tuple) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {}
+    for cid, eid in conn.execute(f"SELECT community_id, entity_id FROM community_members {where} ORDER BY 1, 2",
+                                 args).fetchall():
+        members.setdefault(cid, []).append(eid)
+    return members
 
 
 def _affected(graph: Graph, changed: set[str], known: set[str]) -> "np.ndarray":
@@ -497,11 +528,12 @@ def count_community_chunks(conn: Connection) -> int:
 
 @lru_cache(maxsize=1)
 def _leiden_library() -> str:
-    """The Leiden implementation and its version (communities differ between releases).
-    Once per process: importlib.metadata walks sys.path's installed packages for it."""
-    from importlib.metadata import version
+    """The Leiden implementation and its version (communities differ between releases): the
+    package's own __version__ (importlib.metadata's lookup walks sys.path's installed packages,
+    ~0.05-0.1 CPU-s of a one-document add), the same string its distribution records."""
+    import leidenalg
 
-    return f"leidenalg {version('leidenalg')}"
+    return f"leidenalg {leidenalg.__version__}"
 
 
 def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
