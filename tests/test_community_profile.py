@@ -357,3 +357,27 @@ def test_latin_terms_breaks_and_stopwords_end_a_phrase_as_before():
     words = _ContentWords()  # bounded: cleared when full, each token still its content word
     tokens = [f"word{n}" for n in range(70_000)] + ["Scrooge's", "the", "--", "Harpoon"]
     assert [words[t] for t in tokens] == [_content_word(t) for t in tokens] and len(words) < 65_536
+
+
+def test_mentions_read_each_chunks_place_once(hierarchy_store):
+    """The report writer's mention reader gives each mention its chunk's document and position
+    (None for a chunk that is gone) from one read of the chunks seen, not a join per mention."""
+    import sqlean as sqlite3
+    from tgr.offline.community_reports import _Mentions
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    ids = [r[0] for r in conn.execute("SELECT id FROM entities ORDER BY id")]
+    statements = []
+    conn.set_trace_callback(statements.append)
+    mentions = _Mentions(conn)
+    mentions.read(ids)
+    conn.set_trace_callback(None)
+    assert not any("JOIN" in s.upper() for s in statements)
+    joined = conn.execute("SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+                          "LEFT JOIN chunks c ON c.id = em.chunk_id").fetchall()
+    places = {(e, ch): None if d is None else (d, o) for e, ch, d, o in joined}
+    for eid in ids:
+        for number in mentions._chunks[eid]:
+            cid = mentions._chunk_ids[number]
+            assert mentions._places[number] == places[(eid, cid)]
+    assert sum(len(v) for v in mentions._chunks.values()) == len(joined)

@@ -504,17 +504,22 @@ class _Mentions:
             self._chunks[eid] = array("i")
         args = (json.dumps(missing),)
         self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
-        rows = self.conn.execute(
-            "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
-            f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args)
+        rows = self.conn.execute(f"SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id {_IN}", args)
+        fresh = []  # chunks not seen before: their places are read once each, not joined to every mention
         # (fetched a few thousand at a time: a row at a time is a watched call each)
-        for eid, cid, document, ordinal in in_pages(rows):
+        for eid, cid in in_pages(rows):
             number = self._numbers.get(cid)
             if number is None:
                 number = self._numbers[cid] = len(self._chunk_ids)
                 self._chunk_ids.append(cid)
-                self._places.append(None if document is None else (document, ordinal))
+                self._places.append(None)
+                fresh.append(cid)
             self._chunks[eid].append(number)
+        if fresh:
+            places = self.conn.execute(f"SELECT id, document_id, ordinal FROM chunks WHERE id {_IN}", (json.dumps(fresh),))
+            for cid, document, ordinal in in_pages(places):
+                if document is not None and cid in self._numbers:
+                    self._places[self._numbers[cid]] = (document, ordinal)
 
     def chunk_ids(self, ids: list[str]) -> list[str]:
         """The ids of the chunks that mention these entities, sorted."""
