@@ -308,7 +308,7 @@ def chunk_sentences(text: str) -> list[Sentence]:
             sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
         terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
-        sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
+        sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(terms))), count))
     return sentences
 
 
