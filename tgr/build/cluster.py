@@ -582,7 +582,7 @@ def _changed_components(conn: Connection, graph: Graph, changed: set[str] | None
     return scoped, previous  # edges stay inside a component
 
 
-LOCAL_SCOPE = 5_000  # entities: the changed ones' components, when larger, are found on the whole graph
+LOCAL_SCOPE = 2_000  # entities: the changed ones' components, when larger, are found on the whole graph
 
 
 def _local_components(conn: Connection, changed: set[str], limit: int = LOCAL_SCOPE):
@@ -597,11 +597,12 @@ def _local_components(conn: Connection, changed: set[str], limit: int = LOCAL_SC
     if len(scope) > limit:
         return None
     while frontier:  # breadth first, through the stored entities only (as Graph.read keeps edges)
-        args = (json.dumps(sorted(frontier)),) * 2
-        found = {r[0] for r in conn.execute(
-            f"SELECT target_id FROM relationships WHERE source_id {_IN} "
-            f"UNION SELECT source_id FROM relationships WHERE target_id {_IN}", args).fetchall()} - scope
-        if len(scope) + len(found) > limit:
+        rows = conn.execute(  # (a neighbour once per relationship: so many rows end the search early)
+            f"SELECT target_id FROM relationships WHERE source_id {_IN} UNION ALL "
+            f"SELECT source_id FROM relationships WHERE target_id {_IN} LIMIT ?",
+            (json.dumps(sorted(frontier)),) * 2 + (4 * limit,)).fetchall()
+        found = {r[0] for r in rows} - scope
+        if len(rows) == 4 * limit or len(scope) + len(found) > limit:
             return None
         frontier = existing(found)
         scope |= frontier
