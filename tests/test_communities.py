@@ -488,3 +488,42 @@ def test_a_community_its_free_member_held_together_is_cut_into_its_pieces():
     at = {n: membership[i] for i, n in enumerate(nodes)}
     assert at["b"] == at["y0"] and at["a"] != at["c"]
     assert len({at[n] for n in x_nodes}) == 1 and at["a"] != at["x0"]
+
+
+def test_stored_members_read_joined_are_those_read_row_by_row(hierarchy_store, tmp_path):
+    """stored_communities reads each community's members as one joined text: the same members,
+    sorted, as a row each; a community whose ids cannot be joined (a NUL in one) is read by rows."""
+    import shutil
+    import sqlean as sqlite3
+    from tgr.build.cluster import _member_rows, _members, stored_communities
+
+    path = tmp_path / "copy.db"
+    shutil.copy(hierarchy_store, path)
+    conn = sqlite3.connect(path)
+    assert _members(conn, "", ()) == _member_rows(conn, "", ())
+    cid, eid = conn.execute("SELECT community_id, entity_id FROM community_members LIMIT 1").fetchone()
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("INSERT INTO community_members(community_id, entity_id) VALUES (?, ?)", (cid, eid + "\0x"))
+    joined, by_rows = _members(conn, "", ()), _member_rows(conn, "", ())
+    assert joined == by_rows and eid + "\0x" in joined[cid]
+    assert all(c.members == by_rows.get(c.id, []) for c in stored_communities(conn))
+
+
+def test_changed_components_found_through_the_indexes_are_those_of_the_whole_graph(hierarchy_store):
+    """The components of a few changed entities, found from them through the relationship
+    indexes, are the graph and stored communities _changed_components picks from the whole
+    graph; a scope over the limit is left to the whole graph (None)."""
+    import random
+    import sqlean as sqlite3
+    from tgr.build.cluster import Graph, _changed_components, _local_components
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    whole = Graph.read(conn)
+    random.seed(5)
+    as_rows = lambda cs: [(c.id, c.level, c.parent_id, c.members, c.is_leaf) for c in cs]  # noqa: E731
+    for changed in [set(), {"no such entity"}, *({*random.sample(whole.nodes, k), "gone"} for k in (1, 2, 5))]:
+        local, full = _local_components(conn, changed), _changed_components(conn, whole, changed)
+        assert local is not None and full is not None
+        assert (local[0].nodes, local[0].pairs(), local[0].w.tolist()) == (full[0].nodes, full[0].pairs(), full[0].w.tolist())
+        assert as_rows(local[1]) == as_rows(full[1])
+    assert _local_components(conn, set(whole.nodes[:50]), limit=10) is None

@@ -321,3 +321,63 @@ def test_a_report_writer_reads_the_mentions_again_in_a_new_stage(two_topics):
         writer.begin()
         after = writer.inputs([entity])
         assert after != before and after == ProfileReportWriter(conn).inputs([entity])
+
+
+def test_form_replacement_without_a_file_extension_uses_the_line_patterns_alone():
+    """_without_form tries the file-name pattern only where an extension is written: on every
+    kind of piece it replaces what the whole pattern replaces."""
+    from tgr.offline.community_reports import _FORM, _without_form
+
+    pieces = ["HOST: welcome back.\nMaria Lopez: thanks for having me.", "# Episode 12\nCHAPTER IV\nplain words",
+              "He read notes.txt and readme.md twice.", "HOST: see the file a.pdf. It said so.",
+              "No label here: just a colon.", "  ## indented heading\ntext", "A.B.C. DEF.\nGHI: jkl",
+              "version 2.txt1 and x.md", "孙悟空：大闹天宫。", "ends with a dot.", "", "\n\nTITLE LINE\n"]
+    for piece in pieces:
+        assert _without_form(piece) == _FORM.sub(" . ", piece)
+
+
+def test_latin_terms_breaks_and_stopwords_end_a_phrase_as_before():
+    """The cached token lookup of latin_terms gives each sentence the terms of the plain loop:
+    content words, and two-word phrases that span no clause break and no stopword."""
+    from tgr.offline.community_reports import _BREAK, _LATIN_WORD, _ContentWords, _content_word, latin_terms
+
+    def plain(text: str) -> list[str]:
+        terms, previous = [], None
+        for word, stop in re.findall(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})", text):
+            word = None if stop else _content_word(word)
+            if word is not None:
+                terms += [word] + ([f"{previous} {word}"] if previous else [])
+            previous = word
+        return terms
+
+    for text in (WHALING, GARDEN, "Scrooge's counting-house -- closed; the clerk's 'own' stool (old) — gone!",
+                 "It's Marley's ghost “walking” in Scrooge’s room\nagain", "孙悟空 met the Dragon King 龙王."):
+        for sentence in text.split("\n"):
+            assert latin_terms(sentence, []) == plain(sentence)
+    words = _ContentWords()  # bounded: cleared when full, each token still its content word
+    tokens = [f"word{n}" for n in range(70_000)] + ["Scrooge's", "the", "--", "Harpoon"]
+    assert [words[t] for t in tokens] == [_content_word(t) for t in tokens] and len(words) < 65_536
+
+
+def test_mentions_read_each_chunks_place_once(hierarchy_store):
+    """The report writer's mention reader gives each mention its chunk's document and position
+    (None for a chunk that is gone) from one read of the chunks seen, not a join per mention."""
+    import sqlean as sqlite3
+    from tgr.offline.community_reports import _Mentions
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    ids = [r[0] for r in conn.execute("SELECT id FROM entities ORDER BY id")]
+    statements = []
+    conn.set_trace_callback(statements.append)
+    mentions = _Mentions(conn)
+    mentions.read(ids)
+    conn.set_trace_callback(None)
+    assert not any("JOIN" in s.upper() for s in statements)
+    joined = conn.execute("SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
+                          "LEFT JOIN chunks c ON c.id = em.chunk_id").fetchall()
+    places = {(e, ch): None if d is None else (d, o) for e, ch, d, o in joined}
+    for eid in ids:
+        for number in mentions._chunks[eid]:
+            cid = mentions._chunk_ids[number]
+            assert mentions._places[number] == places[(eid, cid)]
+    assert sum(len(v) for v in mentions._chunks.values()) == len(joined)

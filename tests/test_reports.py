@@ -215,3 +215,27 @@ def test_material_too_large_for_the_budget_is_not_made(db_path):
                     _substituted_by_trying_each(_Graph(kb.conn), parent, child_reports, budget)
         substituted_context(graph, largest, child_reports, 60)
         assert tuple(largest.members) not in graph._materials
+
+
+def test_graph_rows_of_most_entities_read_whole_are_those_looked_up_by_id(hierarchy_store):
+    """A report graph of most of the store's entities is read whole and filtered: the same rows,
+    by id, as the lookup by id, and its material comes in degree order, then id."""
+    import json
+    import sqlean as sqlite3
+    from tgr.build.report import _IN, _Graph, _graph_rows
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    ids = [r[0] for r in conn.execute("SELECT id FROM entities ORDER BY id")]
+    only = set(ids[: len(ids) * 3 // 4])
+    args = (json.dumps(sorted(only)),)
+    entities, edges = _graph_rows(conn, only)
+    assert sorted(entities) == sorted(conn.execute(
+        f"SELECT id, name, type, description, degree FROM entities WHERE id {_IN}", args).fetchall())
+    assert edges == conn.execute(f"SELECT id, source_id, target_id, description, weight FROM relationships "
+                                 f"WHERE source_id {_IN} AND target_id {_IN} ORDER BY id", args * 2).fetchall()
+    graph = _Graph(conn, only)
+    ranked, internal = graph.material(sorted(only))
+    assert [e["id"] for e in ranked] == [e[0] for e in sorted(entities, key=lambda e: (-e[4], e[0]))]
+    degree = {e[0]: e[4] for e in entities}
+    assert [e["id"] for e in internal] == [e[0] for e in sorted(
+        edges, key=lambda e: (-(degree[e[1]] + degree[e[2]]), -e[4], e[0]))]

@@ -77,14 +77,21 @@ class Graph:
         return cls(nodes, lo[last], hi[last], w[last])
 
     @classmethod
-    def read(cls, conn: Connection) -> "Graph":
+    def read(cls, conn: Connection, among: set[str] | None = None) -> "Graph":
         """The stored entity graph (a pair stored more than once keeps the weight of the
-        last of its rows in sorted (source, target, weight) order)."""
+        last of its rows in sorted (source, target, weight) order), or its subgraph of the
+        stored entities among (the graph read whole, then within(among), gives the same)."""
         import numpy as np
 
-        nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
+        if among is None:
+            nodes = sorted(r[0] for r in conn.execute("SELECT id FROM entities").fetchall())
+            rows = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
+        else:
+            nodes = sorted(among)
+            args = (json.dumps(nodes),)
+            rows = conn.execute("SELECT source_id, target_id, weight FROM relationships "
+                                f"WHERE source_id {_IN} AND target_id {_IN}", args * 2).fetchall()
         index = {n: i for i, n in enumerate(nodes)}
-        rows = conn.execute("SELECT source_id, target_id, weight FROM relationships").fetchall()
         position = lambda column: np.fromiter((index.get(r[column], -1) for r in rows), np.int64, len(rows))
         source, target = position(0), position(1)
         weight = np.fromiter((r[2] for r in rows), float, len(rows))
@@ -350,13 +357,44 @@ def stored_communities(conn: Connection, holding: set[str] | None = None) -> lis
         args = (json.dumps(sorted(holding)),)
     rows = conn.execute(f"SELECT id, level, parent_id, is_leaf FROM communities {scope} ORDER BY level, id",
                         args).fetchall()
-    members: dict[str, list[str]] = {}
-    for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
-                                 + ("" if holding is None else f"WHERE community_id {_IN} ")
-                                 + "ORDER BY 1, 2", () if holding is None else
-                                 (json.dumps([r[0] for r in rows]),)).fetchall():
-        members.setdefault(cid, []).append(eid)
+    members = _members(conn, "" if holding is None else f"WHERE community_id {_IN}",
+                       () if holding is None else (json.dumps([r[0] for r in rows]),))
     return [Community(cid, level, parent, members.get(cid, []), bool(leaf)) for cid, level, parent, leaf in rows]
+
+
+JOINED_MEMBERS_BYTES = 32 << 20  # below SQLite's value length limit (tgr.store.hardening): one text per community
+
+
+def _members(conn: Connection, where: str, args: tuple) -> dict[str, list[str]]:
+    """community id -> its member ids, sorted (the rows of community_members matching where).
+    Each community's ids come joined in one text (a row per member took twice the CPU at
+    600 k rows), unless an id holds a NUL or is not text, or they could pass the length limit."""
+    total = conn.execute("SELECT sum(length(CAST(entity_id AS BLOB)) + 1) FROM community_members "
+                         f"{where}", args).fetchone()[0] or 0
+    if total >= JOINED_MEMBERS_BYTES:
+        return _member_rows(conn, where, args)
+    members: dict[str, list[str]] = {}
+    odd = []
+    for cid, joined, count, texts in conn.execute(
+            "SELECT community_id, group_concat(entity_id, char(0)), count(*), sum(typeof(entity_id) = 'text') "
+            f"FROM community_members {where} GROUP BY community_id", args).fetchall():
+        ids = joined.split("\0") if texts == count else []
+        if len(ids) == count:
+            ids.sort()  # (in the index's order already: a linear pass)
+            members[cid] = ids
+        else:
+            odd.append(cid)
+    if odd:
+        members.update(_member_rows(conn, f"WHERE community_id {_IN}", (json.dumps(odd),)))
+    return members
+
+
+def _member_rows(conn: Connection, where: str, args: tuple) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {}
+    for cid, eid in conn.execute(f"SELECT community_id, entity_id FROM community_members {where} ORDER BY 1, 2",
+                                 args).fetchall():
+        members.setdefault(cid, []).append(eid)
+    return members
 
 
 def _affected(graph: Graph, changed: set[str], known: set[str]) -> "np.ndarray":
@@ -415,11 +453,14 @@ def cluster(conn: Connection, *, max_cluster_size: int = 10, seed: int = 42,
 def _leiden_inputs(conn: Connection, settings: dict, force: bool, changed: set[str] | None):
     """(graph, previous partition, unchanged entities) to give Leiden, the stored
     communities they replace, and the community numbers used so far per level."""
-    graph = Graph.read(conn)
     meta = get_meta(conn)
     same_settings = _same_settings(meta, **settings)
     used = {int(k): v for k, v in json.loads(meta.get("community_ids_used", "{}")).items()}
-    scoped = _changed_components(conn, graph, changed) if not force and same_settings else None
+    incremental = not force and same_settings and changed is not None
+    scoped = _local_components(conn, changed) if incremental else None
+    if scoped is None:  # (the changed entities' components are large, or clustering starts afresh)
+        graph = Graph.read(conn)
+        scoped = _changed_components(conn, graph, changed) if incremental else None
     if scoped is not None:
         graph, previous = scoped
         for level, number in conn.execute(
@@ -497,11 +538,12 @@ def count_community_chunks(conn: Connection) -> int:
 
 @lru_cache(maxsize=1)
 def _leiden_library() -> str:
-    """The Leiden implementation and its version (communities differ between releases).
-    Once per process: importlib.metadata walks sys.path's installed packages for it."""
-    from importlib.metadata import version
+    """The Leiden implementation and its version (communities differ between releases): the
+    package's own __version__ (importlib.metadata's lookup walks sys.path's installed packages,
+    ~0.05-0.1 CPU-s of a one-document add), the same string its distribution records."""
+    import leidenalg
 
-    return f"leidenalg {version('leidenalg')}"
+    return f"leidenalg {leidenalg.__version__}"
 
 
 def _same_settings(meta: dict, max_cluster_size: int, seed: int, resolution: float) -> bool:
@@ -538,6 +580,44 @@ def _changed_components(conn: Connection, graph: Graph, changed: set[str] | None
     if not all(m in scope or m in gone for c in previous for m in c.members):
         return None  # stored communities that straddle components: cluster everything
     return scoped, previous  # edges stay inside a component
+
+
+LOCAL_SCOPE = 2_000  # entities: the changed ones' components, when larger, are found on the whole graph
+
+
+def _local_components(conn: Connection, changed: set[str], limit: int = LOCAL_SCOPE):
+    """What _changed_components gives, found from the changed entities through the
+    relationship indexes without reading the whole graph: None when their components hold
+    more than limit entities (most of a large store is one component: reading the graph whole
+    is cheaper then), or when _changed_components would need the whole graph."""
+    existing = lambda ids: {r[0] for r in conn.execute(  # noqa: E731
+        f"SELECT id FROM entities WHERE id {_IN}", (json.dumps(sorted(ids)),)).fetchall()}
+    frontier = existing(changed)
+    scope = set(frontier)
+    if len(scope) > limit:
+        return None
+    while frontier:  # breadth first, through the stored entities only (as Graph.read keeps edges)
+        rows = conn.execute(  # (a neighbour once per relationship: so many rows end the search early)
+            f"SELECT target_id FROM relationships WHERE source_id {_IN} UNION ALL "
+            f"SELECT source_id FROM relationships WHERE target_id {_IN} LIMIT ?",
+            (json.dumps(sorted(frontier)),) * 2 + (4 * limit,)).fetchall()
+        found = {r[0] for r in rows} - scope
+        if len(rows) == 4 * limit or len(scope) + len(found) > limit:
+            return None
+        frontier = existing(found)
+        scope |= frontier
+    gone = changed - existing(changed)
+    previous = stored_communities(conn, scope | gone)
+    level_zero = {m for c in previous if c.level == 0 for m in c.members}
+    known = conn.execute("SELECT count(DISTINCT m.entity_id) FROM community_members m JOIN communities c "
+                         "ON c.id = m.community_id JOIN entities e ON e.id = m.entity_id WHERE c.level = 0").fetchone()[0]
+    entities = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
+    # every entity no level-0 community holds is in the scope (its component is clustered too)
+    if not known or entities - known != len(scope - level_zero):
+        return None
+    if not all(m in scope or m in gone for c in previous for m in c.members):
+        return None  # stored communities that straddle components: cluster everything
+    return Graph.read(conn, scope), previous
 
 
 def leiden_key(graph: Graph, start, unchanged, settings: dict) -> str:

@@ -13,7 +13,9 @@ behind the ReportWriter interface.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections import OrderedDict
 from itertools import chain, compress
 from dataclasses import dataclass, field
@@ -60,21 +62,25 @@ class _Graph:
     relationships among them), loaded once for all reports."""
 
     def __init__(self, conn: Connection, only: set[str] | None = None, rows_kept: int | None = None):
-        args = () if only is None else (json.dumps(sorted(only)),)
+        import numpy as np
+
+        entity_rows, edge_rows = _graph_rows(conn, only)
         self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
-                         for r in conn.execute("SELECT id, name, type, description, degree FROM entities"
-                                               + ("" if only is None else f" WHERE id {_IN}"), args).fetchall()}
+                         for r in entity_rows}
         self.edges = [{"id": r[0], "source": r[1], "target": r[2], "description": r[3], "weight": r[4]}
-                      for r in conn.execute("SELECT id, source_id, target_id, description, weight FROM relationships"
-                                            + ("" if only is None else f" WHERE source_id {_IN} AND target_id {_IN}")
-                                            + " ORDER BY id", args * 2).fetchall()]
+                      for r in edge_rows]  # (by id)
         # material's orders, sorted once: entities by degree (then id), relationships by the
-        # combined degree of their ends (then weight, id); a community's is a subset of each
-        degree = lambda i: self.entities[i]["degree"] if i in self.entities else 0  # noqa: E731
-        self._ranked_entities = sorted(self.entities.values(), key=lambda e: (-e["degree"], e["id"]))
+        # combined degree of their ends (then weight, id); a community's is a subset of each.
+        # (Stable sorts on keys made in C: a key tuple from a lambda each took a third of the time.)
+        negated = {i: -e["degree"] for i, e in self.entities.items()}
+        self._ranked_entities = [self.entities[i] for i in sorted(sorted(negated), key=negated.__getitem__)]
         self._entity_rank = {e["id"]: n for n, e in enumerate(self._ranked_entities)}
-        self._ranked_edges = sorted(self.edges, key=lambda e: (-(degree(e["source"]) + degree(e["target"])),
-                                                               -e["weight"], e["id"]))
+        degree = {i: -d for i, d in negated.items()}.get
+        zeros = itertools.repeat(0)
+        combined = np.fromiter(map(operator.add, map(degree, (r[1] for r in edge_rows), zeros),
+                                   map(degree, (r[2] for r in edge_rows), zeros)), float, len(edge_rows))
+        weight = np.fromiter((r[4] for r in edge_rows), float, len(edge_rows))
+        self._ranked_edges = [self.edges[n] for n in np.lexsort((-weight, -combined)).tolist()]
         # entity id -> the ranks of its relationships and, in step, each one's other end (two flat
         # lists, not a tuple per end: ~60 bytes a relationship instead of ~140)
         self.edges_of: dict[str, tuple[list[int], list[str]]] = {}
@@ -159,6 +165,24 @@ class _Graph:
             if found:
                 internal.update(compress(found[0], map(inside.__contains__, found[1])))
         return entities, [self._ranked_edges[n] for n in sorted(internal)]
+
+
+def _graph_rows(conn: Connection, only: set[str] | None) -> tuple[list[tuple], list[tuple]]:
+    """The rows of the entities (of only, if given) and of the relationships among them, by id.
+    When only names most entities (a top-level community's members), every row is read and
+    those outside are left out here: a lookup per id cost more than reading the rest."""
+    entities = "SELECT id, name, type, description, degree FROM entities"
+    edges = "SELECT id, source_id, target_id, description, weight FROM relationships"
+    if only is None or 2 * len(only) >= conn.execute("SELECT count(*) FROM entities").fetchone()[0]:
+        entity_rows = conn.execute(entities).fetchall()
+        edge_rows = conn.execute(edges + " ORDER BY id").fetchall()
+        if only is not None:
+            entity_rows = [r for r in entity_rows if r[0] in only]
+            edge_rows = [r for r in edge_rows if r[1] in only and r[2] in only]
+        return entity_rows, edge_rows
+    args = (json.dumps(sorted(only)),)
+    return (conn.execute(f"{entities} WHERE id {_IN}", args).fetchall(),
+            conn.execute(f"{edges} WHERE source_id {_IN} AND target_id {_IN} ORDER BY id", args * 2).fetchall())
 
 
 MATERIALS_KEPT = 128  # communities whose material a report stage keeps at hand (more than are handed on at once)

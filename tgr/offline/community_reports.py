@@ -54,7 +54,7 @@ REPEATED_DOCUMENTS = 3   # a store of this many documents or more can tell what 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F]*(?:['’][A-Za-z]+)?")
 _BREAK = re.compile(r"[.,;:!?()\[\]\"“”—–\n]|--|['‘’](?=\s|$)|(?<=\s)['‘’]")  # no two-word phrase spans these
 _LATIN_LETTER = re.compile(r"[A-Za-z\u00C0-\u024F]")  # where a _LATIN_WORD can start
-_TOKEN = re.compile(f"({_LATIN_WORD.pattern})|({_BREAK.pattern})")
+_TOKEN = re.compile(f"{_LATIN_WORD.pattern}|{_BREAK.pattern}")  # a break is no content word either (_content_word)
 # words of prose too common to say what a community is about (beyond tgr.text.STOPWORDS)
 _GENERIC = frozenset("""now like well just even still yet never ever always upon little great good
     old new first last long much make made come came go went get got know knew see saw seen
@@ -75,8 +75,9 @@ _GENERIC = frozenset("""now like well just even still yet never ever always upon
     actually basically maybe probably mean means meant lot""".split())
 # what a chunk repeats because of its form, not its topic: a speaker's label at a line's start
 # ("HOST:", "Maria Lopez:"), a heading line ("# Episode 12", "CHAPTER IV"), a file's name
-_FORM = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)"
-                   r"|\b[\w.-]+\.(?:txt|md|pdf|docx?|html?|jsonl?|csv|srt|vtt)\b")
+_FORM_LINES = re.compile(r"(?m)^[ \t]*(?:#+[^\n]*$|[A-Z][\w.'’ -]{0,40}:(?=\s)|[A-Z0-9][A-Z0-9 .,'’-]{2,}$)")
+_FILE_EXTENSION = re.compile(r"\.(?:txt|md|pdf|docx?|html?|jsonl?|csv|srt|vtt)\b")
+_FORM = re.compile(_FORM_LINES.pattern + r"|\b[\w.-]+" + _FILE_EXTENSION.pattern)
 _FORM_CHARS = re.compile(r"[#A-Za-z0-9]")  # a text without any of these holds no _FORM
 
 
@@ -138,19 +139,30 @@ def latin_terms(text: str, terms: list[str]) -> list[str]:
     if not _LATIN_LETTER.search(text):
         return terms  # no Latin word can start anywhere (most Chinese sentences)
     previous = None
-    for word, stop in _TOKEN.findall(text):
-        if stop:
-            previous = None  # no phrase spans a clause break
+    append = terms.append
+    for word in map(_CONTENT_WORDS.__getitem__, _TOKEN.findall(text)):
+        if word is None:  # a clause break (one or two characters: no content word), a stopword
+            previous = None  # no phrase spans either
             continue
-        word = _content_word(word)
-        if word is None:
-            previous = None
-            continue
-        terms.append(word)
+        append(word)
         if previous:
-            terms.append(f"{previous} {word}")
+            append(f"{previous} {word}")
         previous = word
     return terms
+
+
+class _ContentWords(dict):
+    """token -> _content_word(token), remembered (a dict's lookup from map: a quarter of
+    latin_terms' time went to calling the lru_cache)."""
+
+    def __missing__(self, token: str) -> str | None:
+        if len(self) >= 65536:
+            self.clear()
+        word = self[token] = _content_word(token)
+        return word
+
+
+_CONTENT_WORDS = _ContentWords()
 
 
 @lru_cache(maxsize=65536)
@@ -285,7 +297,7 @@ def chunk_sentences(text: str) -> list[Sentence]:
         if parts:
             sentence = " ".join(parts)
             cjk = chinese and cjk_run.search(piece) is not None
-            said = _FORM.sub(" . ", piece) if formed else piece  # labels, headings and file names say no topic
+            said = _without_form(piece) if formed else piece  # labels, headings and file names say no topic
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
@@ -296,8 +308,15 @@ def chunk_sentences(text: str) -> list[Sentence]:
             sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
         terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
-        sentences.append(Sentence(sentence, tuple(dict.fromkeys(map(sys.intern, terms))), count))
+        sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(terms))), count))
     return sentences
+
+
+def _without_form(piece: str) -> str:
+    """piece with what _FORM matches replaced by a clause break. Where no file extension is
+    written, only its line patterns can match: tried alone, a quarter of the time (the file
+    name pattern is tried at every word)."""
+    return (_FORM if _FILE_EXTENSION.search(piece) else _FORM_LINES).sub(" . ", piece)
 
 
 _NAME_PHRASES: dict[str, tuple] = {}  # name -> its phrase_terms (see learn_names)
@@ -485,17 +504,22 @@ class _Mentions:
             self._chunks[eid] = array("i")
         args = (json.dumps(missing),)
         self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
-        rows = self.conn.execute(
-            "SELECT em.entity_id, em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em "
-            f"LEFT JOIN chunks c ON c.id = em.chunk_id WHERE em.entity_id {_IN}", args)
+        rows = self.conn.execute(f"SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id {_IN}", args)
+        fresh = []  # chunks not seen before: their places are read once each, not joined to every mention
         # (fetched a few thousand at a time: a row at a time is a watched call each)
-        for eid, cid, document, ordinal in in_pages(rows):
+        for eid, cid in in_pages(rows):
             number = self._numbers.get(cid)
             if number is None:
                 number = self._numbers[cid] = len(self._chunk_ids)
                 self._chunk_ids.append(cid)
-                self._places.append(None if document is None else (document, ordinal))
+                self._places.append(None)
+                fresh.append(cid)
             self._chunks[eid].append(number)
+        if fresh:
+            places = self.conn.execute(f"SELECT id, document_id, ordinal FROM chunks WHERE id {_IN}", (json.dumps(fresh),))
+            for cid, document, ordinal in in_pages(places):
+                if document is not None and cid in self._numbers:
+                    self._places[self._numbers[cid]] = (document, ordinal)
 
     def chunk_ids(self, ids: list[str]) -> list[str]:
         """The ids of the chunks that mention these entities, sorted."""
