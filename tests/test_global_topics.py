@@ -340,3 +340,45 @@ def test_the_windows_holding_a_name_are_those_a_test_of_each_window_finds():
         names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 3))}
         expected = {i for i, window in enumerate(windows) if any(n in window for n in names)}
         assert _Joined(windows).naming(names) == expected, (windows, names)
+
+
+def test_the_community_holding_a_named_entity_leads_though_its_report_never_names_it(tmp_path):
+    people = ["Abel Crane", "Bruno Hale", "Cyril Dane", "Dora Vance", "Edith Moss", "Felix Grant", "Gwen Pike",
+              "Hugo Lark"]
+    harbour = [f"{p} sailed from Marlow Harbour with the morning tide and sold fish on the quay." for p in people]
+    harbour.insert(3, "Quillon Weir stands on the stream north of Marlow Harbour.")
+    (tmp_path / "harbour.txt").write_text("\n\n".join(harbour) + "\n", encoding="utf-8")
+    (tmp_path / "river.txt").write_text(
+        "Tessa Brand and Orla Finch fished the river below the old mill every summer.\n\n"
+        "Tessa Brand and Orla Finch mended their nets by the river in the evening.\n", encoding="utf-8")
+    question = "Which river feeds Quillon Weir?"
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / "harbour.txt"), str(tmp_path / "river.txt")])
+        reports = kb.global_reports(question)
+        passages = kb.retrieve(question, mode="global", k=2)
+    # the harbour's report names its hub and busiest members, never the weir; the anglers' says "river"
+    assert "Quillon" not in reports[0][2] and "Marlow Harbour" in reports[0][1]
+    assert passages[0].source.endswith("harbour.txt")
+
+
+def test_a_chunk_is_near_a_named_entity_through_an_entity_related_to_it(tmp_path):
+    from tgr.query.named_reach import chunk_nearness, nearer_first
+    from tgr.query.retrieve import Retriever, question_spans
+
+    texts = {"w.txt": "Abel Crane, Bruno Hale, Cyril Dane and Dora Vance built Quillon Weir on the Brannock Stream.",
+             "s.txt": "Abel Crane wrote that the Brannock Stream rises in the Tarn Hills above the moor.",
+             "f.txt": "The choir sang in the chapel every Sunday morning before the market opened."}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text + "\n", encoding="utf-8")
+    with tgr.open(tmp_path / "s.db", chat="offline", embedder="tgr:hash-384") as kb:
+        kb.index([str(tmp_path / name) for name in texts])
+        conn = kb.conn
+        chunk = {source.rsplit("/", 1)[-1]: cid for cid, source in conn.execute(
+            "SELECT c.id, d.source FROM chunks c JOIN documents d ON d.id = c.document_id")}
+        weir = conn.execute("SELECT id FROM entities WHERE name = 'Quillon Weir'").fetchone()[0]
+        near = chunk_nearness(conn, {weir: 2.0}, sorted(chunk.values()), len(chunk))
+        scores = nearer_first(Retriever(conn), question_spans("Where is Quillon Weir?"), dict.fromkeys(chunk.values(), 1.0))
+    # the weir's own chunk is nearest; the stream's, which never names the weir, through the
+    # stream the weir stands on (named twice, so less specific than the weir); the choir's not at all
+    assert near[chunk["w.txt"]] == 1.0 and 0 < near[chunk["s.txt"]] < 1.0 and chunk["f.txt"] not in near
+    assert scores[chunk["w.txt"]] > scores[chunk["s.txt"]] > scores[chunk["f.txt"]] == 1.0

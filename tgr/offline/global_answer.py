@@ -190,7 +190,7 @@ def themes(conn, retriever, question: str, report_ids: list[str]) -> tuple[list[
         (json.dumps([cid for t in chosen for _, cid in sentences[t.community]]),))}
     said: set[str] = set()
     for theme in chosen:
-        behind = retriever.report_chunks([theme.community], question)
+        behind = retriever.report_chunks([theme.community], question, near=False)  # its answer's words, not its names
         found = sentences[theme.community]
         if matched:  # a sentence of its passages about the topic, before its representative ones
             found = _topic_sentences(retriever.passages(behind), theme.names, question) + found

@@ -35,6 +35,7 @@ from ..store.db import Connection, has_table, serialize, vec_param, vector_bytes
 from ..models.clients import embeds
 from ..store.size_limits import MAX_CONTEXT_TEXT
 from .name_match import named_entities, titled_chunks
+from .named_reach import named_communities, nearer_first
 from .question_terms import question_clauses, question_terms
 from ..offline.global_answer import topic_terms
 from .topic_evidence import best_matches, topic_evidence
@@ -56,6 +57,7 @@ GLOBAL_REPORTS = 8    # reports whose chunks are the passages of retrieve(..., "
 SOURCES_PER_REPORT = 3  # chunks behind each report
 REPORT_MATCHES = 1000   # best BM25 chunks a report's sources are chosen among first (see report_chunks)
 EVIDENCE_WEIGHT = 0.5   # tgr.query.topic_evidence against a report's own word overlap in ranking reports
+NAMED_WEIGHT = 1.0      # the communities holding the question's named entities (tgr.query.named_reach), likewise
 RRF_K = 10            # reciprocal rank fusion of report rankings: small, as only the top of a few
                       # hundred reports counts, and the ranks must still outweigh centrality
 VECTOR_TABLES = {"chunks": "vec_chunks", "entities": "vec_entities", "reports": "vec_reports"}
@@ -280,18 +282,18 @@ class Retriever:
 
     def ranked_reports(self, q: Question, level: int, top: int) -> list[tuple[str, str, str, float]]:
         """(community id, title, full text, rating) of the reports at `level` (plus shallower
-        leaves), best first: similarity to the question, then centrality (size and rating)."""
+        leaves), best first: similarity to the question (words, topic evidence, the entities
+        it names among the members), then centrality (size and rating)."""
         rows = self.conn.execute(
             f"SELECT c.id, r.title, NULL, r.rating, c.size, substr(r.summary, 1, {MAX_CONTEXT_TEXT}) "
             "FROM communities c JOIN reports r ON r.community_id = c.id "
             "WHERE c.level = ? OR (c.level < ? AND c.is_leaf = 1) ORDER BY c.id", (level, level)).fetchall()
         if not rows:
             return []
-        similarity = self._report_similarity(q, level, rows)
-        evidence = self.topic_evidence(q.text, [r[0] for r in rows])
-        if evidence:
-            similarity = {cid: similarity.get(cid, 0.0) + EVIDENCE_WEIGHT * evidence.get(cid, 0.0) for cid in
-                          similarity.keys() | evidence.keys()}
+        similarity = _added(self._report_similarity(q, level, rows),
+                            (self.topic_evidence(q.text, [r[0] for r in rows]), EVIDENCE_WEIGHT),
+                            (named_communities(self.conn, self.named_entities(question_spans(q.text)), level),
+                             NAMED_WEIGHT))
         biggest = max(r[4] for r in rows) or 1
         best = max(r[3] for r in rows) or 1
         centrality = {r[0]: 0.5 * math.log1p(r[4]) / math.log1p(biggest) + 0.5 * r[3] / best for r in rows}
@@ -319,27 +321,26 @@ class Retriever:
 
     def _word_overlap(self, question: str, level: int, rows: list[tuple]) -> dict[str, float]:
         """IDF-weighted share of the question's terms in each report's title and summary."""
-        held = self.cache.get(("report terms", level), lambda: ReportTerms(rows))
-        asked = set(match_terms(question))
-        holders = {t: held.holders(t) for t in asked}
-        idf = {t: math.log(1 + len(held.texts) / (1 + len(holders[t]))) for t in asked}
-        total = sum(idf.values())
-        if not total:
-            return {cid: 0.0 for cid in held.texts}
-        return {cid: sum(w for t, w in idf.items() if cid in holders[t]) / total for cid in held.texts}
+        return self.cache.get(("report terms", level), lambda: ReportTerms(rows)).overlap(set(match_terms(question)))
 
     def topic_evidence(self, question: str, community_ids: list[str], **options) -> dict[str, float]:
         """How much each community's passages say about the question's topic, 0..1 (see
         tgr.query.topic_evidence)."""
         return topic_evidence(self, question, community_ids, **options)
 
-    def report_chunks(self, community_ids: list[str], question: str | None = None) -> list[tuple[str, float]]:
+    def report_chunks(self, community_ids: list[str], question: str | None = None,
+                      near: bool = True) -> list[tuple[str, float]]:
         """The chunks behind reports, ranked: for each report in turn, its community's chunks
         that match the question best (by BM25), then those that mention the most of its
         members. Without a question, or for one about the whole corpus ("What are the main
         themes?"), by members alone. A big community's most connected chunks are seldom the
-        ones a question is about."""
+        ones a question is about; those near an entity the question names (or related to one)
+        are what it asks of, wherever Leiden put that entity (unless not near: the passage a
+        theme quotes is the one that best matches the question's words, its answer's, not
+        the one that names its names)."""
         matched = best_matches(self, question, REPORT_MATCHES) if question and topic_terms(question) else {}
+        if matched and near:  # those near the entities the question names first (tgr.query.named_reach)
+            matched = nearer_first(self, question_spans(question), matched)
         ranked: list[tuple[str, float]] = []
         seen = set()
         for rank, cid in enumerate(community_ids):
@@ -513,6 +514,15 @@ class ReportTerms:
                 if (lowered is None or term in lowered) and term in self._words_of(cid))
         return found
 
+    def overlap(self, asked: set[str]) -> dict[str, float]:
+        """Each report's IDF-weighted share of the asked terms."""
+        holders = {t: self.holders(t) for t in asked}
+        idf = {t: math.log(1 + len(self.texts) / (1 + len(holders[t]))) for t in asked}
+        total = sum(idf.values())
+        if not total:
+            return {cid: 0.0 for cid in self.texts}
+        return {cid: sum(w for t, w in idf.items() if cid in holders[t]) / total for cid in self.texts}
+
     def _words_of(self, cid: str) -> frozenset[str]:
         words = self._words.get(cid)
         if words is None:
@@ -547,6 +557,14 @@ def _led(lead: Focus, ranked: list[tuple[str, float]],
         entity_scores = {**entity_scores, **{e: best * (1.0 + 0.01 * (len(lead.entities) - i))
                                             for i, e in enumerate(lead.entities)}}
     return ranked, entity_scores
+
+
+def _added(scores: dict[str, float], *weighted: tuple[dict[str, float], float]) -> dict[str, float]:
+    """The scores with each (other scores, weight) added, weighted; a key missing from one counts 0."""
+    for other, weight in weighted:
+        if other:
+            scores = {key: scores.get(key, 0.0) + weight * other.get(key, 0.0) for key in scores.keys() | other.keys()}
+    return scores
 
 
 def _merge_weights(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
