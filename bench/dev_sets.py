@@ -4,6 +4,7 @@
     python bench/dev_sets.py musique_train.json OUT_DIR   # writes OUT_DIR/musique/{corpus,questions}.jsonl
     python bench/dev_sets.py hotpotqa_train.json OUT_DIR  # writes OUT_DIR/hotpotqa_train/{corpus,questions}.jsonl
     python bench/dev_sets.py PROMPT.txt OUT_DIR NAME      # an IRCoT demonstration file: OUT_DIR/NAME/...
+    python bench/dev_sets.py L-CITEEVAL.json OUT_DIR NAME # an L-CiteEval multi-hop file: OUT_DIR/NAME/...
 
 The source is told by the file's shape (SQuAD-style {"data": [...]}: DRCD; a list of questions
 with "question_decomposition": MuSiQue; one with "supporting_facts" and "context": HotpotQA; a text file of "# METADATA:" blocks: IRCoT). The rows are never copied into the project: rebuild them
@@ -62,6 +63,15 @@ Built: every question, in the file's order; the corpus is their paragraphs dedup
 (title, text); the answer is what the worked answer ends with ("So the answer is: X.").
 The file does not say which paragraphs are gold: evidence_doc_ids and evidence_texts are empty
 (no recall), meta.candidate_doc_ids lists the question's paragraphs.
+
+lcite_2wiki, lcite_hotpotqa (English, multi hop; answers only, a larger haystack). Source: L-CiteEval
+(Tang et al. 2024), https://github.com/ZetangForward/L-CITEEVAL, commit
+97a2200f3bfa1351b30b5a0e0c12bf11c6e3752b, files dataset/{2wikimultihopqa,hotpotqa}.json (their
+rows come from 2WikiMultihopQA, Apache 2.0, and HotpotQA, CC BY-SA 4.0): 6 questions each, every
+question with about 225 Wikipedia paragraphs (its gold ones among them, not marked). Built: every
+question in the file's order; a paragraph's text is the file's without its first line (the
+title, kept as the title); the corpus is the questions' paragraphs deduplicated by (title, text).
+evidence_doc_ids and evidence_texts are empty (no recall); only answers and context hits count.
 """
 from __future__ import annotations
 
@@ -237,6 +247,25 @@ def build_ircot(text: str, out: Path, name: str) -> None:
     _write(out, name, corpus, questions)
 
 
+def build_lcite(raw: list[dict], out: Path, name: str) -> None:
+    ids: dict[tuple[str, str], str] = {}
+    questions = []
+    for row in raw:
+        docs = []
+        for doc in row["docs"]:
+            title = doc["title"].strip()
+            first, _, rest = doc["text"].partition("\n")
+            text = (rest if first.strip() == title else doc["text"]).strip()
+            docs.append(ids.setdefault((title, text), f"{name}-{len(ids):04d}"))
+        questions.append({
+            "qid": f"{name}-{row['id']}", "question": row["question"].strip(), "answer": str(row["answer"]).strip(),
+            "answer_aliases": [], "question_type": "multi_hop:lcite", "evidence_doc_ids": [],
+            "evidence_texts": [], "meta": {"source_id": row["id"], "candidate_doc_ids": list(dict.fromkeys(docs))}})
+    corpus = [{"doc_id": doc_id, "title": title, "text": text, "meta": {"source": "L-CiteEval"}}
+              for (title, text), doc_id in ids.items()]
+    _write(out, name, corpus, questions)
+
+
 def build(raw: Path, out: Path, name: str | None = None) -> None:
     if raw.suffix == ".txt":
         build_ircot(raw.read_text(encoding="utf-8"), out, name or "ircot")
@@ -248,8 +277,10 @@ def build(raw: Path, out: Path, name: str | None = None) -> None:
         build_musique(data, out)
     elif isinstance(data, list) and data and {"supporting_facts", "context"} <= set(data[0]):
         build_hotpotqa(data, out)
+    elif isinstance(data, list) and data and {"docs", "answer"} <= set(data[0]):
+        build_lcite(data, out, name or "lcite")
     else:
-        sys.exit(f"{raw}: neither DRCD (SQuAD-style), MuSiQue nor HotpotQA")
+        sys.exit(f"{raw}: neither DRCD (SQuAD-style), MuSiQue, HotpotQA nor L-CiteEval")
 
 
 if __name__ == "__main__":
