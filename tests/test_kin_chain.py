@@ -1,0 +1,75 @@
+"""Questions through kin ("When did X's mother die?", "Who is the grandchild of X?"): each step's
+sentence, then what is asked of the last person (tgr.offline.kin_chain, tgr.offline.kin_facts)."""
+from __future__ import annotations
+
+from tgr.offline.kin_chain import kin_answer, kin_question
+from tgr.offline.providers import ExtractiveAnswerer
+
+ODO = ("1", "Odo of Varnholm (812 – 869) was a Frankish count. He was the second son of Count Arnulf of "
+            "Brask and his wife Ermelind of Tours. He ruled the march for thirty years.")
+ERMELIND = ("2", "Ermelind of Tours (790 – 2 March 851) was a Frankish noblewoman. "
+                 "She spent her last years in a convent at Laon. She died of pneumonia in the winter of 851.")
+ARNULF = ("3", "Arnulf of Brask (770 – 840) was a Frankish count. He was a son of Bero the Elder. "
+               "He died in Metz on 4 May 840.")
+TAMSIN = ("4", "Tamsin Holl (born 1950) is a Welsh painter. She married the sculptor Rowan Pike in 1975. "
+               "They had three children: Ada Pike, Bram Pike and Cole Pike.")
+ROWAN = ("5", "Rowan Pike (1941 – 2010) was a German nobleman and sculptor. He was the son of Elias Pike.")
+BRAM = ("6", "Bram Pike (born 1978) is a Welsh actor. He is the father of the singer Ivy Pike.")
+OTHER = ("7", "Mara Lind (born 1950) is a Welsh potter. Her father was the painter Olaf Lind.")
+PASSAGES = [ODO, ERMELIND, ARNULF, TAMSIN, ROWAN, BRAM, OTHER]
+
+
+def _answer(question: str, passages=PASSAGES) -> list[str]:
+    return [line.rsplit(" [Sources", 1)[0] for line in ExtractiveAnswerer().answer(question, passages).split("\n")]
+
+
+def test_the_kin_words_of_a_question_as_steps():
+    assert kin_question("When did Odo of Varnholm's mother die?")[:2] == ("Odo of Varnholm", ["mother"])
+    assert kin_question("Who is the maternal grandfather of Odo of Varnholm?")[:2] == ("Odo of Varnholm", ["mother", "father"])
+    assert kin_question("Who is the paternal grandfather of Odo?")[:2] == ("Odo", ["father", "father"])
+    assert kin_question("Who is Tamsin Holl's father-in-law?")[:2] == ("Tamsin Holl", ["spouse", "father"])
+    assert kin_question("Who is the grandchild of Tamsin Holl (Painter)?")[:2] == ("Tamsin Holl (Painter)", ["child", "child"])
+    assert kin_question("Who is the spouse of the director of Harbour of Glass?") is None  # a role, not a person
+    assert kin_question("Who is the director of Harbour of Glass?") is None
+
+
+def test_the_mother_of_both_parents_named_is_the_second_and_her_cause_of_death_is_quoted():
+    lines = _answer("What is the cause of death of Odo of Varnholm's mother?")
+    bridge = "He was the second son of Count Arnulf of Brask and his wife Ermelind of Tours."
+    assert lines[1] == bridge and lines[0].startswith("Odo of Varnholm (812 – 869)")  # who "He" is, first
+    assert lines[2] == "She died of pneumonia in the winter of 851."
+
+
+def test_the_fathers_date_of_death():
+    chain = kin_answer("When did Odo of Varnholm's father die?", PASSAGES)
+    assert chain[-1] == ("He died in Metz on 4 May 840.", "3")
+
+
+def test_a_grandchild_is_a_childs_child():
+    lines = _answer("Who is the grandchild of Tamsin Holl?")
+    assert "They had three children: Ada Pike, Bram Pike and Cole Pike." in lines[:3]
+    assert "He is the father of the singer Ivy Pike." in lines[:4]
+
+
+def test_a_father_in_law_is_the_spouses_father():
+    chain = [s for s, _ in kin_answer("Who is Tamsin Holl's father-in-law?", PASSAGES)]
+    assert chain == ["Tamsin Holl (born 1950) is a Welsh painter.", "She married the sculptor Rowan Pike in 1975.",
+                     "Rowan Pike (1941 – 2010) was a German nobleman and sculptor.", "He was the son of Elias Pike."]
+
+
+def test_a_mother_must_be_said_to_be_a_woman():
+    only_father = ("8", "Ivo Brand (born 1960) is a Welsh farmer. He is a son of Ulf Brand.")
+    assert kin_answer("Who is Ivo Brand's mother?", [only_father]) == []
+    assert kin_answer("Who is Ivo Brand's father?", [only_father])[-1][0] == "He is a son of Ulf Brand."
+
+
+def test_no_chain_without_a_step_the_passages_say():
+    assert kin_answer("Who is the grandchild of Mara Lind?", PASSAGES) == []
+    before = ExtractiveAnswerer().answer("Who is the grandchild of Mara Lind?", PASSAGES)
+    assert before.split("\n")[0].endswith("]")  # the sentences as without the chain, no lead
+
+
+def test_which_country_a_person_is_from_by_the_demonym():
+    lines = _answer("Which country is Tamsin Holl's husband from?")
+    assert lines[0] == "Germany."
+    assert "Rowan Pike (1941 – 2010) was a German nobleman and sculptor." in lines[1:4]
