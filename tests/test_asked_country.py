@@ -28,3 +28,11 @@ def test_no_lead_unless_the_demonym_says_where_the_named_thing_is_from():
     assert country_lead("Which country is the American actor Ola Berg from?", ["Ola Berg is an American actor."]) is None
     assert country_lead("Are A and B in the same country?", ["A is a German town."]) is None
     assert country_lead(asked, ["Strandmoor is a Welsh novel."]) == "Wales"
+
+
+def test_the_country_of_a_roles_bearer():
+    passages = [("1", "Harbour of Glass is a 1961 Franco-Danish drama film directed by Ansel Brook."),
+                ("2", "In 1950 Brook moved to France to work as an editor."),
+                ("3", "Ansel Brook (1931 – 1999) was a Norwegian film director and producer.")]
+    lines = ExtractiveAnswerer().answer("Which country is the director of film Harbour of Glass from?", passages)
+    assert lines.split("\n")[0] == "Norway."

@@ -29,7 +29,6 @@ def test_the_kin_words_of_a_question_as_steps():
     assert kin_question("Who is the paternal grandfather of Odo?")[:2] == ("Odo", ["father", "father"])
     assert kin_question("Who is Tamsin Holl's father-in-law?")[:2] == ("Tamsin Holl", ["spouse", "father"])
     assert kin_question("Who is the grandchild of Tamsin Holl (Painter)?")[:2] == ("Tamsin Holl (Painter)", ["child", "child"])
-    assert kin_question("Who is the spouse of the director of Harbour of Glass?") is None  # a role, not a person
     assert kin_question("Who is the director of Harbour of Glass?") is None
 
 
@@ -73,3 +72,17 @@ def test_which_country_a_person_is_from_by_the_demonym():
     lines = _answer("Which country is Tamsin Holl's husband from?")
     assert lines[0] == "Germany."
     assert "Rowan Pike (1941 – 2010) was a German nobleman and sculptor." in lines[1:4]
+
+
+def test_the_place_of_birth_of_a_mother():
+    mother = ("9", "Ermelind of Tours (790 – 851) was a Frankish noblewoman. She was born in Tours to a family of counts.")
+    chain = kin_answer("Where was Odo of Varnholm's mother born?", [ODO, mother])
+    assert chain[-1] == ("She was born in Tours to a family of counts.", "9")
+
+
+def test_kin_of_a_roles_bearer():
+    film = ("10", "Harbour of Glass is a 1961 Norwegian drama film directed by Rowan Pike.")
+    assert kin_question("Who is the spouse of the director of Jump for Glory?")[:2] == ("director of Jump for Glory", ["spouse"])
+    chain = [s for s, _ in kin_answer("Who is the father of the director of film Harbour of Glass?", [film] + PASSAGES)]
+    assert chain == [film[1], "Rowan Pike (1941 – 2010) was a German nobleman and sculptor.", "He was the son of Elias Pike."]
+    assert kin_answer("Who is the father of the director of film Unknown Harbour?", [film] + PASSAGES) == []

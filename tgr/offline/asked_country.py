@@ -6,7 +6,8 @@ Only where the question asks a country (not "the same country", nor a yes/no que
 answering sentences name no country themselves, and the demonym is not the question's own
 ("Which country did the American singer move to?"); and only a demonym that says what a thing the
 question or an earlier answering sentence names is ("Mack Rides ... is a German company" after
-"It was manufactured by Mack Rides"), or that the sentence of a kin chain's last person holds; and in the predicate's own noun phrase
+"It was manufactured by Mack Rides"), or that the sentence of a kin chain's last person, or the defining sentence of the bearer of a role
+the question asks through ("Which country is the director of film X from?"), holds; and in the predicate's own noun phrase
 ("X is a novel by English writer Y" says nothing of where X is).
 """
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from .comparison_bridges import ROLES, bridged
 from .comparison_sides import gazetteer, leading_name
 from .demonyms import country_of
+from .role_hop import question_role
 
 _ASKS = re.compile(r"^\s*(?:(?:in|from|of|to)\s+)?(?:what|which)\s+country\b|"
                    r"\b(?:what|which)\s+(?:is\s+the\s+)?country\s+(?:of\s+(?:origin|citizenship)|is|was|did|does|do)\b",
@@ -50,3 +53,15 @@ def country_lead(question: str, sentences: Sequence[str], said_of_person: bool =
                 if country and name.lower() not in asked:
                     return country
     return None
+
+
+def bearer_sentence(question: str, passages: Sequence[tuple[str, str]]) -> str | None:
+    """The defining sentence of the person a country question reaches through a role ("the
+    director of film X": tgr.offline.comparison_bridges), or None."""
+    if not _ASKS.search(question):
+        return None
+    role = question_role(question)
+    if role is None or role[1] not in ROLES:
+        return None
+    side = bridged(role[0], role[1], passages)
+    return side.bearer.sentence if side is not None else None

@@ -25,14 +25,14 @@ ROLES = {"director": r"direct(?:ed|or)", "composer": r"compos(?:ed|er)", "produc
          "writer": r"writ(?:ten|er)", "author": r"writ(?:ten)|author(?:ed)?", "performer": r"perform(?:ed|er)|sung|recorded",
          "creator": r"creat(?:ed|or)", "screenwriter": r"screenwriter|screenplay", "founder": r"found(?:ed|er)"}
 _ROLE = "|".join(ROLES)
-_WORK = r"(?:films?|movies?|songs?|albums?|books?|novels?|works?|shows?|series|plays?|operas?|companies|company)"
-_WHICH_BRIDGE = re.compile(rf"^\s*(?:which|what)\s+{_WORK}\s+(?:has|had|have|whose|with)\s+(?:the\s+|a\s+)?({_ROLE})s?\b", re.I)
-_PAIR_BRIDGE = re.compile(rf"\b({_ROLE})s?\s+of\s+(?:(?:the\s+)?(?:both\s+)?(?:the\s+)?{_WORK}\s+)?|"
-                          rf"\b{_WORK}\s+.*\b(?:have|has|had)\s+(?:the\s+)?({_ROLE})s?\b", re.I)
+WORK = r"(?:films?|movies?|songs?|albums?|books?|novels?|works?|shows?|series|plays?|operas?|companies|company)"
+_WHICH_BRIDGE = re.compile(rf"^\s*(?:which|what)\s+{WORK}\s+(?:has|had|have|whose|with)\s+(?:the\s+|a\s+)?({_ROLE})s?\b", re.I)
+_PAIR_BRIDGE = re.compile(rf"\b({_ROLE})s?\s+of\s+(?:(?:the\s+)?(?:both\s+)?(?:the\s+)?{WORK}\s+)?|"
+                          rf"\b{WORK}\s+.*\b(?:have|has|had)\s+(?:the\s+)?({_ROLE})s?\b", re.I)
 _SAME_TAIL = re.compile(r"\s+(?:both\s+)?(?:(?:have|has|had|share|shares)\s+(?:the\s+)?(?:(?:" + _ROLE +
                         r")s?\s+)?(?:(?:who\s+(?:are|is|were|was)\s+)?from\s+)?(?:the\s+)?same\b|"
                         r"(?:are|were|is|was)\s+(?:both\s+)?from\s+the\s+same\b|from\s+the\s+same\b).*$", re.I)
-_INNER_ROLE = re.compile(rf"\b(?:(?:the\s+)?(?:{_ROLE})s?\s+of\s+)?(?:the\s+)?{_WORK}\s+", re.I)
+_INNER_ROLE = re.compile(rf"\b(?:(?:the\s+)?(?:{_ROLE})s?\s+of\s+)?(?:the\s+)?{WORK}\s+", re.I)
 
 
 @dataclass

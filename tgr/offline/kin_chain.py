@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from .comparison_bridges import ROLES, WORK, Bridged, bridged
 from .kin_facts import CAPITAL, CHILDREN, PARENTS, SIBLINGS, SPOUSES, Fact, KinFacts, bare, read_facts, same_one
 from .answer_sentences import match_terms
 
@@ -31,9 +32,10 @@ STEPS = {"father": ["father"], "mother": ["mother"], "parent": ["parent"], "pare
          "daughter-in-law": ["son", "wife"], "uncle": ["parent", "brother"], "aunt": ["parent", "sister"]}
 _SIDE = {"paternal": "father", "maternal": "mother"}
 _WORD = r"((?:paternal\s+|maternal\s+)?(?:" + "|".join(sorted(STEPS, key=len, reverse=True)) + r"))\b"
-_OWNER = rf"((?:{CAPITAL}[\w.&’-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|von|van|and|du|da|al|bin)\s+)*(?:{CAPITAL}[\w.&’-]*|\([^)]*\)))*)"
+_OWNER = rf"((?:{CAPITAL}[\w.&’-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|von|van|and|du|da|al|bin|for|in|to|a|an|on|at|with|from|by)\s+)*(?:{CAPITAL}[\w.&’-]*|\([^)]*\)))*)"
 _OWNED = re.compile(rf"{_OWNER}['’]s?\s+{_WORD}")
 _NAMED = re.compile(_OWNER)
+_ROLE_OWNER = re.compile(rf"(?:the\s+)?({'|'.join(ROLES)})s?\s+of\s+(?:the\s+)?(?:{WORK}\s+)?", re.I)
 _OF = re.compile(rf"\bthe\s+{_WORD}\s+of\s+")
 _MALE, _FEMALE = {"father", "son", "husband", "brother"}, {"mother", "daughter", "wife", "sister"}
 # what the question asks of the last person: the words of the sentence that says it
@@ -59,10 +61,12 @@ def kin_question(question: str) -> tuple[str, list[str], str] | None:
     found = []
     if owned:
         found.append((owned.start(), owned.group(1), owned.group(2), owned.start(), owned.end()))
-    for match in _OF.finditer(text):  # "the mother of X", never "the spouse of the director of X" nor "of X's director"
-        named = _NAMED.match(text, match.end())
+    for match in _OF.finditer(text):  # "the mother of X", "the spouse of the director of film X"; never "of X's director"
+        role = _ROLE_OWNER.match(text, match.end())
+        named = _NAMED.match(text, role.end() if role else match.end())
         if named and not re.match(r"['’]", text[named.end():]):
-            found.append((match.start(), named.group(1), match.group(1), match.start(), named.end()))
+            owner = f"{role.group(1).lower()} of {named.group(1)}" if role else named.group(1)
+            found.append((match.start(), owner, match.group(1), match.start(), named.end()))
     if not found:
         return None
     _, owner, word, start, end = min(found)
@@ -82,6 +86,11 @@ def kin_answer(question: str, passages: Sequence[tuple[str, str]]) -> list[tuple
     if asked is None:
         return []
     owner, steps, rest = asked
+    through = _through_role(owner, passages)
+    if through is not None:  # "the spouse of the director of film X": from the director the film's text names
+        if not through:
+            return []
+        owner = through[0].bearer.name
     facts = read_facts(passages)
     paths: list[tuple[str, list[Fact]]] = [(owner, [])]
     for step in steps:
@@ -94,9 +103,20 @@ def kin_answer(question: str, passages: Sequence[tuple[str, str]]) -> list[tuple
         said = _said_of(facts, person, kind, rest) if kind or not _asks_person(rest) else None
         if said is None and not _asks_person(rest):
             continue
-        picked = [pair for f in path for pair in _told(facts, f)] + ([said] if said else [])
+        picked = [(b.sentence, b.cite) for b in through or []]
+        picked += [pair for f in path for pair in _told(facts, f)] + ([said] if said else [])
         return list(dict.fromkeys(picked))
     return []
+
+
+def _through_role(owner: str, passages: Sequence[tuple[str, str]]) -> list[Bridged] | None:
+    """None for an owner that is a person; for "director of Harbour of Glass", the film's side
+    naming its director (tgr.offline.comparison_bridges) in a list, empty when none does."""
+    role = re.match(rf"({'|'.join(ROLES)}) of (.+)$", owner)
+    if role is None:
+        return None
+    side = bridged(role.group(2), role.group(1), passages)
+    return [side] if side is not None else []
 
 
 def _told(facts: KinFacts, fact: Fact) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, jieba_word_terms, mat
 from .answer_sentences import answer_sentences
 from .comparisons import comparison_verdict
 from .kin_chain import kin_answer
-from .asked_country import country_lead
+from .asked_country import bearer_sentence, country_lead
 from .name_words import CHINESE_TITLES
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
@@ -347,5 +347,14 @@ class ExtractiveAnswerer:
         if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
         lines = [f"{sentence} [Sources: {cite}]" for sentence, cite in picked]
-        lead = verdict.lead if verdict is not None else country_lead(question, [s for s, _ in chain[-1:] or picked[:2]], bool(chain))
+        lead = verdict.lead if verdict is not None else self._country(question, passages, chain, picked)
         return "\n".join([lead.rstrip(".") + "."] + lines if lead else lines)
+
+    @staticmethod
+    def _country(question: str, passages: list[tuple[str, str]], chain: list[tuple[str, str]],
+                 picked: list[tuple[str, str]]) -> str | None:
+        """The country a "which country" question asks, where the answer names it by a demonym
+        (tgr.offline.asked_country): said of a kin chain's last person, a role's bearer, or what
+        the first answering sentences name."""
+        said_of = [s for s, _ in chain[-1:]] or list(filter(None, [bearer_sentence(question, passages)]))
+        return country_lead(question, said_of or [s for s, _ in picked[:2]], bool(said_of))
