@@ -67,3 +67,20 @@ def test_no_verdict_when_a_side_is_unsure():
     assert lead("Which film has the director who died first, Oak Hill or Rain and Salt?") is None  # no death date
     # the films' own years are never compared as their directors' births
     assert lead("Which film has the director born first, Harbour of Glass or Unknown Film?") is None
+
+
+def test_the_works_are_the_one_cut_whose_sides_open_passages():
+    rain = ("11", "Rain is a 1932 American film directed by Lewis Milestone.")
+    asked = "Do both films Rain and Salt and Oak Hill have the directors that share the same nationality?"
+    assert pair_works(asked, PASSAGES + [rain]) == ("Rain and Salt", "Oak Hill")  # never "Rain" and "Salt and Oak Hill"
+    assert pair_works("Are the directors of both films Rain and Salt and Oak Hill from the same country?",
+                      PASSAGES) == ("Rain and Salt", "Oak Hill")
+
+
+def test_a_works_year_picks_its_passage():
+    older = ("12", "Oak Hill is a 1935 Danish film directed by Tove Lund.")
+    tove = ("13", "Tove Lund (1940 – 1990) was a Danish film director.")
+    assert lead("Which film has the director born first, Oak Hill (1961 film) or Harbour of Glass?",
+                [older, tove] + PASSAGES) == "Oak Hill (1961 film)"  # Hedda Moe (1930), not Tove Lund
+    assert lead("Which film has the director born first, Oak Hill (1935 film) or Harbour of Glass?",
+                [older, tove] + PASSAGES) == "Harbour of Glass"  # Tove Lund (1940)

@@ -86,3 +86,12 @@ def test_kin_of_a_roles_bearer():
     chain = [s for s, _ in kin_answer("Who is the father of the director of film Harbour of Glass?", [film] + PASSAGES)]
     assert chain == [film[1], "Rowan Pike (1941 – 2010) was a German nobleman and sculptor.", "He was the son of Elias Pike."]
     assert kin_answer("Who is the father of the director of film Unknown Harbour?", [film] + PASSAGES) == []
+
+
+def test_where_a_father_died_is_the_sentence_naming_the_place():
+    father = ("11", "Bero Lind (1770 – 1840) was a Frankish count. He died of a fever in the spring of 1840. "
+                    "He died in Metz after a long illness.")
+    son = ("12", "Arno Lind (1801 – 1860) was a Frankish count. He was a son of Bero Lind.")
+    assert kin_answer("Where did Arno Lind's father die?", [son, father])[-1][0] == "He died in Metz after a long illness."
+    assert kin_answer("When did Arno Lind's father die?", [son, father])[-1][0] == "He died of a fever in the spring of 1840."
+    assert kin_question("Who is the sister-in-law of Arno Lind?")[1] == ["spouse", "sister"]

@@ -29,9 +29,7 @@ WORK = r"(?:films?|movies?|songs?|albums?|books?|novels?|works?|shows?|series|pl
 _WHICH_BRIDGE = re.compile(rf"^\s*(?:which|what)\s+{WORK}\s+(?:has|had|have|whose|with)\s+(?:the\s+|a\s+)?({_ROLE})s?\b", re.I)
 _PAIR_BRIDGE = re.compile(rf"\b({_ROLE})s?\s+of\s+(?:(?:the\s+)?(?:both\s+)?(?:the\s+)?{WORK}\s+)?|"
                           rf"\b{WORK}\s+.*\b(?:have|has|had)\s+(?:the\s+)?({_ROLE})s?\b", re.I)
-_SAME_TAIL = re.compile(r"\s+(?:both\s+)?(?:(?:have|has|had|share|shares)\s+(?:the\s+)?(?:(?:" + _ROLE +
-                        r")s?\s+)?(?:(?:who\s+(?:are|is|were|was)\s+)?from\s+)?(?:the\s+)?same\b|"
-                        r"(?:are|were|is|was)\s+(?:both\s+)?from\s+the\s+same\b|from\s+the\s+same\b).*$", re.I)
+_TAIL = re.compile(r"\s+(?:both\s+)?(?:have|has|had|share|shares|are|were|is|was|from|come|came)\b", re.I)
 _INNER_ROLE = re.compile(rf"\b(?:(?:the\s+)?(?:{_ROLE})s?\s+of\s+)?(?:the\s+)?{WORK}\s+", re.I)
 
 
@@ -62,18 +60,23 @@ def pair_works(question: str, passages: Sequence[tuple[str, str]]) -> tuple[str,
     """The two works a yes/no bridge comparison names ("Are the directors of films A and B from the
     same country?"): of the ways to cut the span at an "and", the one whose two sides each open a
     passage."""
-    text = _SAME_TAIL.sub("", question.strip().rstrip("?. "))
+    text = question.strip().rstrip("?. ")
     first = _INNER_ROLE.search(text)
     if first is None:
         return None
-    span = _INNER_ROLE.sub(" ", text[first.start():]).strip()
-    cuts = [m.start() for m in re.finditer(r"\s+and\s+", span)]
-    found = []
-    for cut in cuts:
-        left, right = span[:cut].strip(" ,"), re.sub(r"^\s+and\s+", "", span[cut:]).strip(" ,")
-        if all(any(opens_with(t, _plain(side)) for _, t in passages) for side in (left, right)):
-            found.append((left, right))
-    return found[0] if len(found) == 1 else None
+    found = set()
+    for end in [m.start() for m in _TAIL.finditer(text, first.end())]:  # where the works' names end
+        span = _INNER_ROLE.sub(" ", text[first.start():end]).strip()
+        for cut in re.finditer(r"\s+and\s+", span):
+            left, right = span[:cut.start()].strip(" ,"), span[cut.end():].strip(" ,")
+            if all(any(_opens(t, _plain(side)) for _, t in passages) for side in (left, right)):
+                found.add((left, right))
+    return found.pop() if len(found) == 1 else None
+
+
+def _opens(text: str, name: str) -> bool:
+    """The passage opens with the whole name ("Rain and Salt is ...", not "Rainfall is ...")."""
+    return opens_with(text, name) and not text.lstrip(" \"'“")[len(name):len(name) + 1].isalnum()
 
 
 def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridged | None:
@@ -82,8 +85,9 @@ def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridge
     said = ROLES[role]
     pattern = re.compile(rf"\b(?:{said})\s+(?:by\s+)?(?:the\s+[a-z]+\s+)?({NAME})|\b(?:{said})\s*(?:,|is|was)\s+({NAME})")
     for cite, text in passages:
-        if not opens_with(text, _plain(work)):
-            continue
+        year = re.search(r"\((?:[^()]*\D)?(1[0-9]{3}|20[0-9]{2})\b[^()]*\)\s*$", work)
+        if not _opens(text, _plain(work)) or (year and year.group(1) not in text[:300]):
+            continue  # "Nevada (1927 film)" is not the 1935 one
         for sentence in whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)]):
             found = pattern.search(sentence)
             if found:

@@ -38,6 +38,7 @@ _NATIONAL_KINDS = {"country", "nationality", "citizenship", "origin"}
 _EARLY = re.compile(r"\b(?:first|earlier|earliest|older|oldest|sooner|before)\b", re.I)
 _LATE = re.compile(r"\b(?:later|latest|last|younger|youngest|more\s+recent(?:ly)?|most\s+recent(?:ly)?|newer|newest)\b",
                    re.I)
+_DIED = re.compile(r"\b(?:die|died|dies|death)\b", re.I)
 _PERSON_AGE = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.I)
 # the events a date is asked of, each as the words that say it ("former" is no forming)
 _EVENTS = {"born": r"born|birth", "form": r"form(?:ed|ing|ation)?", "found": r"(?:co-?)?found(?:ed|ing|ation)",
@@ -101,7 +102,7 @@ def _through_bearers(question: str, role: str, passages: Sequence[tuple[str, str
         works = [bridged(option, role, passages) for option in options]
         if None in works:
             return None
-        died = re.search(r"\b(?:die|died|dies|death)\b", question, re.I) is not None
+        died = _DIED.search(question) is not None
         dated = []
         for work in works:
             when = death_date(work.bearer) if died else birth_date(work.bearer)
@@ -209,15 +210,17 @@ def _event(text: str) -> str | None:
 def _by_date(question: str, options: tuple[str, str], passages: Sequence[tuple[str, str]]) -> Verdict | None:
     """"Which ... first, A or B?": the side whose event is dated earlier (later: "younger")."""
     later = bool(_LATE.search(question)) and not _EARLY.search(question)
-    asked = _event(question) or ("born" if _PERSON_AGE.search(question) else None)
+    asked = _event(question) or ("died" if _DIED.search(question) else "born" if _PERSON_AGE.search(question) else None)
     dated = []
     for option in options:
         side = find_side(option, passages)
         before = question[:question.find(option)] if option in question else ""
-        event = _event(_AFTER_LAST_CUT.split(before)[-1]) or asked  # "the birth of Robert Young"
+        phrase = _AFTER_LAST_CUT.split(before)[-1]  # "the birth of Robert Young", "the death of X"
+        event = _event(phrase) or ("died" if _DIED.search(phrase) else asked)
         if side is None or event is None:
             return None
-        when = birth_date(side) if event == "born" else event_date(side, _EVENTS[event])
+        when = birth_date(side) if event == "born" else death_date(side) if event == "died" else \
+            event_date(side, _EVENTS[event])
         if when is None:
             return None
         dated.append((when[0], option, when[1], side.cite))

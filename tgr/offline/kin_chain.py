@@ -29,7 +29,9 @@ STEPS = {"father": ["father"], "mother": ["mother"], "parent": ["parent"], "pare
          "grandparent": ["parent", "parent"], "grandchild": ["child", "child"], "grandson": ["child", "son"],
          "granddaughter": ["child", "daughter"], "father-in-law": ["spouse", "father"],
          "mother-in-law": ["spouse", "mother"], "son-in-law": ["daughter", "husband"],
-         "daughter-in-law": ["son", "wife"], "uncle": ["parent", "brother"], "aunt": ["parent", "sister"]}
+         "daughter-in-law": ["son", "wife"], "brother-in-law": ["spouse", "brother"],
+         "sister-in-law": ["spouse", "sister"], "sibling-in-law": ["spouse", "sibling"],
+         "uncle": ["parent", "brother"], "aunt": ["parent", "sister"]}
 _SIDE = {"paternal": "father", "maternal": "mother"}
 _WORD = r"((?:paternal\s+|maternal\s+)?(?:" + "|".join(sorted(STEPS, key=len, reverse=True)) + r"))\b"
 _OWNER = rf"((?:{CAPITAL}[\w.&’-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|von|van|and|du|da|al|bin|for|in|to|a|an|on|at|with|from|by)\s+)*(?:{CAPITAL}[\w.&’-]*|\([^)]*\)))*)"
@@ -45,7 +47,7 @@ _CAUSES = (r"tuberculosis|consumption|cancer|tumou?r|leuk[a]?emia|pneumonia|infl
 _ASKED = [("cause", r"\bcause\s+of\s+(?:his|her|the\s+)?death\b|\bhow\s+did\b.*\bdie\b|\bdie\s+of\b",
            [r"\b(?:died|dies)\s+(?:[a-z]+\s+){0,3}(?:of|from)\b|\bcause\s+of\s+death\b|\bdeath\s+(?:from|due\s+to|caused)\b",
             rf"\b(?:{_CAUSES})\b"]),
-          ("death", r"\bdate\s+of\s+death\b|\bwhen\s+did\b.*\bdie\b|\bdied\b|\bdeath\b",
+          ("death", r"\bdie\b|\bdied\b|\bdeath\b",
            [r"\bdied\b|\bdeath\b|\bkilled\b", r"[–-]\s*(?:\w+\s+){0,2}\d{3,4}\)"]),
           ("born", r"\bdate\s+of\s+birth\b|\bplace\s+of\s+birth\b|\bborn\b|\bbirth",
            [r"\bborn\b", r"\(\s*(?:\w+\s+){0,2}\d{3,4}\s*[–-]"]),
@@ -185,9 +187,10 @@ def _said_of(facts: KinFacts, person: str, kind: str | None, rest: str) -> tuple
             continue
         if kind is not None:
             when = re.search(r"\b(?:when|date|year)\b", rest, re.I) is not None
+            where = re.search(r"\b(?:where|place)\b", rest, re.I) is not None  # "died in Rome", "born at Tours"
             for says in next(p for k, _, p in _ASKED if k == kind):
-                hit = next((s for s in sentences if re.search(says, s, re.I) and (not when or re.search(r"\d{3}", s))),
-                           None)
+                hit = next((s for s in sentences if re.search(says, s, re.I) and (not when or re.search(r"\d{3}", s))
+                            and (not where or re.search(rf"\b(?:in|at|near)\s+{CAPITAL}", s))), None)
                 if hit:
                     return hit, cite
             return None
