@@ -84,3 +84,9 @@ def test_a_works_year_picks_its_passage():
                 [older, tove] + PASSAGES) == "Oak Hill (1961 film)"  # Hedda Moe (1930), not Tove Lund
     assert lead("Which film has the director born first, Oak Hill (1935 film) or Harbour of Glass?",
                 [older, tove] + PASSAGES) == "Harbour of Glass"  # Tove Lund (1940)
+
+
+def test_an_art_director_directs_no_film():
+    film = ("14", "Moss Lane is a 1970 Danish film. The art director Tove Lund designed its sets. It was directed by Ivo Brand.")
+    people = [("15", "Tove Lund (1900 – 1950) was a Danish designer."), ("16", "Ivo Brand (1940 – 1990) was a Danish director.")]
+    assert lead("Which film has the director born first, Moss Lane or Harbour of Glass?", [film] + people + PASSAGES) == "Harbour of Glass"

@@ -95,3 +95,9 @@ def test_where_a_father_died_is_the_sentence_naming_the_place():
     assert kin_answer("Where did Arno Lind's father die?", [son, father])[-1][0] == "He died in Metz after a long illness."
     assert kin_answer("When did Arno Lind's father die?", [son, father])[-1][0] == "He died of a fever in the spring of 1840."
     assert kin_question("Who is the sister-in-law of Arno Lind?")[1] == ["spouse", "sister"]
+
+
+def test_a_name_written_after_its_titles_is_the_same_person():
+    son = ("13", "Arno Lind (born 1981) is a son of former Frankish Supreme Count Bero Lind.")
+    father = ("14", "Bero Lind (1770 – 1840) was a Frankish count. He died in Metz on 4 May 1840.")
+    assert kin_answer("When did Arno Lind's father die?", [son, father])[-1][0] == "He died in Metz on 4 May 1840."

@@ -30,6 +30,9 @@ _WHICH_BRIDGE = re.compile(rf"^\s*(?:which|what)\s+{WORK}\s+(?:has|had|have|whos
 _PAIR_BRIDGE = re.compile(rf"\b({_ROLE})s?\s+of\s+(?:(?:the\s+)?(?:both\s+)?(?:the\s+)?{WORK}\s+)?|"
                           rf"\b{WORK}\s+.*\b(?:have|has|had)\s+(?:the\s+)?({_ROLE})s?\b", re.I)
 _TAIL = re.compile(r"\s+(?:both\s+)?(?:have|has|had|share|shares|are|were|is|was|from|come|came)\b", re.I)
+# "the art director Heinrich Richter" directed no film
+_OTHER_ROLE = re.compile(r"\b(?:art|music|musical|assistant|casting|second[- ]unit|photography|creative|executive|"
+                         r"associate|co|set|sound|dance|stunt)[- ]$", re.I)
 _INNER_ROLE = re.compile(rf"\b(?:(?:the\s+)?(?:{_ROLE})s?\s+of\s+)?(?:the\s+)?{WORK}\s+", re.I)
 
 
@@ -89,7 +92,7 @@ def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridge
         if not _opens(text, _plain(work)) or (year and year.group(1) not in text[:300]):
             continue  # "Nevada (1927 film)" is not the 1935 one
         for sentence in whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)]):
-            found = pattern.search(sentence)
+            found = next((m for m in pattern.finditer(sentence) if not _OTHER_ROLE.search(sentence[:m.start()])), None)
             if found:
                 person = (found.group(1) or found.group(2)).strip(" .")
                 side = find_side(person, passages)

@@ -87,12 +87,16 @@ def bare(name: str) -> str:
 
 
 def same_one(a: str, b: str) -> bool:
-    """Two names of one person: the same first word, and one's words all in the other's."""
+    """Two names of one person: the same first word, and one's words all in the other's; or the
+    one's two or more words ending the other ("Kim Jong-il" of "Supreme Leader Kim Jong-il")."""
     x = [w for w in bare(a).casefold().split() if w not in {"of", "de", "von", "van"}]
     y = [w for w in bare(b).casefold().split() if w not in {"of", "de", "von", "van"}]
-    if not x or not y or x[0] != y[0]:
+    if not x or not y:
         return False
-    return set(x) <= set(y) or set(y) <= set(x)
+    short, long = sorted((x, y), key=len)
+    if len(short) >= 2 and long[-len(short):] == short:
+        return True
+    return x[0] == y[0] and (set(x) <= set(y) or set(y) <= set(x))
 
 
 def read_facts(passages: Sequence[tuple[str, str]]) -> KinFacts:
