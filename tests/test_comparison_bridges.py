@@ -90,3 +90,11 @@ def test_an_art_director_directs_no_film():
     film = ("14", "Moss Lane is a 1970 Danish film. The art director Tove Lund designed its sets. It was directed by Ivo Brand.")
     people = [("15", "Tove Lund (1900 – 1950) was a Danish designer."), ("16", "Ivo Brand (1940 – 1990) was a Danish director.")]
     assert lead("Which film has the director born first, Moss Lane or Harbour of Glass?", [film] + people + PASSAGES) == "Harbour of Glass"
+
+
+def test_a_songs_performer_named_after_a_demonym():
+    song = ("17", "Glass Heart is a song by American singer Ada Penn, released in 1990.")
+    penn = ("18", "Ada Penn (born 1960) is an American singer.")
+    other = ("19", "Dark Water is a song recorded by Ola Berg in 1985.")
+    berg = ("20", "Ola Berg (born 1950) is a Norwegian singer.")
+    assert lead("Which song has the performer born first, Glass Heart or Dark Water?", [song, penn, other, berg]) == "Dark Water"

@@ -16,13 +16,14 @@ from typing import Sequence
 
 from .answer_sentences import whole_sentences
 from .comparison_sides import Side, find_side
+from .demonyms import only_demonyms
 from .kin_facts import NAME
 from .role_hop import opens_with
 from ..text import split_sentences
 
 # the roles a work's text names its bearer by, each as the words saying it ("directed by X", "director X")
 ROLES = {"director": r"direct(?:ed|or)", "composer": r"compos(?:ed|er)", "producer": r"produc(?:ed|er)",
-         "writer": r"writ(?:ten|er)", "author": r"writ(?:ten)|author(?:ed)?", "performer": r"perform(?:ed|er)|sung|recorded",
+         "writer": r"writ(?:ten|er)", "author": r"writ(?:ten)|author(?:ed)?", "performer": r"perform(?:ed|er)|sung|recorded|(?:song|single|album|track)\s+by",
          "creator": r"creat(?:ed|or)", "screenwriter": r"screenwriter|screenplay", "founder": r"found(?:ed|er)"}
 _ROLE = "|".join(ROLES)
 WORK = r"(?:films?|movies?|songs?|albums?|books?|novels?|works?|shows?|series|plays?|operas?|companies|company)"
@@ -33,6 +34,7 @@ _TAIL = re.compile(r"\s+(?:both\s+)?(?:have|has|had|share|shares|are|were|is|was
 # "the art director Heinrich Richter" directed no film
 _OTHER_ROLE = re.compile(r"\b(?:art|music|musical|assistant|casting|second[- ]unit|photography|creative|executive|"
                          r"associate|co|set|sound|dance|stunt)[- ]$", re.I)
+_DESCRIPTION = r"(?:the\s+(?:[a-z]+\s+){1,2})?"  # "directed by the veteran director X"
 _INNER_ROLE = re.compile(rf"\b(?:(?:the\s+)?(?:{_ROLE})s?\s+of\s+)?(?:the\s+)?{WORK}\s+", re.I)
 
 
@@ -86,7 +88,7 @@ def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridge
     """The side of a work: the first sentence of a passage opening with its name that names the
     role's bearer ("directed by Frederick de Cordova"), and the bearer's defining sentence."""
     said = ROLES[role]
-    pattern = re.compile(rf"\b(?:{said})\s+(?:by\s+)?(?:the\s+[a-z]+\s+)?({NAME})|\b(?:{said})\s*(?:,|is|was)\s+({NAME})")
+    pattern = re.compile(rf"\b(?:{said})\s+(?:by\s+)?{_DESCRIPTION}({NAME})|\b(?:{said})\s*(?:,|is|was)\s+({NAME})")
     for cite, text in passages:
         year = re.search(r"\((?:[^()]*\D)?(1[0-9]{3}|20[0-9]{2})\b[^()]*\)\s*$", work)
         if not _opens(text, _plain(work)) or (year and year.group(1) not in text[:300]):
@@ -95,6 +97,11 @@ def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridge
             found = next((m for m in pattern.finditer(sentence) if not _OTHER_ROLE.search(sentence[:m.start()])), None)
             if found:
                 person = (found.group(1) or found.group(2)).strip(" .")
+                if only_demonyms(person.split()[0]):  # "American singer Ada Penn" is Ada Penn
+                    named = re.match(rf"\S+\s+(?:[a-z]+\s+){{1,3}}({NAME})", sentence[found.start(1 if found.group(1) else 2):])
+                    if named is None:
+                        continue
+                    person = named.group(1).strip(" .")
                 side = find_side(person, passages)
                 return Bridged(work, sentence, cite, side) if side is not None else None
     return None
