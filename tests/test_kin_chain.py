@@ -101,3 +101,24 @@ def test_a_name_written_after_its_titles_is_the_same_person():
     son = ("13", "Arno Lind (born 1981) is a son of former Frankish Supreme Count Bero Lind.")
     father = ("14", "Bero Lind (1770 – 1840) was a Frankish count. He died in Metz on 4 May 1840.")
     assert kin_answer("When did Arno Lind's father die?", [son, father])[-1][0] == "He died in Metz on 4 May 1840."
+
+
+FAMILY = [("21", "Carl Moe (1900 – 1970) was a Danish baker. He married Ida Holm in 1925. "
+                 "They had three children: Ebba Moe, Finn Moe and Gert Moe."),
+          ("22", "Gert Moe (1930 – 1999) was a Danish painter. He was the son of Carl Moe and his first wife Ida Holm."),
+          ("23", "Carl Moe later married the singer Lise Dahl in 1950."),
+          ("24", "Lise Dahl (1920 – 1990) was a Danish singer. She married Carl Moe in 1950."),
+          ("25", "Ebba Moe (1926 – 2001) was a Danish teacher. She was the mother of Hans Berg.")]
+
+
+def test_a_stepmother_is_the_fathers_wife_who_is_not_the_mother():
+    chain = [s for s, _ in kin_answer("Who is the stepmother of Gert Moe?", FAMILY)]
+    assert "Lise Dahl" in chain[-1] and "Ida Holm" not in chain[-1]  # not his mother, Ida Holm
+
+
+def test_a_sibling_is_a_parents_other_child_and_an_uncle_a_parents_brother():
+    chain = [s for s, _ in kin_answer("Who is Gert Moe's sister?", FAMILY)]
+    assert "They had three children: Ebba Moe, Finn Moe and Gert Moe." in chain
+    uncle = [s for s, _ in kin_answer("Who is the uncle of Hans Berg?", FAMILY)]
+    assert uncle[:2] == ["Ebba Moe (1926 – 2001) was a Danish teacher.", "She was the mother of Hans Berg."]
+    assert "They had three children: Ebba Moe, Finn Moe and Gert Moe." in uncle

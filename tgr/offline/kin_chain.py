@@ -28,10 +28,11 @@ STEPS = {"father": ["father"], "mother": ["mother"], "parent": ["parent"], "pare
          "sibling": ["sibling"], "grandfather": ["parent", "father"], "grandmother": ["parent", "mother"],
          "grandparent": ["parent", "parent"], "grandchild": ["child", "child"], "grandson": ["child", "son"],
          "granddaughter": ["child", "daughter"], "father-in-law": ["spouse", "father"],
-         "mother-in-law": ["spouse", "mother"], "son-in-law": ["daughter", "husband"],
-         "daughter-in-law": ["son", "wife"], "brother-in-law": ["spouse", "brother"],
+         "mother-in-law": ["spouse", "mother"], "son-in-law": ["child", "husband"],
+         "daughter-in-law": ["child", "wife"], "brother-in-law": ["spouse", "brother"],
          "sister-in-law": ["spouse", "sister"], "sibling-in-law": ["spouse", "sibling"],
-         "uncle": ["parent", "brother"], "aunt": ["parent", "sister"]}
+         "child-in-law": ["child", "spouse"], "stepmother": ["father", "wife", "!mother"],
+         "stepfather": ["mother", "husband", "!father"], "uncle": ["parent", "brother"], "aunt": ["parent", "sister"]}
 _SIDE = {"paternal": "father", "maternal": "mother"}
 _WORD = r"((?:paternal\s+|maternal\s+)?(?:" + "|".join(sorted(STEPS, key=len, reverse=True)) + r"))\b"
 _OWNER = rf"((?:{CAPITAL}[\w.&’-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|von|van|and|du|da|al|bin|for|in|to|a|an|on|at|with|from|by)\s+)*(?:{CAPITAL}[\w.&’-]*|\([^)]*\)))*)"
@@ -94,14 +95,19 @@ def kin_answer(question: str, passages: Sequence[tuple[str, str]]) -> list[tuple
             return []
         owner = through[0].bearer.name
     facts = read_facts(passages)
-    paths: list[tuple[str, list[Fact]]] = [(owner, [])]
+    paths: list[tuple[str, list[Fact], list[str]]] = [(owner, [], [owner])]  # (person, facts, the people on the way)
     for step in steps:
-        paths = [(person, path + [fact]) for who, path in paths for person, fact in _step(facts, who, step)
-                 if not any(same_one(person, p.who) and same_one(person, p.whom) for p in path)][:MAX_PEOPLE]
+        if step.startswith("!"):  # a stepmother is the father's wife who is not the mother
+            own = [person for person, _ in _step(facts, owner, step[1:])]
+            paths = [p for p in paths if not any(same_one(p[0], o) for o in own)]
+        else:
+            paths = [(person, path + told, seen + [person]) for who, path, seen in paths
+                     for person, told in _step(facts, who, step)
+                     if not any(same_one(person, s) for s in seen)][:MAX_PEOPLE]
         if not paths:
             return []
     kind = next((k for k, asks, _ in _ASKED if re.search(asks, rest, re.I)), None)
-    for person, path in paths:
+    for person, path, _ in paths:
         said = _said_of(facts, person, kind, rest) if kind or not _asks_person(rest) else None
         if said is None and not _asks_person(rest):
             continue
@@ -135,26 +141,32 @@ def _asks_person(rest: str) -> bool:
     return re.match(r"\s*(?:who|whom)\b", rest, re.I) is not None
 
 
-def _step(facts: KinFacts, who: str, step: str) -> list[tuple[str, Fact]]:
-    """The people in one plain relation (step) to who, each with the fact that says it."""
-    found: list[tuple[str, Fact, str | None]] = []  # (person, fact, what the fact says of their sex)
+def _step(facts: KinFacts, who: str, step: str) -> list[tuple[str, list[Fact]]]:
+    """The people in one plain relation (step) to who, each with the facts that say it; a sibling
+    the passages name as none is a parent's other child."""
+    found: list[tuple[str, list[Fact], str | None]] = []  # (person, facts, what they say of their sex)
     for fact in facts.facts:
         if same_one(fact.who, who) and not same_one(fact.whom, who):  # who is fact.kin of fact.whom
             other = _inverse(fact, step)
             if other is not None:
-                found.append((fact.whom, fact, other))
+                found.append((fact.whom, [fact], other))
         elif same_one(fact.whom, who) and not same_one(fact.who, who) and _group(fact.kin) == _group(step):
-            found.append((fact.who, fact, "m" if fact.kin in _MALE else "f" if fact.kin in _FEMALE else None))
+            found.append((fact.who, [fact], "m" if fact.kin in _MALE else "f" if fact.kin in _FEMALE else None))
+    if step in SIBLINGS and not found:
+        for parent, told in _step(facts, who, "parent"):
+            found += [(child, told + more, None) for child, more in _step(facts, parent, "child")
+                      if not same_one(child, who)]
     wanted = "m" if step in _MALE else "f" if step in _FEMALE else None
-    people: list[tuple[str, Fact]] = []
-    for person, fact, said in found:
+    people: list[tuple[str, list[Fact]]] = []
+    for person, told, said in found:
         sex = said or facts.sex(person)
-        if fact.kin in CHILDREN and step in PARENTS and sex is None:  # "son of A and B": A the father, B the mother
-            sex = "f" if fact.place == 1 else "m"
+        last = told[-1]
+        if last.kin in CHILDREN and step in PARENTS and sex is None:  # "son of A and B": A the father, B the mother
+            sex = "f" if last.place == 1 else "m"
         if wanted and sex != wanted and not (wanted == "m" and sex is None):
             continue
         if not any(same_one(person, p) for p, _ in people):
-            people.append((person, fact))
+            people.append((person, told))
     return people
 
 
