@@ -122,3 +122,9 @@ def test_a_sibling_is_a_parents_other_child_and_an_uncle_a_parents_brother():
     uncle = [s for s, _ in kin_answer("Who is the uncle of Hans Berg?", FAMILY)]
     assert uncle[:2] == ["Ebba Moe (1926 – 2001) was a Danish teacher.", "She was the mother of Hans Berg."]
     assert "They had three children: Ebba Moe, Finn Moe and Gert Moe." in uncle
+
+
+def test_a_parent_named_after_a_possessive_description():
+    son = ("26", "Arno Lind (born 1944) is the first son of Denmark's former Paramount leader Bero Lind.")
+    father = ("27", "Bero Lind (1904 – 1997) was a Danish statesman. He died in Aarhus on 19 February 1997.")
+    assert kin_answer("When did Arno Lind's father die?", [son, father])[-1][0] == "He died in Aarhus on 19 February 1997."

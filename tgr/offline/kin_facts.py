@@ -43,7 +43,7 @@ CAPITAL = "[A-ZÀ-ÖØ-ÞĀ-Ž]"  # a capital, Latin-1 and Latin Extended-A ("Ö
 NAME = rf"(?:{CAPITAL}[\w'’.-]*|[IVX]+\b)(?:\s+(?:(?:of|de|von|van|der|da|di|du|la|le|bin|ibn|al)\s+)?(?:{CAPITAL}[\w'’-]*\.?|[IVX]+\b))*"
 _MODS = r"(?:(?!of\b|to\b|by\b)[a-z\d-]+\s+){0,6}?"
 _OF_KIN = re.compile(rf"(?:\b(?:was|is|became|as|being)\s+|\band\s+)(?:the\s+|an?\s+)?{_MODS}{_KIN}\s+(?:of|to)\s+"
-                     rf"(?:the\s+)?(?:[a-z]+\s+){{0,2}}({NAME})")
+                     rf"(?:the\s+)?(?:{NAME}['’]s\s+)?(?:[a-z]+\s+){{0,2}}({NAME})")
 _SECOND = re.compile(rf"^(?:\s*\([^)]*\))?(?:\s*,\s*[^,]{{1,40}},)?\s*,?\s*and\s+(?:(?:his|her)\s+(?:[a-z]+\s+)?"
                      rf"(wife|husband|consort)\s+)?({NAME})")
 _OWN_KIN = re.compile(rf"^(?:His|Her|Their)\s+(?:[a-z]+\s+){{0,2}}?{_KIN}\s*(?:,\s*|\s+(?:was|is)\s+|\s+)({NAME})")
