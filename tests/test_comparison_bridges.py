@@ -98,3 +98,7 @@ def test_a_songs_performer_named_after_a_demonym():
     other = ("19", "Dark Water is a song recorded by Ola Berg in 1985.")
     berg = ("20", "Ola Berg (born 1950) is a Norwegian singer.")
     assert lead("Which song has the performer born first, Glass Heart or Dark Water?", [song, penn, other, berg]) == "Dark Water"
+
+
+def test_a_title_with_or_without_its_leading_the():
+    assert lead("Which film has the director who died later, Harbour of Glass or Stone Orchard?") == "Stone Orchard"

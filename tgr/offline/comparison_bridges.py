@@ -80,8 +80,10 @@ def pair_works(question: str, passages: Sequence[tuple[str, str]]) -> tuple[str,
 
 
 def _opens(text: str, name: str) -> bool:
-    """The passage opens with the whole name ("Rain and Salt is ...", not "Rainfall is ...")."""
-    return opens_with(text, name) and not text.lstrip(" \"'“")[len(name):len(name) + 1].isalnum()
+    """The passage opens with the whole name ("Rain and Salt is ...", not "Rainfall is ..."), a
+    leading "The" on either side or none ("The Gal Who Took the West" for "Gal Who Took the West")."""
+    text, name = (re.sub(r"^the\s+", "", t.lstrip(" \"'“"), flags=re.I) for t in (text, name))
+    return opens_with(text, name) and not text[len(name):len(name) + 1].isalnum()
 
 
 def bridged(work: str, role: str, passages: Sequence[tuple[str, str]]) -> Bridged | None:
