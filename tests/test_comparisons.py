@@ -130,3 +130,14 @@ def test_a_nationality_left_unsaid_excludes_nothing():
                 ("2", "Dale Ormsby is a country singer from Austin, Texas.")]
     assert comparison_verdict("Which singer is American, Rosa Lind or Dale Ormsby?", passages) is None
     assert comparison_verdict("Are Rosa Lind and Dale Ormsby both American?", passages) is None
+
+
+def test_who_died_first_by_the_dates_of_death():
+    people = [("1", "Mara Ostrand (3 May 1890 – 1 June 1960) was an American film director."),
+              ("2", "Tomas Kell (12 June 1901 – 1955) was a Hungarian film director."),
+              ("3", "Ilse Hart (born 1880) is an American actress.")]
+    assert comparison_verdict("Who died first, Mara Ostrand or Tomas Kell?", people).lead == "Tomas Kell"
+    assert comparison_verdict("Who died later, Mara Ostrand or Tomas Kell?", people).lead == "Mara Ostrand"
+    assert comparison_verdict("Who was born first, Mara Ostrand or Tomas Kell?", people).lead == "Mara Ostrand"
+    assert comparison_verdict("Who died first, Mara Ostrand or Ilse Hart?", people) is None  # no date of death
+    assert comparison_verdict("Which came first, the death of Tomas Kell or the birth of Ilse Hart?", people).lead == "Ilse Hart"

@@ -196,3 +196,20 @@ def event_date(side: Side, words: str) -> tuple[tuple[int, int, int], str] | Non
     if year:
         return (int(year.group(1)), 0, 0), side.sentence
     return None
+
+
+def death_date(side: Side) -> tuple[tuple[int, int, int], str] | None:
+    """A person's date of death and the sentence giving it: the date after the dash of the
+    parentheses after its subject ("(August 17, 1909 – January 23, 2006)"), else the first date
+    shortly after "died" in its passage."""
+    opening = re.match(r"[^()]{0,80}?\(([^()]*)\)", side.sentence)
+    if opening:
+        parts = re.split(r"\s[–—-]\s|[–—]|\s-", opening.group(1))
+        if len(parts) == 2 and date_of(parts[1]) and date_of(parts[0]):
+            return date_of(parts[1]), side.sentence
+    for sentence in side.passage:
+        died = re.search(r"\bdied\b", sentence)
+        when = died and date_of(sentence[died.end():died.end() + EVENT_REACH])
+        if when:
+            return when, sentence
+    return None

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .answer_sentences import match_terms
-from .comparison_sides import (Side, birth_date, event_date, find_side, leading_name, nationalities,
+from .comparison_bridges import bridge_role, bridged, pair_works
+from .comparison_sides import (Side, birth_date, death_date, event_date, find_side, leading_name, nationalities,
                                places_of_kind)
 
 _YES_NO = re.compile(r"^(?:are|is|were|was|do|does|did)\s+"
@@ -37,6 +38,7 @@ _NATIONAL_KINDS = {"country", "nationality", "citizenship", "origin"}
 _EARLY = re.compile(r"\b(?:first|earlier|earliest|older|oldest|sooner|before)\b", re.I)
 _LATE = re.compile(r"\b(?:later|latest|last|younger|youngest|more\s+recent(?:ly)?|most\s+recent(?:ly)?|newer|newest)\b",
                    re.I)
+_DIED = re.compile(r"\b(?:die|died|dies|death)\b", re.I)
 _PERSON_AGE = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.I)
 # the events a date is asked of, each as the words that say it ("former" is no forming)
 _EVENTS = {"born": r"born|birth", "form": r"form(?:ed|ing|ation)?", "found": r"(?:co-?)?found(?:ed|ing|ation)",
@@ -63,6 +65,9 @@ def comparison_verdict(question: str, passages: Sequence[tuple[str, str]]) -> Ve
     """The verdict on a comparison question from the (citation, text) passages, or None when the
     question is no comparison of these forms or the passages do not settle it."""
     question = " ".join(question.split())
+    role = bridge_role(question)
+    if role is not None:  # "Which film has the director who died first, A or B?": through each side's director
+        return _through_bearers(question, role, passages)
     if _WHICH.match(question):
         options = _options(question)
         if options is None:
@@ -83,6 +88,40 @@ def comparison_verdict(question: str, passages: Sequence[tuple[str, str]]) -> Ve
     if answer is None:
         return None
     return Verdict("Yes" if answer else "No", [(s.sentence, s.cite) for s in sides])
+
+
+def _through_bearers(question: str, role: str, passages: Sequence[tuple[str, str]]) -> Verdict | None:
+    """A comparison of two works' bearers of a role (tgr.offline.comparison_bridges): by their
+    dates of birth or death ("Which film has the director born first, A or B?"), or by their
+    nationalities ("Are the directors of films A and B from the same country?"). Each side's
+    sentence naming its bearer, then the bearer's sentence, follow the verdict."""
+    if _WHICH.match(question):
+        options = _options(question)
+        if options is None or not (_EARLY.search(question) or _LATE.search(question)):
+            return None
+        works = [bridged(option, role, passages) for option in options]
+        if None in works:
+            return None
+        died = _DIED.search(question) is not None
+        dated = []
+        for work in works:
+            when = death_date(work.bearer) if died else birth_date(work.bearer)
+            if when is None:
+                return None
+            dated.append((when[0], work.work, [(work.sentence, work.cite), (when[1], work.bearer.cite)]))
+        if dated[0][0][0] == dated[1][0][0]:
+            return None  # the same year: too close to call
+        later = bool(_LATE.search(question)) and not _EARLY.search(question)
+        chosen = max(dated) if later else min(dated)
+        return Verdict(chosen[1], [pair for d in dated for pair in d[2]])
+    same, named = _SAME.search(question), pair_works(question, passages)
+    works = [bridged(work, role, passages) for work in named] if same and named else [None]
+    if None in works:
+        return None
+    answer = _same([w.bearer for w in works], same.group(1))
+    if answer is None:
+        return None
+    return Verdict("Yes" if answer else "No", [p for w in works for p in ((w.sentence, w.cite), (w.bearer.sentence, w.bearer.cite))])
 
 
 def _pair(text: str) -> tuple[str, str, str] | None:
@@ -171,15 +210,17 @@ def _event(text: str) -> str | None:
 def _by_date(question: str, options: tuple[str, str], passages: Sequence[tuple[str, str]]) -> Verdict | None:
     """"Which ... first, A or B?": the side whose event is dated earlier (later: "younger")."""
     later = bool(_LATE.search(question)) and not _EARLY.search(question)
-    asked = _event(question) or ("born" if _PERSON_AGE.search(question) else None)
+    asked = _event(question) or ("died" if _DIED.search(question) else "born" if _PERSON_AGE.search(question) else None)
     dated = []
     for option in options:
         side = find_side(option, passages)
         before = question[:question.find(option)] if option in question else ""
-        event = _event(_AFTER_LAST_CUT.split(before)[-1]) or asked  # "the birth of Robert Young"
+        phrase = _AFTER_LAST_CUT.split(before)[-1]  # "the birth of Robert Young", "the death of X"
+        event = _event(phrase) or ("died" if _DIED.search(phrase) else asked)
         if side is None or event is None:
             return None
-        when = birth_date(side) if event == "born" else event_date(side, _EVENTS[event])
+        when = birth_date(side) if event == "born" else death_date(side) if event == "died" else \
+            event_date(side, _EVENTS[event])
         if when is None:
             return None
         dated.append((when[0], option, when[1], side.cite))

