@@ -1,6 +1,6 @@
 """Adding one document to a built store (issue 41: <= 5 CPU-s at 100 M characters), tree against tree.
 
-    python bench/add_cost.py STORE DOC [--tree OLD --tree NEW] [--runs 3] [--work DIR]
+    python bench/add_cost.py STORE DOC [--tree OLD --tree NEW] [--runs 3] [--work DIR] [--store-of NEW=STORE2]
 
 Each run copies STORE (with its -wal, if any) into DIR and adds DOC to the copy with
 `python -m tgr.cli index COPY DOC --offline -q`, PYTHONPATH the tree; the trees take turns, run
@@ -9,7 +9,9 @@ after run, so that a machine whose speed drifts slows each alike. Prints each ru
 the first two trees made are compared table by table (every ordinary table, the FTS5 and
 sqlite-vec shadow tables included; the runs ledger and the timestamps of documents and
 extractions left out): an add by a faster tree must leave what the other's leaves. STORE is
-never written. Only the standard library is needed (and tgr in each tree).
+never written. --store-of TREE=STORE gives a tree a store of its own (one that tree refreshed,
+when its reports are made otherwise): the copies are not compared then. Only the standard
+library is needed (and tgr in each tree).
 """
 from __future__ import annotations
 
@@ -79,19 +81,22 @@ def main() -> None:
     parser.add_argument("--tree", action="append", help="a checkout to run (repeat; default: this one)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", type=Path, help="where the copies go (default: next to STORE)")
+    parser.add_argument("--store-of", action="append", default=[], help="TREE=STORE: that tree's own store")
     args = parser.parse_args()
     trees = args.tree or [str(HERE.parent)]
+    own = dict(item.split("=", 1) for item in args.store_of)
+    stores = {tree: Path(own.get(tree, args.store)).resolve() for tree in trees}
     work = args.work or args.store.parent
     copies = {tree: work / f"add-cost-{n}-{args.store.name}" for n, tree in enumerate(trees)}
     cpu: dict[str, list[float]] = {tree: [] for tree in trees}
     for run in range(args.runs):
         for tree in trees:
-            seconds, rss = add_once(tree, args.store.resolve(), args.doc.resolve(), copies[tree])
+            seconds, rss = add_once(tree, stores[tree], args.doc.resolve(), copies[tree])
             cpu[tree].append(seconds)
             print(f"run {run + 1} {tree}: {seconds:.2f} CPU-s, {rss:.0f} MB, load {os.getloadavg()[0]:.1f}", flush=True)
     for tree in trees:
         print(f"{tree}: median {statistics.median(cpu[tree]):.2f} CPU-s of {', '.join(f'{c:.2f}' for c in cpu[tree])}")
-    if len(trees) > 1:
+    if len(trees) > 1 and stores[trees[0]] == stores[trees[1]]:
         differ = differences(copies[trees[0]], copies[trees[1]])
         print("tables: " + ("the same" if not differ else "DIFFERENT: " + ", ".join(differ)))
 

@@ -1,6 +1,7 @@
 """Community reports: token budget, bottom-up order, sub-community substitution."""
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -239,3 +240,53 @@ def test_graph_rows_of_most_entities_read_whole_are_those_looked_up_by_id(hierar
     degree = {e[0]: e[4] for e in entities}
     assert [e["id"] for e in internal] == [e[0] for e in sorted(
         edges, key=lambda e: (-(degree[e[1]] + degree[e[2]]), -e[4], e[0]))]
+
+
+def _top_by_degree(conn, community_id: str, count: int) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT e.name FROM community_members m JOIN entities e ON e.id = m.entity_id "
+        "WHERE m.community_id = ? ORDER BY e.degree DESC, e.id LIMIT ?", (community_id, count))]
+
+
+def test_a_giant_community_is_reported_from_its_most_connected_members(db_path, tmp_path, monkeypatch):
+    """A community of more than REPORTED_MEMBERS entities is profiled from that many of its
+    highest-degree members (its named members are among them), its report states its whole size,
+    and a store a document was added to holds what rebuilding every report makes."""
+    from tgr.build import report
+
+    monkeypatch.setattr(report, "REPORTED_MEMBERS", 3)
+    with tgr.open(db_path) as kb:  # the offline writer
+        # (both corpora: the extra document leaves the words every document repeats as they are)
+        kb.index([str(EN_CORPUS), str(ZH_CORPUS)], **SMALL)
+        extra = tmp_path / "extra.txt"
+        extra.write_text("Scrooge and Bob Cratchit met the Ghost of Christmas Past in London. "
+                         "Bob Cratchit told Tiny Tim about Scrooge and the Ghost.")
+        kb.index([str(extra)])
+        conn = kb.conn
+        giants = conn.execute("SELECT c.id, c.size, r.summary, r.findings FROM communities c "
+                              "JOIN reports r ON r.community_id = c.id WHERE c.size > 3").fetchall()
+        assert giants, "the fixture should have communities of more than three entities"
+        for community_id, size, summary, findings in giants:
+            top = _top_by_degree(conn, community_id, 3)
+            named = [f["summary"].rsplit(" (", 1)[0] for f in json.loads(findings) if "(" in f["summary"]]
+            assert named and set(named) <= set(top), (community_id, named, top)
+            assert summary.startswith((f"{size} entities", f"{size} 个实体"))
+        after = dict(conn.execute("SELECT community_id, full_text FROM reports"))
+        kb.rebuild("reports")
+        assert dict(conn.execute("SELECT community_id, full_text FROM reports")) == after
+
+
+def test_a_graph_read_for_groups_gives_each_group_the_material_of_the_whole_graph(hierarchy_store):
+    """The report graph of an add keeps only the relationships inside one of the communities
+    it reports on: each of them has the material it has in the whole graph, and fewer rows are held."""
+    import sqlean as sqlite3
+    from tgr.build.report import _Graph
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    groups = [[r[0] for r in conn.execute("SELECT entity_id FROM community_members WHERE community_id = ? "
+                                          "ORDER BY entity_id", (cid,))]
+              for (cid,) in conn.execute("SELECT id FROM communities WHERE size > 2 ORDER BY size DESC LIMIT 6")]
+    whole, part = _Graph(conn), _Graph(conn, {m for g in groups for m in g}, groups=groups)
+    for group in groups:
+        assert part.material(group) == whole.material(group)
+    assert len(part.edges) < len(_Graph(conn, {m for g in groups for m in g}).edges)

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Callable, Iterator, Protocol
 
 from . import stage_inputs as freshness
-from ..store.db import Connection, transaction
+from ..store.db import Connection, in_pages, transaction
 from ..models.gateway import ChatJob, Gateway
 from ..offline.providers import extractive_report
 from ..models.output_forms import output_form, report_schema, wants_json
@@ -41,6 +41,16 @@ class _Community:
     parent_id: str | None
     members: list[str]
     children: list[str] = field(default_factory=list)
+    reported: list[str] | None = None  # the members its report is made from (see REPORTED_MEMBERS)
+
+    @property
+    def material_members(self) -> list[str]:
+        """The members whose material the report reads: all, or a giant's most connected."""
+        return self.members if self.reported is None else self.reported
+
+    @property
+    def capped(self) -> bool:
+        return self.reported is not None and len(self.reported) < len(self.members)
 
 
 def report_text(report: dict) -> str:
@@ -61,10 +71,15 @@ class _Graph:
     """Entities and relationships of the store (or of the given entities and the
     relationships among them), loaded once for all reports."""
 
-    def __init__(self, conn: Connection, only: set[str] | None = None, rows_kept: int | None = None):
+    def __init__(self, conn: Connection, only: set[str] | None = None, rows_kept: int | None = None,
+                 groups: list[list[str]] | None = None):
+        """groups: the member lists whose material will be asked for (None: any); only the
+        relationships inside one of them are kept (the union's hubs relate across them)."""
         import numpy as np
 
         entity_rows, edge_rows = _graph_rows(conn, only)
+        if groups is not None:
+            edge_rows = _inside_one(edge_rows, groups)
         self.entities = {r[0]: {"id": r[0], "name": r[1], "type": r[2], "description": r[3], "degree": r[4]}
                          for r in entity_rows}
         self.edges = [{"id": r[0], "source": r[1], "target": r[2], "description": r[3], "weight": r[4]}
@@ -167,6 +182,16 @@ class _Graph:
         return entities, [self._ranked_edges[n] for n in sorted(internal)]
 
 
+def _inside_one(edge_rows: list[tuple], groups: list[list[str]]) -> list[tuple]:
+    """The relationship rows whose ends are both in one of the groups."""
+    masks: dict[str, int] = {}
+    for n, group in enumerate(groups):
+        bit = 1 << n
+        for member in group:
+            masks[member] = masks.get(member, 0) | bit
+    return [r for r in edge_rows if masks.get(r[1], 0) & masks.get(r[2], 0)]
+
+
 def _graph_rows(conn: Connection, only: set[str] | None) -> tuple[list[tuple], list[tuple]]:
     """The rows of the entities (of only, if given) and of the relationships among them, by id.
     When only names most entities (a top-level community's members), every row is read and
@@ -260,9 +285,10 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
     """Replace the largest sub-communities' material by their reports until the context fits."""
     children = sorted((c for c in community.children if c in child_reports),
                       key=lambda c: (-len(child_reports[c][1]), c))
-    inside = set(community.members)
+    members = community.material_members  # (what children cover is told by all their members)
+    inside = set(members)
     covered: set[str] = set()
-    left = graph.entity_count(community.members)  # entities of the members not covered yet
+    left = graph.entity_count(members)  # entities of the members not covered yet
     report_rows: list[tuple[str, int]] = []
     for child in children:
         report_rows.append(_counted(f"{child}|{shorten(child_reports[child][0], 1500)}"))
@@ -272,11 +298,11 @@ def substituted_context(graph: _Graph, community: _Community, child_reports: dic
         rep_text, used = _table("Sub-community reports", "report", report_rows, budget)
         if child != children[-1] and _too_many_entities(left, max(0, budget - used)):
             continue  # raw_context would say it does not fit: its material is not made
-        remaining = [m for m in community.members if m not in covered]
+        remaining = [m for m in members if m not in covered]
         rest, fits = raw_context(graph, remaining, max(0, budget - used))
         if fits or child == children[-1]:
             return "\n".join(t for t in (rep_text, rest) if t)
-    return raw_context(graph, community.members, budget)[0]
+    return raw_context(graph, members, budget)[0]
 
 
 def _parent_contexts(graph: _Graph, ready: list[_Community], child_reports: dict[str, tuple[str, list[str]]],
@@ -308,7 +334,7 @@ def reports_state(conn: Connection, settings_key: str) -> str:
 
 def report_settings(writer: ReportWriter, budget: int, min_size: int) -> str:
     """Hash of what every report depends on besides its community: writer, prompt, budget."""
-    return content_hash(writer.name, writer.prompt, str(budget), str(min_size))
+    return content_hash(writer.name, writer.prompt, str(budget), str(min_size), f"cap {REPORTED_MEMBERS}")
 
 
 @dataclass
@@ -318,6 +344,7 @@ class ReportItem:
     tag: object
     context: str
     material: Callable[[], tuple[list[dict], list[dict]]]
+    size: int | None = None  # the community's entities (None: those of its material)
 
 
 FEED_STEP, FEED_AHEAD = 16, 48  # first-wave reports handed on at a time; most waiting for an answer
@@ -335,7 +362,7 @@ class _Order:
         self._waiting: dict[str, _Community] = {}
         self._graph, self._budget = graph, budget
         for community in todo:
-            if not community.children or material_fits(graph, community.members, budget):
+            if not community.children or not community.capped and material_fits(graph, community.members, budget):
                 self.first.append((community, None))
             else:
                 self._waiting[community.id] = community
@@ -356,7 +383,7 @@ class _Order:
     def first_items(self, count: int) -> list[tuple[_Community, str]]:
         """The next count communities of the first wave, with their contexts."""
         batch, self.first = self.first[:count], self.first[count:]
-        return [(c, raw_context(self._graph, c.members, self._budget)[0]) for c, _ in batch]
+        return [(c, raw_context(self._graph, c.material_members, self._budget)[0]) for c, _ in batch]
 
     def done(self, community_id: str) -> None:
         """This community's report is written (or kept): its parent may be ready now."""
@@ -458,10 +485,31 @@ def _material(conn: Connection, communities: dict[str, _Community], todo: list[_
     for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members "
                                  f"{scope('community_id')} ORDER BY 1, 2", args).fetchall():
         communities[cid].members.append(eid)
+    _cap(conn, [communities[cid] for cid in (communities if needed is None else needed)])
     existing = {r[0]: (r[1], r[2]) for r in conn.execute(
         f"SELECT community_id, full_text, context_hash FROM reports {scope('community_id')}", args).fetchall()}
-    graph = _Graph(conn, None if needed is None else {m for cid in needed for m in communities[cid].members})
+    # (a sub-community's members only tell what its report covers: no rows of theirs are read)
+    graph = (_Graph(conn) if todo is None else
+             _Graph(conn, {m for c in todo for m in c.material_members}, groups=[c.material_members for c in todo]))
     return existing, graph
+
+
+REPORTED_MEMBERS = 500  # a community of more entities is reported from this many, the most connected
+
+
+def _cap(conn: Connection, communities: list[_Community]) -> None:
+    """Set the members a giant community's report is made from: its REPORTED_MEMBERS entities
+    of the highest degree (then id), as the context's rows are ranked; in id order. (GraphRAG
+    budgets a report's context; this bounds what is read to make it, so that adding a document
+    to a giant community reads a bounded part of it, and a full build reads the same.)"""
+    giants = [c for c in communities if len(c.members) > REPORTED_MEMBERS]
+    if not giants:
+        return
+    ids = sorted({m for c in giants for m in c.members})
+    degree = dict(in_pages(conn.execute(f"SELECT id, degree FROM entities WHERE id {_IN}", (json.dumps(ids),))))
+    for c in giants:
+        ranked = sorted((m for m in c.members if m in degree), key=lambda m: (-degree[m], m))
+        c.reported = sorted(ranked[:REPORTED_MEMBERS])
 
 
 class _Saving:
@@ -513,11 +561,23 @@ def _report_row(community_id: str, parsed: dict, full: str, generator: str, cont
             full, generator, context_hash)
 
 
+def _context_hash(writer, community: _Community, context: str) -> str:
+    """What a report is made from: its writer, prompt and context; a giant's size besides
+    (its report says it; its context holds its most connected members alone)."""
+    sized = (f"size {len(community.members)}",) if community.capped else ()
+    return content_hash(writer.name, writer.prompt, context, *sized)
+
+
+def _item(graph: _Graph, community: _Community, context: str, context_hash: str) -> ReportItem:
+    return ReportItem((community, context_hash), context, partial(graph.material, community.material_members),
+                      len(community.members))
+
+
 def _begin(writer, todo: list[_Community]) -> None:
     """Tell a writer that reads the store itself that a stage starts (read it as it is now) and
     which communities' members it will be asked about (read where they are mentioned at once)."""
     getattr(writer, "begin", lambda: None)()
-    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.members])
+    getattr(writer, "expect", lambda members: None)([m for c in todo for m in c.material_members])
 
 
 def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
@@ -545,7 +605,7 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     _begin(writer, todo)
     child_reports = {cid: (text, communities[cid].members) for cid, (text, _) in existing.items()
                      if cid in communities}
-    template, written, checked = writer.prompt, 0, 0
+    written, checked = 0, 0
 
     def unchanged(community: _Community, context_hash: str) -> bool:
         nonlocal checked
@@ -569,13 +629,13 @@ def build_reports(conn: Connection, writer: ReportWriter, *, budget: int = 3000,
     inputs = getattr(writer, "inputs", None)  # what else a writer reads (offline: the chunks)
 
     def items(batch: list[tuple[_Community, str]]) -> list[ReportItem]:
-        batch = [(c, ctx + inputs(c.members)) for c, ctx in batch] if inputs else batch
+        batch = [(c, ctx + inputs(c.material_members)) for c, ctx in batch] if inputs else batch
         fresh = []
         for community, context in batch:
-            if unchanged(community, context_hash := content_hash(writer.name, template, context)):  # (hashed once)
+            if unchanged(community, context_hash := _context_hash(writer, community, context)):  # (hashed once)
                 order.done(community.id)
             else:
-                fresh.append(ReportItem((community, context_hash), context, partial(graph.material, community.members)))
+                fresh.append(_item(graph, community, context, context_hash))
         return fresh
 
     handed = 0  # items handed to the writer: those not written yet are queued or in flight

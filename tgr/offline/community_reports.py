@@ -589,8 +589,9 @@ class ProfileReportWriter:
         """(tag, report, generator) for each item (see tgr.build.report.ReportItem); no model
         to wait for, so more (see ReportWriter) is left to the caller's next round."""
         for item in items:
-            entities, edges = item.material()
-            yield item.tag, profile_report(self.profile(entities, edges), len(entities)), self.generator
+            entities, edges = item.material()  # (a giant community's: its most connected members')
+            size = getattr(item, "size", None) or len(entities)
+            yield item.tag, profile_report(self.profile(entities, edges), size), self.generator
 
     def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
         """The profile of the community of these entities and internal relationships."""
