@@ -132,7 +132,7 @@ def test_the_last_place_goes_to_the_defining_sentence_of_a_bridge_the_answer_nam
                 ("5", "Many groups start out by selling a live album of their first concert in their home town.")]
     question = "In what town did the group behind the live album Seaglass Nights start out?"
     picked = answer_sentences(question, passages, limit=4)
-    assert len(picked) == 4 and ("It was the only live album released by the folk group Harbour Lights.", "1") in picked
+    assert len(picked) == 4 and ("It [Seaglass Nights] was the only live album released by the folk group Harbour Lights.", "1") in picked
     assert picked[-1] == ("Harbour Lights are a Welsh folk band from Tenby, on the coast of Pembrokeshire.", "4")
     # a passage that only opens with the name (a film about the band) defines no bridge
     passages[3] = ("4", "Harbour Lights on Tour is a film shot in Tenby, on the coast of Pembrokeshire.")
@@ -148,7 +148,7 @@ def test_of_a_bridges_passage_the_sentence_with_a_question_term_the_answer_lacks
                 ("4", "Harbour Road is a Welsh radio serial. It was devised by the producer Gwen Parry in 1961."),
                 ("5", "Sara Holt is a fictional character from a radio serial of the 1970s.")]
     picked = answer_sentences("Mira Holt is a fictional character from a radio serial devised by whom?", passages, limit=3)
-    assert picked[-1] == ("It was devised by the producer Gwen Parry in 1961.", "4")
+    assert picked[-1] == ("It [Harbour Road] was devised by the producer Gwen Parry in 1961.", "4")
     assert ("Harbour Road is a Welsh radio serial.", "4") not in picked
 
 
@@ -374,3 +374,23 @@ def test_a_date_is_no_answer_to_how_many():
     picked = answer_sentences("How many records has Orla Vint sold?", passages, limit=1)
     assert picked[0][0] == "Orla Vint sold some 40 million records at the fairs of the coast."
     assert QuestionShape.of("Orla Vint is a folk singer who has sold how many records?").asks == "number"
+
+
+def test_a_quoted_sentence_names_whom_its_opening_pronoun_stands_for():
+    passages = [
+        ("1", "The Tarn Prize is an award for painters. It is given every year in Vaxholm."),
+        ("2", "Mara Ellen Lind (born 1950) is a Swedish painter. She won the Tarn Prize in 1990 for her harbour scenes."),
+        ("3", "Hyperkalemic periodic paralysis is a disease of horses. It was described in 1990 by vets in Vaxholm."),
+    ]
+    lines = [text for text, _ in answer_sentences("Which painter won the Tarn Prize in 1990?", passages)]
+    assert "She [Mara Ellen Lind] won the Tarn Prize in 1990 for her harbour scenes." in lines
+    # a passage that does not open by defining its whole subject lends no name
+    assert all("[Hyperkalemic" not in text for text in lines)
+
+
+def test_a_pronoun_right_after_its_own_passages_sentence_stays_as_written():
+    passages = [("1", "Mara Ellen Lind (born 1950) is a Swedish painter from Vaxholm. "
+                      "She won the Tarn Prize in 1990 for her harbour scenes.")]
+    lines = [text for text, _ in answer_sentences("Which Swedish painter from Vaxholm won the Tarn Prize?", passages)]
+    assert lines[:2] == ["Mara Ellen Lind (born 1950) is a Swedish painter from Vaxholm.",
+                         "She won the Tarn Prize in 1990 for her harbour scenes."]

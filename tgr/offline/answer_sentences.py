@@ -258,6 +258,7 @@ class _Sentence:
     speech: bool = False  # "who is X": it names X only in quoted speech
     refers: bool = False  # "who is X": a pronoun in it stands for X and it says what X is
     referent: frozenset[str] = frozenset()  # the terms of its passage's subject, when it opens with "He", "It"
+    subject_defined: bool = False  # its passage opens by defining its subject ("X (born 1950) is a ...")
 
 
 def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limit: int = 5,
@@ -320,7 +321,19 @@ def answer_sentences(question: str, passages: Sequence[tuple[str, str]], *, limi
         defining = _bridge_definition(chosen[:-1], candidates, question, scored)
         if defining is not None:
             chosen[-1] = defining
-    return [(s.text, s.cite) for s in chosen]
+    return [(_named(s, chosen[i - 1] if i else None), s.cite) for i, s in enumerate(chosen)]
+
+
+def _named(s: _Sentence, before: _Sentence | None) -> str:
+    """The sentence as quoted, its opening pronoun followed by whom it stands for when the reader
+    cannot tell: "She [Laura Ann Osnes] also starred in ..." out of a passage that opens by
+    defining Laura Ann Osnes, unless the sentence quoted before it is of the same passage."""
+    if not s.referent or (before is not None and before.order == s.order):
+        return s.text
+    opening = re.match(r"[\"'“]?(?:He|She|It|They)\b", s.text)
+    if opening is None or not s.subject_defined or s.subject.lower() in s.text.lower():
+        return s.text
+    return f"{s.text[:opening.end()]} [{s.subject}]{s.text[opening.end():]}"
 
 
 def _bridge_definition(kept: list[_Sentence], candidates: list[_Sentence], question: str,
@@ -397,6 +410,7 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
         subject = opening.group(0).strip() if opening else ""
         sentences = whole_sentences([" ".join(text[a:b].split()) for a, b in split_sentences(text)])
         referring = refers_back(sentences, forms)
+        subject_defined = bool(subject and sentences) and _opens_defining(sentences[0], subject)
         for sentence, refers in zip(sentences, referring):
             short = estimate_tokens(sentence) < MIN_TOKENS or _fragment(sentence)
             if sentence in seen or (short and not any(k in sentence for k in keep)):
@@ -407,8 +421,16 @@ def _candidates(passages: Sequence[tuple[str, str]], keep: Sequence[str] = (),
             found.append(_Sentence(sentence, cite, order, terms, whole, subject,
                                    speech=bool(forms) and in_speech(sentence, forms),
                                    refers=refers and says_what(sentence),
-                                   referent=_referent(sentence, subject, text)))
+                                   referent=_referent(sentence, subject, text), subject_defined=subject_defined))
     return found
+
+
+def _opens_defining(sentence: str, subject: str) -> bool:
+    """The sentence defines the whole subject right after naming it ("Laura Ann Osnes (born 1985)
+    is ...", "Zambia, officially ..., is ..."), not a name's first capitalised words
+    ("Hyperkalemic periodic paralysis is ...")."""
+    return bool(re.match(rf"[\"'“]?{re.escape(subject)}\s*(?:\(|,|\b(?:is|was|are|were)\b)", sentence)) \
+        and defines(sentence, subject)
 
 
 def whole_sentences(pieces: list[str]) -> list[str]:
