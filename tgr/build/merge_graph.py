@@ -332,10 +332,12 @@ def _entities(groups, splits, relations, dirty: set[str] | None):
 
 
 def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
-    """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
+    """One relationship per pair of entities, with its predicates, descriptions, chunks (in
+    order, each once) and weight."""
     edges: dict[str, dict] = {}
     ids: dict[tuple[str, str], str] = {}  # (a, b) -> the relationship's id, hashed once
     said: dict[str, set[str]] = {}        # a long list of descriptions, to test without a scan
+    intern = sys.intern
     for chunk_id, source, target, predicate, description, source_key, target_key in relations:
         ends = [_resolve(entities, by_key, name, key, chunk_id, description)
                 for name, key in ((source, source_key), (target, target_key))]
@@ -346,7 +348,7 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
         edge = edges.get(rel_id)
         if edge is None:  # (not a new Counter per row to throw away)
             edge = edges[rel_id] = {"source": a, "target": b, "predicates": Counter(),
-                                    "descriptions": [], "chunks": set(), "weight": 0}
+                                    "descriptions": [], "chunks": [], "weight": 0}
         edge["predicates"][" ".join(predicate.split())] += 1
         # (the raw text against the tidied ones, as it was): in the list while it is short,
         # a set beside it once it is long (a set per relationship was ~12 MB per 10 M characters)
@@ -359,7 +361,12 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
                 seen.add(tidied)
             elif len(descriptions) >= _SCANNED:
                 said[rel_id] = set(descriptions)
-        edge["chunks"].add(chunk_id)
+        # the rows come in chunk order, so a chunk repeats only right after itself: a list, not
+        # a set per relationship, and one string per chunk id (each row read brings its own)
+        chunk_id = intern(chunk_id)
+        chunks = edge["chunks"]
+        if not chunks or chunks[-1] != chunk_id:
+            chunks.append(chunk_id)
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
@@ -396,8 +403,8 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
         degree[edge["target"]] += 1
     entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
                           plan.hashes.get(e.id)) for e in plan.entities.values()}
-    entity_mentions = {(e.id, c) for e in plan.entities.values() for c in e.chunks}
-    edge_mentions = {(rid, c) for rid, e in plan.edges.items() for c in e["chunks"]}
+    entity_chunks = {e.id: e.chunks for e in plan.entities.values()}
+    edge_chunks = {rid: e["chunks"] for rid, e in plan.edges.items()}
     old = plan.stored
     changed = {i for i, row in entity_rows.items() if old.entities.get(i) != row} | \
         (old.entities.keys() - entity_rows.keys()) | plan.edge_ends
@@ -415,9 +422,9 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
         write_aliases(conn, {e.id: e.aliases() for e in plan.entities.values()},
                       old.entities.keys() - entity_rows.keys())
         conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
-                         sorted(old.entity_mentions - entity_mentions))
+                         _gone_pairs(old.entity_mentions, entity_chunks))
         conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
-                         sorted(entity_mentions - old.entity_mentions))
+                         _new_pairs(entity_chunks, old.entity_mentions))
         conn.executemany(
             "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
@@ -425,14 +432,37 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
             "description = excluded.description, weight = excluded.weight",
             [(i, *row) for i, row in sorted(plan.edge_rows.items()) if old.edges.get(i) != row])
         conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
-                         sorted(old.edge_mentions - edge_mentions))
+                         _gone_pairs(old.edge_mentions, edge_chunks))
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         sorted(edge_mentions - old.edge_mentions))
+                         _new_pairs(edge_chunks, old.edge_mentions))
         _done_pending(conn, plan.inputs)
     (progress or (lambda *a: None))("merge", plan.steps, plan.steps)
     total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
     return {"entities": total[0], "relationships": total[1], "changed_entities": changed,
             "recomputed": len(plan.entities)}
+
+
+def _new_pairs(chunks: dict[str, list[str] | set[str]], stored: set[tuple[str, str]]):
+    """The (owner, chunk) mention pairs not stored, sorted, made as they are written (a set
+    of every pair of a 100 M-character corpus, its difference and their sorted copy held
+    hundreds of MB at once)."""
+    for owner in sorted(chunks):
+        for chunk in sorted(chunks[owner]):
+            if (owner, chunk) not in stored:
+                yield owner, chunk
+
+
+def _gone_pairs(stored: set[tuple[str, str]], chunks: dict[str, list[str] | set[str]]) -> list[tuple[str, str]]:
+    """The stored (owner, chunk) mention pairs no longer made, sorted."""
+    kept: dict[str, set[str]] = {}
+    gone = []
+    for owner, chunk in stored:
+        now = kept.get(owner)
+        if now is None:
+            now = kept[owner] = set(chunks.get(owner, ()))
+        if chunk not in now:
+            gone.append((owner, chunk))
+    return sorted(gone)
 
 
 def _done_pending(conn: Connection, inputs: MergeInputs) -> None:
