@@ -491,9 +491,9 @@ def test_a_planned_relationship_lists_each_chunk_once_in_text_order(db_path):
                   ("c1", [E("A", "person", "a"), E("B", "person", "b")], [R("A", "B", "meets", "A meets B.")]),
                   ("c3", [E("A", "person", "a"), E("B", "person", "b")], [R("A", "B", "knows", "A knows B.")])])
         plan = plan_merge(kb.conn, kb.gateway(), Prompts(), summary_tokens=300)
-        (edge,) = plan.edges.values()
-        assert edge["chunks"] == ["c2", "c1", "c3"]  # the chunks' ordinals: c2 first, as stored
-        assert edge["weight"] == 4
+        (chunks,) = plan.edges.values()
+        assert chunks == ["c2", "c1", "c3"]  # the chunks' ordinals: c2 first, as stored
+        assert [row[4] for row in plan.edge_rows.values()] == [4.0]
 
 
 def test_mention_pairs_written_and_removed_are_the_set_differences():

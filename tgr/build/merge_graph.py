@@ -155,8 +155,8 @@ class MergePlan:
     hashes: dict[str, str]         # entity id -> hash of its inputs
     dirty: set[str] | None         # the entity ids recomputed (None: every entity)
     entities: dict[str, _Entity]
-    edges: dict[str, dict]         # relationship id -> its source, target, chunks and weight
-    edge_rows: dict[str, tuple]
+    edges: dict[str, list[str]]    # relationship id -> its chunks (in order)
+    edge_rows: dict[str, tuple]    # relationship id -> (source, target, predicate, description, weight)
     edge_ends: set[str]            # entities at either end of a changed relationship
     stored: "_Stored"
     summaries: "_SummaryJobs"      # each entity's joined descriptions, and the summaries to ask for
@@ -174,7 +174,7 @@ class MergePlan:
 
     def graph(self) -> tuple[list[str], list[tuple[str, str, float]]]:
         """The nodes and weighted edges the merge will store (for the scope it recomputes)."""
-        return list(self.entities), [(e["source"], e["target"], float(e["weight"])) for e in self.edges.values()]
+        return list(self.entities), [(row[0], row[1], row[4]) for row in self.edge_rows.values()]
 
     def row_steps(self, per_step: int = 200):
         """An idle step (see Gateway.chat_many) that works out each entity's name, type and
@@ -247,11 +247,14 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     entities, by_key = _entities(groups, splits, relations, dirty)
     edges = _edges(relations, entities, by_key)
     report("merge", steps - 1, steps)
-    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
-                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
-                 for rid, e in edges.items()}
-    for edge in edges.values():  # in edge_rows now: what is left is the graph and its mentions
-        del edge["predicates"], edge["descriptions"]
+    edge_rows: dict[str, tuple] = {}
+    edge_chunks: dict[str, list[str]] = {}  # what is left of each relationship besides its row
+    for rid in list(edges):  # (each working dict let go as its row is made)
+        e = edges.pop(rid)
+        edge_rows[rid] = (e["source"], e["target"], _top(e["predicates"]),
+                          fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+        edge_chunks[rid] = e["chunks"]
+    del edges
     stored = _stored_rows(conn, dirty, edge_rows)
     changed_edges = {i for i, row in edge_rows.items() if stored.edges.get(i) != row} | \
         (stored.edges.keys() - edge_rows.keys())
@@ -260,7 +263,7 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         for row in (edge_rows.get(rid), stored.edges.get(rid)):
             if row:
                 edge_ends.update(row[:2])
-    return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edges, edge_rows, edge_ends,
+    return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edge_chunks, edge_rows, edge_ends,
                      stored, _SummaryJobs(summariser, entities, summary_tokens))
 
 
@@ -271,8 +274,8 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     keys = None if inputs.names is None else sorted(({key_of(n) for n in inputs.names} | set(inputs.names)) - {""})
     # with keys, the rows of the changed names only: everything their entities are computed from
     args = () if keys is None else (json.dumps(keys),)
-    intern = sys.intern  # a chunk's id and a type are said by many rows: one string each
-    mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
+    intern = sys.intern  # a chunk's id, a name, a type and a key are said by many rows: one string each
+    mentions = [(_Mention(intern(chunk), intern(name), intern(kind), description), position, key and intern(key))
                 for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
     relations = Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
@@ -398,13 +401,12 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
                 progress: Progress | None = None) -> dict:
     """Write the planned merge with its final descriptions: only rows that differ."""
     degree = Counter()
-    for edge in plan.edges.values():
-        degree[edge["source"]] += 1
-        degree[edge["target"]] += 1
+    for row in plan.edge_rows.values():
+        degree[row[0]] += 1
+        degree[row[1]] += 1
     entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
                           plan.hashes.get(e.id)) for e in plan.entities.values()}
     entity_chunks = {e.id: e.chunks for e in plan.entities.values()}
-    edge_chunks = {rid: e["chunks"] for rid, e in plan.edges.items()}
     old = plan.stored
     changed = {i for i, row in entity_rows.items() if old.entities.get(i) != row} | \
         (old.entities.keys() - entity_rows.keys()) | plan.edge_ends
@@ -432,9 +434,9 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
             "description = excluded.description, weight = excluded.weight",
             [(i, *row) for i, row in sorted(plan.edge_rows.items()) if old.edges.get(i) != row])
         conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
-                         _gone_pairs(old.edge_mentions, edge_chunks))
+                         _gone_pairs(old.edge_mentions, plan.edges))
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         _new_pairs(edge_chunks, old.edge_mentions))
+                         _new_pairs(plan.edges, old.edge_mentions))
         _done_pending(conn, plan.inputs)
     (progress or (lambda *a: None))("merge", plan.steps, plan.steps)
     total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
