@@ -155,8 +155,8 @@ class MergePlan:
     hashes: dict[str, str]         # entity id -> hash of its inputs
     dirty: set[str] | None         # the entity ids recomputed (None: every entity)
     entities: dict[str, _Entity]
-    edges: dict[str, dict]         # relationship id -> its source, target, chunks and weight
-    edge_rows: dict[str, tuple]
+    edges: dict[str, list[str]]    # relationship id -> its chunks (in order)
+    edge_rows: dict[str, tuple]    # relationship id -> (source, target, predicate, description, weight)
     edge_ends: set[str]            # entities at either end of a changed relationship
     stored: "_Stored"
     summaries: "_SummaryJobs"      # each entity's joined descriptions, and the summaries to ask for
@@ -174,7 +174,7 @@ class MergePlan:
 
     def graph(self) -> tuple[list[str], list[tuple[str, str, float]]]:
         """The nodes and weighted edges the merge will store (for the scope it recomputes)."""
-        return list(self.entities), [(e["source"], e["target"], float(e["weight"])) for e in self.edges.values()]
+        return list(self.entities), [(row[0], row[1], row[4]) for row in self.edge_rows.values()]
 
     def row_steps(self, per_step: int = 200):
         """An idle step (see Gateway.chat_many) that works out each entity's name, type and
@@ -247,11 +247,14 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     entities, by_key = _entities(groups, splits, relations, dirty)
     edges = _edges(relations, entities, by_key)
     report("merge", steps - 1, steps)
-    edge_rows = {rid: (e["source"], e["target"], _top(e["predicates"]),
-                       fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
-                 for rid, e in edges.items()}
-    for edge in edges.values():  # in edge_rows now: what is left is the graph and its mentions
-        del edge["predicates"], edge["descriptions"]
+    edge_rows: dict[str, tuple] = {}
+    edge_chunks: dict[str, list[str]] = {}  # what is left of each relationship besides its row
+    for rid in list(edges):  # (each working dict let go as its row is made)
+        e = edges.pop(rid)
+        edge_rows[rid] = (e["source"], e["target"], _top(e["predicates"]),
+                          fit_tokens(" ".join(e["descriptions"]), summary_tokens), float(e["weight"]))
+        edge_chunks[rid] = e["chunks"]
+    del edges
     stored = _stored_rows(conn, dirty, edge_rows)
     changed_edges = {i for i, row in edge_rows.items() if stored.edges.get(i) != row} | \
         (stored.edges.keys() - edge_rows.keys())
@@ -260,7 +263,7 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
         for row in (edge_rows.get(rid), stored.edges.get(rid)):
             if row:
                 edge_ends.update(row[:2])
-    return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edges, edge_rows, edge_ends,
+    return MergePlan(inputs, summary_tokens, steps, hashes, dirty, entities, edge_chunks, edge_rows, edge_ends,
                      stored, _SummaryJobs(summariser, entities, summary_tokens))
 
 
@@ -271,8 +274,8 @@ def _read_rows(conn: Connection, inputs: MergeInputs, key_of, settings: str):
     keys = None if inputs.names is None else sorted(({key_of(n) for n in inputs.names} | set(inputs.names)) - {""})
     # with keys, the rows of the changed names only: everything their entities are computed from
     args = () if keys is None else (json.dumps(keys),)
-    intern = sys.intern  # a chunk's id and a type are said by many rows: one string each
-    mentions = [(_Mention(intern(chunk), name, intern(kind), description), position, key)
+    intern = sys.intern  # a chunk's id, a name, a type and a key are said by many rows: one string each
+    mentions = [(_Mention(intern(chunk), intern(name), intern(kind), description), position, key and intern(key))
                 for chunk, name, kind, description, position, key in in_pages(conn.execute(
                     MENTIONS_SQL.format(where="" if keys is None else f"WHERE e.key {IN_KEYS}"), args))]
     relations = Rows(conn, RELATIONS_SQL.format(where="" if keys is None else
@@ -332,10 +335,12 @@ def _entities(groups, splits, relations, dirty: set[str] | None):
 
 
 def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
-    """One relationship per pair of entities, with its predicates, descriptions, chunks and weight."""
+    """One relationship per pair of entities, with its predicates, descriptions, chunks (in
+    order, each once) and weight."""
     edges: dict[str, dict] = {}
     ids: dict[tuple[str, str], str] = {}  # (a, b) -> the relationship's id, hashed once
     said: dict[str, set[str]] = {}        # a long list of descriptions, to test without a scan
+    intern = sys.intern
     for chunk_id, source, target, predicate, description, source_key, target_key in relations:
         ends = [_resolve(entities, by_key, name, key, chunk_id, description)
                 for name, key in ((source, source_key), (target, target_key))]
@@ -346,7 +351,7 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
         edge = edges.get(rel_id)
         if edge is None:  # (not a new Counter per row to throw away)
             edge = edges[rel_id] = {"source": a, "target": b, "predicates": Counter(),
-                                    "descriptions": [], "chunks": set(), "weight": 0}
+                                    "descriptions": [], "chunks": [], "weight": 0}
         edge["predicates"][" ".join(predicate.split())] += 1
         # (the raw text against the tidied ones, as it was): in the list while it is short,
         # a set beside it once it is long (a set per relationship was ~12 MB per 10 M characters)
@@ -359,7 +364,12 @@ def _edges(relations, entities: dict[str, _Entity], by_key) -> dict[str, dict]:
                 seen.add(tidied)
             elif len(descriptions) >= _SCANNED:
                 said[rel_id] = set(descriptions)
-        edge["chunks"].add(chunk_id)
+        # the rows come in chunk order, so a chunk repeats only right after itself: a list, not
+        # a set per relationship, and one string per chunk id (each row read brings its own)
+        chunk_id = intern(chunk_id)
+        chunks = edge["chunks"]
+        if not chunks or chunks[-1] != chunk_id:
+            chunks.append(chunk_id)
         edge["weight"] += 1
         ends[0].chunks.add(chunk_id)
         ends[1].chunks.add(chunk_id)
@@ -391,13 +401,12 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
                 progress: Progress | None = None) -> dict:
     """Write the planned merge with its final descriptions: only rows that differ."""
     degree = Counter()
-    for edge in plan.edges.values():
-        degree[edge["source"]] += 1
-        degree[edge["target"]] += 1
+    for row in plan.edge_rows.values():
+        degree[row[0]] += 1
+        degree[row[1]] += 1
     entity_rows = {e.id: (e.surface(), e.type(), descriptions[e.id], degree[e.id], len(e.chunks),
                           plan.hashes.get(e.id)) for e in plan.entities.values()}
-    entity_mentions = {(e.id, c) for e in plan.entities.values() for c in e.chunks}
-    edge_mentions = {(rid, c) for rid, e in plan.edges.items() for c in e["chunks"]}
+    entity_chunks = {e.id: e.chunks for e in plan.entities.values()}
     old = plan.stored
     changed = {i for i, row in entity_rows.items() if old.entities.get(i) != row} | \
         (old.entities.keys() - entity_rows.keys()) | plan.edge_ends
@@ -415,9 +424,9 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
         write_aliases(conn, {e.id: e.aliases() for e in plan.entities.values()},
                       old.entities.keys() - entity_rows.keys())
         conn.executemany("DELETE FROM entity_mentions WHERE entity_id = ? AND chunk_id = ?",
-                         sorted(old.entity_mentions - entity_mentions))
+                         _gone_pairs(old.entity_mentions, entity_chunks))
         conn.executemany("INSERT OR IGNORE INTO entity_mentions(entity_id, chunk_id) VALUES (?, ?)",
-                         sorted(entity_mentions - old.entity_mentions))
+                         _new_pairs(entity_chunks, old.entity_mentions))
         conn.executemany(
             "INSERT INTO relationships(id, source_id, target_id, predicate, description, weight) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET source_id = excluded.source_id, "
@@ -425,14 +434,37 @@ def store_merge(conn: Connection, plan: MergePlan, descriptions: dict[str, str],
             "description = excluded.description, weight = excluded.weight",
             [(i, *row) for i, row in sorted(plan.edge_rows.items()) if old.edges.get(i) != row])
         conn.executemany("DELETE FROM relationship_mentions WHERE relationship_id = ? AND chunk_id = ?",
-                         sorted(old.edge_mentions - edge_mentions))
+                         _gone_pairs(old.edge_mentions, plan.edges))
         conn.executemany("INSERT OR IGNORE INTO relationship_mentions(relationship_id, chunk_id) VALUES (?, ?)",
-                         sorted(edge_mentions - old.edge_mentions))
+                         _new_pairs(plan.edges, old.edge_mentions))
         _done_pending(conn, plan.inputs)
     (progress or (lambda *a: None))("merge", plan.steps, plan.steps)
     total = conn.execute("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relationships)").fetchone()
     return {"entities": total[0], "relationships": total[1], "changed_entities": changed,
             "recomputed": len(plan.entities)}
+
+
+def _new_pairs(chunks: dict[str, list[str] | set[str]], stored: set[tuple[str, str]]):
+    """The (owner, chunk) mention pairs not stored, sorted, made as they are written (a set
+    of every pair of a 100 M-character corpus, its difference and their sorted copy held
+    hundreds of MB at once)."""
+    for owner in sorted(chunks):
+        for chunk in sorted(chunks[owner]):
+            if (owner, chunk) not in stored:
+                yield owner, chunk
+
+
+def _gone_pairs(stored: set[tuple[str, str]], chunks: dict[str, list[str] | set[str]]) -> list[tuple[str, str]]:
+    """The stored (owner, chunk) mention pairs no longer made, sorted."""
+    kept: dict[str, set[str]] = {}
+    gone = []
+    for owner, chunk in stored:
+        now = kept.get(owner)
+        if now is None:
+            now = kept[owner] = set(chunks.get(owner, ()))
+        if chunk not in now:
+            gone.append((owner, chunk))
+    return sorted(gone)
 
 
 def _done_pending(conn: Connection, inputs: MergeInputs) -> None:

@@ -62,6 +62,7 @@ class Build:
             with self.summary.timed(name):
                 yield
         finally:
+            gc.collect()  # what a stage left in reference cycles, freed before the next one starts
             give_back()
 
     def index(self, documents: list) -> None:
@@ -79,6 +80,7 @@ class Build:
         reports_complete, report_key = self.reports_complete()
         merge_inputs = needs_merge(self.conn, self.gateway, self.prompts, self.settings.summary_tokens,
                                    self.settings.disambiguate, self.overlap.keys_ahead)
+        self.overlap.keys_ahead = None  # (every document's names and words: needed no more this run)
         merged = force_merge or merge_inputs is not None
         # if the communities match the graph before the merge, the merge says what moved
         clustered_before = merged and not force_cluster and is_clustered(self.conn, **self.cluster_settings)
