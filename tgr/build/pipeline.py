@@ -39,6 +39,7 @@ from ..settings import IndexSettings, IndexSummary, with_types
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
 REBUILD_STAGES = ("graph", "embeddings", "communities", "reports")
+COLLECT_FROM_CHUNKS = 2000  # chunks from which each stage ends with a full garbage collection
 
 
 class Build:
@@ -54,6 +55,7 @@ class Build:
         self.cluster_settings = settings.cluster_options()
         self.overlap = Overlap(self.conn, gateway, self.cluster_settings)
         self.report_writer = report_writer_for(gateway, self.prompts, self.conn)
+        self._is_large = False
 
     @contextmanager
     def stage(self, name: str):
@@ -62,8 +64,16 @@ class Build:
             with self.summary.timed(name):
                 yield
         finally:
-            gc.collect()  # what a stage left in reference cycles, freed before the next one starts
+            if self._large():  # what a stage left in reference cycles, freed before the next one starts
+                gc.collect()
             give_back()
+
+    def _large(self) -> bool:
+        """A store big enough that a full collection after each stage pays for itself (on a small
+        one it costs more than it frees: a collection walks every live object, dictionaries included)."""
+        if not self._is_large:
+            self._is_large = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] >= COLLECT_FROM_CHUNKS
+        return self._is_large
 
     def index(self, documents: list) -> None:
         """The whole pipeline for new documents (none: finish what the store holds)."""
