@@ -291,20 +291,22 @@ def chunk_sentences(text: str) -> list[Sentence]:
     formed = _FORM_CHARS.search(text) is not None  # else no sentence has a label, heading or file name
     latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
     cjk_run = CJK_RUN.full
+    form_chars, latin_letter = _FORM_CHARS.search, _LATIN_LETTER.search
     for a, b in chunk_sentence_spans(text):
         piece = text[a:b]
         parts = piece.split()
         if parts:
             sentence = " ".join(parts)
             cjk = chinese and cjk_run.search(piece) is not None
-            said = _without_form(piece) if formed else piece  # labels, headings and file names say no topic
+            # labels, headings and file names say no topic (a sentence of Chinese words alone holds none)
+            said = _without_form(piece) if formed and form_chars(piece) else piece
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
     intern = sys.intern
     for sentence, cjk, said, count in spans:
         # interned: the same word in thousands of kept chunks is one string
-        if cjk and not latin:  # its Chinese words (each once) are all its terms
+        if cjk and not (latin and latin_letter(said)):  # its Chinese words (each once) are all its terms
             sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
         terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
