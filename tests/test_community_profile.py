@@ -381,3 +381,47 @@ def test_mentions_read_each_chunks_place_once(hierarchy_store):
             cid = mentions._chunk_ids[number]
             assert mentions._places[number] == places[(eid, cid)]
     assert sum(len(v) for v in mentions._chunks.values()) == len(joined)
+
+
+def _plain_community_chunks(conn, ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
+    """(chunk id, members it mentions) of every chunk mentioning one of ids, most members first,
+    then by document and position, and the documents they span: from a join, row by row."""
+    members: dict[str, list[str]] = {}
+    place = {}
+    for eid in ids:
+        for cid, document, ordinal in conn.execute(
+                "SELECT em.chunk_id, c.document_id, c.ordinal FROM entity_mentions em JOIN chunks c ON c.id = em.chunk_id "
+                "WHERE em.entity_id = ? ORDER BY em.chunk_id", (eid,)):
+            members.setdefault(cid, []).append(eid)
+            place[cid] = (document, ordinal)
+    order = sorted(members, key=lambda c: (-len(members[c]), place[c], c))
+    return [(c, members[c]) for c in order], len({place[c][0] for c in order})
+
+
+def test_a_communitys_first_chunks_are_those_of_the_whole_ordering(hierarchy_store, monkeypatch):
+    """The mention reader gives a community's first chunks (those naming most members, then by
+    document and position), how many chunks mention members and the documents they span, as
+    ordering every mentioned chunk does; each entity's chunks read joined in one text or, past
+    the joined length limit, row by row, alike."""
+    import sqlean as sqlite3
+    from tgr.offline import community_reports
+    from tgr.offline.community_reports import _Mentions
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    groups = [[r[0] for r in conn.execute("SELECT entity_id FROM community_members WHERE community_id = ? "
+                                          "ORDER BY entity_id DESC", (cid,))]
+              for (cid,) in conn.execute("SELECT community_id FROM community_chunks ORDER BY chunks DESC, 1 LIMIT 8")]
+    read = []
+    for joined_bytes in (community_reports.JOINED_BYTES, 0):
+        monkeypatch.setattr(community_reports, "JOINED_BYTES", joined_bytes)
+        mentions = _Mentions(conn)
+        found = []
+        for group in groups:
+            every, documents = _plain_community_chunks(conn, group)
+            assert len(every) > 3
+            for limit in (1, 3, len(every), len(every) + 5):
+                assert mentions.community_chunks(group, limit) == (every[:limit], len(every), documents)
+            found.append(mentions.chunk_ids(group))
+            assert found[-1] == sorted(c for c, _ in every)
+        read.append(found)
+    assert read[0] == read[1]

@@ -290,3 +290,32 @@ def test_a_graph_read_for_groups_gives_each_group_the_material_of_the_whole_grap
     for group in groups:
         assert part.material(group) == whole.material(group)
     assert len(part.edges) < len(_Graph(conn, {m for g in groups for m in g}).edges)
+
+
+def test_the_relationships_of_groups_read_from_the_indexes_are_those_inside_one_group(hierarchy_store):
+    """A report graph of a few communities (under half the store's entities) finds which
+    relationships join two members of one community from the ends' indexes, then reads those
+    rows: the rows, by id, of every relationship among the members that lies inside one group."""
+    import json
+    import sqlean as sqlite3
+    from tgr.build.report import _IN, _graph_rows
+
+    conn = sqlite3.connect(f"file:{hierarchy_store}?mode=ro", uri=True)
+    total = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
+    groups, only = [], set()
+    for (cid,) in conn.execute("SELECT id FROM communities WHERE size > 2 ORDER BY level DESC, size DESC, id"):
+        group = [r[0] for r in conn.execute("SELECT entity_id FROM community_members WHERE community_id = ?", (cid,))]
+        if 2 * len(only | set(group)) >= total:
+            break
+        groups.append(group)
+        only |= set(group)
+    assert len(groups) > 2
+    args = (json.dumps(sorted(only)),)
+    among = conn.execute(f"SELECT id, source_id, target_id, description, weight FROM relationships "
+                         f"WHERE source_id {_IN} AND target_id {_IN} ORDER BY id", args * 2).fetchall()
+    inside = [r for r in among if any(r[1] in g and r[2] in g for g in map(set, groups))]
+    assert 0 < len(inside) < len(among)
+    entities, edges = _graph_rows(conn, only, groups)
+    assert edges == inside
+    assert sorted(entities) == sorted(conn.execute(
+        f"SELECT id, name, type, description, degree FROM entities WHERE id {_IN}", args).fetchall())

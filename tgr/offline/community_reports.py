@@ -291,20 +291,22 @@ def chunk_sentences(text: str) -> list[Sentence]:
     formed = _FORM_CHARS.search(text) is not None  # else no sentence has a label, heading or file name
     latin = _LATIN_LETTER.search(text) is not None  # else no sentence has a Latin word
     cjk_run = CJK_RUN.full
+    form_chars, latin_letter = _FORM_CHARS.search, _LATIN_LETTER.search
     for a, b in chunk_sentence_spans(text):
         piece = text[a:b]
         parts = piece.split()
         if parts:
             sentence = " ".join(parts)
             cjk = chinese and cjk_run.search(piece) is not None
-            said = _without_form(piece) if formed else piece  # labels, headings and file names say no topic
+            # labels, headings and file names say no topic (a sentence of Chinese words alone holds none)
+            said = _without_form(piece) if formed and form_chars(piece) else piece
             spans.append((sentence, cjk, said, len(sentence) // 2 if cjk else len(parts)))
     words = iter(_cut_apart([said for _, cjk, said, _ in spans if cjk]) if chinese else ())
     sentences = []
     intern = sys.intern
     for sentence, cjk, said, count in spans:
         # interned: the same word in thousands of kept chunks is one string
-        if cjk and not latin:  # its Chinese words (each once) are all its terms
+        if cjk and not (latin and latin_letter(said)):  # its Chinese words (each once) are all its terms
             sentences.append(Sentence(sentence, tuple(map(intern, dict.fromkeys(next(words)))), count))
             continue
         terms = latin_terms(said, list(dict.fromkeys(next(words))) if cjk else [])
@@ -480,6 +482,7 @@ def importance(chunks: int, documents: int, size: int) -> float:
 # --- from the store to report rows -----------------------------------------------------
 
 _IN = "IN (SELECT value FROM json_each(?))"
+JOINED_BYTES = 32 << 20  # below SQLite's value length limit (tgr.store.hardening): one text per entity
 
 
 class _Mentions:
@@ -504,41 +507,76 @@ class _Mentions:
             self._chunks[eid] = array("i")
         args = (json.dumps(missing),)
         self.mentions.update(self.conn.execute(f"SELECT id, mentions FROM entities WHERE id {_IN}", args).fetchall())
-        rows = self.conn.execute(f"SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id {_IN}", args)
-        fresh = []  # chunks not seen before: their places are read once each, not joined to every mention
-        # (fetched a few thousand at a time: a row at a time is a watched call each)
-        for eid, cid in in_pages(rows):
-            number = self._numbers.get(cid)
-            if number is None:
-                number = self._numbers[cid] = len(self._chunk_ids)
-                self._chunk_ids.append(cid)
-                self._places.append(None)
-                fresh.append(cid)
-            self._chunks[eid].append(number)
+        said = self._joined(args)
+        # chunks not seen before: their places are read once each, not joined to every mention
+        fresh = sorted(set().union(*said.values()).difference(self._numbers), key=str)
+        start = len(self._chunk_ids)
+        self._numbers.update(zip(fresh, range(start, start + len(fresh))))
+        self._chunk_ids += fresh
+        self._places += [None] * len(fresh)
+        number = self._numbers.__getitem__
+        for eid, chunk_ids in said.items():
+            self._chunks[eid] = array("i", map(number, chunk_ids))
         if fresh:
             places = self.conn.execute(f"SELECT id, document_id, ordinal FROM chunks WHERE id {_IN}", (json.dumps(fresh),))
             for cid, document, ordinal in in_pages(places):
                 if document is not None and cid in self._numbers:
                     self._places[self._numbers[cid]] = (document, ordinal)
 
+    def _joined(self, args: tuple) -> dict[str, list[str]]:
+        """entity id -> the ids of the chunks that mention it, of the entities in args. Each
+        entity's come joined in one text (a row per mention, a Python tuple each, took three
+        times the CPU: 428 k mentions of a 100 M-character store's add), unless an id holds a
+        NUL or is not text, or they could pass SQLite's value length limit."""
+        total = self.conn.execute("SELECT sum(length(CAST(chunk_id AS BLOB)) + 1) FROM entity_mentions "
+                                  f"WHERE entity_id {_IN}", args).fetchone()[0] or 0
+        said: dict[str, list[str]] = {}
+        odd = []
+        if total < JOINED_BYTES:
+            for eid, joined, count, texts in self.conn.execute(
+                    "SELECT entity_id, group_concat(chunk_id, char(0)), count(*), sum(typeof(chunk_id) = 'text') "
+                    f"FROM entity_mentions WHERE entity_id {_IN} GROUP BY entity_id", args).fetchall():
+                chunk_ids = joined.split("\0") if texts == count else []
+                if len(chunk_ids) == count:
+                    said[eid] = chunk_ids
+                else:
+                    odd.append(eid)
+            if not odd:
+                return said
+            args = (json.dumps(odd),)
+        # (fetched a few thousand at a time: a row at a time is a watched call each)
+        for eid, cid in in_pages(self.conn.execute(
+                f"SELECT entity_id, chunk_id FROM entity_mentions WHERE entity_id {_IN}", args)):
+            said.setdefault(eid, []).append(cid)
+        return said
+
     def chunk_ids(self, ids: list[str]) -> list[str]:
         """The ids of the chunks that mention these entities, sorted."""
         self.read(ids)
-        return sorted({self._chunk_ids[n] for eid in dict.fromkeys(ids) for n in self._chunks[eid]})
+        numbers = set().union(*map(self._chunks.__getitem__, ids))
+        return sorted(map(self._chunk_ids.__getitem__, numbers))
 
-    def community_chunks(self, ids: list[str]) -> tuple[list[tuple[str, list[str]]], int]:
-        """(chunk id, the members it mentions) of the chunks that mention members, those naming
-        most members first (then by document and position), and how many documents they span."""
+    def community_chunks(self, ids: list[str], limit: int) -> tuple[list[tuple[str, list[str]]], int, int]:
+        """(chunk id, the members it mentions) of the first `limit` chunks that mention members,
+        those naming most members first (then by document and position); how many chunks mention
+        members, and how many documents they span."""
         self.read(ids)
-        members: dict[int, list[str]] = {}
-        for eid in dict.fromkeys(ids):
-            for number in self._chunks[eid]:
-                members.setdefault(number, []).append(eid)
-        places = self._places
+        ids = list(dict.fromkeys(ids))
+        said = list(map(self._chunks.__getitem__, ids))
+        naming = Counter(chain.from_iterable(said))  # chunk number -> the members it names
+        places, chunk_ids = self._places, self._chunk_ids
+        placed = [n for n in naming if places[n] is not None]
+        # only chunks naming as many members as the limit-th most can be among the first
+        least = sorted(map(naming.__getitem__, placed), reverse=True)[min(limit, len(placed)) - 1] if placed and limit else 0
         # in document order, not in the order documents were added: an incremental store and a fresh build agree
-        order = sorted((n for n in members if places[n] is not None),
-                       key=lambda n: (-len(members[n]), places[n], self._chunk_ids[n]))
-        return [(self._chunk_ids[n], members[n]) for n in order], len({places[n][0] for n in order})
+        order = sorted((n for n in placed if naming[n] >= least),
+                       key=lambda n: (-naming[n], places[n], chunk_ids[n]))[:limit]
+        members: dict[int, list[str]] = {n: [] for n in order}
+        for eid, numbers in zip(ids, said):
+            for n in members.keys() & set(numbers):
+                members[n].append(eid)
+        return ([(chunk_ids[n], members[n]) for n in order], len(placed),
+                len({places[n][0] for n in placed}))
 
 
 class ProfileReportWriter:
@@ -596,10 +634,9 @@ class ProfileReportWriter:
     def profile(self, entities: list[dict], edges: list[dict]) -> Profile:
         """The profile of the community of these entities and internal relationships."""
         ids = [e["id"] for e in entities]
-        mentioned, documents = self._mentions.community_chunks(ids)
+        read, mentioned, documents = self._mentions.community_chunks(ids, MAX_CLASS_CHUNKS)
         mentions = self._mentions.mentions
         entities = [dict(e, mentions=mentions.get(e["id"], 0)) for e in entities]
-        read = mentioned[:MAX_CLASS_CHUNKS]
         analysed = self._analysed([cid for cid, _ in read])
         learn_names(e["name"] for e in entities)
         names = {e["id"]: name_words(e["name"]) for e in entities}
@@ -619,8 +656,8 @@ class ProfileReportWriter:
         top = max(weights.values(), default=1.0) or 1.0
         sentences = representative_sentences(chunks, {t: w / top for t, w in weights.items()},
                                              [e["name"] for e in named])
-        return Profile(ranked, phrases, sentences, len(mentioned), documents,
-                       sum(float(e["weight"]) for e in edges), importance(len(mentioned), documents, len(entities)),
+        return Profile(ranked, phrases, sentences, mentioned, documents,
+                       sum(float(e["weight"]) for e in edges), importance(mentioned, documents, len(entities)),
                        edges)
 
     def _analysed(self, chunk_ids: list[str]) -> dict[str, ChunkText]:
