@@ -431,6 +431,27 @@ def test_only_entities_whose_inputs_changed_are_merged_again(db_path):
             assert dump(kb) == dump(fresh)
 
 
+def test_a_first_merge_reads_the_relationship_rows_twice_and_a_later_one_keeps_stored_ends(db_path):
+    """When every entity is recomputed no relationship end is left as stored, so the merge
+    reads the extraction's relationship rows twice (their hashes, the edges), not a third time
+    for stand-ins; a merge of some entities still gives the others' edges as stored."""
+    with open_store(db_path) as kb:
+        load(kb, CAROL)
+        reads = []
+        kb.conn.set_trace_callback(lambda sql: reads.append(sql) if "FROM extracted_relations r JOIN" in sql
+                                   and "r.predicate" in sql else None)
+        first = merge(kb)
+        kb.conn.set_trace_callback(None)
+        assert first["recomputed"] == len(entities(kb)) and len(reads) == 2
+        # Fred's new chunk: the edge to Scrooge (not recomputed) keeps its stored end
+        load(kb, [("c9", [E("Fred", "person", "Scrooge's nephew.")],
+                   [R("Fred", "Scrooge", "visits", "Fred visits Scrooge.")])], document="doc2")
+        merge(kb)
+        fred_scrooge = relationships(kb)[frozenset(("fred", "scrooge"))]
+        assert fred_scrooge["weight"] == 2 and fred_scrooge["chunks"] == {"c3", "c9"}
+        assert entities(kb)["scrooge"]["degree"] == 3  # Marley, Bob Cratchit, Fred
+
+
 def test_rebuild_graph_recomputes_every_entity(db_path):
     with tgr.open(db_path, chat="offline", embedder="tgr:hash-384") as kb:
         kb.index([str(EN_CORPUS / "carol_stave1_part1.txt")], chunk_size=300, chunk_overlap=40)

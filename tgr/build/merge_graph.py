@@ -244,7 +244,10 @@ def plan_merge(conn: Connection, gateway: Gateway, prompts: Prompts, *, disambig
     del mentions  # (the groups hold the mentions in scope)
     report("merge", read, steps)
     splits = _disambiguate(gateway, prompts, groups, report) if (disambiguate and llm) else {}
-    entities, by_key = _entities(groups, splits, relations, dirty)
+    # rows read whole: every key a relationship row gives is hashed; all of them recomputed (a
+    # first build), no end is left as stored and _entities need not read the rows for one
+    ends_as_stored = dirty is not None and not (inputs.names is None and dirty.issuperset(hashes))
+    entities, by_key = _entities(groups, splits, relations, dirty if ends_as_stored else None)
     edges = _edges(relations, entities, by_key)
     report("merge", steps - 1, steps)
     edge_rows: dict[str, tuple] = {}
@@ -315,7 +318,8 @@ def _in_scope(mentions, relations, dirty: set[str] | None):
 
 
 def _entities(groups, splits, relations, dirty: set[str] | None):
-    """The entities of each name (several where disambiguation split one), by id and by name."""
+    """The entities of each name (several where disambiguation split one), by id and by name;
+    with dirty, a stand-in for each key of a relationship end that is not recomputed."""
     entities: dict[str, _Entity] = {}
     by_key: dict[str, list[_Entity]] = {}
     for key, group in groups.items():
