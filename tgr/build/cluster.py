@@ -137,10 +137,13 @@ class Graph:
         return Graph(members.tolist(), lo, hi, w)
 
     def _offsets(self) -> "np.ndarray":
-        """Where each node's edges (as lo) start in lo, and where the last ends."""
+        """Where each node's edges (as lo) start in lo, and where the last ends (lo ascending, as
+        from_positions and within leave it; a subgraph induced from half the nodes or fewer is not)."""
         import numpy as np
 
         if getattr(self, "_starts", None) is None:
+            if len(self.lo) and bool((self.lo[1:] < self.lo[:-1]).any()):
+                raise ValueError("the graph's edges are not in order of lo")
             self._starts = np.searchsorted(self.lo, np.arange(len(self.nodes) + 1))
         return self._starts
 
