@@ -153,11 +153,7 @@ def test_hierarchy_on_a_random_graph(max_size):
     assert max(c.level for c in communities) >= 1
     index = {n: i for i, n in enumerate(sorted(nodes))}
     from tgr.build import cluster as module
-    import igraph
-    graph = igraph.Graph(n=len(nodes))
-    clean = sorted({(min(index[a], index[b]), max(index[a], index[b])): w for a, b, w in edges}.items())
-    graph.add_edges([p for p, _ in clean])
-    graph.es["weight"] = [w for _, w in clean]
+    graph = module.Graph.from_edges(nodes, edges)
     for c in communities:
         if c.is_leaf and len(c.members) > max_size and c.level < module.MAX_LEVELS - 1:
             # a leaf above the max must be one Leiden cannot split any further
@@ -189,15 +185,16 @@ def test_clique_above_the_max_keeps_a_valid_hierarchy(n, max_size):
 @pytest.mark.parametrize("resolution", [0.05, 0.5, 1.0, 1.5, 1.99, 2.0, 2.5, 8.0])
 def test_a_two_entity_component_is_split_as_leiden_splits_it(resolution):
     # below resolution 2 _split joins the two without running Leiden: Leiden must agree
-    import igraph
     import leidenalg
+    import numpy as np
+
+    from tgr.build.cluster import Graph
 
     rng = random.Random(resolution)
     for _ in range(20):
         weight, seed = rng.choice([1.0, 54.0, rng.uniform(0.01, 100.0)]), rng.randrange(1000)
-        graph = igraph.Graph(n=2, edges=[(0, 1)])
-        graph.es["weight"] = [weight]
-        membership = leidenalg.find_partition(graph, leidenalg.RBConfigurationVertexPartition, weights="weight",
+        graph = Graph(["a", "b"], np.array([0]), np.array([1]), np.array([weight]))
+        membership = leidenalg.find_partition(graph.igraph(), leidenalg.RBConfigurationVertexPartition, weights="weight",
                                               resolution_parameter=resolution, n_iterations=-1,
                                               seed=seed).membership
         expected = [[0, 1]] if membership[0] == membership[1] else [[0], [1]]
@@ -410,13 +407,15 @@ def test_ids_follow_the_majority_of_members_whether_or_not_a_community_is_unchan
     assert 0 < kept < len(renamed)  # both kinds occur
 
 
-def _igraph_of(nodes, edges):
-    import igraph
+def _graph_of(nodes, edges):
+    """The graph as cluster's Graph of positions in nodes, its edges in the order given."""
+    import numpy as np
+
+    from tgr.build.cluster import Graph
 
     index = {n: i for i, n in enumerate(nodes)}
-    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
-    graph.es["weight"] = [w for _, _, w in edges]
-    return graph
+    return Graph(list(range(len(nodes))), np.array([index[a] for a, _, _ in edges], dtype=np.int64),
+                 np.array([index[b] for _, b, _ in edges], dtype=np.int64), np.array([w for _, _, w in edges]))
 
 
 def _whole_subgraph_leiden(sub, seed, labels, fixed):
@@ -440,8 +439,8 @@ def test_fixed_members_are_one_node_each_community_and_the_quality_is_the_same(s
     from tgr.build.cluster import _collapsed
 
     nodes, edges = random_graph(seed)
-    sub = _igraph_of(nodes, edges)
-    labels = leidenalg.find_partition(sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
+    sub = _graph_of(nodes, edges)
+    labels = leidenalg.find_partition(sub.igraph(), leidenalg.RBConfigurationVertexPartition, weights="weight",
                                       seed=seed).membership
     rng = random.Random(seed)
     free = set(rng.sample(range(len(nodes)), 5))
@@ -457,7 +456,7 @@ def test_fixed_members_are_one_node_each_community_and_the_quality_is_the_same(s
         grouped = {}
         for v, label in enumerate(moved):
             grouped.setdefault(node[v], label)
-        whole = leidenalg.RBConfigurationVertexPartition(sub, initial_membership=moved, weights="weight")
+        whole = leidenalg.RBConfigurationVertexPartition(sub.igraph(), initial_membership=moved, weights="weight")
         small = leidenalg.RBConfigurationVertexPartition(
             collapsed, initial_membership=[grouped[n] for n in range(collapsed.vcount())], weights="weight")
         assert small.quality() == pytest.approx(whole.quality())
@@ -466,7 +465,7 @@ def test_fixed_members_are_one_node_each_community_and_the_quality_is_the_same(s
 
     start = (labels, fixed, set(labels) - {labels[v] for v in free})
     found = _leiden(sub, seed, 1.0, start)
-    expected = _whole_subgraph_leiden(sub, seed, labels, fixed)
+    expected = _whole_subgraph_leiden(sub.igraph(), seed, labels, fixed)
     same = lambda m: {frozenset(v for v in range(len(m)) if m[v] == c) for c in set(m)}  # noqa: E731
     assert same(found) == same(expected)
 
@@ -481,7 +480,7 @@ def test_a_community_its_free_member_held_together_is_cut_into_its_pieces():
     nodes = x_nodes + y_nodes + ["a", "b", "c"]
     edges = x_edges + y_edges + [("a", "x0", 1.0), ("c", "x1", 1.0), ("a", "b", 0.1), ("b", "c", 0.1)]
     edges += [("b", y, 5.0) for y in y_nodes] + [("x5", "y5", 1.0)]
-    sub = _igraph_of(nodes, edges)
+    sub = _graph_of(nodes, edges)
     labels = [0] * 6 + [1] * 6 + [2, 2, 2]
     fixed = [n != "b" for n in nodes]
     membership = _leiden(sub, 42, 1.0, (labels, fixed, {0, 1}))
@@ -527,3 +526,62 @@ def test_changed_components_found_through_the_indexes_are_those_of_the_whole_gra
         assert (local[0].nodes, local[0].pairs(), local[0].w.tolist()) == (full[0].nodes, full[0].pairs(), full[0].w.tolist())
         assert as_rows(local[1]) == as_rows(full[1])
     assert _local_components(conn, set(whole.nodes[:50]), limit=10) is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_subgraph_cut_from_the_arrays_is_the_one_igraph_cuts(seed):
+    """Leiden is given each group's subgraph cut from the graph's arrays (through its members'
+    edges): the same vertices, edges in the same order and weights as igraph's
+    induced_subgraph of the whole graph, which chooses its order by the group's size."""
+    from tgr.build.cluster import Graph
+
+    rng = random.Random(seed)
+    nodes, edges = random_graph(seed, n=120, p_out=0.05)
+    edges = [(a, b, rng.uniform(0.1, 3.0)) for a, b, _ in edges]  # weights whose sums depend on order
+    graph = Graph.from_edges(nodes, edges)
+    whole = graph.igraph()
+    for size in (1, 5, 59, 60, 61, 90, 120):
+        members = sorted(rng.sample(range(len(nodes)), size))
+        sub, expected = graph.induced(members), whole.induced_subgraph(members)
+        assert sub.nodes == members
+        assert sub.pairs() == expected.get_edgelist() and sub.w.tolist() == expected.es["weight"]
+
+
+def test_components_given_or_found_give_the_same_communities():
+    """cluster_graph takes the components _changed_components found on the whole graph
+    (Graph.component) instead of finding them again: the same communities either way."""
+    import numpy as np
+
+    from tgr.build.cluster import Graph, cluster_graph, igraph_components
+
+    nodes, edges = random_graph(5, n=150, p_out=0.0)  # six components
+    nodes += ["lone1", "lone2"]
+    graph = Graph.from_edges(nodes, edges)
+    found = cluster_graph(graph, max_cluster_size=5)
+    labels = np.array(igraph_components(len(graph.nodes), graph.pairs())) * 7 + 3  # any labels
+    given = Graph(graph.nodes, graph.lo, graph.hi, graph.w, component=labels)
+    assert len(given.components()) >= 8 and given.components() == graph.components()
+    assert as_tuples(cluster_graph(given, max_cluster_size=5)) == as_tuples(found)
+
+
+@pytest.mark.parametrize("seed", [4, 8])
+def test_communities_are_cut_into_the_pieces_their_own_subgraphs_have(seed):
+    """_connected_pieces numbers the pieces of the checked communities as cutting each
+    community's own subgraph does: by community, then by each piece's first vertex."""
+    from tgr.build.cluster import Graph, _connected_pieces
+
+    rng = random.Random(seed)
+    nodes, edges = random_graph(seed, n=90, p_in=0.06, p_out=0.02)
+    sub = Graph.from_edges(nodes, edges)
+    whole = sub.igraph()
+    membership = [rng.randrange(6) for _ in nodes]
+    for check in (None, {0, 2, 5}, set()):
+        expected, numbers = [0] * len(nodes), {}
+        for label in sorted(set(membership)):
+            vertices = [v for v, m in enumerate(membership) if m == label]
+            inner = ([0] * len(vertices) if check is not None and label not in check
+                     else whole.induced_subgraph(vertices).connected_components().membership)
+            for v, piece in zip(vertices, inner):
+                expected[v] = numbers.setdefault((label, piece), len(numbers))
+        assert _connected_pieces(sub, membership, check) == expected
+    assert len(set(_connected_pieces(sub, membership))) > len(set(membership))  # some were cut

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 import tgr
-from conftest import EN_CORPUS, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
+from conftest import EN_CORPUS, SMALL, ZH_CORPUS, ScriptedChat, ScriptedEmbedder
 from test_community_chunks import check_community_chunks
 from test_equivalence import pieces, run_sequence
 from tgr.store import db
@@ -303,3 +303,31 @@ def test_clustering_while_the_summaries_are_awaited_gives_the_same_communities(t
         result = cluster(kb.conn, **settings, changed=merged["changed_entities"])
         assert not result["computed_meanwhile"]
         assert _clustered(kb.conn) == during
+
+
+@pytest.mark.parametrize("page", [2, 4096])
+def test_the_embed_stage_reads_the_rows_to_embed_once(db_path, page):
+    """embed_all finds the rows to embed (embed_hash NULL) in one pass when one page holds
+    them (an add: no count beforehand, no read past the last page), and in pages otherwise;
+    either way exactly the rows marked get new vectors."""
+    from tgr.build.embed import embed_all
+
+    with offline(db_path) as kb:
+        kb.index([str(EN_CORPUS)], **SMALL)
+        ids = [r[0] for r in kb.conn.execute("SELECT id FROM entities ORDER BY id LIMIT 5")]
+        before = dict(kb.conn.execute("SELECT id, embedding FROM vec_entities"))
+        with db.transaction(kb.conn):
+            kb.conn.executemany("UPDATE entities SET description = description || ' Edited.' WHERE id = ?",
+                                [(i,) for i in ids])
+        statements = []
+        kb.conn.set_trace_callback(statements.append)
+        assert embed_all(kb.conn, kb.gateway(), page=page) == len(ids)
+        kb.conn.set_trace_callback(None)
+        after = dict(kb.conn.execute("SELECT id, embedding FROM vec_entities"))
+    assert {i for i in before if before[i] != after[i]} == set(ids) and after.keys() == before.keys()
+    reads = [s for s in statements if "embed_hash IS NULL" in s and "UPDATE" not in s.upper()[:10]]
+    per_kind = {kind: sum(f"FROM {kind} " in s for s in reads) for kind in ("entities", "chunks", "reports")}
+    if page > len(ids):
+        assert per_kind == {"entities": 1, "chunks": 1, "reports": 1}
+    else:  # pages of two: three reads of five rows, and the count of them
+        assert per_kind["entities"] == 4

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
@@ -51,6 +51,8 @@ class Graph:
     lo: "np.ndarray"
     hi: "np.ndarray"
     w: "np.ndarray"
+    # each node's connected component (any labels), when known: found once for the whole graph
+    component: "np.ndarray | None" = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_edges(cls, nodes: list[str], edges: list[tuple[str, str, float]]) -> "Graph":
@@ -70,7 +72,7 @@ class Graph:
         lo, hi = np.minimum(source, target), np.maximum(source, target)
         keep = lo != hi
         lo, hi, w = lo[keep], hi[keep], np.asarray(weight, dtype=float)[keep]
-        order = np.lexsort((hi, lo))  # stable: a pair's edges stay in the order given
+        order = np.argsort(lo * len(nodes) + hi, kind="stable")  # by (lo, hi); a pair's edges in the order given
         lo, hi, w = lo[order], hi[order], w[order]
         last = np.ones(len(lo), dtype=bool)
         last[:-1] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
@@ -91,13 +93,14 @@ class Graph:
             args = (json.dumps(nodes),)
             rows = conn.execute("SELECT source_id, target_id, weight FROM relationships "
                                 f"WHERE source_id {_IN} AND target_id {_IN}", args * 2).fetchall()
-        index = {n: i for i, n in enumerate(nodes)}
-        position = lambda column: np.fromiter((index.get(r[column], -1) for r in rows), np.int64, len(rows))
-        source, target = position(0), position(1)
-        weight = np.fromiter((r[2] for r in rows), float, len(rows))
+        get = {n: i for i, n in enumerate(nodes)}.get
+        source = np.array([get(r[0], -1) for r in rows], dtype=np.int64)
+        target = np.array([get(r[1], -1) for r in rows], dtype=np.int64)
+        weight = np.array([r[2] for r in rows], dtype=float)
         known = (source >= 0) & (target >= 0)  # a relationship to an entity not stored is left out
         source, target, weight = source[known], target[known], weight[known]
-        order = np.lexsort((weight, target, source))  # the rows' sorted order: positions follow the names
+        # the rows' sorted (source, target, weight) order: positions follow the names
+        order = np.lexsort((weight, source * len(nodes) + target))
         return cls.from_positions(nodes, source[order], target[order], weight[order])
 
     def within(self, keep: "np.ndarray") -> "Graph":
@@ -111,6 +114,58 @@ class Graph:
 
     def pairs(self) -> list[tuple[int, int]]:
         return list(zip(self.lo.tolist(), self.hi.tolist()))
+
+    def induced(self, members: list[int]) -> "Graph":
+        """The subgraph of members (sorted positions; its nodes are these positions), its edges
+        in the order igraph's induced_subgraph gives them (Leiden is given the same graph as when
+        it was cut from an igraph one): the graph's order when members are more than half the
+        nodes, else by (hi, lo). Read through each member's edges, not every edge."""
+        import numpy as np
+
+        members = np.asarray(members, dtype=np.int64)
+        offsets = self._offsets()
+        starts, counts = offsets[members], offsets[members + 1] - offsets[members]
+        edges = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        position = np.full(len(self.nodes), -1, dtype=np.int64)
+        position[members] = np.arange(len(members))
+        lo, hi = position[self.lo[edges]], position[self.hi[edges]]
+        inside = hi >= 0  # (lo is a member: its edges were read)
+        lo, hi, w = lo[inside], hi[inside], self.w[edges[inside]]
+        if 2 * len(members) <= len(self.nodes):
+            order = np.argsort(hi, kind="stable")
+            lo, hi, w = lo[order], hi[order], w[order]
+        return Graph(members.tolist(), lo, hi, w)
+
+    def _offsets(self) -> "np.ndarray":
+        """Where each node's edges (as lo) start in lo, and where the last ends (lo ascending, as
+        from_positions and within leave it; a subgraph induced from half the nodes or fewer is not)."""
+        import numpy as np
+
+        if getattr(self, "_starts", None) is None:
+            if len(self.lo) and bool((self.lo[1:] < self.lo[:-1]).any()):
+                raise ValueError("the graph's edges are not in order of lo")
+            self._starts = np.searchsorted(self.lo, np.arange(len(self.nodes) + 1))
+        return self._starts
+
+    def igraph(self) -> "igraph.Graph":
+        """The graph as igraph's, each edge's weight in "weight"."""
+        import igraph
+
+        graph = igraph.Graph(n=len(self.nodes), edges=self.pairs())
+        graph.es["weight"] = self.w.tolist()
+        return graph
+
+    def components(self) -> list[list[int]]:
+        """The connected components (sorted positions), by their first node."""
+        import numpy as np
+
+        if self.component is None:
+            labels = np.array(igraph_components(len(self.nodes), self.pairs()), dtype=np.int64)
+        else:
+            labels = np.asarray(self.component)
+        order = np.argsort(labels, kind="stable")
+        cuts = np.flatnonzero(np.diff(labels[order])) + 1
+        return sorted((part.tolist() for part in np.split(order, cuts)) if len(order) else [], key=lambda c: c[0])
 
     def hash(self, max_cluster_size: int, seed: int, resolution: float) -> str:
         """Hash of the graph with the clustering settings."""
@@ -158,20 +213,15 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
     nodes = entity_graph.nodes
     # the positions of new and changed entities (few): every other one is unchanged
     moved = {i for i, n in enumerate(nodes) if n not in unchanged}
-    import igraph  # imported when clustering: queries never pay for it
-
-    graph = igraph.Graph(n=len(nodes))
-    graph.add_edges(entity_graph.pairs())
-    graph.es["weight"] = entity_graph.w.tolist()
 
     result: list[Community] = []
     top: list[list[int]] = []
-    for component in sorted((sorted(c) for c in graph.connected_components()), key=lambda c: c[0]):
+    for component in entity_graph.components():
         if len(component) == 1:
             top.append(component)
             continue
         kept = _kept(component, nodes, {}, previous.get(0), sizes, bool(unchanged), moved, whole=True)
-        top.extend(kept if kept is not None else _split(graph, component, seed, resolution, whole=True,
+        top.extend(kept if kept is not None else _split(entity_graph, component, seed, resolution, whole=True,
                                                         start=_start(component, nodes, previous.get(0), moved, sizes)))
     frontier = [(None, top)] if top else []
     level = 0
@@ -180,14 +230,14 @@ def cluster_graph(entity_graph: Graph, *, max_cluster_size: int = 10, seed: int 
         entries.sort(key=lambda gp: (gp[1] or "", -len(gp[0]), min(gp[0])))
         frontier = []
         for n, (group, parent) in enumerate(entries):
-            community = Community(f"{level}.{n}", level, parent, [nodes[i] for i in sorted(group)])
+            community = Community(f"{level}.{n}", level, parent, list(map(nodes.__getitem__, sorted(group))))
             result.append(community)
             if len(group) > max_cluster_size:
                 members = sorted(group)
                 parts = _kept(members, nodes, previous.get(level, {}), previous.get(level + 1), sizes,
                               bool(unchanged), moved, whole=False)
                 if parts is None:
-                    parts = _split(graph, members, seed, resolution, whole=False,
+                    parts = _split(entity_graph, members, seed, resolution, whole=False,
                                    start=_start(members, nodes, previous.get(level + 1), moved, sizes))
                 if len(parts) > 1:
                     community.is_leaf = False
@@ -205,23 +255,19 @@ def _kept(members: list[int], nodes: list[str], outer: dict[str, str], inner: di
     if not known or not moved.isdisjoint(members):
         return None
     inner = inner or {}
-    if whole:  # a component: its previous level-0 communities must cover exactly these members
-        groups: dict[str, list[int]] = {}
-        for i in members:
-            if nodes[i] not in inner:
-                return None
-            groups.setdefault(inner[nodes[i]], []).append(i)
-        return list(groups.values()) if all(sizes[g] == len(v) for g, v in groups.items()) else None
-    names = {outer.get(nodes[i]) for i in members}
-    if len(names) != 1 or None in names or sizes[next(iter(names))] != len(members):
-        return None
-    if not any(nodes[i] in inner for i in members):
-        return [members]  # previously left whole
-    groups = {}
-    for i in members:
-        if nodes[i] not in inner:
+    names = [nodes[i] for i in members]
+    if not whole:  # one previous group, whole
+        outer_ids = set(map(outer.get, names))
+        if len(outer_ids) != 1 or None in outer_ids or sizes[next(iter(outer_ids))] != len(members):
             return None
-        groups.setdefault(inner[nodes[i]], []).append(i)
+    inner_ids = list(map(inner.get, names))
+    if None in inner_ids:  # a member no previous group of the level below holds
+        return [members] if not whole and not any(map(inner.__contains__, names)) else None  # left whole
+    groups: dict[str, list[int]] = {}
+    for i, group in zip(members, inner_ids):
+        groups.setdefault(group, []).append(i)
+    if whole:  # a component: its previous level-0 communities must cover exactly these members
+        return list(groups.values()) if all(sizes[g] == len(v) for g, v in groups.items()) else None
     return list(groups.values())
 
 
@@ -246,10 +292,10 @@ def _start(members: list[int], nodes: list[str], previous: dict[str, str] | None
     return start, fixed, {labels[old] for old, count in held.items() if count == sizes[old]}
 
 
-def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float,
+def _split(graph: Graph, members: list[int], seed: int, resolution: float,
            whole: bool, start: tuple[list[int], list[bool], set[int]] | None = None) -> list[list[int]]:
-    """Leiden on the subgraph of members (from the membership start, with its fixed
-    members, if given); tries a finer resolution if it will not split."""
+    """Leiden on the subgraph of members (positions in graph; from the membership start, with
+    its fixed members, if given); tries a finer resolution if it will not split."""
     if not members:
         return []
     local = sorted(members)
@@ -258,8 +304,8 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
         # in the RB configuration quality, so Leiden always joins them (~100 such components in
         # 西游记's graph, each a Leiden call otherwise)
         return [local]
-    sub = graph.induced_subgraph(local)
-    if sub.ecount() == 0:
+    sub = graph.induced(local)
+    if len(sub.lo) == 0:
         return [[v] for v in local] if whole else [local]
     for attempt in range(4):
         membership = _leiden(sub, seed, resolution * (2 ** attempt), start)
@@ -272,7 +318,7 @@ def _split(graph: igraph.Graph, members: list[int], seed: int, resolution: float
     return [local]
 
 
-def _leiden(sub: igraph.Graph, seed: int, resolution: float,
+def _leiden(sub: Graph, seed: int, resolution: float,
             start: tuple[list[int], list[bool], set[int]] | None) -> list[int]:
     """Leiden's membership of the subgraph's vertices. From a start with fixed members,
     only the others move, and a community that is no longer connected (an entity that held
@@ -281,7 +327,7 @@ def _leiden(sub: igraph.Graph, seed: int, resolution: float,
 
     if start is None or not any(start[1]):
         return leidenalg.find_partition(
-            sub, leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution,
+            sub.igraph(), leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution,
             n_iterations=-1, seed=seed, initial_membership=start[0] if start else None).membership
     collapsed, node, initial, fixed = _collapsed(sub, start[0], start[1])
     partition = leidenalg.RBConfigurationVertexPartition(collapsed, initial_membership=initial, weights="weight",
@@ -299,7 +345,7 @@ def _leiden(sub: igraph.Graph, seed: int, resolution: float,
     return _connected_pieces(sub, membership, set(membership) - kept)
 
 
-def _collapsed(sub: igraph.Graph, labels: list[int], fixed: list[bool]):
+def _collapsed(sub: Graph, labels: list[int], fixed: list[bool]):
     """The graph Leiden is given when some members are fixed: the fixed members of each start
     community made one node (its internal weight a self-loop), the others as they are. Leiden's
     quality (RB configuration) and every move open to the free members are the same as on the
@@ -314,10 +360,9 @@ def _collapsed(sub: igraph.Graph, labels: list[int], fixed: list[bool]):
     node[~free] = np.searchsorted(held, labels[~free])
     node[free] = len(held) + np.arange(int(free.sum()))
     count = len(held) + int(free.sum())
-    pairs = np.array(sub.get_edgelist(), dtype=np.int64).reshape(-1, 2)
-    a, b = node[pairs[:, 0]], node[pairs[:, 1]]
+    a, b = node[sub.lo], node[sub.hi]
     keys, where = np.unique(np.minimum(a, b) * count + np.maximum(a, b), return_inverse=True)
-    weights = np.bincount(where.ravel(), weights=np.asarray(sub.es["weight"], dtype=float), minlength=len(keys))
+    weights = np.bincount(where.ravel(), weights=np.asarray(sub.w, dtype=float), minlength=len(keys))
     collapsed = igraph.Graph(n=count, edges=list(zip((keys // count).tolist(), (keys % count).tolist())))
     collapsed.es["weight"] = weights.tolist()
     start = np.concatenate([held, labels[free]])
@@ -325,22 +370,29 @@ def _collapsed(sub: igraph.Graph, labels: list[int], fixed: list[bool]):
     return collapsed, node.tolist(), initial, [True] * len(held) + [False] * int(free.sum())
 
 
-def _connected_pieces(sub: igraph.Graph, membership: list[int], check: set[int] | None = None) -> list[int]:
-    """membership with each community (of check, if given) split into its connected pieces."""
-    pieces: list[int] = [0] * len(membership)
-    labels: dict[tuple[int, int], int] = {}
-    groups: dict[int, list[int]] = {}
-    for vertex, label in enumerate(membership):
-        groups.setdefault(label, []).append(vertex)
-    for label, vertices in sorted(groups.items()):
-        if check is not None and label not in check:
-            for vertex in vertices:
-                pieces[vertex] = labels.setdefault((label, 0), len(labels))
-            continue
-        inner = sub.induced_subgraph(vertices).connected_components().membership
-        for vertex, piece in zip(vertices, inner):
-            pieces[vertex] = labels.setdefault((label, piece), len(labels))
-    return pieces
+def _connected_pieces(sub: Graph, membership: list[int], check: set[int] | None = None) -> list[int]:
+    """membership with each community (of check, if given) split into its connected pieces,
+    numbered by community, then by their first vertex."""
+    import numpy as np
+
+    labels = np.asarray(membership, dtype=np.int64)
+    checked = np.ones(len(labels), dtype=bool) if check is None else np.isin(labels, sorted(check))
+    inner = (labels[sub.lo] == labels[sub.hi]) & checked[sub.lo]  # the edges inside a checked community
+    piece = igraph_components(len(labels), list(zip(sub.lo[inner].tolist(), sub.hi[inner].tolist())))
+    piece = np.where(checked, np.asarray(piece, dtype=np.int64), -1)
+    order = np.lexsort((np.arange(len(labels)), labels))  # by community, then vertex
+    keys = (labels[order] - labels.min()) * (len(labels) + 1) + piece[order] + 1
+    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    pieces = np.empty(len(labels), dtype=np.int64)
+    pieces[order] = np.argsort(np.argsort(first))[which.ravel()]  # each piece's number: where it comes first
+    return pieces.tolist()
+
+
+def igraph_components(count: int, pairs: list[tuple[int, int]]) -> list[int]:
+    """Each of count vertices' connected component, given the edges as pairs."""
+    import igraph
+
+    return igraph.Graph(n=count, edges=pairs).connected_components().membership
 
 
 _IN = "IN (SELECT value FROM json_each(?))"
@@ -397,17 +449,16 @@ def _member_rows(conn: Connection, where: str, args: tuple) -> dict[str, list[st
     return members
 
 
-def _affected(graph: Graph, changed: set[str], known: set[str]) -> "np.ndarray":
+def _affected(graph: Graph, changed: set[str], known: set[str]) -> tuple["np.ndarray", "np.ndarray"]:
     """Which nodes are in a connected component that holds a changed entity or one that no
-    stored community holds (known: the entities a level-0 community holds)."""
-    import igraph
+    stored community holds (known: the entities a level-0 community holds), and each node's
+    component."""
     import numpy as np
 
-    membership = np.array(igraph.Graph(n=len(graph.nodes), edges=graph.pairs()).connected_components().membership,
-                          dtype=np.int64)
+    membership = np.array(igraph_components(len(graph.nodes), graph.pairs()), dtype=np.int64)
     hit = np.zeros(len(graph.nodes) and int(membership.max()) + 1, dtype=bool)
     hit[[membership[i] for i, n in enumerate(graph.nodes) if n in changed or n not in known]] = True
-    return hit[membership]
+    return hit[membership], membership
 
 
 # (graph, previous partition, unchanged) -> communities computed earlier from exactly these, or None
@@ -556,7 +607,7 @@ def _membership(communities: list[Community]) -> dict[int, dict[str, str]]:
     """level -> entity -> community id."""
     start: dict[int, dict[str, str]] = {}
     for c in communities:
-        start.setdefault(c.level, {}).update((m, c.id) for m in c.members)
+        start.setdefault(c.level, {}).update(dict.fromkeys(c.members, c.id))
     return start
 
 
@@ -568,16 +619,18 @@ def _changed_components(conn: Connection, graph: Graph, changed: set[str] | None
     if changed is None:
         return None
     stored = stored_communities(conn)  # one read of them all: cheaper than picking the scope's
-    known = {m for c in stored if c.level == 0 for m in c.members}
+    known = set().union(*(c.members for c in stored if c.level == 0))
     if not known:
         return None
-    keep = _affected(graph, changed, known)
+    keep, component = _affected(graph, changed, known)
     scoped = graph.within(keep)
+    scoped.component = component[keep]  # (cluster_graph needs them: found once)
     scope = set(scoped.nodes)
     gone = changed - set(graph.nodes)
     previous = [c for c in stored if not c.members or not scope.isdisjoint(c.members)
                 or not gone.isdisjoint(c.members)]
-    if not all(m in scope or m in gone for c in previous for m in c.members):
+    inside = scope | gone if gone else scope
+    if not all(map(inside.issuperset, (c.members for c in previous))):
         return None  # stored communities that straddle components: cluster everything
     return scoped, previous  # edges stay inside a component
 

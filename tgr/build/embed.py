@@ -8,6 +8,7 @@ an index embeds nothing.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 from ..store.db import Connection, drop_vec_tables, ensure_vec_tables, serialize, transaction, vec_param
@@ -49,6 +50,8 @@ def _todo_pages(conn: Connection, gateway: Gateway, kind: str, size: int = PAGE)
     after = None
     while page := _todo(conn, gateway, kind, after, size):
         yield page
+        if len(page) < size:  # the read reached the table's end: no row is left after it
+            return
         after = page[-1][0]
 
 
@@ -80,7 +83,6 @@ def _write(conn: Connection, kind: str, batch: list[tuple[str, str, str]], vecto
 
 def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress, page_size: int = PAGE) -> int:
     vec_table, table, key, _ = TARGETS[kind]
-    total = _todo_count(conn, kind)
     if not embeds(kind, gateway.embedder.name):
         with transaction(conn):  # up to date with this model, with no vector (a store built
             conn.execute(f"DELETE FROM {vec_table}")  # before this rule loses its unused ones)
@@ -93,9 +95,13 @@ def _embed_kind(conn: Connection, gateway: Gateway, kind: str, report: Progress,
     # an empty vec table (a first build) has no old vector to delete before each insert
     replacing = conn.execute(f"SELECT 1 FROM {vec_table} LIMIT 1").fetchone() is not None
     stage = f"embed-{kind}"
+    pages = _todo_pages(conn, gateway, kind, page_size)
+    first = next(pages, [])
+    # one page holds them all (an add): counted without another pass over the table
+    total = len(first) if len(first) < page_size else _todo_count(conn, kind)
     report(stage, 0, total)
     done = 0
-    for page in _todo_pages(conn, gateway, kind, page_size):
+    for page in itertools.chain([first], pages):
         for start in range(0, len(page), BATCH):
             batch = page[start:start + BATCH]
             _write(conn, kind, batch, gateway.embed(stage, [text for _, text, _ in batch]),

@@ -75,8 +75,8 @@ def index_pending(conn: Connection, limit: int | None = None, *, waiting: bool =
     done = 0
     while limit is None or done < limit:
         size = _BATCH if limit is None else min(_BATCH, limit - done)
-        rows = conn.execute(
-            "SELECT u.seq, d.title, c.text FROM chunks_unindexed u JOIN chunks c ON c.seq = u.seq "
+        rows = conn.execute(  # from the few listed chunks (SQLite chose to scan every chunk's text)
+            "SELECT u.seq, d.title, c.text FROM chunks_unindexed u CROSS JOIN chunks c ON c.seq = u.seq "
             "JOIN documents d ON d.id = c.document_id WHERE c.terms = '' ORDER BY u.seq LIMIT ?",
             (size,)).fetchall()
         if not rows:
