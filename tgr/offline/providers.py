@@ -323,6 +323,12 @@ def score_overlap(question_terms: list[str], text: str, idf: dict[str, float] | 
     return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
 
 
+def _ahead(first: list[tuple[str, str]], picked: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """first, then the picked (sentence, cite) pairs whose sentence it does not quote already."""
+    quoted = {sentence for sentence, _ in first}
+    return first + [p for p in picked if p[0] not in quoted]
+
+
 class ExtractiveAnswerer:
     """The offline provider's answerer: answers assembled from the retrieved text itself.
 
@@ -340,10 +346,10 @@ class ExtractiveAnswerer:
         picked = answer_sentences(question, passages, names=names, linked=linked)
         chain = kin_answer(question, passages)
         if chain:  # "X's mother", "the grandchild of X": each step's sentence, then what is asked of the last
-            picked = chain + [p for p in picked if p[0] not in {s for s, _ in chain}]
+            picked = _ahead(chain, picked)
         verdict = comparison_verdict(question, passages)
         if verdict is not None:  # "Yes", "No" or the side asked for, then the sentences that say so
-            picked = verdict.support + [p for p in picked if p[0] not in {s for s, _ in verdict.support}]
+            picked = _ahead(verdict.support, picked)
         if not picked:
             return "I don't know: the retrieved passages do not mention the question's terms."
         lines = [f"{sentence} [Sources: {cite}]" for sentence, cite in picked]
